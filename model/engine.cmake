@@ -1,0 +1,1 @@
+# Owned by the engine component; defines textgen_engine.

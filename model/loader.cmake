@@ -1,0 +1,1 @@
+# Owned by the loader component; defines textgen_loader.

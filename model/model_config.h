@@ -1,0 +1,38 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace textgen::model {
+
+enum class Architecture { kLlama, kGpt2 };
+
+// How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
+// (2i, 2i+1); NeoX-style models rotate (i, i + rope_dim/2).
+enum class RopeLayout { kAdjacentPairs, kNeox };
+
+// Hyperparameters of a decoder-only transformer. Immutable after loading.
+struct ModelConfig {
+  Architecture architecture = Architecture::kLlama;
+  int dim = 0;             // model width (embedding length)
+  int hidden_dim = 0;      // MLP inner width
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;      // == n_heads without grouped-query attention
+  int head_dim = 0;        // dim / n_heads
+  int vocab_size = 0;
+  int context_length = 0;  // maximum positions the model supports
+  float norm_eps = 1e-5f;  // RMSNorm / LayerNorm epsilon
+  // Llama only.
+  float rope_theta = 10000.0f;
+  int rope_dim = 0;  // dimensions of each head that are rotated (== head_dim usually)
+  RopeLayout rope_layout = RopeLayout::kAdjacentPairs;
+  bool tied_output = false;  // output projection shares the token embedding
+  std::string name;          // general.name or file stem, for logs and GetModelInfo
+
+  int kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+const char* ArchitectureName(Architecture architecture);
+
+}  // namespace textgen::model

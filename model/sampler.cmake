@@ -1,0 +1,1 @@
+# Owned by the sampler component; defines textgen_sampler.

@@ -1,0 +1,1 @@
+# Owned by the tokenizer component; defines textgen_tokenizer.

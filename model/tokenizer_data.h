@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace textgen::model {
+
+// The vocabulary of a model as read from a file, before a Tokenizer is built from it.
+struct TokenizerData {
+  enum class Kind {
+    kSentencePieceBpe,  // GGUF tokenizer.ggml.model == "llama", llama2.c tokenizer.bin
+    kGpt2ByteBpe,       // GGUF tokenizer.ggml.model == "gpt2", encoder.json + vocab.bpe
+  };
+  // GGUF tokenizer.ggml.token_type values.
+  enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+  Kind kind = Kind::kSentencePieceBpe;
+  std::vector<std::string> tokens;  // id -> token text as stored (SentencePiece "▁" or GPT-2 "Ġ")
+  std::vector<float> scores;        // SentencePiece merge priority; empty for gpt2
+  std::vector<int> token_types;     // TokenType per id; may be empty (then all normal)
+  std::vector<std::string> merges;  // gpt2: "left right" in rank order
+  int bos_id = -1;                  // -1 when absent
+  int eos_id = -1;
+  int unk_id = -1;
+  int pad_id = -1;
+  bool add_bos = true;  // prepend BOS when encoding a prompt
+};
+
+}  // namespace textgen::model

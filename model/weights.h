@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace textgen::model {
+
+// Element type of a tensor as stored in the model file.
+enum class DType { kF32, kF16, kBF16, kQ8_0 };
+
+const char* DTypeName(DType dtype);
+
+// A read-only view of one 2-D (or 1-D: rows == 1) tensor inside a loaded model file.
+// Matrices are row-major [rows, cols] = [out_features, in_features], the PyTorch nn.Linear
+// layout (GGUF lists dims innermost-first, so GGUF [in, out] becomes rows=out, cols=in).
+// For kQ8_0, rows are stored as consecutive blocks of 32 (f16 scale + 32 int8).
+// `data` points into memory owned by the LoadedModel (mmap or a dequantized buffer).
+struct TensorView {
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;
+
+  bool empty() const { return data == nullptr; }
+  int64_t elements() const { return rows * cols; }
+};
+
+// Converts `tensor` to f32 into `out` (tensor.elements() floats). Works for every DType.
+void ToFloat(const TensorView& tensor, float* out);
+
+// Per-block weights. Empty views mean "absent" (e.g. biases in llama models).
+struct LayerWeights {
+  TensorView attn_norm;       // [1, dim]
+  TensorView attn_norm_bias;  // [1, dim]      gpt2
+  TensorView wq;              // [n_heads * head_dim, dim]
+  TensorView wk;              // [n_kv_heads * head_dim, dim]
+  TensorView wv;              // [n_kv_heads * head_dim, dim]
+  TensorView bq, bk, bv;      // [1, out]       gpt2
+  TensorView wo;              // [dim, n_heads * head_dim]
+  TensorView bo;              // [1, dim]       gpt2
+  TensorView ffn_norm;        // [1, dim]
+  TensorView ffn_norm_bias;   // [1, dim]       gpt2
+  TensorView w_gate;          // [hidden, dim]  llama (SwiGLU gate, "w1")
+  TensorView w_up;            // [hidden, dim]  llama "w3", gpt2 c_fc
+  TensorView b_up;            // [1, hidden]    gpt2
+  TensorView w_down;          // [dim, hidden]  llama "w2", gpt2 c_proj
+  TensorView b_down;          // [1, dim]       gpt2
+};
+
+struct ModelWeights {
+  TensorView token_embedding;     // [vocab, dim]
+  TensorView position_embedding;  // [context, dim]  gpt2
+  std::vector<LayerWeights> layers;
+  TensorView output_norm;       // [1, dim]
+  TensorView output_norm_bias;  // [1, dim]  gpt2
+  TensorView output;            // [vocab, dim]; == token_embedding when tied
+};
+
+}  // namespace textgen::model

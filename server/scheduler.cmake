@@ -1,0 +1,1 @@
+# Owned by the scheduler component; defines textgen_scheduler.

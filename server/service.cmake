@@ -1,0 +1,1 @@
+# Owned by the service component; defines textgen_service and textgen-server.

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "model/sampler.h"
+
+namespace textgen::server {
+
+enum class FinishReason { kEos, kStopSequence, kStopToken, kLength, kContextFull };
+
+// New tokens of one request (possibly several when text was held back for a stop string).
+struct TokenEvent {
+  std::string text;  // whole UTF-8 characters only
+  std::vector<int> token_ids;
+  std::vector<model::SampleResult> logprobs;  // parallel to token_ids when asked for
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int cached_tokens = 0;
+  int completion_tokens = 0;
+};
+
+struct Timings {
+  double queue_seconds = 0;
+  double time_to_first_token_seconds = 0;
+  double decode_seconds = 0;
+  double total_seconds = 0;
+};
+
+// The last event of a successful request.
+struct FinishedEvent {
+  FinishReason reason = FinishReason::kLength;
+  std::string text;  // final text delta (held-back bytes), may be empty
+  std::vector<int> token_ids;
+  std::vector<model::SampleResult> logprobs;
+  std::string matched_stop;
+  Usage usage;
+  Timings timings;
+  uint64_t seed = 0;
+};
+
+// The last event of a failed request (status is never OK).
+struct ErrorEvent {
+  absl::Status status;
+};
+
+using StreamEvent = std::variant<TokenEvent, FinishedEvent, ErrorEvent>;
+
+}  // namespace textgen::server
