@@ -6,6 +6,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "model/engine.h"
+#include "model/tokenizer.h"
+#include "server/scheduler_observer.h"
 #include "server/stream_sink.h"
 #include "server/validated_request.h"
 
@@ -38,5 +41,13 @@ class Scheduler {
   // Blocks until no request is running or queued, or the timeout passes. True if idle.
   virtual bool WaitUntilIdle(absl::Duration timeout) = 0;
 };
+
+// Starts the continuous-batching scheduler and its engine thread. `engine`, `tokenizer` and
+// `observer` (may be null) must outlive the scheduler; destroying it stops the thread after
+// failing whatever is still queued or running with UNAVAILABLE.
+std::unique_ptr<Scheduler> CreateBatchingScheduler(model::Engine* engine,
+                                                   const model::Tokenizer* tokenizer,
+                                                   const SchedulerOptions& options,
+                                                   SchedulerObserver* observer);
 
 }  // namespace textgen::server
