@@ -1,0 +1,382 @@
+// Sampler tests: each processor against a straightforward independent computation of the
+// documented formula (HF / OpenAI), plus seeded statistical and reproducibility checks.
+#include "model/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <set>
+#include <vector>
+
+namespace textgen::model {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<double> Softmax(const std::vector<double>& x) {
+  double m = -kInf;
+  for (double v : x) m = std::max(m, v);
+  std::vector<double> p(x.size());
+  double s = 0;
+  for (size_t i = 0; i < x.size(); ++i) s += p[i] = std::exp(x[i] - m);
+  for (double& v : p) v /= s;
+  return p;
+}
+
+std::vector<float> LogitsFromProbs(const std::vector<double>& p) {
+  std::vector<float> l;
+  for (double v : p) l.push_back(static_cast<float>(std::log(v)));
+  return l;
+}
+
+SamplingParams Params(float temperature = 1.0f, uint64_t seed = 1) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.seed = seed;
+  return p;
+}
+
+void ExpectProbsNear(const std::vector<float>& got, const std::vector<double>& want,
+                     double tol = 1e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "token " << i;
+}
+
+TEST(SamplerTest, GreedyPicksArgmaxLowestIdOnTies) {
+  Sampler s(Params(0.0f), {});
+  std::vector<float> logits = {0.1f, 3.0f, -1.0f, 3.0f, 2.9f};
+  EXPECT_EQ(s.Sample(logits).token, 1);
+  std::vector<float> single = {-5.0f};
+  EXPECT_EQ(s.Sample(single).token, 0);
+  std::vector<float> all_equal(7, 0.25f);
+  EXPECT_EQ(s.Sample(all_equal).token, 0);
+  EXPECT_EQ(s.num_generated(), 3);
+}
+
+TEST(SamplerTest, LogprobsAreLogSoftmaxAndTopSorted) {
+  SamplingParams p = Params(0.0f);
+  p.top_logprobs = 5;
+  Sampler s(p, {});
+  std::vector<float> logits = {1.0f, 2.0f, 0.5f, 2.0f, -3.0f};
+  const SampleResult r = s.Sample(logits);
+  const std::vector<double> want = Softmax(std::vector<double>(logits.begin(), logits.end()));
+  EXPECT_EQ(r.token, 1);
+  EXPECT_NEAR(r.logprob, std::log(want[1]), 1e-6);
+  ASSERT_EQ(r.top.size(), 5u);
+  const int order[] = {1, 3, 0, 2, 4};  // ties (1, 3) in id order
+  double sum = 0;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(r.top[i].token, order[i]);
+    EXPECT_NEAR(r.top[i].logprob, std::log(want[order[i]]), 1e-6);
+    if (i > 0) {
+      EXPECT_GE(r.top[i - 1].logprob, r.top[i].logprob);
+    }
+    sum += std::exp(r.top[i].logprob);
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+}
+
+TEST(SamplerTest, LogprobsSumToOneOnLargeVocab) {
+  SamplingParams p = Params(0.8f, 7);
+  p.top_logprobs = 50000;
+  p.top_k = 10;  // filters must not affect the reported logprobs
+  Sampler s(p, {});
+  std::mt19937 gen(3);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> logits(50000);
+  for (float& l : logits) l = normal(gen);
+  const SampleResult r = s.Sample(logits);
+  ASSERT_EQ(r.top.size(), 50000u);
+  double sum = 0;
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    sum += std::exp(static_cast<double>(r.top[i].logprob));
+    if (i > 0) {
+      ASSERT_GE(r.top[i - 1].logprob, r.top[i].logprob);
+    }
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-4);
+  EXPECT_EQ(r.top[0].token, std::max_element(logits.begin(), logits.end()) - logits.begin());
+  // The chosen token's logprob matches its entry in the full list.
+  for (const TokenLogprob& t : r.top) {
+    if (t.token == r.token) {
+      EXPECT_FLOAT_EQ(t.logprob, r.logprob);
+    }
+  }
+}
+
+TEST(SamplerTest, TemperatureScalesLogits) {
+  Sampler s(Params(2.0f), {});
+  std::vector<float> logits = {1.0f, 2.0f, 0.5f, -1.0f};
+  ExpectProbsNear(s.Distribution(logits), Softmax({0.5, 1.0, 0.25, -0.5}));
+}
+
+TEST(SamplerTest, TemperatureToZeroBecomesGreedy) {
+  std::vector<float> logits = {1.0f, 2.0f, 1.99f, -1.0f};
+  Sampler s(Params(1e-4f, 99), {});
+  const std::vector<float> d = s.Distribution(logits);
+  EXPECT_NEAR(d[1], 1.0, 1e-6);
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(s.Sample(logits).token, 1);
+  // At T = 0.01 the 2.0 vs 1.99 gap is one e-fold: p1 / p2 = e.
+  Sampler warm(Params(0.01f), {});
+  const std::vector<float> dw = warm.Distribution(logits);
+  EXPECT_NEAR(dw[1] / dw[2], std::exp(1.0), 1e-3);
+}
+
+TEST(SamplerTest, TopKKeepsKLargestRenormalised) {
+  SamplingParams p = Params();
+  p.top_k = 2;
+  Sampler s(p, {});
+  std::vector<float> logits = {0.0f, 3.0f, 1.0f, 2.5f, -2.0f};
+  // Independent: softmax over {3.0, 2.5} only.
+  const double z = std::exp(3.0) + std::exp(2.5);
+  ExpectProbsNear(s.Distribution(logits), {0, std::exp(3.0) / z, 0, std::exp(2.5) / z, 0});
+}
+
+TEST(SamplerTest, TopKTiesPreferLowerIds) {
+  SamplingParams p = Params();
+  p.top_k = 2;
+  Sampler s(p, {});
+  std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f};
+  ExpectProbsNear(s.Distribution(logits), {0.5, 0.5, 0, 0});
+}
+
+TEST(SamplerTest, TopPKeepsSmallestPrefixReachingP) {
+  // Sorted probabilities 0.5, 0.2, 0.15, 0.1, 0.05 (cumulative 0.5, 0.7, 0.85, 0.95, 1.0),
+  // placed at shuffled ids.
+  const std::vector<double> probs = {0.1, 0.5, 0.05, 0.2, 0.15};
+  const std::vector<float> logits = LogitsFromProbs(probs);
+  struct Case {
+    float top_p;
+    std::set<int> kept;
+  };
+  for (const Case& c : {Case{0.3f, {1}}, Case{0.6f, {1, 3}}, Case{0.75f, {1, 3, 4}},
+                        Case{0.9f, {1, 3, 4, 0}}, Case{0.99f, {0, 1, 2, 3, 4}}, Case{1e-6f, {1}}}) {
+    SamplingParams p = Params();
+    p.top_p = c.top_p;
+    Sampler s(p, {});
+    const std::vector<float> d = s.Distribution(logits);
+    double kept_mass = 0;
+    for (int t : c.kept) kept_mass += probs[t];
+    for (int t = 0; t < 5; ++t) {
+      const double want = c.kept.count(t) ? probs[t] / kept_mass : 0.0;
+      EXPECT_NEAR(d[t], want, 1e-6) << "top_p " << c.top_p << " token " << t;
+    }
+  }
+}
+
+TEST(SamplerTest, MinPDropsTokensBelowFractionOfMax) {
+  const std::vector<double> probs = {0.1, 0.5, 0.05, 0.2, 0.15};
+  const std::vector<float> logits = LogitsFromProbs(probs);
+  SamplingParams p = Params();
+  p.min_p = 0.25f;  // threshold 0.125: keeps 0.5, 0.2, 0.15
+  Sampler s(p, {});
+  ExpectProbsNear(s.Distribution(logits), {0, 0.5 / 0.85, 0, 0.2 / 0.85, 0.15 / 0.85});
+  p.min_p = 1.0f;  // only the best survives
+  Sampler only_best(p, {});
+  ExpectProbsNear(only_best.Distribution(logits), {0, 1, 0, 0, 0});
+}
+
+TEST(SamplerTest, MinPAppliesAfterTemperature) {
+  // With T = 2, p_i / p_max = exp((l_i - l_max) / 2): l = {0, -1, -2} -> ratios 1, 0.61, 0.37.
+  SamplingParams p = Params(2.0f);
+  p.min_p = 0.5f;
+  Sampler s(p, {});
+  std::vector<float> logits = {0.0f, -1.0f, -2.0f};
+  const double z = 1 + std::exp(-0.5);
+  ExpectProbsNear(s.Distribution(logits), {1 / z, std::exp(-0.5) / z, 0});
+}
+
+TEST(SamplerTest, LogitBiasBansAndBoosts) {
+  SamplingParams p = Params(1.0f, 5);
+  p.logit_bias = {{1, -1e30f}, {3, -kInf}, {99, 5.0f}};  // 99 is out of range: ignored
+  Sampler s(p, {});
+  std::vector<float> logits = {0.0f, 10.0f, 0.0f, 10.0f};
+  for (int i = 0; i < 500; ++i) {
+    const int t = s.Sample(logits).token;
+    ASSERT_TRUE(t == 0 || t == 2) << t;
+  }
+  SamplingParams g = Params(0.0f);
+  g.logit_bias = {{2, 20.0f}};
+  Sampler greedy(g, {});
+  EXPECT_EQ(greedy.Sample(logits).token, 2);
+}
+
+TEST(SamplerTest, RepetitionPenaltyMatchesHfFormula) {
+  SamplingParams p = Params();
+  p.repetition_penalty = 1.3f;
+  const std::vector<int> prompt = {0, 2, 2, 5};  // 5 is outside the 4-token vocab: ignored
+  Sampler s(p, prompt);
+  std::vector<float> logits = {2.0f, 1.0f, -1.5f, 0.5f};
+  // HF RepetitionPenaltyLogitsProcessor: score < 0 ? score * r : score / r, each id once.
+  ExpectProbsNear(s.Distribution(logits), Softmax({2.0 / 1.3, 1.0, -1.5 * 1.3, 0.5}));
+  s.Accept(3);  // generated tokens are penalised too
+  ExpectProbsNear(s.Distribution(logits), Softmax({2.0 / 1.3, 1.0, -1.5 * 1.3, 0.5 / 1.3}));
+}
+
+TEST(SamplerTest, PresenceAndFrequencyMatchOpenAiFormula) {
+  SamplingParams p = Params();
+  p.presence_penalty = 0.4f;
+  p.frequency_penalty = 0.7f;
+  Sampler s(p, /*prompt_tokens=*/std::vector<int>{0, 1});  // prompt is not counted
+  s.Accept(2);
+  s.Accept(2);
+  s.Accept(3);
+  s.Accept(2);
+  std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  // mu[j] - c[j] * alpha_frequency - (c[j] > 0) * alpha_presence
+  ExpectProbsNear(s.Distribution(logits),
+                  Softmax({1.0, 1.0, 1.0 - 3 * 0.7 - 0.4, 1.0 - 0.7 - 0.4, 1.0}));
+}
+
+TEST(SamplerTest, ProcessorOrderBiasThenRepetitionThenPresence) {
+  SamplingParams p = Params(0.0f);
+  p.top_logprobs = 2;
+  p.logit_bias = {{0, -2.0f}};
+  p.repetition_penalty = 2.0f;
+  p.presence_penalty = 1.0f;
+  Sampler s(p, std::vector<int>{0});
+  s.Accept(0);
+  // bias: 1 - 2 = -1; repetition (negative -> times 2): -2; presence: -3.
+  // (repetition before bias would give 1/2 - 2 - 1 = -2.5.)
+  std::vector<float> logits = {1.0f, -2.9f};
+  const SampleResult r = s.Sample(logits);
+  EXPECT_EQ(r.token, 1);
+  const std::vector<double> want = Softmax({-3.0, -2.9});
+  EXPECT_NEAR(r.logprob, std::log(want[1]), 1e-6);
+  EXPECT_NEAR(r.top[1].logprob, std::log(want[0]), 1e-6);
+}
+
+TEST(SamplerTest, SampleRecordsTokensForPenalties) {
+  // Greedy + a big frequency penalty: each pick pushes that token below the others.
+  SamplingParams p = Params(0.0f);
+  p.frequency_penalty = 2.0f;
+  Sampler s(p, {});
+  std::vector<float> logits = {1.0f, 0.9f, 0.8f};
+  std::vector<int> got;
+  for (int i = 0; i < 6; ++i) got.push_back(s.Sample(logits).token);
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+}
+
+TEST(SamplerTest, EmpiricalFrequenciesMatchDistribution) {
+  const std::vector<double> probs = {0.4, 0.25, 0.2, 0.1, 0.05};
+  const std::vector<float> logits = LogitsFromProbs(probs);
+  Sampler s(Params(1.0f, 12345), {});
+  constexpr int kDraws = 20000;
+  std::vector<int> counts(5, 0);
+  for (int i = 0; i < kDraws; ++i) ++counts[s.Sample(logits).token];
+  for (int t = 0; t < 5; ++t) {
+    const double se = std::sqrt(probs[t] * (1 - probs[t]) / kDraws);
+    EXPECT_NEAR(counts[t] / static_cast<double>(kDraws), probs[t], 4 * se) << "token " << t;
+  }
+}
+
+TEST(SamplerTest, SameSeedSameTokensDifferentSeedsDiffer) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> steps(64, std::vector<float>(1000));
+  for (auto& step : steps) {
+    for (float& l : step) l = normal(gen);
+  }
+  auto run = [&](uint64_t seed) {
+    SamplingParams p = Params(1.0f, seed);
+    p.top_p = 0.95f;
+    p.top_k = 200;
+    p.repetition_penalty = 1.1f;
+    Sampler s(p, std::vector<int>{1, 2, 3});
+    std::vector<int> out;
+    for (const auto& step : steps) out.push_back(s.Sample(step).token);
+    return out;
+  };
+  EXPECT_EQ(run(42), run(42));
+  EXPECT_NE(run(42), run(43));
+}
+
+// Straightforward top-k -> top-p -> min-p by a full sort, to check the chunked partial sorts.
+std::vector<double> ReferenceFiltered(const std::vector<float>& logits, float t, int k, float top_p,
+                                      float min_p) {
+  const int v = static_cast<int>(logits.size());
+  std::vector<int> order(v);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  if (k > 0 && k < v) order.resize(k);
+  std::vector<double> scaled;
+  for (int i : order) scaled.push_back(logits[i] / static_cast<double>(t));
+  std::vector<double> p = Softmax(scaled);
+  size_t keep = p.size();
+  double cum = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    cum += p[i];
+    if (cum >= top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  order.resize(keep);
+  p.resize(keep);
+  std::vector<double> out(v, 0.0);
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    if (p[i] >= min_p * p[0]) total += p[i];
+  }
+  for (size_t i = 0; i < keep; ++i) {
+    if (p[i] >= min_p * p[0]) out[order[i]] = p[i] / total;
+  }
+  return out;
+}
+
+TEST(SamplerTest, LargeVocabFiltersMatchFullSortReference) {
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logits(32000);
+  for (float& l : logits) l = normal(gen);
+  struct Case {
+    float t;
+    int k;
+    float top_p;
+    float min_p;
+  };
+  for (const Case& c :
+       {Case{1.0f, 0, 0.9f, 0.0f}, Case{1.0f, 0, 0.999f, 0.0f}, Case{0.7f, 40, 0.95f, 0.0f},
+        Case{1.3f, 1000, 0.5f, 0.01f}, Case{1.0f, 0, 1.0f, 0.05f}, Case{2.0f, 5000, 1.0f, 0.0f}}) {
+    SamplingParams p = Params(c.t);
+    p.top_k = c.k;
+    p.top_p = c.top_p;
+    p.min_p = c.min_p;
+    Sampler s(p, {});
+    const std::vector<float> got = s.Distribution(logits);
+    const std::vector<double> want = ReferenceFiltered(logits, c.t, c.k, c.top_p, c.min_p);
+    int nonzero_got = 0, nonzero_want = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      nonzero_got += got[i] > 0;
+      nonzero_want += want[i] > 0;
+      ASSERT_NEAR(got[i], want[i], 1e-6) << "token " << i << " k " << c.k << " p " << c.top_p;
+    }
+    EXPECT_EQ(nonzero_got, nonzero_want);
+  }
+}
+
+TEST(SamplerTest, AllTokensBannedFallsBackToIdZero) {
+  SamplingParams p = Params(1.0f);
+  p.logit_bias = {{0, -kInf}, {1, -kInf}};
+  Sampler s(p, {});
+  std::vector<float> logits = {1.0f, 2.0f};
+  const SampleResult r = s.Sample(logits);
+  EXPECT_EQ(r.token, 0);
+  EXPECT_EQ(r.logprob, -kInf);
+}
+
+TEST(SamplerTest, NanLogitsAreNeverPicked) {
+  Sampler s(Params(1.0f, 8), {});
+  std::vector<float> logits = {std::nanf(""), 0.0f, std::nanf(""), 0.0f};
+  for (int i = 0; i < 200; ++i) {
+    const int t = s.Sample(logits).token;
+    ASSERT_TRUE(t == 1 || t == 3) << t;
+  }
+}
+
+}  // namespace
+}  // namespace textgen::model
