@@ -1,1 +1,14 @@
 # Owned by the loader component; defines textgen_loader.
+# GGUF / llama2.c readers, weight views and the GGUF writer (tests and tools).
+add_library(textgen_loader STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_model.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_reader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/llama2c_loader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/mapped_file.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/model_config.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/model_loader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/weights.cc
+)
+target_link_libraries(textgen_loader PUBLIC absl::status absl::statusor absl::strings
+                      textgen_tokenizer PRIVATE textgen_warnings)

@@ -1,0 +1,280 @@
+#include "model/gguf_model.h"
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "model/gguf_tokenizer.h"
+#include "model/loader_macros.h"
+
+namespace textgen::model {
+namespace {
+
+constexpr int64_t kMaxDim = 1 << 20;
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxContext = 1 << 24;
+constexpr int64_t kMaxVocab = 1 << 24;
+
+int64_t RowBytes(DType dtype, int64_t cols) {
+  switch (dtype) {
+    case DType::kF32:
+      return cols * 4;
+    case DType::kF16:
+    case DType::kBF16:
+      return cols * 2;
+    case DType::kQ8_0:
+      return cols / 32 * 34;
+  }
+  return 0;
+}
+
+std::string DimsString(const GgufTensorInfo& t) {
+  return absl::StrCat("[", absl::StrJoin(t.dims.begin(), t.dims.begin() + t.n_dims, ", "), "]");
+}
+
+// Looks tensors up by name and checks their shapes. Shapes are given as (rows, cols) of the
+// row-major matrix; GGUF stores them innermost-first, so the file says [cols, rows].
+class TensorFetcher {
+ public:
+  explicit TensorFetcher(const GgufFile& file) : file_(file) {}
+
+  absl::StatusOr<TensorView> Required(const std::string& name, int64_t rows, int64_t cols) const {
+    const GgufTensorInfo* t = file_.FindTensor(name);
+    if (t == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("missing tensor ", name, " (expected shape ", Expected(rows, cols), ")"));
+    }
+    return Check(*t, rows, cols);
+  }
+
+  // Empty view when absent; shape-checked when present.
+  absl::StatusOr<TensorView> Optional(const std::string& name, int64_t rows, int64_t cols) const {
+    const GgufTensorInfo* t = file_.FindTensor(name);
+    if (t == nullptr) return TensorView{};
+    return Check(*t, rows, cols);
+  }
+
+ private:
+  static std::string Expected(int64_t rows, int64_t cols) {
+    return rows == 1 ? absl::StrCat("[", cols, "]") : absl::StrCat("[", cols, ", ", rows, "]");
+  }
+
+  absl::StatusOr<TensorView> Check(const GgufTensorInfo& t, int64_t rows, int64_t cols) const {
+    // Trailing dims of 1 are accepted ([64, 1] for a vector).
+    const bool ok = t.dims[0] == cols && t.dims[1] == rows && t.dims[2] == 1 && t.dims[3] == 1;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": expected shape ",
+                                                     Expected(rows, cols), ", got ", DimsString(t),
+                                                     " (GGUF order, innermost first)"));
+    }
+    return TensorView{t.dtype, rows, cols, file_.TensorData(t)};
+  }
+
+  const GgufFile& file_;
+};
+
+// Rows [begin, begin + count) of a matrix: a view, no copy.
+TensorView RowSlice(const TensorView& m, int64_t begin, int64_t count) {
+  return TensorView{m.dtype, count, m.cols,
+                    static_cast<const uint8_t*>(m.data) + begin * RowBytes(m.dtype, m.cols)};
+}
+
+// Elements [begin, begin + count) of a vector [1, n] as a [1, count] view.
+absl::StatusOr<TensorView> VectorSlice(const TensorView& v, const std::string& name, int64_t begin,
+                                       int64_t count) {
+  if (v.dtype == DType::kQ8_0 && (begin % 32 != 0 || count % 32 != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor ", name, ": cannot split a Q8_0 vector at ", begin, " (not a multiple of 32)"));
+  }
+  return TensorView{v.dtype, 1, count,
+                    static_cast<const uint8_t*>(v.data) + RowBytes(v.dtype, begin)};
+}
+
+// Hyperparameters shared by both architectures, read under "<arch>.".
+absl::StatusOr<ModelConfig> ReadCommonConfig(const GgufFile& file, const std::string& arch) {
+  ModelConfig c;
+  const std::string p = arch + ".";
+  TEXTGEN_ASSIGN_OR_RETURN(c.dim, file.GetInt(p + "embedding_length", 1, kMaxDim));
+  TEXTGEN_ASSIGN_OR_RETURN(c.hidden_dim, file.GetInt(p + "feed_forward_length", 1, kMaxDim));
+  TEXTGEN_ASSIGN_OR_RETURN(c.n_layers, file.GetInt(p + "block_count", 1, kMaxLayers));
+  TEXTGEN_ASSIGN_OR_RETURN(c.n_heads, file.GetInt(p + "attention.head_count", 1, c.dim));
+  TEXTGEN_ASSIGN_OR_RETURN(c.context_length, file.GetInt(p + "context_length", 1, kMaxContext));
+  if (c.dim % c.n_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(p, "embedding_length ", c.dim,
+                                                   " is not a multiple of ", p,
+                                                   "attention.head_count ", c.n_heads));
+  }
+  c.head_dim = c.dim / c.n_heads;
+  c.n_kv_heads = c.n_heads;
+  return c;
+}
+
+absl::StatusOr<ModelConfig> ReadLlamaConfig(const GgufFile& file) {
+  TEXTGEN_ASSIGN_OR_RETURN(ModelConfig c, ReadCommonConfig(file, "llama"));
+  c.architecture = Architecture::kLlama;
+  c.rope_layout = RopeLayout::kAdjacentPairs;  // llama.cpp "normal" rope for arch llama
+  if (file.FindKey("llama.attention.head_count_kv")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.n_kv_heads,
+                             file.GetInt("llama.attention.head_count_kv", 1, c.n_heads));
+    if (c.n_heads % c.n_kv_heads != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("llama.attention.head_count ", c.n_heads,
+                       " is not a multiple of llama.attention.head_count_kv ", c.n_kv_heads));
+    }
+  }
+  c.rope_dim = c.head_dim;
+  if (file.FindKey("llama.rope.dimension_count")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.rope_dim, file.GetInt("llama.rope.dimension_count", 2, c.head_dim));
+    if (c.rope_dim % 2 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("llama.rope.dimension_count ", c.rope_dim, " is odd"));
+    }
+  }
+  if (file.FindKey("llama.rope.freq_base")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const double theta, file.GetFloat("llama.rope.freq_base"));
+    if (!(theta > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("llama.rope.freq_base ", theta, " is not positive"));
+    }
+    c.rope_theta = static_cast<float>(theta);
+  }
+  if (file.FindKey("llama.attention.layer_norm_rms_epsilon")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const double eps,
+                             file.GetFloat("llama.attention.layer_norm_rms_epsilon"));
+    if (!(eps > 0 && eps < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("llama.attention.layer_norm_rms_epsilon ", eps, " is not in (0, 1)"));
+    }
+    c.norm_eps = static_cast<float>(eps);
+  }
+  return c;
+}
+
+absl::StatusOr<ModelConfig> ReadGpt2Config(const GgufFile& file) {
+  TEXTGEN_ASSIGN_OR_RETURN(ModelConfig c, ReadCommonConfig(file, "gpt2"));
+  c.architecture = Architecture::kGpt2;
+  c.rope_dim = 0;
+  TEXTGEN_ASSIGN_OR_RETURN(const double eps, file.GetFloat("gpt2.attention.layer_norm_epsilon"));
+  if (!(eps > 0 && eps < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt2.attention.layer_norm_epsilon ", eps, " is not in (0, 1)"));
+  }
+  c.norm_eps = static_cast<float>(eps);
+  return c;
+}
+
+absl::Status ReadLlamaWeights(const TensorFetcher& f, const ModelConfig& c, ModelWeights& w) {
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
+  w.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights& L = w.layers[l];
+    const std::string b = absl::StrCat("blk.", l, ".");
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, f.Required(b + "attn_norm.weight", 1, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.wq, f.Required(b + "attn_q.weight", q_dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.wk, f.Required(b + "attn_k.weight", c.kv_dim(), c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.wv, f.Required(b + "attn_v.weight", c.kv_dim(), c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.wo, f.Required(b + "attn_output.weight", c.dim, q_dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, f.Required(b + "ffn_norm.weight", 1, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.w_down, f.Required(b + "ffn_down.weight", c.dim, c.hidden_dim));
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm, f.Required("output_norm.weight", 1, c.dim));
+  return absl::OkStatus();
+}
+
+absl::Status ReadGpt2Weights(const TensorFetcher& f, const ModelConfig& c, ModelWeights& w) {
+  TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
+                           f.Required("position_embd.weight", c.context_length, c.dim));
+  w.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights& L = w.layers[l];
+    const std::string b = absl::StrCat("blk.", l, ".");
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, f.Required(b + "attn_norm.weight", 1, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm_bias, f.Required(b + "attn_norm.bias", 1, c.dim));
+    // Fused [3*dim, dim] QKV and [3*dim] bias, split into row ranges q | k | v.
+    TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv,
+                             f.Required(b + "attn_qkv.weight", 3 * c.dim, c.dim));
+    L.wq = RowSlice(qkv, 0, c.dim);
+    L.wk = RowSlice(qkv, c.dim, c.dim);
+    L.wv = RowSlice(qkv, 2 * c.dim, c.dim);
+    const std::string bias_name = b + "attn_qkv.bias";
+    TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv_bias, f.Required(bias_name, 1, 3 * c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.bq, VectorSlice(qkv_bias, bias_name, 0, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.bk, VectorSlice(qkv_bias, bias_name, c.dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.bv, VectorSlice(qkv_bias, bias_name, 2 * c.dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.wo, f.Required(b + "attn_output.weight", c.dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.bo, f.Required(b + "attn_output.bias", 1, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, f.Required(b + "ffn_norm.weight", 1, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm_bias, f.Required(b + "ffn_norm.bias", 1, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.b_up, f.Required(b + "ffn_up.bias", 1, c.hidden_dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.w_down, f.Required(b + "ffn_down.weight", c.dim, c.hidden_dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.b_down, f.Required(b + "ffn_down.bias", 1, c.dim));
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm, f.Required("output_norm.weight", 1, c.dim));
+  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm_bias, f.Required("output_norm.bias", 1, c.dim));
+  return absl::OkStatus();
+}
+
+// The dtype holding most tensor bytes in the file (for GetModelInfo).
+DType DominantDType(const GgufFile& file) {
+  std::map<DType, uint64_t> bytes;
+  for (const GgufTensorInfo& t : file.tensors) bytes[t.dtype] += t.nbytes;
+  DType best = DType::kF32;
+  uint64_t best_bytes = 0;
+  for (const auto& [dtype, n] : bytes) {
+    if (n > best_bytes) best = dtype, best_bytes = n;
+  }
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedModel> BuildModelFromGguf(const GgufFile& file,
+                                               std::string_view fallback_name) {
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string arch, file.GetString("general.architecture"));
+  LoadedModel model;
+  if (arch == "llama") {
+    TEXTGEN_ASSIGN_OR_RETURN(model.config, ReadLlamaConfig(file));
+  } else if (arch == "gpt2") {
+    TEXTGEN_ASSIGN_OR_RETURN(model.config, ReadGpt2Config(file));
+  } else {
+    return absl::UnimplementedError(absl::StrCat("general.architecture \"", arch,
+                                                 "\" is not supported (supported: llama, gpt2)"));
+  }
+  ModelConfig& c = model.config;
+  ModelWeights& w = model.weights;
+  const TensorFetcher fetch(file);
+
+  // The vocabulary size is the embedding's row count.
+  const GgufTensorInfo* embd = file.FindTensor("token_embd.weight");
+  if (embd == nullptr) return absl::NotFoundError("missing tensor token_embd.weight");
+  if (embd->n_dims != 2 || embd->dims[1] > kMaxVocab) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor token_embd.weight: expected shape [",
+                                                   c.dim, ", vocab], got ", DimsString(*embd)));
+  }
+  c.vocab_size = static_cast<int>(embd->dims[1]);
+  TEXTGEN_ASSIGN_OR_RETURN(w.token_embedding,
+                           fetch.Required("token_embd.weight", c.vocab_size, c.dim));
+  TEXTGEN_ASSIGN_OR_RETURN(w.output, fetch.Optional("output.weight", c.vocab_size, c.dim));
+  if (w.output.empty()) {
+    w.output = w.token_embedding;
+    c.tied_output = true;
+  }
+  TEXTGEN_RETURN_IF_ERROR(c.architecture == Architecture::kLlama ? ReadLlamaWeights(fetch, c, w)
+                                                                 : ReadGpt2Weights(fetch, c, w));
+  TEXTGEN_ASSIGN_OR_RETURN(model.tokenizer, ReadGgufTokenizer(file, c.vocab_size));
+
+  c.name = std::string(fallback_name);
+  if (file.FindKey("general.name")) {
+    TEXTGEN_ASSIGN_OR_RETURN(std::string name, file.GetString("general.name"));
+    if (!name.empty()) c.name = std::move(name);
+  }
+  model.file_dtype = DominantDType(file);
+  return model;
+}
+
+}  // namespace textgen::model

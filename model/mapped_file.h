@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace textgen::model {
+
+// A whole file mapped read-only into memory. The mapping lives as long as this object.
+// Immutable after Open(); safe to read from any thread.
+class MappedFile {
+ public:
+  // Maps `path`. NOT_FOUND for a missing file, PERMISSION_DENIED / INVALID_ARGUMENT for an
+  // unreadable, non-regular or empty file; messages name the path and the OS error.
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile(std::string path, const uint8_t* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
+
+  std::string path_;
+  const uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace textgen::model

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "model/weights.h"
+
+namespace textgen::model::testing {
+
+// ../shared (TEXTGEN_SHARED_DIR env var set by ctest, else the compile-time default).
+inline std::string SharedDir() {
+  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
+  return env != nullptr ? env : TEXTGEN_SHARED_DIR;
+}
+
+inline std::string Stories260KDir() { return SharedDir() + "/models/stories260K"; }
+inline std::string Stories260KGguf() { return Stories260KDir() + "/stories260K.gguf"; }
+inline std::string Stories260KBin() { return Stories260KDir() + "/stories260K.bin"; }
+inline std::string LlamaTokenizerBin() {
+  return SharedDir() + "/models/llama2-tokenizer/tokenizer.bin";
+}
+
+// Skips the current test with a reason when a shared file is absent.
+#define TEXTGEN_SKIP_IF_MISSING(path)                                            \
+  if (!std::filesystem::exists(path)) {                                          \
+    GTEST_SKIP() << "shared model file absent (TEXTGEN_SHARED_DIR): " << (path); \
+  }
+
+inline std::string TempPath(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / name).string();
+}
+
+inline void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+inline std::vector<float> Floats(const TensorView& t) {
+  std::vector<float> out(static_cast<size_t>(t.elements()));
+  ToFloat(t, out.data());
+  return out;
+}
+
+}  // namespace textgen::model::testing
