@@ -1,7 +1,18 @@
 # Owned by the engine component; defines textgen_engine (oneDNN forward pass + KV cache).
 # Only model/ops/* include dnnl.hpp.
+find_package(OpenMP REQUIRED)
 add_library(textgen_engine STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/engine.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kv_cache.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/transformer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/activations.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/attention.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/norms.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/onednn_matmul.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/reference.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/rope.cc
 )
-target_link_libraries(textgen_engine PUBLIC absl::status absl::statusor absl::strings
-                      absl::flat_hash_map PRIVATE textgen_warnings)
+target_link_libraries(textgen_engine
+  PUBLIC textgen_loader absl::status absl::statusor absl::strings absl::flat_hash_map
+         absl::flat_hash_set
+  PRIVATE DNNL::dnnl OpenMP::OpenMP_CXX textgen_warnings)

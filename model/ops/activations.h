@@ -1,0 +1,22 @@
+#pragma once
+
+#include <cstdint>
+
+namespace textgen::model::ops {
+
+// Elementwise kernels over dense row-major buffers. Stateless; any thread.
+
+// out[i] = bf16(x[i]) (round to nearest even; NaN stays NaN). Parallel over chunks.
+void ConvertToBf16(const float* x, int64_t n, uint16_t* out);
+
+// SwiGLU: out[r, i] = silu(gate_up[r, i]) * gate_up[r, hidden + i] for a [rows, 2*hidden]
+// input holding the gate half then the up half of each row; out is [rows, hidden].
+void SiluMul(const float* gate_up, int rows, int hidden, float* out);
+
+// out[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), GPT-2's GELU (in place allowed).
+void GeluTanh(const float* x, int64_t n, float* out);
+
+// y[i] += x[i] (residual connections).
+void AddInPlace(const float* x, int64_t n, float* y);
+
+}  // namespace textgen::model::ops

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace textgen::model::ops {
+
+// Where one layer's K/V live in a paged cache: block b of a sequence holds positions
+// [b*block_tokens, (b+1)*block_tokens); inside a block, head g's keys start at element
+// k_offset + g*head_stride and values at v_offset + g*head_stride, one token every head_dim.
+struct PagedKvLayout {
+  int block_tokens = 16;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int64_t k_offset = 0;     // elements from block start to (K, head 0, slot 0) of the layer
+  int64_t v_offset = 0;     // elements from block start to (V, head 0, slot 0) of the layer
+  int64_t head_stride = 0;  // elements between heads (block_tokens * head_dim)
+};
+
+// One sequence's chunk in the batch: rows [first_row, first_row + n_tokens) of the
+// activations, at positions [start_pos, start_pos + n_tokens), with its block table.
+struct AttentionChunk {
+  std::byte* const* blocks = nullptr;
+  int start_pos = 0;
+  int n_tokens = 0;
+  int first_row = 0;
+};
+
+// Writes each row's K and V (row r: kv_dim floats at k + r*stride and v + r*stride) into the
+// chunk's cache slots at its positions.
+void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout, const float* k,
+             const float* v, int stride);
+
+// Causal multi-head attention of every row over its own sequence's cached keys/values
+// [0, position]: out[r, h*hd:(h+1)*hd] = softmax(q_h . K^T / sqrt(hd)) V for head h, with
+// query head h reading kv head h / (n_heads / n_kv_heads) (GQA). q row r is at q + r*q_stride.
+// `scores` is scratch of max_threads * max_positions floats. Each (row, head) is computed
+// by one thread in a fixed order, so results do not depend on the rest of the batch.
+void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout,
+                    int n_heads, const float* q, int q_stride, float* out, int out_stride,
+                    float* scores, int max_positions);
+
+}  // namespace textgen::model::ops

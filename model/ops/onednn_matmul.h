@@ -1,0 +1,70 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace textgen::model::ops {
+
+// Fused activation applied by oneDNN after bias (a post-op).
+enum class LinearActivation { kNone, kGeluTanh };
+
+// oneDNN CPU engine + stream, the OpenMP thread count, and the bf16 staging buffer shared
+// by all Linear layers. Engine thread only.
+class OnednnContext {
+ public:
+  // `threads` > 0 sets the OpenMP pool size (0 keeps the default: all cores).
+  // `max_rows` x `max_cols` bounds the activations converted to bf16 (bf16 only).
+  static absl::StatusOr<std::unique_ptr<OnednnContext>> Create(int threads, bool bf16, int max_rows,
+                                                               int max_cols);
+  ~OnednnContext();
+
+  bool bf16() const;
+  int threads() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  explicit OnednnContext(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether this CPU runs oneDNN's bf16 matmul kernels natively (AVX512-BF16).
+bool CpuHasBf16();
+
+// y[M, N] = act(x[M, K] * W^T + b): a fully connected layer as a oneDNN matmul.
+// W is given row-major [N, K] (nn.Linear layout), copied once into the blocked layout
+// oneDNN picks (format_tag::any), as bf16 when the context is bf16. A fixed-M primitive is
+// created the first time each M is seen (fixed M keeps the brgemm kernel, which computes
+// every output row identically whatever M is: batch invariance) and kept for reuse.
+// Engine thread only.
+class Linear {
+ public:
+  // `weight` is [n, k] row-major f32; `bias` is [n] or null. `name` is used in errors.
+  static absl::StatusOr<std::unique_ptr<Linear>> Create(OnednnContext& context,
+                                                        const std::string& name,
+                                                        const float* weight, const float* bias,
+                                                        int n, int k, LinearActivation act,
+                                                        int max_rows);
+  ~Linear();
+
+  // y[m, N] = act(x[m, K] W^T + b); x and y are dense row-major f32, 1 <= m <= max_rows.
+  absl::Status Run(const float* x, int m, float* y);
+
+  int n() const;
+  int k() const;
+  // The oneDNN implementation chosen for `m` rows (e.g. "brg:avx512_core"), for benchmarks.
+  absl::StatusOr<std::string> ImplementationName(int m);
+
+  struct Impl;
+
+ private:
+  explicit Linear(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace textgen::model::ops

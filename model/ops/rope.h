@@ -1,0 +1,30 @@
+#pragma once
+
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace textgen::model::ops {
+
+// Rotary position embedding: cos/sin tables computed once (in double, then rounded) and
+// applied in place to the heads of each row. Immutable after construction; any thread.
+class Rope {
+ public:
+  // Rotates the first `rope_dim` dims of each head; frequency i is theta^(-2i/rope_dim).
+  Rope(int context_length, int head_dim, int rope_dim, float theta, RopeLayout layout);
+
+  // Rotates `n_heads` heads of `head_dim` floats starting at x + r*row_stride for each of
+  // `rows` rows, row r being at position positions[r] (< context_length).
+  void Apply(float* x, int rows, int row_stride, const int* positions, int n_heads) const;
+
+  int rope_dim() const { return rope_dim_; }
+
+ private:
+  int head_dim_;
+  int rope_dim_;
+  RopeLayout layout_;
+  std::vector<float> cos_;  // [context_length, rope_dim / 2]
+  std::vector<float> sin_;  // [context_length, rope_dim / 2]
+};
+
+}  // namespace textgen::model::ops

@@ -1,0 +1,12 @@
+#pragma once
+
+// Per-row kernels are compiled twice (AVX-512 and baseline) and picked once at load time
+// by the dynamic loader (GCC function multiversioning), since the project builds without
+// -march. A kernel computes each row the same way whatever the batch, so batch invariance
+// holds for either clone.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define TEXTGEN_SIMD_CLONES __attribute__((target_clones("avx512f", "default"), noinline))
+#else
+#define TEXTGEN_SIMD_CLONES
+#endif

@@ -1,0 +1,316 @@
+#include "model/transformer.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "model/ops/activations.h"
+#include "model/ops/norms.h"
+
+namespace textgen::model {
+namespace {
+
+#define TEXTGEN_RETURN_IF_ERROR(expr)  \
+  do {                                 \
+    absl::Status status_ = (expr);     \
+    if (!status_.ok()) return status_; \
+  } while (0)
+
+bool IsLlama(const ModelConfig& c) { return c.architecture == Architecture::kLlama; }
+
+// Checks that `t` is present with the expected shape; names it in the error.
+absl::Status Expect(const TensorView& t, const std::string& name, int64_t rows, int64_t cols) {
+  if (t.empty()) return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " is missing"));
+  if (t.rows * t.cols != rows * cols || t.cols != cols) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", name, ": expected ", rows, "x", cols,
+                                                   ", got ", t.rows, "x", t.cols));
+  }
+  return absl::OkStatus();
+}
+
+// Dequantizes a [1, n] tensor (or returns an empty vector when absent).
+std::vector<float> Vec(const TensorView& t) {
+  std::vector<float> v;
+  if (t.empty()) return v;
+  v.resize(t.elements());
+  ToFloat(t, v.data());
+  return v;
+}
+
+absl::Status ValidateConfig(const ModelConfig& c) {
+  if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
+      c.head_dim <= 0 || c.vocab_size <= 0 || c.context_length <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model config has a non-positive size: dim=", c.dim, " hidden_dim=", c.hidden_dim,
+        " n_layers=", c.n_layers, " n_heads=", c.n_heads, " n_kv_heads=", c.n_kv_heads,
+        " head_dim=", c.head_dim, " vocab=", c.vocab_size, " context=", c.context_length));
+  }
+  if (c.n_heads % c.n_kv_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_heads ", c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads));
+  }
+  if (IsLlama(c)) {
+    const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
+    if (rope_dim % 2 != 0 || rope_dim > c.head_dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rope_dim must be even and <= head_dim ", c.head_dim, ", got ", rope_dim));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ============================================================================
+// Loading: dequantize, concatenate QKV (and gate|up), reorder for oneDNN once
+// ============================================================================
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConfig& config,
+                                                                 const ModelWeights& weights,
+                                                                 int threads, bool bf16,
+                                                                 int max_batch_tokens) {
+  TEXTGEN_RETURN_IF_ERROR(ValidateConfig(config));
+  if (max_batch_tokens <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_tokens must be > 0, got ", max_batch_tokens));
+  }
+  std::unique_ptr<Transformer> t(new Transformer(config));
+  const ModelConfig& c = t->config_;
+  t->max_rows_ = max_batch_tokens;
+  t->q_dim_ = c.n_heads * c.head_dim;
+  t->kv_dim_ = c.kv_dim();
+  t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
+  const int widest = std::max({c.dim, t->q_dim_, c.hidden_dim});
+  auto context = ops::OnednnContext::Create(threads, bf16, max_batch_tokens, widest);
+  if (!context.ok()) return context.status();
+  t->context_ = std::move(*context);
+  if (IsLlama(c)) {
+    t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim,
+                                           c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,
+                                           c.rope_layout);
+  }
+  TEXTGEN_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
+
+  const size_t rows = static_cast<size_t>(max_batch_tokens);
+  t->x_.resize(rows * c.dim);
+  t->xn_.resize(rows * c.dim);
+  t->qkv_.resize(rows * t->qkv_dim_);
+  t->att_.resize(rows * t->q_dim_);
+  t->proj_.resize(rows * c.dim);
+  t->hidden_.resize(rows * 2 * c.hidden_dim);
+  if (IsLlama(c)) t->act_.resize(rows * c.hidden_dim);
+  t->scores_.resize(static_cast<size_t>(t->context_->threads()) * c.context_length);
+  return t;
+}
+
+absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
+  const ModelConfig& c = config_;
+  const bool llama = IsLlama(c);
+  TEXTGEN_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
+  token_embedding_ = Vec(w.token_embedding);
+  if (!llama) {
+    TEXTGEN_RETURN_IF_ERROR(
+        Expect(w.position_embedding, "position_embedding", c.context_length, c.dim));
+    position_embedding_ = Vec(w.position_embedding);
+    TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
+  }
+  TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
+  output_norm_ = Vec(w.output_norm);
+  output_norm_bias_ = Vec(w.output_norm_bias);
+  if (static_cast<int>(w.layers.size()) != c.n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("model has ", w.layers.size(),
+                                                   " layers of weights, config says ", c.n_layers));
+  }
+
+  const auto linear_act = llama ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
+  std::vector<float> buf, bias;  // reused staging for concatenated f32 weights
+  auto concat = [&](std::initializer_list<const TensorView*> parts) {
+    int64_t total = 0;
+    for (const TensorView* p : parts) total += p->elements();
+    buf.resize(total);
+    int64_t off = 0;
+    for (const TensorView* p : parts) {
+      ToFloat(*p, buf.data() + off);
+      off += p->elements();
+    }
+  };
+  layers_.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    PreparedLayer& pl = layers_[l];
+    const std::string p = absl::StrCat("blk.", l, ".");
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm, p + "attn_norm", 1, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm, p + "ffn_norm", 1, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wq, p + "attn_q", q_dim_, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wk, p + "attn_k", kv_dim_, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wv, p + "attn_v", kv_dim_, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
+    if (llama) {
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
+    } else {
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
+    }
+    pl.attn_norm = Vec(lw.attn_norm);
+    pl.attn_norm_bias = Vec(lw.attn_norm_bias);
+    pl.ffn_norm = Vec(lw.ffn_norm);
+    pl.ffn_norm_bias = Vec(lw.ffn_norm_bias);
+
+    // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
+    concat({&lw.wq, &lw.wk, &lw.wv});
+    std::vector<float> qkv_bias;
+    if (!llama) {
+      qkv_bias.resize(qkv_dim_);
+      ToFloat(lw.bq, qkv_bias.data());
+      ToFloat(lw.bk, qkv_bias.data() + q_dim_);
+      ToFloat(lw.bv, qkv_bias.data() + q_dim_ + kv_dim_);
+    }
+    auto qkv =
+        ops::Linear::Create(*context_, p + "qkv", buf.data(), llama ? nullptr : qkv_bias.data(),
+                            qkv_dim_, c.dim, ops::LinearActivation::kNone, max_rows);
+    if (!qkv.ok()) return qkv.status();
+    pl.qkv = std::move(*qkv);
+
+    concat({&lw.wo});
+    bias = Vec(lw.bo);
+    auto wo = ops::Linear::Create(*context_, p + "attn_output", buf.data(),
+                                  bias.empty() ? nullptr : bias.data(), c.dim, q_dim_,
+                                  ops::LinearActivation::kNone, max_rows);
+    if (!wo.ok()) return wo.status();
+    pl.wo = std::move(*wo);
+
+    // SwiGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
+    if (llama) {
+      concat({&lw.w_gate, &lw.w_up});
+    } else {
+      concat({&lw.w_up});
+    }
+    bias = Vec(lw.b_up);
+    auto up = ops::Linear::Create(
+        *context_, p + "ffn_up", buf.data(), bias.empty() ? nullptr : bias.data(),
+        llama ? 2 * c.hidden_dim : c.hidden_dim, c.dim, linear_act, max_rows);
+    if (!up.ok()) return up.status();
+    pl.up = std::move(*up);
+
+    concat({&lw.w_down});
+    bias = Vec(lw.b_down);
+    auto down = ops::Linear::Create(*context_, p + "ffn_down", buf.data(),
+                                    bias.empty() ? nullptr : bias.data(), c.dim, c.hidden_dim,
+                                    ops::LinearActivation::kNone, max_rows);
+    if (!down.ok()) return down.status();
+    pl.down = std::move(*down);
+  }
+
+  // Tied output: the loader points `output` at the token embedding; fall back to it too.
+  const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
+  TEXTGEN_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
+  concat({&out});
+  auto head = ops::Linear::Create(*context_, "output", buf.data(), nullptr, c.vocab_size, c.dim,
+                                  ops::LinearActivation::kNone, max_rows);
+  if (!head.ok()) return head.status();
+  lm_head_ = std::move(*head);
+  return absl::OkStatus();
+}
+
+// ============================================================================
+// Forward
+// ============================================================================
+
+void Transformer::Embed(const BatchPlan& plan) {
+  const int dim = config_.dim;
+  const int rows = static_cast<int>(plan.tokens.size());
+  for (int r = 0; r < rows; ++r) {
+    float* x = x_.data() + static_cast<size_t>(r) * dim;
+    std::memcpy(x, token_embedding_.data() + static_cast<size_t>(plan.tokens[r]) * dim,
+                sizeof(float) * dim);
+    if (!position_embedding_.empty()) {
+      ops::AddInPlace(position_embedding_.data() + static_cast<size_t>(plan.positions[r]) * dim,
+                      dim, x);
+    }
+  }
+}
+
+void Transformer::Norm(const float* x, int rows, const std::vector<float>& w,
+                       const std::vector<float>& b, float* out) const {
+  if (IsLlama(config_)) {
+    ops::RmsNorm(x, rows, config_.dim, w.data(), config_.norm_eps, out);
+  } else {
+    ops::LayerNorm(x, rows, config_.dim, w.data(), b.data(), config_.norm_eps, out);
+  }
+}
+
+absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache& cache) {
+  const ModelConfig& c = config_;
+  PreparedLayer& pl = layers_[layer];
+  const int rows = static_cast<int>(plan.tokens.size());
+  const int64_t n = static_cast<int64_t>(rows) * c.dim;
+
+  // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x))
+  Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
+  TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
+  if (rope_ != nullptr) {
+    rope_->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
+    rope_->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
+  }
+  ops::PagedKvLayout kv;
+  kv.block_tokens = KvCache::kBlockTokens;
+  kv.n_kv_heads = c.n_kv_heads;
+  kv.head_dim = c.head_dim;
+  kv.k_offset = cache.ElementOffset(layer, 0, 0, 0);
+  kv.v_offset = cache.ElementOffset(layer, 1, 0, 0);
+  kv.head_stride = static_cast<int64_t>(KvCache::kBlockTokens) * c.head_dim;
+  ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
+  ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
+                      scores_.data(), c.context_length);
+  TEXTGEN_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
+  ops::AddInPlace(proj_.data(), n, x_.data());
+
+  // MLP: x += W2 · (silu(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
+  Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
+  TEXTGEN_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
+  const float* mlp_in = hidden_.data();
+  if (IsLlama(c)) {
+    ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
+    mlp_in = act_.data();
+  }
+  TEXTGEN_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
+  ops::AddInPlace(proj_.data(), n, x_.data());
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
+  const int rows = static_cast<int>(plan.tokens.size());
+  if (rows <= 0 || rows > max_rows_) {
+    return absl::InternalError(
+        absl::StrCat("Transformer::Forward: ", rows, " rows outside [1, ", max_rows_, "]"));
+  }
+  // The OpenMP pool size is per calling thread: set it on the engine thread every time.
+  omp_set_num_threads(context_->threads());
+  Embed(plan);
+  for (int l = 0; l < config_.n_layers; ++l) TEXTGEN_RETURN_IF_ERROR(Block(l, plan, cache));
+
+  // Final norm and LM head only for the rows whose logits are wanted.
+  const int wanted = static_cast<int>(plan.logit_rows.size());
+  if (wanted == 0) return absl::OkStatus();
+  const int dim = config_.dim;
+  for (int i = 0; i < wanted; ++i) {
+    std::memcpy(proj_.data() + static_cast<size_t>(i) * dim,
+                x_.data() + static_cast<size_t>(plan.logit_rows[i]) * dim, sizeof(float) * dim);
+  }
+  Norm(proj_.data(), wanted, output_norm_, output_norm_bias_, xn_.data());
+  const size_t need = static_cast<size_t>(wanted) * config_.vocab_size;
+  if (logits_.size() < need) logits_.resize(need);  // grows to the largest batch once
+  return lm_head_->Run(xn_.data(), wanted, logits_.data());
+}
+
+}  // namespace textgen::model
