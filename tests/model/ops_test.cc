@@ -1,0 +1,274 @@
+// Every optimized op against its naive twin in model/ops/reference.cc.
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "model/ops/activations.h"
+#include "model/ops/attention.h"
+#include "model/ops/norms.h"
+#include "model/ops/onednn_matmul.h"
+#include "model/ops/reference.h"
+#include "model/ops/rope.h"
+
+namespace textgen::model::ops {
+namespace {
+
+std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float atol,
+                float rtol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], atol + rtol * std::fabs(want[i])) << "at index " << i;
+  }
+}
+
+// ---- Linear (oneDNN matmul) ----
+
+struct LinearCase {
+  int m, n, k;
+  bool bias, gelu, bf16;
+};
+
+class LinearTest : public ::testing::TestWithParam<LinearCase> {};
+
+TEST_P(LinearTest, MatchesReference) {
+  const LinearCase c = GetParam();
+  if (c.bf16 && !CpuHasBf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  auto ctx = OnednnContext::Create(/*threads=*/0, c.bf16, /*max_rows=*/64, /*max_cols=*/c.k);
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  const auto w = Random(static_cast<size_t>(c.n) * c.k, 1, 0.1f);
+  const auto b = Random(c.n, 2);
+  const auto x = Random(static_cast<size_t>(c.m) * c.k, 3);
+  auto linear = Linear::Create(**ctx, "test", w.data(), c.bias ? b.data() : nullptr, c.n, c.k,
+                               c.gelu ? LinearActivation::kGeluTanh : LinearActivation::kNone,
+                               /*max_rows=*/64);
+  ASSERT_TRUE(linear.ok()) << linear.status();
+  std::vector<float> got(static_cast<size_t>(c.m) * c.n), want(got.size());
+  ASSERT_TRUE((*linear)->Run(x.data(), c.m, got.data()).ok());
+  reference::Matmul(x.data(), w.data(), c.bias ? b.data() : nullptr, c.m, c.n, c.k, c.gelu,
+                    want.data());
+  // bf16 rounds weights and inputs to 8 mantissa bits: ~0.4% per product.
+  ExpectNear(got, want, c.bf16 ? 3e-2f : 1e-4f, c.bf16 ? 2e-2f : 1e-4f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearTest,
+                         ::testing::Values(LinearCase{1, 96, 64, false, false, false},
+                                           LinearCase{5, 172, 64, false, false, false},
+                                           LinearCase{17, 64, 172, true, false, false},
+                                           LinearCase{33, 256, 96, true, true, false},
+                                           LinearCase{3, 96, 64, false, false, true},
+                                           LinearCase{20, 128, 256, true, true, true}));
+
+// A row's output must not depend on how many other rows share the matmul (fixed-M brgemm).
+TEST(LinearInvarianceTest, RowIsBitwiseIdenticalForEveryM) {
+  for (bool bf16 : {false, true}) {
+    if (bf16 && !CpuHasBf16()) continue;
+    auto ctx = OnednnContext::Create(0, bf16, 64, 256);
+    ASSERT_TRUE(ctx.ok());
+    const int n = 200, k = 256;
+    const auto w = Random(n * k, 4, 0.1f);
+    const auto b = Random(n, 5);
+    const auto x = Random(64 * k, 6);
+    auto linear =
+        Linear::Create(**ctx, "inv", w.data(), b.data(), n, k, LinearActivation::kGeluTanh, 64);
+    ASSERT_TRUE(linear.ok());
+    // Row 0 of x alone, then as row `at` of a batch of m rows.
+    std::vector<float> alone(n);
+    ASSERT_TRUE((*linear)->Run(x.data(), 1, alone.data()).ok());
+    for (int m : {2, 7, 8, 16, 31, 64}) {
+      std::vector<float> batch_x(x.begin(), x.begin() + static_cast<ptrdiff_t>(m) * k);
+      const int at = m / 2;
+      std::copy(x.begin(), x.begin() + k, batch_x.begin() + static_cast<ptrdiff_t>(at) * k);
+      std::vector<float> out(static_cast<size_t>(m) * n);
+      ASSERT_TRUE((*linear)->Run(batch_x.data(), m, out.data()).ok());
+      EXPECT_EQ(
+          std::memcmp(out.data() + static_cast<ptrdiff_t>(at) * n, alone.data(), sizeof(float) * n),
+          0)
+          << "bf16=" << bf16 << " m=" << m;
+    }
+  }
+}
+
+TEST(LinearTest, RejectsRowsOutOfRange) {
+  auto ctx = OnednnContext::Create(0, false, 8, 16);
+  ASSERT_TRUE(ctx.ok());
+  const auto w = Random(16 * 16, 7);
+  auto linear =
+      Linear::Create(**ctx, "small", w.data(), nullptr, 16, 16, LinearActivation::kNone, 8);
+  ASSERT_TRUE(linear.ok());
+  std::vector<float> x(9 * 16), y(9 * 16);
+  EXPECT_EQ((*linear)->Run(x.data(), 9, y.data()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*linear)->Run(x.data(), 0, y.data()).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ---- Norms, activations ----
+
+TEST(NormsTest, RmsNormMatchesReference) {
+  const int rows = 5, dim = 96;
+  const auto x = Random(rows * dim, 8, 3.0f);
+  const auto w = Random(dim, 9);
+  std::vector<float> got(rows * dim), want(rows * dim);
+  RmsNorm(x.data(), rows, dim, w.data(), 1e-5f, got.data());
+  reference::RmsNorm(x.data(), rows, dim, w.data(), 1e-5f, want.data());
+  ExpectNear(got, want, 1e-5f, 1e-5f);
+}
+
+TEST(NormsTest, LayerNormMatchesReference) {
+  const int rows = 4, dim = 80;
+  auto x = Random(rows * dim, 10, 2.0f);
+  for (float& v : x) v += 5.0f;  // a large mean exercises the centering
+  const auto w = Random(dim, 11), b = Random(dim, 12);
+  std::vector<float> got(rows * dim), want(rows * dim);
+  LayerNorm(x.data(), rows, dim, w.data(), b.data(), 1e-5f, got.data());
+  reference::LayerNorm(x.data(), rows, dim, w.data(), b.data(), 1e-5f, want.data());
+  ExpectNear(got, want, 1e-4f, 1e-4f);
+}
+
+TEST(ActivationsTest, SiluMulMatchesReference) {
+  const int rows = 3, hidden = 50;
+  const auto gu = Random(rows * 2 * hidden, 13, 4.0f);
+  std::vector<float> got(rows * hidden), want(rows * hidden);
+  SiluMul(gu.data(), rows, hidden, got.data());
+  for (int r = 0; r < rows; ++r) {
+    reference::SiluMul(gu.data() + r * 2 * hidden, gu.data() + r * 2 * hidden + hidden, hidden,
+                       want.data() + r * hidden);
+  }
+  ExpectNear(got, want, 1e-6f, 1e-6f);
+}
+
+TEST(ActivationsTest, GeluTanhMatchesReferenceAndKnownValues) {
+  const auto x = Random(100, 14, 5.0f);
+  std::vector<float> got(100);
+  GeluTanh(x.data(), 100, got.data());
+  for (int i = 0; i < 100; ++i) EXPECT_NEAR(got[i], reference::GeluTanh(x[i]), 1e-6f);
+  // torch.nn.functional.gelu(torch.tensor([1.0, -1.0]), approximate="tanh")
+  EXPECT_NEAR(reference::GeluTanh(1.0f), 0.8411920071f, 1e-6f);
+  EXPECT_NEAR(reference::GeluTanh(-1.0f), -0.1588080013f, 1e-6f);
+}
+
+TEST(ActivationsTest, ConvertToBf16RoundsToNearestEven) {
+  const float in[] = {1.0f, 1.00390625f /* halfway: 1 + 2^-8 */, 1.01171875f /* 1 + 3*2^-8 */,
+                      -2.5f, NAN};
+  uint16_t out[5];
+  ConvertToBf16(in, 5, out);
+  EXPECT_EQ(out[0], 0x3f80);
+  EXPECT_EQ(out[1], 0x3f80);  // tie goes to even
+  EXPECT_EQ(out[2], 0x3f82);  // tie goes to even (up)
+  EXPECT_EQ(out[3], 0xc020);
+  EXPECT_EQ(out[4] & 0x7f80, 0x7f80);
+  EXPECT_NE(out[4] & 0x7f, 0);
+}
+
+// ---- RoPE ----
+
+struct RopeCase {
+  RopeLayout layout;
+  int head_dim, rope_dim;
+};
+
+class RopeTest : public ::testing::TestWithParam<RopeCase> {};
+
+TEST_P(RopeTest, MatchesReference) {
+  const RopeCase c = GetParam();
+  const int rows = 4, heads = 3, context = 64;
+  const Rope rope(context, c.head_dim, c.rope_dim, 10000.0f, c.layout);
+  const int positions[rows] = {0, 1, 17, 63};
+  auto x = Random(rows * heads * c.head_dim, 15);
+  auto want = x;
+  rope.Apply(x.data(), rows, heads * c.head_dim, positions, heads);
+  for (int r = 0; r < rows; ++r) {
+    reference::Rope(want.data() + r * heads * c.head_dim, heads, c.head_dim, c.rope_dim, 10000.0f,
+                    c.layout, positions[r]);
+  }
+  ExpectNear(x, want, 1e-5f, 1e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, RopeTest,
+                         ::testing::Values(RopeCase{RopeLayout::kAdjacentPairs, 8, 8},
+                                           RopeCase{RopeLayout::kNeox, 8, 8},
+                                           RopeCase{RopeLayout::kAdjacentPairs, 16, 8},
+                                           RopeCase{RopeLayout::kNeox, 16, 4}));
+
+TEST(RopeReferenceTest, AdjacentPairsRotateByPositionTimesFrequency) {
+  // head_dim 4: pair (0,1) turns by pos * 1, pair (2,3) by pos * 10000^-0.5.
+  float x[4] = {1, 0, 1, 0};
+  reference::Rope(x, 1, 4, 4, 10000.0f, RopeLayout::kAdjacentPairs, 2);
+  EXPECT_NEAR(x[0], std::cos(2.0f), 1e-6f);
+  EXPECT_NEAR(x[1], std::sin(2.0f), 1e-6f);
+  EXPECT_NEAR(x[2], std::cos(0.02f), 1e-6f);
+  EXPECT_NEAR(x[3], std::sin(0.02f), 1e-6f);
+}
+
+// ---- Paged attention ----
+
+TEST(AttentionTest, PagedMatchesReferenceWithGqaAcrossBlocks) {
+  const int n_heads = 6, n_kv = 2, hd = 8, bt = 4;
+  const int kv_dim = n_kv * hd, q_dim = n_heads * hd;
+  // Two sequences: one with 6 cached tokens + a 5-token chunk, one decoding at position 9.
+  struct Seq {
+    int start, n;
+  } seqs[2] = {{6, 5}, {9, 1}};
+  const int rows = 6;
+  const auto q = Random(rows * q_dim, 16);
+  PagedKvLayout layout{.block_tokens = bt,
+                       .n_kv_heads = n_kv,
+                       .head_dim = hd,
+                       .k_offset = 0,
+                       .v_offset = n_kv * bt * hd,
+                       .head_stride = bt * hd};
+  const int block_floats = 2 * n_kv * bt * hd;
+  std::vector<std::vector<float>> storage;
+  std::vector<std::vector<std::byte*>> tables(2);
+  std::vector<AttentionChunk> chunks;
+  std::vector<std::vector<float>> full_k(2), full_v(2);
+  int first_row = 0;
+  for (int s = 0; s < 2; ++s) {
+    const int total = seqs[s].start + seqs[s].n;
+    full_k[s] = Random(total * kv_dim, 100 + s);
+    full_v[s] = Random(total * kv_dim, 200 + s);
+    for (int b = 0; b < (total + bt - 1) / bt; ++b) {
+      storage.emplace_back(block_floats, NAN);  // unwritten slots must never be read
+    }
+    for (size_t b = storage.size() - (total + bt - 1) / bt; b < storage.size(); ++b) {
+      tables[s].push_back(reinterpret_cast<std::byte*>(storage[b].data()));
+    }
+    // Cached prefix written directly, the chunk's own K/V through StoreKv below.
+    AttentionChunk prefix{tables[s].data(), 0, seqs[s].start, 0};
+    StoreKv({&prefix, 1}, layout, full_k[s].data(), full_v[s].data(), kv_dim);
+    chunks.push_back({tables[s].data(), seqs[s].start, seqs[s].n, first_row});
+    first_row += seqs[s].n;
+  }
+  // Rows of the batch hold the new tokens' K/V.
+  std::vector<float> new_k(rows * kv_dim), new_v(rows * kv_dim);
+  for (int s = 0, r = 0; s < 2; ++s) {
+    for (int t = 0; t < seqs[s].n; ++t, ++r) {
+      std::memcpy(&new_k[r * kv_dim], &full_k[s][(seqs[s].start + t) * kv_dim], kv_dim * 4);
+      std::memcpy(&new_v[r * kv_dim], &full_v[s][(seqs[s].start + t) * kv_dim], kv_dim * 4);
+    }
+  }
+  StoreKv(chunks, layout, new_k.data(), new_v.data(), kv_dim);
+  std::vector<float> scores(64 * 16), got(rows * q_dim);
+  PagedAttention(chunks, layout, n_heads, q.data(), q_dim, got.data(), q_dim, scores.data(), 16);
+
+  std::vector<float> want(rows * q_dim);
+  for (int s = 0; s < 2; ++s) {
+    reference::Attention(q.data() + chunks[s].first_row * q_dim, full_k[s].data(), full_v[s].data(),
+                         seqs[s].n, seqs[s].start, n_heads, n_kv, hd,
+                         want.data() + chunks[s].first_row * q_dim);
+  }
+  ExpectNear(got, want, 1e-5f, 1e-5f);
+}
+
+}  // namespace
+}  // namespace textgen::model::ops
