@@ -1,0 +1,59 @@
+#include "server/model_info.h"
+
+#include <filesystem>
+
+#include "server/utf8.h"
+
+namespace textgen::server {
+
+uint64_t CountParameters(const model::ModelWeights& weights) {
+  uint64_t total = 0;
+  const auto add = [&](const model::TensorView& t) {
+    if (!t.empty()) total += static_cast<uint64_t>(t.elements());
+  };
+  add(weights.token_embedding);
+  add(weights.position_embedding);
+  for (const model::LayerWeights& l : weights.layers) {
+    for (const model::TensorView* t :
+         {&l.attn_norm, &l.attn_norm_bias, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.wo, &l.bo,
+          &l.ffn_norm, &l.ffn_norm_bias, &l.w_gate, &l.w_up, &l.b_up, &l.w_down, &l.b_down}) {
+      add(*t);
+    }
+  }
+  add(weights.output_norm);
+  add(weights.output_norm_bias);
+  // Tied: the output view points at the embedding's data.
+  if (weights.output.data != weights.token_embedding.data) add(weights.output);
+  return total;
+}
+
+v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokenizer& tokenizer,
+                            bool bf16, const PublishedLimits& limits) {
+  const model::ModelConfig& config = model.config;
+  v1::ModelInfo info;
+  info.set_name(SanitizeUtf8(config.name.empty() ? std::filesystem::path(model.path).stem().string()
+                                                 : config.name));
+  info.set_architecture(model::ArchitectureName(config.architecture));
+  info.set_parameters(CountParameters(model.weights));
+  info.set_vocab_size(tokenizer.vocab_size());
+  info.set_context_length(config.context_length);
+  info.set_file_dtype(model::DTypeName(model.file_dtype));
+  info.set_compute_dtype(bf16 ? "bf16" : "f32");
+  v1::SpecialTokens* special = info.mutable_special_tokens();
+  special->set_bos_id(tokenizer.bos_id());
+  special->set_eos_id(tokenizer.eos_id());
+  if (tokenizer.bos_id() >= 0)
+    special->set_bos(SanitizeUtf8(tokenizer.TokenText(tokenizer.bos_id())));
+  if (tokenizer.eos_id() >= 0)
+    special->set_eos(SanitizeUtf8(tokenizer.TokenText(tokenizer.eos_id())));
+  info.set_n_layers(config.n_layers);
+  info.set_dim(config.dim);
+  info.set_n_heads(config.n_heads);
+  info.set_n_kv_heads(config.n_kv_heads);
+  info.set_max_new_tokens_limit(limits.max_new_tokens_limit);
+  info.set_max_batch_size(limits.max_batch_size);
+  info.set_model_path(SanitizeUtf8(model.path));
+  return info;
+}
+
+}  // namespace textgen::server

@@ -1,0 +1,72 @@
+#include "server/server_options.h"
+
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace textgen::server {
+namespace {
+
+absl::Status CheckAtLeast(int64_t value, int64_t min, absl::string_view flag) {
+  if (value >= min) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be >= ", min, ", got ", value));
+}
+
+bool IsFile(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error);
+}
+
+}  // namespace
+
+absl::Status ValidateServerOptions(const ServerOptions& o) {
+  if (o.listen.empty()) return absl::InvalidArgumentError("--listen must be HOST:PORT, got \"\"");
+  for (const auto& [value, min, flag] :
+       {std::tuple<int64_t, int64_t, const char*>{o.threads, 0, "threads"},
+        {o.max_batch, 1, "max-batch"},
+        {o.max_batch_tokens, 1, "max-batch-tokens"},
+        {o.max_queue, 1, "max-queue"},
+        {o.kv_cache_bytes, 1, "kv-cache-bytes"},
+        {o.max_new_tokens, 1, "max-new-tokens"},
+        {o.max_new_tokens_limit, 1, "max-new-tokens-limit"},
+        {o.max_sessions, 0, "max-sessions"}}) {
+    if (absl::Status s = CheckAtLeast(value, min, flag); !s.ok()) return s;
+  }
+  if (o.max_new_tokens > o.max_new_tokens_limit) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-new-tokens (", o.max_new_tokens,
+                                                   ") must not exceed --max-new-tokens-limit (",
+                                                   o.max_new_tokens_limit, ")"));
+  }
+  if (o.session_ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--session-ttl must be > 0, got ", absl::FormatDuration(o.session_ttl)));
+  }
+  if (o.drain_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--drain-timeout must be >= 0, got ", absl::FormatDuration(o.drain_timeout)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ResolveModelPath(const std::string& flag_model, const char* env_model,
+                                             const std::string& executable_path) {
+  if (!flag_model.empty()) return flag_model;
+  if (env_model != nullptr && env_model[0] != '\0') return std::string(env_model);
+  std::vector<std::string> tried;
+  if (!executable_path.empty()) {
+    const std::filesystem::path bin_dir = std::filesystem::path(executable_path).parent_path();
+    tried.push_back((bin_dir / ".." / ".." / "models" / "default.gguf").lexically_normal());
+  }
+  tried.push_back("models/default.gguf");
+  for (const std::string& candidate : tried) {
+    if (IsFile(candidate)) return candidate;
+  }
+  return absl::NotFoundError(absl::StrCat("no model given and no bundled model found (tried ",
+                                          absl::StrJoin(tried, ", "),
+                                          "); pass --model PATH or set TEXTGEN_MODEL"));
+}
+
+}  // namespace textgen::server

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace textgen::server {
+
+// Everything textgen-server is configured with (filled from flags by main.cc). Defaults here
+// are the flags' defaults.
+struct ServerOptions {
+  std::string model_path;      // empty = the bundled default model
+  std::string tokenizer_path;  // llama2.c checkpoints: their tokenizer.bin
+  std::string listen = "0.0.0.0:50051";
+  std::string metrics_listen = "0.0.0.0:9090";  // empty = no metrics endpoint
+  int threads = 0;                              // engine threads, 0 = all cores
+  int max_batch = 64;                           // running sequences per step
+  int max_batch_tokens = 512;                   // tokens per forward pass
+  int max_queue = 256;                          // waiting requests
+  int64_t kv_cache_bytes = int64_t{1} << 30;    // KV cache budget
+  int max_new_tokens = 256;                     // default when a request leaves it 0
+  int max_new_tokens_limit = 4096;              // most a request may ask for
+  absl::Duration session_ttl = absl::Minutes(10);
+  int max_sessions = 1024;
+  absl::Duration drain_timeout = absl::Seconds(30);
+  bool bf16 = false;
+  std::string log_level = "info";
+};
+
+// Checks ranges and consistency; INVALID_ARGUMENT names the flag, the value and the range.
+absl::Status ValidateServerOptions(const ServerOptions& options);
+
+// Where the model comes from when --model is empty, in order: $TEXTGEN_MODEL (`env_model`,
+// may be null), <dir of the executable>/../../models/default.gguf (build/bin -> repo), then
+// ./models/default.gguf. NOT_FOUND lists every place tried.
+absl::StatusOr<std::string> ResolveModelPath(const std::string& flag_model, const char* env_model,
+                                             const std::string& executable_path);
+
+}  // namespace textgen::server

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
+#include "model/tokenizer.h"
+#include "server/logging.h"
+#include "server/request_observer.h"
+#include "server/scheduler.h"
+#include "server/validation.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+namespace textgen::server {
+
+// Everything the service needs once the model is loaded. Must outlive the server.
+struct ServiceBackend {
+  Scheduler* scheduler = nullptr;
+  const model::Tokenizer* tokenizer = nullptr;
+  ValidationOptions validation;
+  v1::ModelInfo model_info;
+};
+
+struct ServiceOptions {
+  RequestObserver* observer = nullptr;  // Generate outcomes (metrics); may be null
+  Logger* logger = nullptr;             // one line per Generate request; may be null
+  // Per-request outbox bound (see GenerateDeps::max_buffered_events).
+  size_t max_buffered_events = 4096;
+};
+
+// The textgen.v1.TextGeneration service on gRPC's callback API. Handlers only validate,
+// tokenize, enqueue and write; they never block and never run the model. Until SetBackend()
+// is called (the model is loading) every RPC fails with UNAVAILABLE. Thread-safe.
+class TextGenerationService final : public v1::TextGeneration::CallbackService {
+ public:
+  explicit TextGenerationService(const ServiceOptions& options);
+
+  // Makes the service ready. `backend` must outlive the service; call at most once.
+  void SetBackend(const ServiceBackend* backend);
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
+                                       const v1::DetokenizeRequest* request,
+                                       v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetModelInfoRequest* request,
+                                         v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* DeleteSession(grpc::CallbackServerContext* context,
+                                          const v1::DeleteSessionRequest* request,
+                                          v1::DeleteSessionResponse* response) override;
+
+ private:
+  const ServiceBackend* backend() const { return backend_.load(std::memory_order_acquire); }
+
+  const ServiceOptions options_;
+  std::atomic<const ServiceBackend*> backend_{nullptr};
+};
+
+}  // namespace textgen::server
