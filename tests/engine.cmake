@@ -7,4 +7,5 @@ add_executable(textgen-dump-logits ${CMAKE_CURRENT_SOURCE_DIR}/tools/dump_logits
 target_link_libraries(textgen-dump-logits PRIVATE textgen_engine textgen_loader textgen_warnings)
 textgen_test(engine_test
              SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/engine_test.cc
+                     ${CMAKE_CURRENT_SOURCE_DIR}/model/engine_synthetic_test.cc
              LIBS textgen_engine textgen_loader)
