@@ -36,11 +36,14 @@ class GGUFFile:
         n_tensors = self._read("<Q")
         n_kv = self._read("<Q")
         self.metadata: dict = {}
-        self.metadata_types: dict = {}
+        self.metadata_types: dict = {}  # key -> gguf value type
+        self.array_types: dict = {}  # key -> element type, for arrays
         for _ in range(n_kv):
             key = self._read_string()
             vtype = self._read("<I")
             self.metadata_types[key] = vtype
+            if vtype == _ARRAY:
+                (self.array_types[key],) = struct.unpack_from("<I", self._buf, self._pos)
             self.metadata[key] = self._read_value(vtype)
         infos = []
         for _ in range(n_tensors):

@@ -101,14 +101,18 @@ def quantize_q8_0(x: np.ndarray) -> bytes:
 class GGUFWriter:
     """Collects metadata and tensors, then writes one GGUF v3 file with write()."""
 
-    def __init__(self, path: str, alignment: int = DEFAULT_ALIGNMENT):
+    def __init__(self, path: str, alignment: int = DEFAULT_ALIGNMENT,
+                 write_alignment_key: bool = True):
         self.path = path
         self.alignment = alignment
         self._kv: list[tuple[str, bytes]] = []
         self._keys: set[str] = set()
         self._tensors: list[tuple[str, tuple[int, ...], int, bytes]] = []
         self._tensor_names: set[str] = set()
-        self.add_uint32("general.alignment", alignment)
+        if write_alignment_key:  # readers assume 32 without it
+            self.add_uint32("general.alignment", alignment)
+        elif alignment != DEFAULT_ALIGNMENT:
+            raise ValueError(f"alignment {alignment} != 32 must be written as general.alignment")
 
     # ---- metadata ----
 
