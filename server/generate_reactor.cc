@@ -96,16 +96,6 @@ void GenerateStream::SetRequestId(std::string request_id) {
   request_id_ = std::move(request_id);
 }
 
-void GenerateStream::PushEcho(std::string text) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    TokenEvent echo;
-    echo.text = SanitizeUtf8(text);
-    outbox_.push_back(std::move(echo));
-  }
-  Pump();
-}
-
 void GenerateStream::Fail(absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -258,19 +248,6 @@ void GenerateReactor::Start(const v1::GenerateRequest& request) {
   request_id_ = validated->request_id;
   prompt_tokens_ = static_cast<int>(validated->prompt_tokens.size());
   stream_->SetRequestId(request_id_);
-  if (validated->output.echo) {
-    // The edge owns echo (the scheduler is told not to): the prompt as the first delta.
-    std::string text = validated->prompt_text;
-    if (text.empty()) {
-      int previous = -1;
-      for (int id : validated->prompt_tokens) {
-        text += deps_.tokenizer->TokenBytes(id, previous);
-        previous = id;
-      }
-    }
-    stream_->PushEcho(std::move(text));
-    validated->output.echo = false;
-  }
   if (absl::Status status = deps_.scheduler->Submit(*std::move(validated), stream_); !status.ok()) {
     stream_->Fail(std::move(status));
   }

@@ -53,8 +53,6 @@ class GenerateStream final : public StreamSink,
   // Reactor side (gRPC threads).
   // Put into every response message; call before anything is pushed.
   void SetRequestId(std::string request_id);
-  // Sends `text` as the first delta (echo); call before Submit.
-  void PushEcho(std::string text);
   // Ends the RPC with `status` (not OK) once any write in flight completes.
   void Fail(absl::Status status);
   void OnWriteDone(bool ok);

@@ -1,0 +1,266 @@
+// textgen-server: flags and wiring only. Starts the gRPC server (health NOT_SERVING), loads
+// the model, turns SERVING, and drains on SIGTERM / SIGINT.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "model/engine.h"
+#include "model/model_loader.h"
+#include "model/tokenizer.h"
+#include "server/drain.h"
+#include "server/logging.h"
+#include "server/metrics.h"
+#include "server/model_info.h"
+#include "server/scheduler.h"
+#include "server/server_options.h"
+#include "server/service.h"
+
+namespace {
+const textgen::server::ServerOptions kDefaults;
+}  // namespace
+
+ABSL_FLAG(std::string, model, "",
+          "Model file: GGUF or llama2.c checkpoint. Empty: $TEXTGEN_MODEL, else the bundled "
+          "models/default.gguf (next to the build dir, or in the current dir)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "tokenizer.bin for a llama2.c checkpoint (empty: look next to the checkpoint)");
+ABSL_FLAG(std::string, listen, kDefaults.listen, "gRPC listen address HOST:PORT");
+ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
+          "Prometheus /metrics HTTP address HOST:PORT (empty: no metrics endpoint)");
+ABSL_FLAG(int, threads, kDefaults.threads, "Engine (oneDNN) threads; 0 = all cores");
+ABSL_FLAG(int, max_batch, kDefaults.max_batch, "Most sequences running in one engine step");
+ABSL_FLAG(int, max_batch_tokens, kDefaults.max_batch_tokens,
+          "Most tokens (decode + prefill chunks) in one forward pass");
+ABSL_FLAG(int, max_queue, kDefaults.max_queue,
+          "Most requests waiting for admission; beyond it Generate fails RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV cache budget in bytes (overrides --kv-cache-mb)");
+ABSL_FLAG(int64_t, kv_cache_mb, kDefaults.kv_cache_bytes >> 20, "KV cache budget in MiB");
+ABSL_FLAG(int, max_new_tokens, kDefaults.max_new_tokens,
+          "Tokens generated when a request does not say (shortened to fit the context)");
+ABSL_FLAG(int, max_new_tokens_limit, kDefaults.max_new_tokens_limit,
+          "Most tokens a request may ask for (larger: INVALID_ARGUMENT)");
+ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
+          "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
+ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
+          "Most sessions kept; beyond it the least recently used idle one is evicted");
+ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
+          "On SIGTERM/SIGINT: how long running requests may take to finish before exit");
+ABSL_FLAG(bool, bf16, kDefaults.bf16, "Compute in bf16 (needs AVX512-BF16) instead of f32");
+ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
+
+namespace textgen::server {
+namespace {
+
+ServerOptions OptionsFromFlags() {
+  ServerOptions o;
+  o.model_path = absl::GetFlag(FLAGS_model);
+  o.tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.max_batch = absl::GetFlag(FLAGS_max_batch);
+  o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  o.max_queue = absl::GetFlag(FLAGS_max_queue);
+  const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
+  o.kv_cache_bytes = bytes > 0 ? bytes : absl::GetFlag(FLAGS_kv_cache_mb) << 20;
+  o.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
+  o.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
+  o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
+  o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  o.bf16 = absl::GetFlag(FLAGS_bf16);
+  o.log_level = absl::GetFlag(FLAGS_log_level);
+  return o;
+}
+
+std::string ExecutablePath() {
+  std::error_code error;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string() : path.string();
+}
+
+// The loaded model and everything built on it. Members are declared in dependency order so
+// destruction (reverse) stops the scheduler before the engine, the engine before the model.
+struct LoadedServer {
+  model::LoadedModel model;
+  std::unique_ptr<model::Tokenizer> tokenizer;
+  std::unique_ptr<model::Engine> engine;
+  std::unique_ptr<Scheduler> scheduler;
+  ServiceBackend backend;
+};
+
+absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metrics* metrics) {
+  auto loaded = std::make_unique<LoadedServer>();
+  model::LoadOptions load_options;
+  load_options.tokenizer_path = o.tokenizer_path;
+  absl::StatusOr<model::LoadedModel> model = model::LoadModel(o.model_path, load_options);
+  if (!model.ok()) return model.status();
+  loaded->model = *std::move(model);
+  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer =
+      model::CreateTokenizer(loaded->model.tokenizer);
+  if (!tokenizer.ok()) return tokenizer.status();
+  loaded->tokenizer = *std::move(tokenizer);
+
+  model::EngineOptions engine_options;
+  engine_options.threads = o.threads;
+  engine_options.bf16 = o.bf16;
+  engine_options.kv_cache_bytes = o.kv_cache_bytes;
+  engine_options.max_batch_tokens = o.max_batch_tokens;
+  absl::StatusOr<std::unique_ptr<model::Engine>> engine =
+      model::Engine::Create(loaded->model, engine_options);
+  if (!engine.ok()) return engine.status();
+  loaded->engine = *std::move(engine);
+
+  SchedulerOptions scheduler_options;
+  scheduler_options.max_batch_sequences = o.max_batch;
+  scheduler_options.max_batch_tokens = o.max_batch_tokens;
+  scheduler_options.max_queue = o.max_queue;
+  scheduler_options.max_sessions = o.max_sessions;
+  scheduler_options.session_ttl = o.session_ttl;
+  loaded->scheduler = CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(),
+                                              scheduler_options, metrics);
+
+  ServiceBackend& backend = loaded->backend;
+  backend.scheduler = loaded->scheduler.get();
+  backend.tokenizer = loaded->tokenizer.get();
+  backend.validation.default_max_new_tokens = o.max_new_tokens;
+  backend.validation.max_new_tokens_limit = o.max_new_tokens_limit;
+  backend.validation.context_length = loaded->model.config.context_length;
+  backend.validation.add_bos = loaded->model.tokenizer.add_bos;
+  backend.model_info = DescribeModel(loaded->model, *loaded->tokenizer, o.bf16,
+                                     PublishedLimits{.max_new_tokens_limit = o.max_new_tokens_limit,
+                                                     .max_batch_size = o.max_batch});
+  return loaded;
+}
+
+int Run(ServerOptions options) {
+  absl::StatusOr<LogLevel> level = ParseLogLevel(options.log_level);
+  if (!level.ok()) {
+    std::fprintf(stderr, "textgen-server: %s\n", level.status().ToString().c_str());
+    return 2;
+  }
+  Logger logger(*level);
+  if (absl::Status status = ValidateServerOptions(options); !status.ok()) {
+    logger.Error(status.ToString());
+    return 2;
+  }
+  absl::StatusOr<std::string> model_path =
+      ResolveModelPath(options.model_path, std::getenv("TEXTGEN_MODEL"), ExecutablePath());
+  if (!model_path.ok()) {
+    logger.Error(model_path.status().ToString());
+    return 2;
+  }
+  options.model_path = *model_path;
+
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Create(MetricsOptions{.listen_address = options.metrics_listen});
+  if (!metrics.ok()) {
+    logger.Error(metrics.status().ToString());
+    return 1;
+  }
+  ServiceOptions service_options;
+  service_options.observer = metrics->get();
+  service_options.logger = &logger;
+  TextGenerationService service(service_options);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    logger.Error(absl::StrCat("--listen ", options.listen,
+                              ": cannot listen (address in use or "
+                              "not HOST:PORT?)"));
+    return 1;
+  }
+  SetServing(*server, false);  // until the model is loaded
+
+  const absl::Time load_start = absl::Now();
+  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded = Load(options, metrics->get());
+  if (!loaded.ok()) {
+    logger.Error(
+        absl::StrCat("cannot load model ", options.model_path, ": ", loaded.status().ToString()));
+    server->Shutdown();
+    return 1;
+  }
+  const absl::Duration load_time = absl::Now() - load_start;
+  const v1::ModelInfo& info = (*loaded)->backend.model_info;
+  (*metrics)->SetModelInfo(info.name(), info.architecture(), info.file_dtype());
+  service.SetBackend(&(*loaded)->backend);
+  SetServing(*server, true);
+  logger.Info(absl::StrFormat(
+      "serving model=%s path=%s arch=%s params=%d file_dtype=%s compute_dtype=%s context=%d "
+      "listen=%s (port %d) metrics=%s load_time=%.2fs",
+      info.name(), info.model_path(), info.architecture(), info.parameters(), info.file_dtype(),
+      info.compute_dtype(), info.context_length(), options.listen, port,
+      options.metrics_listen.empty()
+          ? std::string("off")
+          : absl::StrCat(options.metrics_listen, " (port ", (*metrics)->port(), ")"),
+      absl::ToDoubleSeconds(load_time)));
+
+  const int signal_number = WaitForShutdownSignal();
+  logger.Info(absl::StrFormat("signal %d: draining (timeout %s)", signal_number,
+                              absl::FormatDuration(options.drain_timeout)));
+  DrainAndShutdown(*server, (*loaded)->scheduler.get(), options.drain_timeout, &logger);
+  server->Wait();
+  server.reset();   // no handler runs past this point
+  loaded->reset();  // stops the engine thread
+  logger.Info("stopped");
+  return 0;
+}
+
+// "--max-batch=4" -> "--max_batch=4": the documented flags use dashes, absl uses underscores.
+std::vector<std::string> NormalizeFlagDashes(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg.size() < 3 || arg[0] != '-') continue;
+    const size_t name_start = arg[1] == '-' ? 2 : 1;
+    const size_t name_end = std::min(arg.find('='), arg.size());
+    for (size_t k = name_start; k < name_end; ++k) {
+      if (arg[k] == '-') arg[k] = '_';
+    }
+  }
+  return args;
+}
+
+}  // namespace
+}  // namespace textgen::server
+
+int main(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the blocked mask (see drain.h).
+  if (absl::Status status = textgen::server::BlockShutdownSignals(); !status.ok()) {
+    std::fprintf(stderr, "textgen-server: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  absl::SetProgramUsageMessage(
+      "textgen gRPC text-generation server.\n"
+      "Usage: textgen-server [--model PATH] [--listen HOST:PORT] [--metrics-listen HOST:PORT] "
+      "...\nFlags may be written with dashes or underscores (--max-batch or --max_batch).");
+  std::vector<std::string> args = textgen::server::NormalizeFlagDashes(argc, argv);
+  std::vector<char*> arg_pointers;
+  for (std::string& arg : args) arg_pointers.push_back(arg.data());
+  absl::ParseCommandLine(static_cast<int>(arg_pointers.size()), arg_pointers.data());
+  return textgen::server::Run(textgen::server::OptionsFromFlags());
+}
