@@ -1,0 +1,76 @@
+#pragma once
+
+// What every textgen subcommand shares: its I/O streams, exit codes, connection flags and
+// error reporting. Commands write only to the streams in CommandIo so tests can capture them.
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "client/flag_parser.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/status.h"
+
+namespace textgen::client {
+
+// Exit codes shared by all subcommands.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRpcError = 1;  // the server answered with an error (or was unreachable)
+inline constexpr int kExitUsage = 2;     // bad command line; nothing was sent
+
+// The streams a command uses. `interactive` is true when `in` is a terminal (chat prompts).
+struct CommandIo {
+  std::istream& in;
+  std::ostream& out;
+  std::ostream& err;
+  bool interactive = false;
+};
+
+// A subcommand's entry point: `args` excludes the program and subcommand names.
+using CommandFn = int (*)(const std::vector<std::string>& args, CommandIo& io);
+
+// Help text pieces of one subcommand.
+struct CommandUsage {
+  absl::string_view name;         // "generate"
+  absl::string_view synopsis;     // "--addr HOST:PORT [flags] [PROMPT | -]"
+  absl::string_view description;  // one paragraph
+};
+
+// --addr and --timeout, present on every command that talks to a server.
+struct ConnectionFlags {
+  std::string addr = "localhost:50051";
+  std::optional<absl::Duration> timeout;  // per RPC; none = no deadline
+};
+
+// Appends --addr and --timeout specs writing into `flags`.
+void AddConnectionFlags(ConnectionFlags* flags, std::vector<FlagSpec>* specs);
+
+// An insecure channel to flags.addr (the server speaks plaintext gRPC).
+std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionFlags& flags);
+
+// Sets the deadline from --timeout, if given.
+void ApplyTimeout(const ConnectionFlags& flags, grpc::ClientContext* context);
+
+// Parses flags; on --help prints usage to io.out and sets *exit_code = 0, on a bad command line
+// prints the error to io.err and sets *exit_code = kExitUsage. Returns nullopt in both cases.
+std::optional<ParsedArgs> ParseCommandLine(const std::vector<std::string>& args,
+                                           const std::vector<FlagSpec>& specs,
+                                           const CommandUsage& usage, CommandIo& io,
+                                           int* exit_code);
+
+// Prints "textgen <command>: <message>" and a --help hint to io.err; returns kExitUsage.
+int UsageError(const CommandUsage& usage, absl::string_view message, CommandIo& io);
+
+// "OK", "CANCELLED", ..., "UNAUTHENTICATED"; "CODE_<n>" for anything else.
+std::string StatusCodeName(grpc::StatusCode code);
+
+// Prints "textgen <command>: <rpc> failed: <CODE>: <message>" to io.err; returns kExitRpcError.
+int RpcError(const CommandUsage& usage, absl::string_view rpc, const grpc::Status& status,
+             CommandIo& io);
+
+}  // namespace textgen::client

@@ -1,0 +1,108 @@
+#include "client/generate_stream.h"
+
+#include <chrono>
+#include <ostream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace textgen::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void PrintLogprobs(const textgen::v1::GenerateResponse& response, CommandIo& io) {
+  for (const textgen::v1::TokenLogprobs& lp : response.logprobs()) {
+    io.err << absl::StrFormat("[logprob] token %d: %.4f", lp.token_id(), lp.logprob());
+    for (const textgen::v1::TopLogprob& top : lp.top()) {
+      io.err << absl::StrFormat("  %d %s %.4f", top.token_id(), absl::CHexEscape(top.token()),
+                                top.logprob());
+    }
+    io.err << "\n";
+  }
+}
+
+void PrintSummary(const StreamResult& result, CommandIo& io) {
+  if (!result.finished) return;
+  const textgen::v1::Finished& f = result.finish;
+  io.err << "\n[finish] reason=" << FinishReasonName(f.reason());
+  if (!f.matched_stop().empty())
+    io.err << " matched_stop=\"" << absl::CHexEscape(f.matched_stop()) << "\"";
+  io.err << " seed=" << f.seed() << "\n";
+  io.err << absl::StrFormat("[usage] prompt_tokens=%d cached_tokens=%d completion_tokens=%d\n",
+                            f.usage().prompt_tokens(), f.usage().cached_tokens(),
+                            f.usage().completion_tokens());
+  const textgen::v1::Timings& t = f.timings();
+  io.err << absl::StrFormat("[server] queue=%.3fs ttft=%.3fs decode=%.3fs total=%.3fs",
+                            t.queue_seconds(), t.time_to_first_token_seconds(), t.decode_seconds(),
+                            t.total_seconds());
+  if (t.decode_seconds() > 0 && f.usage().completion_tokens() > 1) {
+    io.err << absl::StrFormat(" decode_rate=%.1f tok/s",
+                              (f.usage().completion_tokens() - 1) / t.decode_seconds());
+  }
+  io.err << "\n";
+  io.err << absl::StrFormat("[client] ttft=%.3fs total=%.3fs\n", result.client_ttft_seconds,
+                            result.client_total_seconds);
+}
+
+}  // namespace
+
+std::string FinishReasonName(textgen::v1::FinishReason reason) {
+  switch (reason) {
+    case textgen::v1::FINISH_REASON_EOS:
+      return "EOS";
+    case textgen::v1::FINISH_REASON_STOP_SEQUENCE:
+      return "STOP_SEQUENCE";
+    case textgen::v1::FINISH_REASON_STOP_TOKEN:
+      return "STOP_TOKEN";
+    case textgen::v1::FINISH_REASON_LENGTH:
+      return "LENGTH";
+    case textgen::v1::FINISH_REASON_CONTEXT_FULL:
+      return "CONTEXT_FULL";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+StreamResult StreamGenerate(textgen::v1::TextGeneration::StubInterface& stub,
+                            grpc::ClientContext& context,
+                            const textgen::v1::GenerateRequest& request,
+                            const StreamPrintOptions& options, CommandIo& io) {
+  StreamResult result;
+  google::protobuf::util::JsonPrintOptions json_options;
+  json_options.preserve_proto_field_names = true;
+  Clock::time_point start = Clock::now();
+  std::unique_ptr<grpc::ClientReaderInterface<textgen::v1::GenerateResponse>> reader =
+      stub.Generate(&context, request);
+  textgen::v1::GenerateResponse response;
+  while (reader->Read(&response)) {
+    if (result.client_ttft_seconds < 0 && response.token_ids_size() > 0) {
+      result.client_ttft_seconds = SecondsSince(start);
+    }
+    result.text += response.text();
+    if (response.has_finished()) {
+      result.finished = true;
+      result.finish = response.finished();
+    }
+    if (options.json) {
+      std::string line;
+      if (google::protobuf::util::MessageToJsonString(response, &line, json_options).ok()) {
+        io.out << line << "\n" << std::flush;
+      }
+    } else if (!response.text().empty()) {
+      io.out << response.text() << std::flush;
+    }
+    if (options.verbose) PrintLogprobs(response, io);
+  }
+  result.status = reader->Finish();
+  result.client_total_seconds = SecondsSince(start);
+  if (options.verbose && result.status.ok()) PrintSummary(result, io);
+  return result;
+}
+
+}  // namespace textgen::client

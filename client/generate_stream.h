@@ -1,0 +1,38 @@
+#pragma once
+
+// Runs one streaming Generate call and prints it: text deltas (flushed as they arrive) or one
+// JSON object per response, plus an optional summary on stderr. Used by `generate` and `chat`.
+
+#include <string>
+
+#include "client/command_common.h"
+#include "grpcpp/client_context.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+namespace textgen::client {
+
+struct StreamPrintOptions {
+  bool json = false;     // one JSON line per GenerateResponse on io.out instead of text
+  bool verbose = false;  // finish reason, usage, timings (and logprobs) on io.err
+};
+
+struct StreamResult {
+  grpc::Status status;
+  std::string text;  // all text deltas concatenated
+  bool finished = false;
+  textgen::v1::Finished finish;     // valid when `finished`
+  double client_ttft_seconds = -1;  // first token-carrying message, measured here; -1 = none
+  double client_total_seconds = 0;
+};
+
+// Sends `request` and prints the stream to io as it arrives. Never throws; the status says how
+// the call ended.
+StreamResult StreamGenerate(textgen::v1::TextGeneration::StubInterface& stub,
+                            grpc::ClientContext& context,
+                            const textgen::v1::GenerateRequest& request,
+                            const StreamPrintOptions& options, CommandIo& io);
+
+// "EOS", "STOP_SEQUENCE", ... for a FinishReason.
+std::string FinishReasonName(textgen::v1::FinishReason reason);
+
+}  // namespace textgen::client

@@ -1,0 +1,53 @@
+// textgen tokenize: text -> token ids and the piece each id stands for.
+
+#include <ostream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+namespace textgen::client {
+
+constexpr CommandUsage kTokenizeUsage = {
+    "tokenize", "--addr HOST:PORT [--no-bos] [--ids-only] TEXT",
+    "Prints one line per token: the id, a tab and the piece as a quoted C-escaped string.\n"
+    "With --ids-only, prints the ids on one line separated by spaces."};
+
+int RunTokenize(const std::vector<std::string>& args, CommandIo& io) {
+  ConnectionFlags connection;
+  bool no_bos = false;
+  bool ids_only = false;
+  std::vector<FlagSpec> specs;
+  AddConnectionFlags(&connection, &specs);
+  specs.push_back(BoolFlag("no-bos", &no_bos, "do not prepend the BOS token"));
+  specs.push_back(BoolFlag("ids-only", &ids_only, "print only the ids, on one line"));
+  int exit_code = kExitOk;
+  std::optional<ParsedArgs> parsed = ParseCommandLine(args, specs, kTokenizeUsage, io, &exit_code);
+  if (!parsed) return exit_code;
+  if (parsed->positional.size() != 1) {
+    return UsageError(kTokenizeUsage, "expected exactly one TEXT argument (quote it)", io);
+  }
+
+  textgen::v1::TokenizeRequest request;
+  request.set_text(parsed->positional[0]);
+  if (no_bos) request.set_add_bos(false);
+  textgen::v1::TokenizeResponse response;
+  grpc::ClientContext context;
+  ApplyTimeout(connection, &context);
+  grpc::Status status = textgen::v1::TextGeneration::NewStub(MakeChannel(connection))
+                            ->Tokenize(&context, request, &response);
+  if (!status.ok()) return RpcError(kTokenizeUsage, "Tokenize", status, io);
+
+  if (ids_only) {
+    io.out << absl::StrJoin(response.ids(), " ") << "\n";
+    return kExitOk;
+  }
+  for (int i = 0; i < response.ids_size(); ++i) {
+    std::string piece = i < response.tokens_size() ? response.tokens(i) : "";
+    io.out << response.ids(i) << "\t\"" << absl::CHexEscape(piece) << "\"\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace textgen::client
