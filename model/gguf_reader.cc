@@ -76,11 +76,11 @@ class Cursor {
   absl::StatusOr<std::string> ReadString(const std::string& context, const char* what,
                                          uint64_t max_length) {
     TEXTGEN_ASSIGN_OR_RETURN(const uint64_t length, Read<uint64_t>(context, what));
+    TEXTGEN_RETURN_IF_ERROR(Need(length, context, what));
     if (length > max_length) {
       return absl::InvalidArgumentError(
           absl::StrCat(context, ": ", what, " length ", length, " exceeds the limit ", max_length));
     }
-    TEXTGEN_RETURN_IF_ERROR(Need(length, context, what));
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), length);
     pos_ += length;
     return s;

@@ -66,6 +66,8 @@ struct GgufValue {
   static GgufValue Float32Array(const std::vector<float>& v);
   static GgufValue Int32Array(const std::vector<int>& v);
 
+  bool operator==(const GgufValue&) const = default;
+
   const std::vector<GgufValue>& array() const { return std::get<std::vector<GgufValue>>(data); }
   const std::string& string() const { return std::get<std::string>(data); }
 };

@@ -4,6 +4,7 @@ add_library(textgen_loader STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_model.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_reader.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_writer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/llama2c_loader.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/mapped_file.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/model_config.cc

@@ -2,8 +2,10 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,26 @@ inline std::vector<float> Floats(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.elements()));
   ToFloat(t, out.data());
   return out;
+}
+
+// Byte position just after the length-prefixed string `s` in a serialized GGUF (e.g. a tensor
+// name: n_dims, dims, type and offset follow), or std::string::npos.
+inline size_t PosAfterString(const std::string& file, const std::string& s) {
+  std::string needle(8, '\0');
+  const uint64_t length = s.size();
+  std::memcpy(needle.data(), &length, 8);
+  needle += s;
+  const size_t pos = file.find(needle);
+  return pos == std::string::npos ? pos : pos + needle.size();
+}
+
+template <typename T>
+void Poke(std::string& file, size_t pos, T value) {
+  std::memcpy(file.data() + pos, &value, sizeof(T));
+}
+
+inline std::span<const uint8_t> Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
 }  // namespace textgen::model::testing

@@ -1,0 +1,219 @@
+// BuildModelFromGguf / LoadModel on files made by the writer: llama and gpt2 in every dtype,
+// the gpt2 QKV split, and precise errors for missing or mis-shaped tensors.
+#include "model/gguf_model.h"
+
+#include <cstring>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/model_loader.h"
+#include "tests/model/loader_test_util.h"
+#include "tests/tools/random_gguf.h"
+
+namespace textgen::model {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ::textgen::model::testing;
+
+std::string TinyBytes(Architecture arch, DType dtype) {
+  auto spec = RandomModelPreset("tiny", arch);
+  EXPECT_TRUE(spec.ok());
+  spec->dtype = dtype;
+  auto writer = BuildRandomModel(*spec);
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  return writer->Serialize();
+}
+
+absl::StatusOr<LoadedModel> Build(const std::string& bytes) {
+  auto file = ParseGguf(Bytes(bytes));
+  if (!file.ok()) return file.status();
+  return BuildModelFromGguf(*file, "fallback");
+}
+
+class TinyModelTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(TinyModelTest, LlamaLoadsThroughLoadModel) {
+  const std::string path = TempPath(std::string("tiny_llama_") + DTypeName(GetParam()) + ".gguf");
+  WriteFile(path, TinyBytes(Architecture::kLlama, GetParam()));
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& c = model->config;
+  EXPECT_EQ(c.architecture, Architecture::kLlama);
+  EXPECT_EQ(c.dim, 64);
+  EXPECT_EQ(c.hidden_dim, 160);
+  EXPECT_EQ(c.n_layers, 2);
+  EXPECT_EQ(c.n_heads, 4);
+  EXPECT_EQ(c.n_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.vocab_size, 300);
+  EXPECT_EQ(c.context_length, 128);
+  EXPECT_EQ(c.name, "tiny");
+  EXPECT_TRUE(c.tied_output);
+  EXPECT_EQ(model->weights.output.data, model->weights.token_embedding.data);
+  EXPECT_EQ(model->file_dtype, GetParam());
+  EXPECT_EQ(model->weights.layers[1].wk.dtype, GetParam());
+  EXPECT_EQ(model->weights.layers[1].wk.rows, 32);
+  EXPECT_EQ(model->weights.layers[1].attn_norm.dtype, DType::kF32);  // vectors stay f32
+  const std::vector<float> norm = Floats(model->weights.output_norm);
+  EXPECT_EQ(norm, std::vector<float>(64, 1.0f));
+  const TokenizerData& t = model->tokenizer;
+  EXPECT_EQ(t.tokens.size(), 300u);
+  EXPECT_EQ(t.tokens[3], "<0x00>");
+  EXPECT_EQ(t.token_types[258], TokenizerData::kByte);
+  EXPECT_EQ(t.bos_id, 1);
+  EXPECT_TRUE(t.add_bos);
+}
+
+TEST_P(TinyModelTest, Gpt2Loads) {
+  auto model = Build(TinyBytes(Architecture::kGpt2, GetParam()));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.architecture, Architecture::kGpt2);
+  EXPECT_EQ(model->config.n_kv_heads, 4);
+  EXPECT_EQ(model->weights.position_embedding.rows, 128);
+  EXPECT_EQ(model->tokenizer.kind, TokenizerData::Kind::kGpt2ByteBpe);
+  EXPECT_EQ(model->tokenizer.tokens.back(), "<|endoftext|>");
+  EXPECT_EQ(model->tokenizer.eos_id, 299);
+  EXPECT_FALSE(model->tokenizer.merges.empty());
+  EXPECT_FALSE(model->tokenizer.add_bos);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, TinyModelTest,
+                         ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0),
+                         [](const auto& test_param) {
+                           return std::string(DTypeName(test_param.param));
+                         });
+
+// Overwrites the fused QKV of block 0 with value = row * 1000 + col (bias: 0.5 * index), so
+// the split can be checked against numbers that do not depend on the loader.
+TEST(GgufModelTest, Gpt2QkvIsSplitIntoRowRanges) {
+  std::string bytes = TinyBytes(Architecture::kGpt2, DType::kF32);
+  auto file = ParseGguf(Bytes(bytes));
+  ASSERT_TRUE(file.ok());
+  const GgufTensorInfo* w = file->FindTensor("blk.0.attn_qkv.weight");
+  const GgufTensorInfo* b = file->FindTensor("blk.0.attn_qkv.bias");
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(w->dims[0], 64);
+  ASSERT_EQ(w->dims[1], 192);
+  for (int r = 0; r < 192; ++r) {
+    for (int c = 0; c < 64; ++c) {
+      Poke<float>(bytes, w->file_offset + (r * 64 + c) * 4, r * 1000.0f + c);
+    }
+  }
+  for (int i = 0; i < 192; ++i) Poke<float>(bytes, b->file_offset + i * 4, 0.5f * i);
+  auto model = Build(bytes);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const LayerWeights& l = model->weights.layers[0];
+  const TensorView* parts[] = {&l.wq, &l.wk, &l.wv};
+  const TensorView* biases[] = {&l.bq, &l.bk, &l.bv};
+  for (int p = 0; p < 3; ++p) {
+    ASSERT_EQ(parts[p]->rows, 64);
+    ASSERT_EQ(parts[p]->cols, 64);
+    const std::vector<float> m = Floats(*parts[p]);
+    EXPECT_EQ(m[0], (p * 64) * 1000.0f);
+    EXPECT_EQ(m[5 * 64 + 7], (p * 64 + 5) * 1000.0f + 7);
+    EXPECT_EQ(m[63 * 64 + 63], (p * 64 + 63) * 1000.0f + 63);
+    const std::vector<float> bias = Floats(*biases[p]);
+    ASSERT_EQ(bias.size(), 64u);
+    EXPECT_EQ(bias[0], 0.5f * (p * 64));
+    EXPECT_EQ(bias[63], 0.5f * (p * 64 + 63));
+  }
+  // Views, not copies: they point into the file's bytes.
+  EXPECT_EQ(static_cast<const uint8_t*>(l.wk.data),
+            reinterpret_cast<const uint8_t*>(bytes.data()) + w->file_offset + 64 * 64 * 4);
+}
+
+TEST(GgufModelTest, MissingTensorIsNamed) {
+  std::string bytes = TinyBytes(Architecture::kLlama, DType::kF32);
+  const size_t pos = PosAfterString(bytes, "blk.1.ffn_up.weight");
+  ASSERT_NE(pos, std::string::npos);
+  bytes[pos - 1] = 'x';  // rename to blk.1.ffn_up.weighx
+  auto model = Build(bytes);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(model.status().message(),
+            "missing tensor blk.1.ffn_up.weight (expected shape [64, 160])");
+}
+
+TEST(GgufModelTest, WrongShapeIsNamedWithExpectedAndActual) {
+  std::string bytes = TinyBytes(Architecture::kLlama, DType::kF32);
+  const size_t pos = PosAfterString(bytes, "blk.0.attn_k.weight");
+  Poke<uint64_t>(bytes, pos + 4 + 8, 16);  // dims [64, 32] -> [64, 16]
+  auto model = Build(bytes);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "tensor blk.0.attn_k.weight: expected shape [64, 32], got [64, 16] "
+            "(GGUF order, innermost first)");
+}
+
+TEST(GgufModelTest, WrongMetadataTypeIsNamed) {
+  auto spec = RandomModelPreset("tiny", Architecture::kLlama);
+  auto writer = BuildRandomModel(*spec);
+  writer->AddMetadata("general.name", GgufValue::Uint32(7));  // duplicate key is an error too
+  auto model = Build(writer->Serialize());
+  EXPECT_THAT(model.status().message(), HasSubstr("(general.name): duplicate key"));
+}
+
+TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
+  GgufWriter writer;
+  writer.AddMetadata("general.architecture", GgufValue::String("mamba"));
+  auto model = Build(writer.Serialize());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(model.status().message(), HasSubstr("\"mamba\""));
+}
+
+TEST(GgufModelTest, MissingHyperparameterIsNamed) {
+  GgufWriter writer;
+  writer.AddMetadata("general.architecture", GgufValue::String("llama"));
+  writer.AddMetadata("llama.embedding_length", GgufValue::String("64"));
+  auto model = Build(writer.Serialize());
+  EXPECT_EQ(model.status().message(),
+            "metadata key #2 (llama.embedding_length): expected an integer, got string");
+}
+
+// The stories15M shape (Q8_0 to keep the temp file small) loads with the right config.
+TEST(GgufModelTest, Stories15MShapedFileLoads) {
+  auto spec = RandomModelPreset("stories15M", Architecture::kLlama);
+  ASSERT_TRUE(spec.ok());
+  spec->dtype = DType::kQ8_0;
+  auto writer = BuildRandomModel(*spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::string path = TempPath("stories15M_q8_0.gguf");
+  ASSERT_TRUE(writer->WriteFile(path).ok());
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.dim, 288);
+  EXPECT_EQ(model->config.hidden_dim, 768);
+  EXPECT_EQ(model->config.n_layers, 6);
+  EXPECT_EQ(model->config.n_heads, 6);
+  EXPECT_EQ(model->config.head_dim, 48);
+  EXPECT_EQ(model->config.vocab_size, 32000);
+  EXPECT_EQ(model->config.context_length, 256);
+  EXPECT_EQ(model->file_dtype, DType::kQ8_0);
+  EXPECT_EQ(model->tokenizer.tokens.size(), 32000u);
+  // Weights ~ N(0, 0.02): the sample std of the embedding is close to it.
+  const std::vector<float> e = Floats(model->weights.token_embedding);
+  double sum = 0, sum_sq = 0;
+  for (float x : e) sum += x, sum_sq += double{x} * x;
+  const double mean = sum / e.size();
+  EXPECT_NEAR(std::sqrt(sum_sq / e.size() - mean * mean), 0.02, 0.001);
+  std::filesystem::remove(path);
+}
+
+TEST(GgufModelTest, EmbedsTheRealLlama2Vocabulary) {
+  TEXTGEN_SKIP_IF_MISSING(LlamaTokenizerBin());
+  RandomModelSpec spec;
+  spec.vocab_size = 32000;
+  spec.tokenizer_path = LlamaTokenizerBin();
+  auto writer = BuildRandomModel(spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  auto model = Build(writer->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->tokenizer.tokens[1], "<s>");
+  EXPECT_EQ(model->tokenizer.tokens[13], "<0x0A>");
+  EXPECT_EQ(model->tokenizer.tokens[29871], "\xE2\x96\x81");  // "▁" in the Llama 2 vocab
+  EXPECT_EQ(model->tokenizer.scores.size(), 32000u);
+}
+
+}  // namespace
+}  // namespace textgen::model

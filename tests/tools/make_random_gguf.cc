@@ -1,0 +1,113 @@
+// textgen-make-random-gguf: writes a random-weights GGUF in a real model's shape, for
+// benchmarks against llama.cpp and for loader tests.
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "model/gguf_writer.h"
+#include "tests/tools/random_gguf.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: textgen-make-random-gguf --arch llama|gpt2 --preset stories15M|stories110M|tiny\n"
+    "         --dtype f32|f16|bf16|q8_0 --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
+    "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
+    "         [--context N] [--untied] [--name NAME]\n"
+    "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
+    "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
+    "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
+    "weights ~ N(0, 0.02), norm weights 1; output tied to token_embd unless --untied.\n"
+    "--tokenizer embeds a llama2.c vocabulary (its size must equal --vocab); otherwise a\n"
+    "synthetic SentencePiece-style (llama) or byte-level (gpt2) vocabulary is written.\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "textgen-make-random-gguf: %s\n", message.c_str());
+  return 2;
+}
+
+bool ParseInt(const std::string& s, long long& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace textgen::model;
+  std::map<std::string, std::string> args;
+  bool untied = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (flag == "--untied") {
+      untied = true;
+      continue;
+    }
+    if (flag.rfind("--", 0) != 0 || i + 1 >= argc)
+      return Fail("bad argument " + flag + "\n" + kUsage);
+    args[flag.substr(2)] = argv[++i];
+  }
+  const auto get = [&](const std::string& key, const std::string& fallback) {
+    auto it = args.find(key);
+    return it == args.end() ? fallback : it->second;
+  };
+  if (!args.count("out")) return Fail(std::string("--out is required\n") + kUsage);
+
+  const std::string arch_name = get("arch", "llama");
+  if (arch_name != "llama" && arch_name != "gpt2") return Fail("--arch must be llama or gpt2");
+  const Architecture arch = arch_name == "gpt2" ? Architecture::kGpt2 : Architecture::kLlama;
+  auto spec = RandomModelPreset(get("preset", "tiny"), arch);
+  if (!spec.ok()) return Fail(std::string(spec.status().message()));
+
+  const std::map<std::string, DType> dtypes = {
+      {"f32", DType::kF32}, {"f16", DType::kF16}, {"bf16", DType::kBF16}, {"q8_0", DType::kQ8_0}};
+  const auto dtype = dtypes.find(get("dtype", "f32"));
+  if (dtype == dtypes.end()) return Fail("--dtype must be f32, f16, bf16 or q8_0");
+  spec->dtype = dtype->second;
+
+  const std::map<std::string, int*> ints = {{"dim", &spec->dim},
+                                            {"hidden", &spec->hidden_dim},
+                                            {"layers", &spec->n_layers},
+                                            {"heads", &spec->n_heads},
+                                            {"kv-heads", &spec->n_kv_heads},
+                                            {"vocab", &spec->vocab_size},
+                                            {"context", &spec->context_length}};
+  for (const auto& [key, value] : args) {
+    if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
+        key == "name" || key == "seed") {
+      continue;
+    }
+    auto it = ints.find(key);
+    long long v = 0;
+    if (it == ints.end()) return Fail("unknown flag --" + key + "\n" + kUsage);
+    if (!ParseInt(value, v) || v <= 0 || v > (1 << 24)) {
+      return Fail("--" + key + " must be a positive integer, got " + value);
+    }
+    *it->second = static_cast<int>(v);
+  }
+  if (arch == Architecture::kGpt2) spec->n_kv_heads = spec->n_heads;
+  long long seed = 1;
+  if (args.count("seed") && (!ParseInt(args["seed"], seed) || seed < 0)) {
+    return Fail("--seed must be a non-negative integer");
+  }
+  spec->seed = static_cast<uint64_t>(seed);
+  spec->tokenizer_path = get("tokenizer", "");
+  spec->name = get("name", spec->name);
+  spec->tied_output = !untied;
+
+  auto writer = BuildRandomModel(*spec);
+  if (!writer.ok()) return Fail(std::string(writer.status().message()));
+  const std::string out = args["out"];
+  if (absl::Status s = writer->WriteFile(out); !s.ok()) return Fail(std::string(s.message()));
+  std::printf("wrote %s: %s dim %d hidden %d layers %d heads %d/%d vocab %d ctx %d %s\n",
+              out.c_str(), arch_name.c_str(), spec->dim, spec->hidden_dim, spec->n_layers,
+              spec->n_heads, spec->n_kv_heads, spec->vocab_size, spec->context_length,
+              DTypeName(spec->dtype));
+  return 0;
+}

@@ -1,0 +1,325 @@
+#include "tests/tools/random_gguf.h"
+
+#include <random>
+#include <set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "model/llama2c_tokenizer_file.h"
+#include "model/loader_macros.h"
+
+namespace textgen::model {
+namespace {
+
+constexpr char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+std::string Utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// GPT-2's bytes_to_unicode(): printable bytes map to themselves, the rest to U+0100 + n.
+std::vector<std::string> Gpt2ByteTokens() {
+  std::vector<std::string> tokens;
+  std::vector<bool> printable(256, false);
+  for (int b = 0; b < 256; ++b) {
+    printable[b] = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+  }
+  for (int b = 0; b < 256; ++b) {
+    if (printable[b]) tokens.push_back(Utf8(b));
+  }
+  int n = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (!printable[b]) tokens.push_back(Utf8(256 + n++));
+  }
+  return tokens;
+}
+
+// Grows `tokens` to `target` entries by appending lowercase letters to existing multi-piece
+// tokens (in creation order), so every new token is the concatenation of two existing ones.
+// `on_new(left, right)` is told each (left, right) pair.
+template <typename OnNew>
+void GrowByConcatenation(std::vector<std::string>& tokens, size_t first_stem, size_t target,
+                         OnNew on_new) {
+  static constexpr char kLetters[] = "etaoinshrdlucmfwypvbgkjqxz";
+  std::set<std::string> seen(tokens.begin(), tokens.end());
+  for (size_t stem = first_stem; tokens.size() < target && stem < tokens.size(); ++stem) {
+    for (const char* c = kLetters; *c != '\0' && tokens.size() < target; ++c) {
+      const std::string right(1, *c);
+      std::string candidate = tokens[stem] + right;
+      if (!seen.insert(candidate).second) continue;
+      on_new(tokens[stem], right);
+      tokens.push_back(std::move(candidate));
+    }
+  }
+}
+
+void AddTokenizerMetadata(GgufWriter& w, const TokenizerData& t) {
+  const bool gpt2 = t.kind == TokenizerData::Kind::kGpt2ByteBpe;
+  w.AddMetadata("tokenizer.ggml.model", GgufValue::String(gpt2 ? "gpt2" : "llama"));
+  w.AddMetadata("tokenizer.ggml.pre", GgufValue::String(gpt2 ? "gpt-2" : "default"));
+  w.AddMetadata("tokenizer.ggml.tokens", GgufValue::StringArray(t.tokens));
+  if (!t.scores.empty()) w.AddMetadata("tokenizer.ggml.scores", GgufValue::Float32Array(t.scores));
+  if (!t.token_types.empty()) {
+    w.AddMetadata("tokenizer.ggml.token_type", GgufValue::Int32Array(t.token_types));
+  }
+  if (!t.merges.empty()) w.AddMetadata("tokenizer.ggml.merges", GgufValue::StringArray(t.merges));
+  const auto add_id = [&](const char* key, int id) {
+    if (id >= 0) w.AddMetadata(key, GgufValue::Uint32(static_cast<uint32_t>(id)));
+  };
+  add_id("tokenizer.ggml.bos_token_id", t.bos_id);
+  add_id("tokenizer.ggml.eos_token_id", t.eos_id);
+  add_id("tokenizer.ggml.unknown_token_id", t.unk_id);
+  add_id("tokenizer.ggml.padding_token_id", t.pad_id);
+  w.AddMetadata("tokenizer.ggml.add_bos_token", GgufValue::Bool(t.add_bos));
+  w.AddMetadata("tokenizer.ggml.add_eos_token", GgufValue::Bool(false));
+}
+
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) for a file whose matrices are `dtype`.
+uint32_t FileType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return 0;
+    case DType::kF16:
+      return 1;
+    case DType::kQ8_0:
+      return 7;
+    case DType::kBF16:
+      return 32;
+  }
+  return 0;
+}
+
+// Adds random tensors; matrices take spec.dtype, vectors stay F32.
+class TensorMaker {
+ public:
+  TensorMaker(GgufWriter& writer, const RandomModelSpec& spec)
+      : writer_(writer), dtype_(spec.dtype), rng_(spec.seed), normal_(0.0f, 0.02f) {}
+
+  // dims in GGUF order (innermost first).
+  absl::Status Random(const std::string& name, std::vector<int64_t> dims) {
+    std::vector<float> v(Elements(dims));
+    for (float& x : v) x = normal_(rng_);
+    return Add(name, std::move(dims), v);
+  }
+  absl::Status Constant(const std::string& name, std::vector<int64_t> dims, float value) {
+    return Add(name, std::move(dims), std::vector<float>(Elements(dims), value));
+  }
+
+ private:
+  static size_t Elements(const std::vector<int64_t>& dims) {
+    size_t n = 1;
+    for (int64_t d : dims) n *= static_cast<size_t>(d);
+    return n;
+  }
+  absl::Status Add(const std::string& name, std::vector<int64_t> dims,
+                   const std::vector<float>& v) {
+    const DType dtype = dims.size() == 1 ? DType::kF32 : dtype_;
+    return writer_.AddFloatTensor(name, dtype, std::move(dims), v);
+  }
+
+  GgufWriter& writer_;
+  DType dtype_;
+  std::mt19937_64 rng_;
+  std::normal_distribution<float> normal_;
+};
+
+absl::Status AddLlamaTensors(TensorMaker& m, const RandomModelSpec& s) {
+  const int64_t dim = s.dim, hidden = s.hidden_dim;
+  const int64_t kv_dim = dim / s.n_heads * s.n_kv_heads;
+  TEXTGEN_RETURN_IF_ERROR(m.Random("token_embd.weight", {dim, s.vocab_size}));
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string b = absl::StrCat("blk.", l, ".");
+    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.weight", {dim}, 1.0f));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.weight", {dim, dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.weight", {dim, kv_dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.weight", {dim, kv_dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.weight", {dim, dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.weight", {dim}, 1.0f));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_gate.weight", {dim, hidden}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.weight", {hidden, dim}));
+  }
+  TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.weight", {dim}, 1.0f));
+  if (!s.tied_output) TEXTGEN_RETURN_IF_ERROR(m.Random("output.weight", {dim, s.vocab_size}));
+  return absl::OkStatus();
+}
+
+absl::Status AddGpt2Tensors(TensorMaker& m, const RandomModelSpec& s) {
+  const int64_t dim = s.dim, hidden = s.hidden_dim;
+  TEXTGEN_RETURN_IF_ERROR(m.Random("token_embd.weight", {dim, s.vocab_size}));
+  TEXTGEN_RETURN_IF_ERROR(m.Random("position_embd.weight", {dim, s.context_length}));
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string b = absl::StrCat("blk.", l, ".");
+    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.weight", {dim}, 1.0f));
+    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.bias", {dim}, 0.0f));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_qkv.weight", {dim, 3 * dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_qkv.bias", {3 * dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.weight", {dim, dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.bias", {dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.weight", {dim}, 1.0f));
+    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.bias", {dim}, 0.0f));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.bias", {hidden}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.weight", {hidden, dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.bias", {dim}));
+  }
+  TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.weight", {dim}, 1.0f));
+  TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.bias", {dim}, 0.0f));
+  if (!s.tied_output) TEXTGEN_RETURN_IF_ERROR(m.Random("output.weight", {dim, s.vocab_size}));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSpec(const RandomModelSpec& s) {
+  const bool positive = s.dim > 0 && s.hidden_dim > 0 && s.n_layers > 0 && s.n_heads > 0 &&
+                        s.n_kv_heads > 0 && s.vocab_size > 0 && s.context_length > 0;
+  if (!positive) return absl::InvalidArgumentError("every model dimension must be positive");
+  if (s.dim % s.n_heads != 0 || (s.dim / s.n_heads) % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dim ", s.dim, " must be n_heads ", s.n_heads, " x an even head size"));
+  }
+  if (s.n_heads % s.n_kv_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_heads ", s.n_heads, " must be a multiple of n_kv_heads ", s.n_kv_heads));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Architecture arch) {
+  RandomModelSpec s;
+  s.architecture = arch;
+  s.name = preset;
+  if (preset == "stories15M") {
+    s.dim = 288, s.hidden_dim = 768, s.n_layers = 6, s.n_heads = 6, s.n_kv_heads = 6;
+    s.vocab_size = 32000, s.context_length = 256;
+  } else if (preset == "stories110M") {
+    s.dim = 768, s.hidden_dim = 2048, s.n_layers = 12, s.n_heads = 12, s.n_kv_heads = 12;
+    s.vocab_size = 32000, s.context_length = 1024;
+  } else if (preset == "tiny") {
+    s.dim = 64, s.hidden_dim = 160, s.n_layers = 2, s.n_heads = 4, s.n_kv_heads = 2;
+    s.vocab_size = 300, s.context_length = 128;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown preset \"", preset, "\" (stories15M, stories110M, tiny)"));
+  }
+  if (arch == Architecture::kGpt2) s.n_kv_heads = s.n_heads;
+  return s;
+}
+
+absl::StatusOr<TokenizerData> SyntheticSentencePieceVocab(int vocab_size) {
+  if (vocab_size < 260) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a SentencePiece-style vocabulary needs >= 260 tokens (3 special + 256 bytes + 1), got ",
+        vocab_size));
+  }
+  TokenizerData t;
+  t.kind = TokenizerData::Kind::kSentencePieceBpe;
+  t.tokens = {"<unk>", "<s>", "</s>"};
+  t.token_types = {TokenizerData::kUnknown, TokenizerData::kControl, TokenizerData::kControl};
+  for (int b = 0; b < 256; ++b) {
+    t.tokens.push_back(absl::StrFormat("<0x%02X>", b));
+    t.token_types.push_back(TokenizerData::kByte);
+  }
+  const size_t first_piece = t.tokens.size();
+  t.tokens.push_back(kSpace);
+  for (char c = 'a'; c <= 'z'; ++c) t.tokens.push_back(std::string(1, c));
+  for (const char* p = ".,!?'\"-:;()0123456789"; *p != '\0'; ++p) t.tokens.push_back({*p});
+  const size_t first_stem = t.tokens.size();
+  for (char c = 'a'; c <= 'z'; ++c) t.tokens.push_back(kSpace + std::string(1, c));
+  t.tokens.resize(std::min<size_t>(t.tokens.size(), vocab_size));
+  GrowByConcatenation(t.tokens, first_stem, vocab_size, [](const auto&, const auto&) {});
+  if (static_cast<int>(t.tokens.size()) != vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot make ", vocab_size, " distinct tokens"));
+  }
+  t.scores.assign(first_piece, 0.0f);
+  for (size_t i = first_piece; i < t.tokens.size(); ++i) {
+    t.scores.push_back(-static_cast<float>(i - first_piece));
+    t.token_types.push_back(TokenizerData::kNormal);
+  }
+  t.unk_id = 0, t.bos_id = 1, t.eos_id = 2;
+  t.add_bos = true;
+  return t;
+}
+
+absl::StatusOr<TokenizerData> SyntheticGpt2Vocab(int vocab_size) {
+  if (vocab_size < 258) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a GPT-2 byte-level vocabulary needs >= 258 tokens (256 bytes + a merge + "
+                     "<|endoftext|>), got ",
+                     vocab_size));
+  }
+  TokenizerData t;
+  t.kind = TokenizerData::Kind::kGpt2ByteBpe;
+  t.tokens = Gpt2ByteTokens();
+  const std::string space = Utf8(0x120);  // "Ġ", GPT-2's image of the byte ' '
+  // Stems: "Ġ" + letter first (the most useful merges), then letter pairs grow from those.
+  const size_t first_stem = t.tokens.size();
+  for (char c = 'a'; c <= 'z' && static_cast<int>(t.tokens.size()) < vocab_size - 1; ++c) {
+    t.merges.push_back(space + " " + std::string(1, c));
+    t.tokens.push_back(space + std::string(1, c));
+  }
+  GrowByConcatenation(
+      t.tokens, first_stem, vocab_size - 1,
+      [&](const std::string& l, const std::string& r) { t.merges.push_back(l + " " + r); });
+  t.tokens.push_back("<|endoftext|>");
+  if (static_cast<int>(t.tokens.size()) != vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot make ", vocab_size, " distinct tokens"));
+  }
+  t.token_types.assign(t.tokens.size(), TokenizerData::kNormal);
+  t.token_types.back() = TokenizerData::kControl;
+  t.bos_id = t.eos_id = vocab_size - 1;
+  t.add_bos = false;
+  return t;
+}
+
+absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
+  TEXTGEN_RETURN_IF_ERROR(ValidateSpec(spec));
+  const bool gpt2 = spec.architecture == Architecture::kGpt2;
+  TokenizerData vocab;
+  if (!spec.tokenizer_path.empty()) {
+    TEXTGEN_ASSIGN_OR_RETURN(vocab, ReadLlama2cTokenizer(spec.tokenizer_path, spec.vocab_size));
+  } else {
+    TEXTGEN_ASSIGN_OR_RETURN(vocab, gpt2 ? SyntheticGpt2Vocab(spec.vocab_size)
+                                         : SyntheticSentencePieceVocab(spec.vocab_size));
+  }
+  GgufWriter w;
+  const std::string arch = ArchitectureName(spec.architecture);
+  w.AddMetadata("general.architecture", GgufValue::String(arch));
+  w.AddMetadata("general.name", GgufValue::String(spec.name));
+  w.AddMetadata("general.file_type", GgufValue::Uint32(FileType(spec.dtype)));
+  const std::string p = arch + ".";
+  w.AddMetadata(p + "context_length", GgufValue::Uint32(spec.context_length));
+  w.AddMetadata(p + "embedding_length", GgufValue::Uint32(spec.dim));
+  w.AddMetadata(p + "feed_forward_length", GgufValue::Uint32(spec.hidden_dim));
+  w.AddMetadata(p + "block_count", GgufValue::Uint32(spec.n_layers));
+  w.AddMetadata(p + "attention.head_count", GgufValue::Uint32(spec.n_heads));
+  if (gpt2) {
+    w.AddMetadata(p + "attention.layer_norm_epsilon", GgufValue::Float32(1e-5f));
+  } else {
+    w.AddMetadata(p + "attention.head_count_kv", GgufValue::Uint32(spec.n_kv_heads));
+    w.AddMetadata(p + "rope.dimension_count", GgufValue::Uint32(spec.dim / spec.n_heads));
+    w.AddMetadata(p + "rope.freq_base", GgufValue::Float32(10000.0f));
+    w.AddMetadata(p + "attention.layer_norm_rms_epsilon", GgufValue::Float32(1e-5f));
+    w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
+  }
+  AddTokenizerMetadata(w, vocab);
+  TensorMaker maker(w, spec);
+  TEXTGEN_RETURN_IF_ERROR(gpt2 ? AddGpt2Tensors(maker, spec) : AddLlamaTensors(maker, spec));
+  return w;
+}
+
+}  // namespace textgen::model

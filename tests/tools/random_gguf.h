@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/gguf_writer.h"
+#include "model/model_config.h"
+#include "model/tokenizer_data.h"
+#include "model/weights.h"
+
+namespace textgen::model {
+
+// Shape and contents of a random-weights model (benchmarks and loader tests).
+struct RandomModelSpec {
+  Architecture architecture = Architecture::kLlama;
+  int dim = 64;
+  int hidden_dim = 160;
+  int n_layers = 2;
+  int n_heads = 4;
+  int n_kv_heads = 2;  // llama only; gpt2 uses n_heads
+  int vocab_size = 300;
+  int context_length = 128;
+  DType dtype = DType::kF32;  // of 2-D tensors; norms and biases stay F32 like llama.cpp's
+  uint64_t seed = 1;
+  bool tied_output = true;     // false: write an explicit output.weight
+  std::string tokenizer_path;  // llama2.c tokenizer.bin to embed; empty: synthetic vocab
+  std::string name = "random";
+};
+
+// "stories15M", "stories110M" or "tiny" (see the tool's --help).
+absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Architecture arch);
+
+// A synthetic SentencePiece-style vocabulary: <unk>, <s>, </s>, 256 <0xXX> byte tokens, then
+// distinct filler pieces ("▁", letters, "▁e", ...) with decreasing scores. vocab_size >= 260.
+absl::StatusOr<TokenizerData> SyntheticSentencePieceVocab(int vocab_size);
+// A synthetic GPT-2 byte-level vocabulary: 256 byte tokens, tokens built by merges, and
+// <|endoftext|> last (bos = eos). vocab_size >= 258.
+absl::StatusOr<TokenizerData> SyntheticGpt2Vocab(int vocab_size);
+
+// A complete GGUF (metadata llama.cpp needs, tokenizer, weights ~ N(0, 0.02), norms 1).
+absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec);
+
+}  // namespace textgen::model
