@@ -12,8 +12,9 @@ import testlib
 
 
 def expect_failure(c: testlib.Checker, label: str, script: str, args: list[str], out: str,
-                   needles: list[str]) -> None:
-    r = testlib.convert(script, args)
+                   needles: list[str], subprocess: bool = False) -> None:
+    """subprocess=True runs the real CLI (exit code, no traceback); else main() in-process."""
+    r = (testlib.convert if subprocess else testlib.convert_in_process)(script, args)
     c.check(r.returncode != 0, f"{label}: exit code {r.returncode} != 0")
     for needle in needles:
         c.check(needle in r.stderr, f"{label}: message contains {needle!r}")
@@ -43,7 +44,7 @@ def main() -> None:
                    out, ["missing keys: layers.1.ffn.w3.weight",
                          "unexpected keys: layers.0.attn.rotary.weight",
                          "shape mismatch for layers.0.attn.k_proj.weight: expected [32, 64], "
-                         "got [48, 64]"])
+                         "got [48, 64]"], subprocess=True)
 
     bare = os.path.join(work, "bare_llama.pt")
     torch.save(model.state_dict(), bare)
@@ -65,7 +66,8 @@ def main() -> None:
     expect_failure(c, "gpt2 bad state_dict", "convert_gpt2.py",
                    ["--checkpoint", bad, "--encoder", enc, "--vocab", bpe, "--out", out],
                    out, ["missing keys: h.1.mlp.c_fc.bias",
-                         "shape mismatch for wpe.weight: expected [16, 64], got [16, 32]"])
+                         "shape mismatch for wpe.weight: expected [16, 64], got [16, 32]"],
+                   subprocess=True)
     c.close(sane_checks=20)
 
 
