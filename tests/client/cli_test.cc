@@ -1,0 +1,287 @@
+// The textgen subcommands end to end against FakeServer (a scripted in-process gRPC server).
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+#include "client/health_codec.h"
+#include "nlohmann/json.hpp"
+#include "tests/client/fake_server.h"
+
+namespace textgen::client {
+namespace {
+
+using testing::FakeServer;
+
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  CliResult Run(std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin() + 1, {"--addr", server_.addr()});
+    std::istringstream in(input);
+    std::ostringstream out, err;
+    CommandIo io{in, out, err};
+    int code = RunTextgen(args, io);
+    return {code, out.str(), err.str()};
+  }
+
+  FakeServer server_;
+};
+
+TEST_F(CliTest, GenerateStreamsExactlyTheText) {
+  CliResult r = Run({"generate", "--max-tokens", "3", "--seed", "5", "Once upon"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "tok0 tok1 tok2 ");
+  EXPECT_EQ(r.err, "");
+  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].text(), "Once upon");
+  EXPECT_EQ(requests[0].stopping().max_new_tokens(), 3u);
+  EXPECT_EQ(requests[0].sampling().seed(), 5u);
+}
+
+TEST_F(CliTest, GenerateReadsThePromptFromStdin) {
+  CliResult r = Run({"generate", "--max-tokens", "1", "-"}, "line one\nline two\n");
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "tok0 ");
+  EXPECT_EQ(server_.service().requests().at(0).text(), "line one\nline two\n");
+  Run({"generate", "--max-tokens", "1"}, "no dash");
+  EXPECT_EQ(server_.service().requests().at(1).text(), "no dash");
+}
+
+TEST_F(CliTest, GenerateVerbosePrintsFinishOnStderrOnly) {
+  server_.service().tokens_per_message = 2;
+  CliResult r = Run({"generate", "--max-tokens", "3", "--verbose", "a b c"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.out, "tok0 tok1 tok2 ");
+  EXPECT_NE(r.err.find("reason=LENGTH"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("prompt_tokens=3 cached_tokens=0 completion_tokens=3"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("seed=7"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, GenerateJsonPrintsOneObjectPerResponse) {
+  CliResult r = Run({"generate", "--max-tokens", "2", "--json", "hi"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << r.out;  // two token messages + the finished message
+  nlohmann::json first = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(first["text"], "tok0 ");
+  EXPECT_EQ(first["token_ids"], nlohmann::json::array({100}));
+  nlohmann::json last = nlohmann::json::parse(lines[2]);
+  EXPECT_EQ(last["finished"]["reason"], "FINISH_REASON_LENGTH");
+  EXPECT_EQ(last["finished"]["usage"]["completion_tokens"], 2);
+}
+
+TEST_F(CliTest, RpcErrorExitsOneWithCodeAndMessage) {
+  CliResult r = Run({"generate", "please FAIL"});
+  EXPECT_EQ(r.code, kExitRpcError);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("INVALID_ARGUMENT: prompt asked to fail"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, UnreachableServerIsAnRpcError) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  CommandIo io{in, out, err};
+  int code = RunTextgen({"info", "--addr", "127.0.0.1:1", "--timeout", "5s"}, io);
+  EXPECT_EQ(code, kExitRpcError);
+  EXPECT_NE(err.str().find("GetModelInfo failed: UNAVAILABLE"), std::string::npos) << err.str();
+}
+
+TEST_F(CliTest, TokenizeAndDetokenize) {
+  CliResult r = Run({"tokenize", "hello world"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "1\t\"<s>\"\n10\t\"hello\"\n11\t\"world\"\n");
+  r = Run({"tokenize", "--no-bos", "--ids-only", "hello world"});
+  EXPECT_EQ(r.out, "10 11\n");
+  r = Run({"detokenize", "5", "-3", "7"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "5|-3|7");
+}
+
+TEST_F(CliTest, InfoPrettyAndJson) {
+  CliResult r = Run({"info"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("name:                  fake-model\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vocab_size:            500\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("heads:                 6 (kv 6)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("eos:                   2 \"</s>\"\n"), std::string::npos) << r.out;
+  r = Run({"info", "--json"});
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["context_length"], 256);
+  EXPECT_EQ(j["special_tokens"]["bos_id"], 1);
+}
+
+TEST_F(CliTest, HealthFollowsServingStatus) {
+  CliResult r = Run({"health"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "SERVING\n");
+  server_.SetServing(false);
+  r = Run({"health"});
+  EXPECT_EQ(r.code, kExitRpcError);
+  EXPECT_EQ(r.out, "NOT_SERVING\n");
+}
+
+TEST(HealthCodecTest, EncodesAndDecodesTheWireFormat) {
+  EXPECT_EQ(EncodeHealthCheckRequest(""), "");
+  EXPECT_EQ(EncodeHealthCheckRequest("ab"), std::string("\x0a\x02"
+                                                        "ab",
+                                                        4));
+  EXPECT_EQ(*DecodeHealthCheckResponse(""), 0);
+  EXPECT_EQ(*DecodeHealthCheckResponse(std::string("\x08\x01", 2)), 1);
+  // An unknown string field 2 before the status is skipped.
+  EXPECT_EQ(*DecodeHealthCheckResponse(std::string("\x12\x01x\x08\x02", 5)), 2);
+  EXPECT_FALSE(DecodeHealthCheckResponse(std::string("\x08", 1)).ok());
+  EXPECT_EQ(ServingStatusName(3), "SERVICE_UNKNOWN");
+}
+
+TEST_F(CliTest, DeleteSession) {
+  server_.service().AddSession("s1", 12);
+  CliResult r = Run({"delete-session", "s1"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "freed_tokens: 12\n");
+  r = Run({"delete-session", "s1"});
+  EXPECT_EQ(r.code, kExitRpcError);
+  EXPECT_NE(r.err.find("NOT_FOUND: no session s1"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, ChatSendsTheWholeConversationOnOneSession) {
+  CliResult r =
+      Run({"chat", "--max-tokens", "2", "--user-prefix", "U: ", "--assistant-prefix", "A:"},
+          "hi\nmore\n/reset\nagain\n");
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "tok0 tok1 \ntok0 tok1 \ntok0 tok1 \n");
+  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].text(), "U: hi\nA:");
+  EXPECT_EQ(requests[1].text(), "U: hi\nA:tok0 tok1 \nU: more\nA:");
+  EXPECT_EQ(requests[2].text(), "U: again\nA:");
+  EXPECT_FALSE(requests[0].session_id().empty());
+  EXPECT_EQ(requests[0].session_id(), requests[1].session_id());
+  EXPECT_NE(requests[1].session_id(), requests[2].session_id());
+  // /reset deleted the first session and end of input the second.
+  std::vector<std::string> deleted = server_.service().deleted();
+  EXPECT_EQ(deleted,
+            (std::vector<std::string>{requests[0].session_id(), requests[2].session_id()}));
+}
+
+TEST_F(CliTest, ChatExitCommandStops) {
+  CliResult r = Run({"chat", "--max-tokens", "1"}, "one\n/exit\ntwo\n");
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(server_.service().requests().size(), 1u);
+}
+
+TEST_F(CliTest, BenchCountsRequestsAndTokens) {
+  server_.service().tokens_per_message = 2;  // 5 tokens -> messages of 2, 2, 1
+  CliResult r = Run({"bench", "--concurrency", "3", "--requests", "7", "--prompt-tokens", "4",
+                     "--max-tokens", "5", "--warmup", "2", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["requests"]["ok"], 7);
+  EXPECT_EQ(j["requests"]["failed"], 0);
+  EXPECT_EQ(j["requests"]["short"], 0);
+  EXPECT_EQ(j["output_tokens"], 35);
+  EXPECT_EQ(j["ttft_seconds"]["count"], 7);
+  EXPECT_EQ(j["itl_seconds"]["count"], 14);  // 2 gaps per request (3 messages)
+  EXPECT_EQ(j["e2e_seconds"]["count"], 7);
+  EXPECT_NEAR(j["tokens_per_message"].get<double>(), 5.0 / 3.0, 1e-9);
+  EXPECT_GT(j["ttft_seconds"]["p50"].get<double>(), 0);
+  EXPECT_LE(j["ttft_seconds"]["p50"].get<double>(), j["ttft_seconds"]["p99"].get<double>());
+  EXPECT_GT(j["output_tokens_per_second"].get<double>(), 0);
+
+  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  ASSERT_EQ(requests.size(), 9u);  // 2 warmup + 7 measured
+  for (const textgen::v1::GenerateRequest& req : requests) {
+    EXPECT_EQ(req.tokens().ids_size(), 4);
+    EXPECT_TRUE(req.stopping().ignore_eos());
+    EXPECT_EQ(req.stopping().max_new_tokens(), 5u);
+    for (int32_t id : req.tokens().ids()) {
+      EXPECT_TRUE(id >= 0 && id < 500 && id != 1 && id != 2) << id;  // in vocab, not BOS/EOS
+    }
+  }
+}
+
+TEST_F(CliTest, BenchSessionTurnsGrowThePromptOnOneSession) {
+  CliResult r = Run({"bench", "--concurrency", "2", "--requests", "5", "--prompt-tokens", "3",
+                     "--max-tokens", "2", "--session-turns", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("TTFT follow-up turns"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok 5, failed 0"), std::string::npos) << r.out;
+  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  ASSERT_EQ(requests.size(), 5u);  // conversations of 2, 2 and 1 turns
+  std::map<std::string, std::vector<textgen::v1::GenerateRequest>> by_session;
+  int sessionless = 0;
+  for (const auto& req : requests) {
+    if (req.session_id().empty()) {
+      ++sessionless;
+      EXPECT_EQ(req.tokens().ids_size(), 3);
+    } else {
+      by_session[req.session_id()].push_back(req);
+    }
+  }
+  EXPECT_EQ(sessionless, 1);  // the one-turn remainder needs no session
+  ASSERT_EQ(by_session.size(), 2u);
+  for (const auto& [session, turns] : by_session) {
+    ASSERT_EQ(turns.size(), 2u);
+    const auto& first = turns[0].tokens().ids();
+    const auto& second = turns[1].tokens().ids();
+    ASSERT_EQ(first.size(), 3);
+    ASSERT_EQ(second.size(), 3 + 2 + 3);  // previous prompt + previous output + 3 new
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(second[i], first[i]);
+    EXPECT_EQ(second[3], 100);  // the fake's output ids
+    EXPECT_EQ(second[4], 101);
+  }
+  EXPECT_EQ(server_.service().deleted().size(), 2u);  // sessions cleaned up
+}
+
+TEST_F(CliTest, BenchLongPromptsAndPoissonArrivalsRun) {
+  server_.service().token_delay = std::chrono::milliseconds(2);
+  CliResult r = Run({"bench", "--concurrency", "2", "--requests", "4", "--prompt-tokens", "2",
+                     "--max-tokens", "20", "--arrival-rate", "200", "--long-prompt-tokens", "50",
+                     "--long-prompt-every", "10ms", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["requests"]["ok"], 4);
+  EXPECT_EQ(j["output_tokens"], 80);  // long prompts are counted apart
+  EXPECT_EQ(j["long_prompts"]["failed"], 0);
+  bool saw_long = false;
+  for (const auto& req : server_.service().requests()) {
+    if (req.tokens().ids_size() == 50) {
+      saw_long = true;
+      EXPECT_EQ(req.stopping().max_new_tokens(), 1u);
+    }
+  }
+  // Whether an injection fell inside the run depends on timing; if one did it was well formed.
+  EXPECT_EQ(saw_long, j["long_prompts"]["ok"].get<int>() > 0);
+}
+
+TEST_F(CliTest, BenchRejectsOptionsTheModelCannotServe) {
+  CliResult r = Run({"bench", "--prompt-tokens", "200", "--max-tokens", "100"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("over the model context of 256"), std::string::npos) << r.err;
+  r = Run({"bench", "--max-tokens", "129"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("max_new_tokens_limit 128"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, BenchReportsFailuresByCode) {
+  // Each request fails with DEADLINE_EXCEEDED: the fake sleeps 50 ms per token.
+  server_.service().token_delay = std::chrono::milliseconds(50);
+  CliResult r =
+      Run({"bench", "--requests", "2", "--max-tokens", "10", "--timeout", "60ms", "--json"});
+  EXPECT_EQ(r.code, kExitRpcError);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["requests"]["failed"], 2);
+  EXPECT_EQ(j["requests"]["by_code"]["DEADLINE_EXCEEDED"], 2);
+}
+
+}  // namespace
+}  // namespace textgen::client

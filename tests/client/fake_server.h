@@ -1,0 +1,184 @@
+#pragma once
+
+// A scripted in-process TextGeneration server for the CLI tests (sync gRPC API).
+//
+// Generate streams `max_new_tokens` (default 4) tokens with ids 100, 101, ... and texts
+// "tok0 ", "tok1 ", ..., `tokens_per_message` per message with `token_delay` between messages,
+// then a last message with `finished` (LENGTH). A prompt text containing "FAIL" is rejected
+// with INVALID_ARGUMENT. Every request is recorded. Sessions remember their last prompt +
+// output length, which is reported back as cached_tokens.
+// Thread contract: thread-safe (gRPC calls handlers concurrently); accessors lock.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+namespace textgen::client::testing {
+
+class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
+ public:
+  int tokens_per_message = 1;
+  std::chrono::microseconds token_delay{200};
+
+  grpc::Status Generate(grpc::ServerContext* context, const textgen::v1::GenerateRequest* request,
+                        grpc::ServerWriter<textgen::v1::GenerateResponse>* writer) override {
+    uint32_t prompt_tokens =
+        request->has_tokens() ? request->tokens().ids_size() : CountWords(request->text());
+    uint32_t cached = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(*request);
+      if (!request->session_id().empty()) {
+        auto it = sessions_.find(request->session_id());
+        if (it != sessions_.end()) cached = std::min(it->second, prompt_tokens);
+      }
+    }
+    if (request->text().find("FAIL") != std::string::npos) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "prompt asked to fail");
+    }
+    uint32_t n = request->stopping().max_new_tokens();
+    if (n == 0) n = 4;
+    uint32_t sent = 0;
+    while (sent < n) {
+      if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+      std::this_thread::sleep_for(token_delay);
+      textgen::v1::GenerateResponse response;
+      response.set_request_id("fake-1");
+      for (int k = 0; k < tokens_per_message && sent < n; ++k, ++sent) {
+        response.add_token_ids(100 + static_cast<int32_t>(sent));
+        response.mutable_text()->append(absl::StrCat("tok", sent, " "));
+      }
+      if (!writer->Write(response)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+    }
+    textgen::v1::GenerateResponse last;
+    last.set_request_id("fake-1");
+    textgen::v1::Finished* finished = last.mutable_finished();
+    finished->set_reason(textgen::v1::FINISH_REASON_LENGTH);
+    finished->mutable_usage()->set_prompt_tokens(prompt_tokens);
+    finished->mutable_usage()->set_cached_tokens(cached);
+    finished->mutable_usage()->set_completion_tokens(n);
+    finished->mutable_timings()->set_total_seconds(0.5);
+    finished->set_seed(request->sampling().has_seed() ? request->sampling().seed() : 7);
+    writer->Write(last);
+    if (!request->session_id().empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      sessions_[request->session_id()] = prompt_tokens + n;
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Tokenize(grpc::ServerContext*, const textgen::v1::TokenizeRequest* request,
+                        textgen::v1::TokenizeResponse* response) override {
+    if (!request->has_add_bos() || request->add_bos()) {
+      response->add_ids(1);
+      response->add_tokens("<s>");
+    }
+    int id = 10;
+    for (absl::string_view word : absl::StrSplit(request->text(), ' ', absl::SkipEmpty())) {
+      response->add_ids(id++);
+      response->add_tokens(std::string(word));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Detokenize(grpc::ServerContext*, const textgen::v1::DetokenizeRequest* request,
+                          textgen::v1::DetokenizeResponse* response) override {
+    response->set_text(absl::StrJoin(request->ids(), "|"));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetModelInfo(grpc::ServerContext*, const textgen::v1::GetModelInfoRequest*,
+                            textgen::v1::ModelInfo* info) override {
+    info->set_name("fake-model");
+    info->set_architecture("llama");
+    info->set_parameters(15000000);
+    info->set_vocab_size(500);
+    info->set_context_length(256);
+    info->set_file_dtype("f32");
+    info->set_compute_dtype("f32");
+    info->mutable_special_tokens()->set_bos_id(1);
+    info->mutable_special_tokens()->set_eos_id(2);
+    info->mutable_special_tokens()->set_bos("<s>");
+    info->mutable_special_tokens()->set_eos("</s>");
+    info->set_n_layers(6);
+    info->set_dim(288);
+    info->set_n_heads(6);
+    info->set_n_kv_heads(6);
+    info->set_max_new_tokens_limit(128);
+    info->set_max_batch_size(8);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DeleteSession(grpc::ServerContext*, const textgen::v1::DeleteSessionRequest* request,
+                             textgen::v1::DeleteSessionResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    deleted_.push_back(request->session_id());
+    auto it = sessions_.find(request->session_id());
+    if (it == sessions_.end()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("no session ", request->session_id()));
+    }
+    response->set_freed_tokens(it->second);
+    sessions_.erase(it);
+    return grpc::Status::OK;
+  }
+
+  std::vector<textgen::v1::GenerateRequest> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+  std::vector<std::string> deleted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return deleted_;
+  }
+  void AddSession(const std::string& id, uint32_t tokens) {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions_[id] = tokens;
+  }
+
+ private:
+  static uint32_t CountWords(const std::string& text) {
+    return static_cast<uint32_t>(
+        std::vector<absl::string_view>(absl::StrSplit(text, ' ', absl::SkipEmpty())).size());
+  }
+
+  std::mutex mu_;
+  std::vector<textgen::v1::GenerateRequest> requests_;
+  std::map<std::string, uint32_t> sessions_;
+  std::vector<std::string> deleted_;
+};
+
+// Runs FakeTextGeneration (plus gRPC's default health service) on a free loopback port.
+class FakeServer {
+ public:
+  FakeServer() {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+  }
+  ~FakeServer() { server_->Shutdown(std::chrono::system_clock::now()); }
+
+  std::string addr() const { return absl::StrCat("127.0.0.1:", port_); }
+  FakeTextGeneration& service() { return service_; }
+  void SetServing(bool serving) { server_->GetHealthCheckService()->SetServingStatus(serving); }
+
+ private:
+  FakeTextGeneration service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace textgen::client::testing
