@@ -3,13 +3,19 @@
 #include "model/sampler.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace textgen::model {
@@ -376,6 +382,86 @@ TEST(SamplerTest, NanLogitsAreNeverPicked) {
     const int t = s.Sample(logits).token;
     ASSERT_TRUE(t == 1 || t == 3) << t;
   }
+}
+
+// Hugging Face's warpers (tests/python/hf_sampling_reference.py, PyTorch) on random logits with
+// every processor enabled; ties are avoided because HF's top-k keeps all tokens tied at the k-th.
+TEST(SamplerTest, MatchesHuggingFaceStyleProcessorsInPyTorch) {
+  const std::string script =
+      std::string(TEXTGEN_SOURCE_DIR) + "/tests/python/hf_sampling_reference.py";
+  struct Case {
+    SamplingParams params;
+    std::vector<int> prompt, generated;
+  };
+  auto make = [](float t, int k, float p, float min_p, float rep, float pres, float freq) {
+    SamplingParams s = Params(t);
+    s.top_k = k;
+    s.top_p = p;
+    s.min_p = min_p;
+    s.repetition_penalty = rep;
+    s.presence_penalty = pres;
+    s.frequency_penalty = freq;
+    return s;
+  };
+  std::vector<Case> cases = {
+      {make(0.8f, 50, 0.9f, 0.0f, 1.2f, 0.5f, 0.3f), {1, 2, 3, 500}, {3, 3, 7, 900}},
+      {make(1.0f, 0, 0.95f, 0.05f, 1.0f, 0.0f, 0.0f), {}, {}},
+      {make(1.5f, 0, 1.0f, 0.1f, 0.9f, 0.0f, 0.0f), {4, 5, 6}, {6}},
+      {make(0.5f, 5, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f), {}, {}},
+      {make(1.0f, 200, 0.5f, 0.02f, 1.3f, -0.5f, 0.8f), {10, 20, 30}, {20, 40, 40, 40}},
+  };
+  cases[0].params.logit_bias = {{10, 2.0f}, {11, -100.0f}};
+  constexpr int kVocab = 1000;
+  std::mt19937 gen(17);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<std::vector<float>> logits(cases.size(), std::vector<float>(kVocab));
+  const std::string base = testing::TempDir() + "sampler_hf_" + std::to_string(::getpid());
+  {
+    std::ofstream in(base + ".in");
+    in.precision(9);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const SamplingParams& p = cases[i].params;
+      in << p.temperature << " " << p.top_k << " " << p.top_p << " " << p.min_p << " "
+         << p.repetition_penalty << " " << p.presence_penalty << " " << p.frequency_penalty
+         << "\nbias:";
+      for (const auto& [t, b] : p.logit_bias) in << " " << t << " " << b;
+      in << "\nprompt:";
+      for (int t : cases[i].prompt) in << " " << t;
+      in << "\ngenerated:";
+      for (int t : cases[i].generated) in << " " << t;
+      in << "\nlogits:";
+      for (float& l : logits[i]) in << " " << (l = normal(gen));
+      in << "\n";
+    }
+  }
+  const std::string cmd = "/usr/bin/python3 " + script + " " + base + ".in " + base + ".out";
+  const int status = std::system(cmd.c_str());
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == 77 || code == 127) {
+    GTEST_SKIP() << "/usr/bin/python3 with torch is not available (" << cmd << " exited " << code
+                 << ")";
+  }
+  ASSERT_EQ(code, 0) << cmd;
+  std::ifstream out(base + ".out");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::string line;
+    ASSERT_TRUE(std::getline(out, line)) << "case " << i;
+    std::istringstream row(line);
+    std::vector<double> want(kVocab);
+    for (double& v : want) ASSERT_TRUE(row >> v) << "case " << i;
+    Sampler s(cases[i].params, cases[i].prompt);
+    for (int t : cases[i].generated) s.Accept(t);
+    const std::vector<float> got = s.Distribution(logits[i]);
+    int kept = 0;
+    for (int t = 0; t < kVocab; ++t) {
+      kept += got[t] > 0;
+      ASSERT_NEAR(got[t], want[t], 1e-6) << "case " << i << " token " << t;
+      ASSERT_EQ(got[t] > 0, want[t] > 0) << "case " << i << " token " << t;
+    }
+    EXPECT_GT(kept, 1) << "case " << i << " should leave a non-trivial set";
+  }
+  std::remove((base + ".in").c_str());
+  std::remove((base + ".out").c_str());
 }
 
 }  // namespace
