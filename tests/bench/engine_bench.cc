@@ -1,0 +1,221 @@
+// textgen-bench-engine --model PATH [--bf16] [--threads N] [--prompt 128] [--gen 128]
+//                      [--batches 1,4,16,64] [--json]
+//
+// Measures the engine alone (no server): prefill tokens/s (one chunk of --prompt tokens),
+// single-sequence decode tokens/s (--gen steps after the prompt), and batched decode
+// tokens/s summed over B sequences that sit at different positions. Random token ids;
+// every measurement is preceded by a warm-up so primitive creation is not timed.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "model/engine.h"
+#include "model/model_loader.h"
+
+namespace {
+
+using textgen::model::Engine;
+using textgen::model::SequenceChunk;
+using textgen::model::SequenceId;
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  std::string model;
+  bool bf16 = false;
+  bool json = false;
+  int threads = 0;
+  int prompt = 128;
+  int gen = 128;
+  std::vector<int> batches = {1, 4, 16, 64};
+};
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void Check(const absl::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "textgen-bench-engine: %s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+class Bench {
+ public:
+  Bench(Engine& engine, int vocab) : engine_(engine), rng_(1), vocab_(vocab) {}
+
+  std::vector<int> Tokens(int n) {
+    std::vector<int> t(n);
+    for (int& x : t) x = static_cast<int>(rng_() % vocab_);
+    return t;
+  }
+
+  // Fills `seq` with n tokens in chunks of at most max_chunk.
+  void Prefill(SequenceId seq, int n, int max_chunk) {
+    const std::vector<int> tokens = Tokens(n);
+    for (int begin = 0; begin < n; begin += max_chunk) {
+      const int len = std::min(max_chunk, n - begin);
+      SequenceChunk chunk{seq, std::span<const int>(tokens).subspan(begin, len), false};
+      Check(engine_.Forward({&chunk, 1}).status(), "prefill");
+    }
+  }
+
+  // Tokens/s of prefilling `prompt` tokens as one chunk (best of `reps`).
+  double PrefillRate(int prompt, int reps) {
+    double best = 1e30;
+    for (int r = 0; r <= reps; ++r) {  // r == 0 warms up
+      const SequenceId seq = engine_.kv_cache().NewSequence();
+      const std::vector<int> tokens = Tokens(prompt);
+      SequenceChunk chunk{seq, tokens, true};
+      const auto start = Clock::now();
+      Check(engine_.Forward({&chunk, 1}).status(), "prefill");
+      if (r > 0) best = std::min(best, Seconds(start));
+      Check(engine_.kv_cache().Free(seq), "free");
+    }
+    return prompt / best;
+  }
+
+  // Decode tokens/s summed over `batch` sequences whose lengths are spread over
+  // [prompt/2, 3*prompt/2), for `gen` steps (after 2 warm-up steps).
+  double DecodeRate(int batch, int prompt, int gen, int max_chunk) {
+    std::vector<SequenceId> seqs;
+    for (int i = 0; i < batch; ++i) {
+      seqs.push_back(engine_.kv_cache().NewSequence());
+      const int len = batch == 1 ? prompt : prompt / 2 + (prompt * i) / batch;
+      Prefill(seqs.back(), std::max(len, 1), max_chunk);
+    }
+    std::vector<int> next(batch);
+    std::vector<SequenceChunk> chunks(batch);
+    double elapsed = 0;
+    for (int step = 0; step < gen + 2; ++step) {
+      for (int i = 0; i < batch; ++i) {
+        chunks[i] = SequenceChunk{seqs[i], {&next[i], 1}, true};
+      }
+      const auto start = Clock::now();
+      auto result = engine_.Forward(chunks);
+      Check(result.status(), "decode");
+      // Greedy, as a server would sample: part of the per-step cost.
+      for (int i = 0; i < batch; ++i) {
+        auto row = result->Row(i);
+        next[i] = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
+      }
+      if (step >= 2) elapsed += Seconds(start);
+    }
+    for (SequenceId s : seqs) Check(engine_.kv_cache().Free(s), "free");
+    return static_cast<double>(batch) * gen / elapsed;
+  }
+
+ private:
+  Engine& engine_;
+  std::mt19937 rng_;
+  int vocab_;
+};
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  auto fail = [](const std::string& msg) {
+    std::fprintf(stderr,
+                 "textgen-bench-engine: %s\nusage: textgen-bench-engine --model PATH [--bf16] "
+                 "[--threads N] [--prompt 128] [--gen 128] [--batches 1,4,16,64] [--json]\n",
+                 msg.c_str());
+    std::exit(2);
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) fail(arg + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&]() {
+      int v;
+      if (!absl::SimpleAtoi(value(), &v) || v < 0) fail(arg + ": not a number >= 0");
+      return v;
+    };
+    if (arg == "--model") {
+      f.model = value();
+    } else if (arg == "--bf16") {
+      f.bf16 = true;
+    } else if (arg == "--json") {
+      f.json = true;
+    } else if (arg == "--threads") {
+      f.threads = number();
+    } else if (arg == "--prompt") {
+      f.prompt = std::max(number(), 1);
+    } else if (arg == "--gen") {
+      f.gen = std::max(number(), 1);
+    } else if (arg == "--batches") {
+      f.batches.clear();
+      for (absl::string_view p : absl::StrSplit(value(), ',', absl::SkipWhitespace())) {
+        int b;
+        if (!absl::SimpleAtoi(p, &b) || b < 1) fail("--batches: bad size");
+        f.batches.push_back(b);
+      }
+    } else {
+      fail("unknown argument " + arg);
+    }
+  }
+  if (f.model.empty()) fail("--model is required");
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = ParseFlags(argc, argv);
+  auto model = textgen::model::LoadModel(flags.model);
+  Check(model.status(), "loading the model");
+  textgen::model::EngineOptions options;
+  options.threads = flags.threads;
+  options.bf16 = flags.bf16;
+  int max_batch = 1;
+  for (int b : flags.batches) max_batch = std::max(max_batch, b);
+  options.max_batch_tokens = std::max({flags.prompt, max_batch, 64});
+  options.kv_cache_bytes = int64_t{4} << 30;
+  const auto load_start = Clock::now();
+  auto engine = Engine::Create(*model, options);
+  Check(engine.status(), "creating the engine");
+  const double load_s = Seconds(load_start);
+
+  Bench bench(**engine, model->config.vocab_size);
+  const double prefill = bench.PrefillRate(flags.prompt, 3);
+  const double decode = bench.DecodeRate(1, flags.prompt, flags.gen, options.max_batch_tokens);
+  std::vector<double> batched;
+  for (int b : flags.batches) {
+    batched.push_back(bench.DecodeRate(b, flags.prompt, flags.gen, options.max_batch_tokens));
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double peak_rss_mib = usage.ru_maxrss / 1024.0;
+
+  if (flags.json) {
+    std::vector<std::string> rows;
+    for (size_t i = 0; i < flags.batches.size(); ++i) {
+      rows.push_back(
+          absl::StrCat("{\"batch\": ", flags.batches[i], ", \"decode_tok_s\": ", batched[i], "}"));
+    }
+    std::printf(
+        "{\"model\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, \"prompt\": %d, \"gen\": %d, "
+        "\"engine_create_s\": %.3f, \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.1f, "
+        "\"batched\": [%s], \"peak_rss_mib\": %.1f}\n",
+        flags.model.c_str(), flags.bf16 ? "bf16" : "f32", flags.threads, flags.prompt, flags.gen,
+        load_s, prefill, decode, absl::StrJoin(rows, ", ").c_str(), peak_rss_mib);
+  } else {
+    std::printf("model %s (%s, threads %d, engine create %.2f s)\n", flags.model.c_str(),
+                flags.bf16 ? "bf16" : "f32", flags.threads, load_s);
+    std::printf("prefill %d tokens:      %9.1f tok/s\n", flags.prompt, prefill);
+    std::printf("decode 1 sequence:      %9.1f tok/s\n", decode);
+    for (size_t i = 0; i < flags.batches.size(); ++i) {
+      std::printf("decode batch %3d:       %9.1f tok/s (summed)\n", flags.batches[i], batched[i]);
+    }
+    std::printf("peak RSS:               %9.1f MiB\n", peak_rss_mib);
+  }
+  return 0;
+}
