@@ -5,10 +5,11 @@
 //
 // Closed loop by default: `concurrency` worker threads (sharing one channel, one stub each)
 // each run conversations back to back until `requests` requests are done. With an arrival
-// rate, conversation starts follow a seeded Poisson process instead (a worker waits for its
-// conversation's arrival time; if all workers are busy the start is late, which shows up in
-// TTFT). Prompts are random token ids in [0, vocab_size) minus BOS/EOS, seeded per
-// conversation, sent as TokenIds with ignore_eos so each request yields max_tokens tokens.
+// rate, conversation starts follow a seeded Poisson process instead: a worker waits for its
+// conversation's arrival time; when all workers are busy the start is late, and TTFT (measured
+// from the actual send) does not include that lateness. Prompts are random token ids in
+// [0, vocab_size) minus BOS/EOS, seeded per conversation, sent as TokenIds with ignore_eos so
+// each request yields max_tokens tokens.
 
 #include <cstdint>
 #include <memory>
