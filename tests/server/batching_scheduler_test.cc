@@ -1,0 +1,685 @@
+// Scheduler behaviour with a FakeEngine (deterministic logits over a real KvCache) and no
+// gRPC: budgets, admission, queueing, deadlines, cancellation, stop conditions, sessions.
+// Nothing here asserts on timing; sleeps only make sure a deadline has passed.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/scheduler.h"
+#include "tests/server/fake_engine.h"
+
+namespace textgen::server {
+namespace {
+
+using testing::ChunkRecord;
+using ::testing::ElementsAreArray;
+using testing::ExpectedGreedy;
+using testing::FakeEngine;
+using testing::FakeTokenizer;
+using ::testing::HasSubstr;
+using testing::Outcome;
+using testing::RecordingSink;
+using testing::StepRecord;
+using testing::Summarize;
+
+ValidatedRequest MakeRequest(std::vector<int> prompt, int max_new, std::string id = "r") {
+  ValidatedRequest r;
+  r.request_id = std::move(id);
+  r.prompt_tokens = std::move(prompt);
+  r.sampling.temperature = 0.0f;
+  r.stopping.max_new_tokens = max_new;
+  r.arrival_time = absl::Now();
+  return r;
+}
+
+// A prompt of `n` letters whose first token `tag` identifies the request in step records.
+std::vector<int> Prompt(int tag, int n) {
+  std::vector<int> p;
+  for (int i = 0; i < n; ++i) p.push_back(i == 0 ? tag : 2 + (tag * 5 + i) % 26);
+  return p;
+}
+
+// Blocks the engine thread in Forward at step `at` until Release().
+class Gate {
+ public:
+  explicit Gate(int at) : at_(at) {}
+  void AtStep(int step) {
+    if (step != at_) return;
+    entered_.Notify();
+    release_.WaitForNotification();
+  }
+  void WaitEntered() { entered_.WaitForNotification(); }
+  void Release() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+  }
+
+ private:
+  const int at_;
+  absl::Notification entered_;
+  absl::Notification release_;
+};
+
+// First step index in which a chunk tagged `tag` at position 0 appears (-1 if none).
+int FirstStepOf(const std::vector<StepRecord>& steps, int tag) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const ChunkRecord& c : steps[i]) {
+      if (c.start == 0 && c.first_token == tag) return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+model::SequenceId SequenceOf(const std::vector<StepRecord>& steps, int tag) {
+  for (const StepRecord& s : steps) {
+    for (const ChunkRecord& c : s) {
+      if (c.start == 0 && c.first_token == tag) return c.sequence;
+    }
+  }
+  return -1;
+}
+int LastStepOf(const std::vector<StepRecord>& steps, model::SequenceId seq) {
+  int last = -1;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const ChunkRecord& c : steps[i]) {
+      if (c.sequence == seq) last = static_cast<int>(i);
+    }
+  }
+  return last;
+}
+
+class CountingObserver : public SchedulerObserver {
+ public:
+  void OnQueued(int) override { ++queued; }
+  void OnRejected(const absl::Status&) override { ++rejected; }
+  void OnAdmitted(double) override { ++admitted; }
+  void OnStep(int, int tokens, int, double) override {
+    ++steps;
+    max_step_tokens = std::max(max_step_tokens.load(), tokens);
+  }
+  void OnFirstToken(double) override { ++first_tokens; }
+  void OnToken(double) override { ++tokens; }
+  void OnFinished(const FinishedEvent&) override { ++finished; }
+  void OnFailed(const absl::Status&) override { ++failed; }
+  void OnStateGauges(int, int, int64_t, int64_t, int) override { ++gauges; }
+  void OnSessionLookup(bool hit) override { ++(hit ? session_hits : session_misses); }
+  void OnSessionEvicted(int count) override { evicted += count; }
+
+  std::atomic<int> queued{0}, rejected{0}, admitted{0}, steps{0}, max_step_tokens{0},
+      first_tokens{0}, tokens{0}, finished{0}, failed{0}, gauges{0}, session_hits{0},
+      session_misses{0}, evicted{0};
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  // Builds the engine (kv_blocks of 16 tokens, context) and the scheduler.
+  void Start(SchedulerOptions options = {}, int kv_blocks = 64, int context = 1024,
+             FakeEngine::NextFn next = testing::DefaultNext) {
+    next_ = next;
+    engine_ = std::make_unique<FakeEngine>(kv_blocks, context, next);
+    engine_->SetBeforeForward([this](int step) {
+      if (gate_) gate_->AtStep(step);
+      if (slow_steps_.load()) absl::SleepFor(absl::Milliseconds(1));
+    });
+    scheduler_ = CreateBatchingScheduler(engine_.get(), &tokenizer_, options, &observer_);
+  }
+  void TearDown() override {
+    if (gate_) gate_->Release();
+    scheduler_.reset();
+  }
+
+  // Submits and waits for the whole stream.
+  Outcome RunOne(ValidatedRequest request) {
+    auto sink = std::make_shared<RecordingSink>();
+    absl::Status s = scheduler_->Submit(std::move(request), sink);
+    EXPECT_TRUE(s.ok()) << s;
+    return Summarize(sink->Wait());
+  }
+  int64_t KvBytesWhenIdle() {
+    EXPECT_TRUE(scheduler_->WaitUntilIdle(absl::Seconds(30)));
+    return engine_->kv_cache().bytes_in_use();
+  }
+
+  FakeTokenizer tokenizer_;
+  CountingObserver observer_;
+  std::unique_ptr<Gate> gate_;           // set before Start()
+  std::atomic<bool> slow_steps_{false};  // 1 ms per Forward, to keep a request running
+  FakeEngine::NextFn next_;
+  std::unique_ptr<FakeEngine> engine_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+// ---- Basic generation ----
+
+TEST_F(SchedulerTest, GreedyMatchesTheEngineRule) {
+  Start();
+  std::vector<int> prompt = Prompt(5, 7);
+  Outcome out = RunOne(MakeRequest(prompt, 12));
+  ASSERT_TRUE(out.error.ok()) << out.error;
+  ASSERT_TRUE(out.finished);
+  EXPECT_THAT(out.tokens, ElementsAreArray(ExpectedGreedy(prompt, 12)));
+  EXPECT_EQ(out.text, tokenizer_.Decode(ExpectedGreedy(prompt, 12)));
+  EXPECT_EQ(out.finished->reason, FinishReason::kLength);
+  EXPECT_EQ(out.finished->usage.prompt_tokens, 7);
+  EXPECT_EQ(out.finished->usage.completion_tokens, 12);
+  EXPECT_EQ(out.finished->usage.cached_tokens, 0);
+  EXPECT_GE(out.finished->timings.total_seconds, out.finished->timings.queue_seconds);
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+  EXPECT_EQ(observer_.finished.load(), 1);
+  EXPECT_EQ(observer_.first_tokens.load(), 1);
+  EXPECT_EQ(observer_.tokens.load(), 11);
+  EXPECT_GT(observer_.gauges.load(), 0);
+}
+
+TEST_F(SchedulerTest, EchoLogprobsAndSeed) {
+  Start();
+  ValidatedRequest r = MakeRequest(Prompt(3, 4), 3);
+  r.prompt_text = "the prompt";
+  r.output.echo = true;
+  r.output.logprobs = true;
+  r.output.top_logprobs = 2;
+  r.sampling.seed = 1234;
+  Outcome out = RunOne(std::move(r));
+  ASSERT_TRUE(out.finished);
+  ASSERT_FALSE(out.deltas.empty());
+  EXPECT_EQ(out.deltas[0], "the prompt");
+  std::vector<int> expected = ExpectedGreedy(Prompt(3, 4), 3);
+  ASSERT_EQ(out.logprobs.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(out.logprobs[i].token, expected[i]);
+    ASSERT_EQ(out.logprobs[i].top.size(), 2u);
+    EXPECT_EQ(out.logprobs[i].top[0].token, expected[i]);
+    EXPECT_LT(out.logprobs[i].logprob, 0.0f);
+  }
+  EXPECT_EQ(out.finished->seed, 1234u);
+}
+
+TEST_F(SchedulerTest, SeededSamplingIsTheSameAloneAndInABatch) {
+  Start();
+  auto make = [](int i) {
+    ValidatedRequest r = MakeRequest(Prompt(2 + i, 3 + i % 5), 20, absl::StrCat("r", i));
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = 100 + i;
+    return r;
+  };
+  std::vector<std::vector<int>> alone;
+  for (int i = 0; i < 16; ++i) alone.push_back(RunOne(make(i)).tokens);
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 16; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ASSERT_TRUE(scheduler_->Submit(make(i), sinks.back()).ok());
+  }
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_THAT(Summarize(sinks[i]->Wait()).tokens, ElementsAreArray(alone[i])) << i;
+  }
+}
+
+// ---- Token budget, chunking, admission while decoding ----
+
+TEST_F(SchedulerTest, LongPromptIsPrefilledInChunksUnderTheTokenBudget) {
+  SchedulerOptions options;
+  options.max_batch_tokens = 8;
+  Start(options);
+  std::vector<int> prompt = Prompt(4, 20);
+  Outcome out = RunOne(MakeRequest(prompt, 3));
+  EXPECT_THAT(out.tokens, ElementsAreArray(ExpectedGreedy(prompt, 3)));
+  std::vector<StepRecord> steps = engine_->steps();
+  ASSERT_EQ(steps.size(), 5u);  // 8 + 8 + 4 (prefill), then 2 decodes
+  EXPECT_EQ(steps[0][0].tokens, 8);
+  EXPECT_EQ(steps[1][0].start, 8);
+  EXPECT_EQ(steps[1][0].tokens, 8);
+  EXPECT_EQ(steps[2][0].tokens, 4);
+  EXPECT_EQ(steps[3][0].tokens, 1);
+}
+
+TEST_F(SchedulerTest, NewRequestJoinsWhileOthersDecodeAndTheirTokensGoFirst) {
+  SchedulerOptions options;
+  options.max_batch_tokens = 6;
+  gate_ = std::make_unique<Gate>(/*at=*/3);
+  Start(options);
+  std::vector<int> pa = Prompt(6, 3), pb = Prompt(7, 20);
+  auto sa = std::make_shared<RecordingSink>(), sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(pa, 30, "a"), sa).ok());
+  gate_->WaitEntered();  // "a" is decoding
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(pb, 4, "b"), sb).ok());
+  gate_->Release();
+  Outcome a = Summarize(sa->Wait()), b = Summarize(sb->Wait());
+  EXPECT_THAT(a.tokens, ElementsAreArray(ExpectedGreedy(pa, 30)));
+  EXPECT_THAT(b.tokens, ElementsAreArray(ExpectedGreedy(pb, 4)));
+
+  std::vector<StepRecord> steps = engine_->steps();
+  model::SequenceId seq_a = SequenceOf(steps, 6), seq_b = SequenceOf(steps, 7);
+  int first_b = FirstStepOf(steps, 7);
+  ASSERT_GT(first_b, 0);
+  EXPECT_LT(first_b, LastStepOf(steps, seq_a));  // b was admitted while a decoded
+  int b_prefill_steps = 0;
+  for (int i = first_b; i <= LastStepOf(steps, seq_a); ++i) {
+    int total = 0;
+    bool has_a = false;
+    for (const ChunkRecord& c : steps[i]) {
+      total += c.tokens;
+      if (c.sequence == seq_a) has_a = c.tokens == 1;
+      if (c.sequence == seq_b && c.tokens > 1) ++b_prefill_steps;
+    }
+    EXPECT_LE(total, 6) << "step " << i;
+    EXPECT_TRUE(has_a) << "a's decode token missing from step " << i;
+  }
+  EXPECT_EQ(b_prefill_steps, 4);  // 20 prompt tokens in chunks of 5 next to a's decode
+  EXPECT_LE(observer_.max_step_tokens.load(), 6);
+}
+
+// ---- Queueing and admission ----
+
+TEST_F(SchedulerTest, FcfsHeadThatDoesNotFitIsNotOvertaken) {
+  gate_ = std::make_unique<Gate>(/*at=*/1);
+  Start({}, /*kv_blocks=*/8);  // 128 tokens
+  auto sa = std::make_shared<RecordingSink>(), sc = std::make_shared<RecordingSink>(),
+       sd = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(10, 4), 96, "a"), sa).ok());  // 7 blocks
+  gate_->WaitEntered();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(11, 4), 96, "c"), sc).ok());  // waits
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(12, 4), 6, "d"), sd).ok());   // would fit
+  gate_->Release();
+  for (auto* s : {sa.get(), sc.get(), sd.get()}) EXPECT_TRUE(Summarize(s->Wait()).finished);
+  std::vector<StepRecord> steps = engine_->steps();
+  int last_a = LastStepOf(steps, SequenceOf(steps, 10));
+  int first_c = FirstStepOf(steps, 11), first_d = FirstStepOf(steps, 12);
+  EXPECT_GT(first_c, last_a);   // c waited for memory
+  EXPECT_GE(first_d, first_c);  // d did not overtake c
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+}
+
+TEST_F(SchedulerTest, QueueFullIsRejectedAtOnceNamingTheLimit) {
+  SchedulerOptions options;
+  options.max_batch_sequences = 1;
+  options.max_queue = 2;
+  gate_ = std::make_unique<Gate>(/*at=*/0);
+  Start(options);
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 4; ++i) sinks.push_back(std::make_shared<RecordingSink>());
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 2, "run"), sinks[0]).ok());
+  gate_->WaitEntered();  // admitted and running
+  EXPECT_TRUE(scheduler_->Submit(MakeRequest(Prompt(3, 3), 2, "q1"), sinks[1]).ok());
+  EXPECT_TRUE(scheduler_->Submit(MakeRequest(Prompt(4, 3), 2, "q2"), sinks[2]).ok());
+  absl::Status full = scheduler_->Submit(MakeRequest(Prompt(5, 3), 2, "q3"), sinks[3]);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(full.message(), HasSubstr("max_queue 2"));
+  EXPECT_EQ(observer_.rejected.load(), 1);
+  gate_->Release();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(Summarize(sinks[i]->Wait()).finished) << i;
+}
+
+TEST_F(SchedulerTest, RequestThatCanNeverFitIsRejected) {
+  Start({}, /*kv_blocks=*/4);  // 64 tokens
+  auto sink = std::make_shared<RecordingSink>();
+  absl::Status s = scheduler_->Submit(MakeRequest(Prompt(2, 10), 60), sink);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("70 KV tokens"));
+  EXPECT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 10), 54), sink).ok());
+  EXPECT_TRUE(Summarize(sink->Wait()).finished);
+}
+
+// ---- Deadlines, cancellation, slow readers ----
+
+TEST_F(SchedulerTest, DeadlinePassingInTheQueue) {
+  SchedulerOptions options;
+  options.max_batch_sequences = 1;
+  gate_ = std::make_unique<Gate>(/*at=*/0);
+  Start(options);
+  auto sa = std::make_shared<RecordingSink>(), sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 5, "a"), sa).ok());
+  gate_->WaitEntered();
+  ValidatedRequest b = MakeRequest(Prompt(3, 3), 5, "b");
+  b.deadline = absl::Now() + absl::Milliseconds(20);
+  ASSERT_TRUE(scheduler_->Submit(std::move(b), sb).ok());
+  absl::SleepFor(absl::Milliseconds(40));
+  gate_->Release();
+  EXPECT_TRUE(Summarize(sa->Wait()).finished);
+  Outcome ob = Summarize(sb->Wait());
+  EXPECT_EQ(ob.error.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(ob.error.message(), HasSubstr("queue"));
+  EXPECT_TRUE(ob.tokens.empty());
+}
+
+TEST_F(SchedulerTest, DeadlinePassingWhileRunningStopsAndFreesKv) {
+  gate_ = std::make_unique<Gate>(/*at=*/5);
+  Start();
+  auto sink = std::make_shared<RecordingSink>();
+  ValidatedRequest r = MakeRequest(Prompt(2, 3), 500);
+  r.deadline = absl::Now() + absl::Seconds(1);
+  ASSERT_TRUE(scheduler_->Submit(std::move(r), sink).ok());
+  gate_->WaitEntered();
+  absl::SleepFor(absl::Seconds(1) + absl::Milliseconds(20));
+  gate_->Release();
+  Outcome out = Summarize(sink->Wait());
+  EXPECT_EQ(out.error.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(out.error.message(), HasSubstr("while generating"));
+  EXPECT_GE(out.tokens.size(), 4u);
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+}
+
+TEST_F(SchedulerTest, CancelMidStreamFreesKv) {
+  Start();
+  auto sink = std::make_shared<RecordingSink>(/*accept_limit=*/-1, /*close_after=*/3);
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 200), sink).ok());
+  Outcome out = Summarize(sink->Wait());
+  EXPECT_EQ(out.error.code(), absl::StatusCode::kCancelled);
+  EXPECT_LT(out.tokens.size(), 200u);
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+  EXPECT_EQ(observer_.failed.load(), 1);
+}
+
+TEST_F(SchedulerTest, SlowReaderIsDropped) {
+  Start();
+  auto sink = std::make_shared<RecordingSink>(/*accept_limit=*/4);
+  auto other = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 100, "slow"), sink).ok());
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(3, 3), 20, "ok"), other).ok());
+  EXPECT_TRUE(Summarize(other->Wait()).finished);
+  EXPECT_TRUE(scheduler_->WaitUntilIdle(absl::Seconds(30)));
+  std::vector<StepRecord> steps = engine_->steps();
+  model::SequenceId slow = SequenceOf(steps, 2);
+  int decodes = 0;
+  for (const StepRecord& s : steps) {
+    for (const ChunkRecord& c : s) decodes += c.sequence == slow && c.start > 0;
+  }
+  EXPECT_LE(decodes, 4);  // stopped right after the refused push
+  EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 0);
+}
+
+// ---- Stop conditions ----
+
+// Scripted generation: the token produced at position p is script[p - prompt_len + 1].
+FakeEngine::NextFn Script(int prompt_len, std::vector<int> script) {
+  return [prompt_len, script](int, int pos) {
+    size_t i = static_cast<size_t>(pos - prompt_len + 1);
+    return i < script.size() ? script[i] : testing::Letter('z');
+  };
+}
+
+TEST_F(SchedulerTest, StopStringAcrossTokensHoldsBackAndCuts) {
+  // "he" "llo" " wo" "rld": the stop string "lo w" spans "llo" + " wo".
+  Start({}, 64, 1024, Script(3, {testing::kHe, testing::kLlo, testing::kWo, testing::kRld}));
+  ValidatedRequest r = MakeRequest(Prompt(2, 3), 10);
+  r.stopping.stop_strings = {"lo w"};
+  Outcome out = Summarize([&] {
+    auto sink = std::make_shared<RecordingSink>();
+    EXPECT_TRUE(scheduler_->Submit(std::move(r), sink).ok());
+    return sink->Wait();
+  }());
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->reason, FinishReason::kStopSequence);
+  EXPECT_EQ(out.finished->matched_stop, "lo w");
+  EXPECT_EQ(out.text, "hel");
+  EXPECT_THAT(out.deltas, ElementsAreArray({"he", "l", ""}));  // "lo" was held back
+  EXPECT_THAT(out.tokens, ElementsAreArray({testing::kHe, testing::kLlo, testing::kWo}));
+  EXPECT_EQ(out.finished->usage.completion_tokens, 3);
+}
+
+TEST_F(SchedulerTest, PartialStopMatchIsReleasedWhenItFails) {
+  Start({}, 64, 1024,
+        Script(3, {testing::kHe, testing::kLlo, testing::kWo, testing::kRld, testing::kBang}));
+  ValidatedRequest r = MakeRequest(Prompt(2, 3), 5);
+  r.stopping.stop_strings = {"lox", "d?"};
+  Outcome out = RunOne(std::move(r));
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->reason, FinishReason::kLength);
+  EXPECT_EQ(out.text, "hello world!");
+  EXPECT_THAT(out.deltas, ElementsAreArray({"he", "l", "lo wo", "rl", "d!"}));
+}
+
+TEST_F(SchedulerTest, HeldBackTextIsFlushedAtLength) {
+  Start({}, 64, 1024, Script(3, {testing::kHe, testing::kLlo}));
+  ValidatedRequest r = MakeRequest(Prompt(2, 3), 2);
+  r.stopping.stop_strings = {"lo!"};
+  Outcome out = RunOne(std::move(r));
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->reason, FinishReason::kLength);
+  EXPECT_EQ(out.finished->text, "llo");  // "l" (+ held "lo") with the final token
+  EXPECT_EQ(out.text, "hello");
+}
+
+TEST_F(SchedulerTest, SplitUtf8CharacterIsNeverEmittedHalf) {
+  Start({}, 64, 1024,
+        Script(3,
+               {testing::Letter('c'), testing::kEAcuteLead, testing::kEAcuteTail, testing::kBang}));
+  Outcome out = RunOne(MakeRequest(Prompt(2, 3), 4));
+  EXPECT_THAT(out.deltas, ElementsAreArray({"c", "\xC3\xA9", "!"}));
+}
+
+TEST_F(SchedulerTest, StopTokenIsIncluded) {
+  Start({}, 64, 1024, Script(3, {testing::Letter('a'), testing::kBang, testing::Letter('b')}));
+  ValidatedRequest r = MakeRequest(Prompt(2, 3), 10);
+  r.stopping.stop_token_ids = {testing::kBang};
+  Outcome out = RunOne(std::move(r));
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->reason, FinishReason::kStopToken);
+  EXPECT_EQ(out.text, "a!");
+  EXPECT_THAT(out.tokens, ElementsAreArray({testing::Letter('a'), testing::kBang}));
+}
+
+TEST_F(SchedulerTest, EosStopsUnlessIgnoredAndNotBeforeMinNewTokens) {
+  const int a = testing::Letter('a'), eos = 1;
+  Start({}, 64, 1024, Script(3, {a, eos, a, eos, a, a, a, a}));
+  Outcome plain = RunOne(MakeRequest(Prompt(2, 3), 10));
+  ASSERT_TRUE(plain.finished);
+  EXPECT_EQ(plain.finished->reason, FinishReason::kEos);
+  EXPECT_THAT(plain.tokens, ElementsAreArray({a, eos}));
+  EXPECT_EQ(plain.text, "a");
+
+  // Below min_new_tokens EOS is masked: the next-best logit (id 2 = 'a') is chosen instead.
+  ValidatedRequest min_new = MakeRequest(Prompt(2, 3), 10);
+  min_new.stopping.min_new_tokens = 3;
+  Outcome masked = RunOne(std::move(min_new));
+  ASSERT_TRUE(masked.finished);
+  EXPECT_EQ(masked.finished->reason, FinishReason::kEos);
+  EXPECT_THAT(masked.tokens, ElementsAreArray({a, a, a, eos}));
+
+  ValidatedRequest ignore = MakeRequest(Prompt(2, 3), 6);
+  ignore.stopping.ignore_eos = true;
+  Outcome ignored = RunOne(std::move(ignore));
+  ASSERT_TRUE(ignored.finished);
+  EXPECT_EQ(ignored.finished->reason, FinishReason::kLength);
+  EXPECT_THAT(ignored.tokens, ElementsAreArray({a, eos, a, eos, a, a}));
+  EXPECT_EQ(ignored.text, "aaaa");
+}
+
+TEST_F(SchedulerTest, ContextFull) {
+  Start({}, 64, /*context=*/32);
+  Outcome out = RunOne(MakeRequest(Prompt(2, 20), 50));
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->reason, FinishReason::kContextFull);
+  EXPECT_EQ(out.finished->usage.completion_tokens, 12);
+  EXPECT_EQ(
+      scheduler_->Submit(MakeRequest(Prompt(2, 33), 1), std::make_shared<RecordingSink>()).code(),
+      absl::StatusCode::kOutOfRange);
+}
+
+// ---- Sessions ----
+
+ValidatedRequest InSession(ValidatedRequest r, std::string session) {
+  r.session_id = std::move(session);
+  return r;
+}
+
+TEST_F(SchedulerTest, SessionReusesTheLongestCommonPrefix) {
+  Start();
+  std::vector<int> p1 = Prompt(9, 10);
+  Outcome t1 = RunOne(InSession(MakeRequest(p1, 5), "s"));
+  ASSERT_TRUE(t1.finished);
+  EXPECT_EQ(t1.finished->usage.cached_tokens, 0);
+  EXPECT_EQ(observer_.session_misses.load(), 1);
+
+  // Turn 2: the full conversation. The KV holds p1 + the first 4 generated tokens.
+  std::vector<int> p2 = p1;
+  p2.insert(p2.end(), t1.tokens.begin(), t1.tokens.end());
+  p2.insert(p2.end(), {2, 3, 4});
+  Outcome t2 = RunOne(InSession(MakeRequest(p2, 6), "s"));
+  ASSERT_TRUE(t2.finished);
+  EXPECT_EQ(t2.finished->usage.cached_tokens, 14);
+  EXPECT_EQ(observer_.session_hits.load(), 1);
+  EXPECT_THAT(t2.tokens, ElementsAreArray(ExpectedGreedy(p2, 6)));
+  std::vector<StepRecord> steps = engine_->steps();
+  EXPECT_EQ(steps[t1.tokens.size()][0].start, 14);  // turn 2 prefilled only the rest
+  EXPECT_EQ(steps[t1.tokens.size()][0].tokens, static_cast<int>(p2.size()) - 14);
+
+  // Turn 3 diverges after 5 tokens: only those are reused.
+  std::vector<int> p3(p1.begin(), p1.begin() + 5);
+  p3.push_back(p1[5] == 2 ? 3 : 2);
+  Outcome t3 = RunOne(InSession(MakeRequest(p3, 4), "s"));
+  EXPECT_EQ(t3.finished->usage.cached_tokens, 5);
+  EXPECT_THAT(t3.tokens, ElementsAreArray(ExpectedGreedy(p3, 4)));
+
+  // The same prompt again: everything but the last prompt token is reused.
+  Outcome t4 = RunOne(InSession(MakeRequest(p3, 4), "s"));
+  EXPECT_EQ(t4.finished->usage.cached_tokens, 5);
+  EXPECT_THAT(t4.tokens, ElementsAreArray(t3.tokens));
+
+  absl::StatusOr<int> freed = scheduler_->DeleteSession("s");
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  EXPECT_EQ(*freed, 6 + 3);  // p3 + 3 of the 4 generated tokens
+  EXPECT_EQ(scheduler_->DeleteSession("s").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+}
+
+TEST_F(SchedulerTest, SeededSamplingIsTheSameAfterASessionHit) {
+  Start();
+  auto make = [](std::vector<int> prompt) {
+    ValidatedRequest r = MakeRequest(std::move(prompt), 15);
+    r.sampling.temperature = 0.8f;
+    r.sampling.seed = 77;
+    return r;
+  };
+  std::vector<int> prompt = Prompt(8, 12);
+  std::vector<int> cold = RunOne(make(prompt)).tokens;
+  std::vector<int> head(prompt.begin(), prompt.begin() + 9);
+  ASSERT_TRUE(RunOne(InSession(make(head), "warm")).finished);
+  Outcome hit = RunOne(InSession(make(prompt), "warm"));
+  EXPECT_GE(hit.finished->usage.cached_tokens, 9);  // more if a generated token matches
+  EXPECT_THAT(hit.tokens, ElementsAreArray(cold));
+}
+
+TEST_F(SchedulerTest, BusySessionIsRefused) {
+  gate_ = std::make_unique<Gate>(/*at=*/1);
+  Start();
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(InSession(MakeRequest(Prompt(2, 3), 4), "s"), sink).ok());
+  gate_->WaitEntered();
+  absl::Status second = scheduler_->Submit(InSession(MakeRequest(Prompt(2, 3), 4), "s"),
+                                           std::make_shared<RecordingSink>());
+  EXPECT_EQ(second.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->DeleteSession("s").status().code(), absl::StatusCode::kFailedPrecondition);
+  gate_->Release();
+  EXPECT_TRUE(Summarize(sink->Wait()).finished);
+  // Free again once the last event is out.
+  EXPECT_TRUE(RunOne(InSession(MakeRequest(Prompt(2, 3), 4), "s")).finished);
+}
+
+TEST_F(SchedulerTest, IdleSessionsExpireAfterTheTtl) {
+  SchedulerOptions options;
+  options.session_ttl = absl::ZeroDuration();
+  Start(options);
+  RunOne(InSession(MakeRequest(Prompt(2, 8), 3), "s"));
+  Outcome again = RunOne(InSession(MakeRequest(Prompt(2, 8), 3), "s"));
+  EXPECT_EQ(again.finished->usage.cached_tokens, 0);
+  EXPECT_EQ(observer_.session_hits.load(), 0);
+  EXPECT_GE(observer_.evicted.load(), 1);
+}
+
+TEST_F(SchedulerTest, KvPressureEvictsLeastRecentlyUsedIdleSessions) {
+  Start({}, /*kv_blocks=*/8);  // 128 tokens
+  // Two idle sessions of 3 blocks each (prompt 40 + 1 generated = 40 cached tokens).
+  RunOne(InSession(MakeRequest(Prompt(2, 40), 1), "old"));
+  RunOne(InSession(MakeRequest(Prompt(3, 40), 1), "new"));
+  EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 6 * FakeEngine::BlockBytes());
+  // Needs 4 blocks: 2 are free, so exactly one session (the older) must go.
+  EXPECT_TRUE(RunOne(MakeRequest(Prompt(4, 4), 60)).finished);
+  EXPECT_EQ(observer_.evicted.load(), 1);
+  EXPECT_EQ(scheduler_->DeleteSession("old").status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<int> kept = scheduler_->DeleteSession("new");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, 40);
+}
+
+TEST_F(SchedulerTest, RunningSessionIsNeverEvicted) {
+  gate_ = std::make_unique<Gate>(/*at=*/2);
+  Start({}, /*kv_blocks=*/8);
+  auto ss = std::make_shared<RecordingSink>(), sx = std::make_shared<RecordingSink>();
+  // The session's request reserves 6 blocks (40 + 56 tokens) and runs.
+  ASSERT_TRUE(scheduler_->Submit(InSession(MakeRequest(Prompt(2, 40), 56), "s"), ss).ok());
+  gate_->WaitEntered();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(5, 4), 60), sx).ok());  // needs 4
+  gate_->Release();
+  Outcome s = Summarize(ss->Wait());
+  ASSERT_TRUE(s.finished) << s.error;
+  EXPECT_EQ(s.finished->reason, FinishReason::kLength);
+  EXPECT_TRUE(Summarize(sx->Wait()).finished);
+  std::vector<StepRecord> steps = engine_->steps();
+  EXPECT_GT(FirstStepOf(steps, 5), LastStepOf(steps, SequenceOf(steps, 2)));
+}
+
+TEST_F(SchedulerTest, MaxSessionsEvictsIdleOrRefusesWhenAllBusy) {
+  SchedulerOptions options;
+  options.max_sessions = 1;
+  gate_ = std::make_unique<Gate>(/*at=*/3);
+  Start(options);
+  RunOne(InSession(MakeRequest(Prompt(2, 4), 2), "a"));
+  auto sb = std::make_shared<RecordingSink>(), sc = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(InSession(MakeRequest(Prompt(2, 4), 5), "b"), sb).ok());
+  gate_->WaitEntered();  // "a" was evicted for "b", which is running
+  ASSERT_TRUE(scheduler_->Submit(InSession(MakeRequest(Prompt(2, 4), 5), "c"), sc).ok());
+  gate_->Release();
+  EXPECT_TRUE(Summarize(sb->Wait()).finished);
+  Outcome c = Summarize(sc->Wait());
+  EXPECT_EQ(c.error.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(c.error.message(), HasSubstr("max_sessions"));
+  EXPECT_EQ(scheduler_->DeleteSession("a").status().code(), absl::StatusCode::kNotFound);
+}
+
+// ---- Drain and shutdown ----
+
+TEST_F(SchedulerTest, DrainFinishesRunningAndRefusesNew) {
+  gate_ = std::make_unique<Gate>(/*at=*/1);
+  Start();
+  EXPECT_TRUE(scheduler_->WaitUntilIdle(absl::ZeroDuration()));
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 8), sink).ok());
+  gate_->WaitEntered();
+  scheduler_->StartDrain();
+  EXPECT_EQ(
+      scheduler_->Submit(MakeRequest(Prompt(2, 3), 8), std::make_shared<RecordingSink>()).code(),
+      absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(scheduler_->WaitUntilIdle(absl::Milliseconds(1)));
+  gate_->Release();
+  EXPECT_TRUE(scheduler_->WaitUntilIdle(absl::Seconds(30)));
+  Outcome out = Summarize(sink->Wait());
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->usage.completion_tokens, 8);
+}
+
+TEST_F(SchedulerTest, DestructionFailsQueuedAndRunningWithUnavailable) {
+  SchedulerOptions options;
+  options.max_batch_sequences = 1;
+  gate_ = std::make_unique<Gate>(/*at=*/1);
+  Start(options);
+  auto sa = std::make_shared<RecordingSink>(), sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 900), sa).ok());
+  gate_->WaitEntered();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(3, 3), 100), sb).ok());
+  // Destroy while the engine thread sits in Forward; it stops at the next step boundary.
+  // (900 steps of >= 1 ms each leave the destroyer thread ample time to call Stop().)
+  slow_steps_ = true;
+  std::thread destroyer([&] { scheduler_.reset(); });
+  gate_->Release();
+  destroyer.join();
+  EXPECT_EQ(Summarize(sa->Wait()).error.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Summarize(sb->Wait()).error.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 0);
+}
+
+}  // namespace
+}  // namespace textgen::server

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/tokenizer.h"
+
+namespace textgen::server::testing {
+
+// A byte-level tokenizer for service tests: id 0 <unk>, 1 <s>, 2 </s>, byte b -> id b + 3
+// (vocab 259, like the byte tokens of a SentencePiece vocabulary). Thread-safe.
+class FakeTokenizer final : public model::Tokenizer {
+ public:
+  static constexpr int kBos = 1;
+  static constexpr int kEos = 2;
+
+  std::vector<int> Encode(std::string_view text, bool add_bos) const override {
+    std::vector<int> ids;
+    if (add_bos) ids.push_back(kBos);
+    for (unsigned char c : text) ids.push_back(c + 3);
+    return ids;
+  }
+  std::string TokenBytes(int id, int previous_id) const override {
+    return id >= 3 && id < 259 ? std::string(1, static_cast<char>(id - 3)) : std::string();
+  }
+  int vocab_size() const override { return 259; }
+  int bos_id() const override { return kBos; }
+  int eos_id() const override { return kEos; }
+  std::string TokenText(int id) const override {
+    if (id == kBos) return "<s>";
+    if (id == kEos) return "</s>";
+    if (id == 0) return "<unk>";
+    return TokenBytes(id, -1);
+  }
+};
+
+}  // namespace textgen::server::testing

@@ -1,0 +1,98 @@
+#include "server/metrics.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/http_get.h"
+
+namespace textgen::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(MetricsTest, ServesEveryMetricOverHttp) {
+  absl::StatusOr<std::unique_ptr<Metrics>> created =
+      Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0"});
+  ASSERT_TRUE(created.ok()) << created.status();
+  Metrics& m = **created;
+  ASSERT_GT(m.port(), 0);
+
+  m.SetModelInfo("stories", "llama", "f32");
+  m.OnQueued(3);
+  m.OnAdmitted(0.25);
+  m.OnStep(/*batch_sequences=*/4, /*batch_tokens=*/40, /*prefill_tokens=*/36,
+           /*step_seconds=*/0.002);
+  m.OnFirstToken(0.05);
+  m.OnToken(0.01);
+  m.OnToken(0.02);
+  m.OnStateGauges(/*running=*/4, /*queued=*/1, /*kv_bytes_used=*/1 << 20,
+                  /*kv_bytes_budget=*/1 << 30, /*sessions=*/2);
+  m.OnSessionLookup(true);
+  m.OnSessionLookup(false);
+  m.OnSessionLookup(false);
+  m.OnSessionEvicted(2);
+  RequestRecord ok;
+  ok.code = absl::StatusCode::kOk;
+  ok.duration_seconds = 1.5;
+  ok.prompt_tokens = 5;
+  ok.cached_tokens = 2;
+  ok.completion_tokens = 7;
+  m.OnRequestDone(ok);
+  RequestRecord rejected;
+  rejected.code = absl::StatusCode::kInvalidArgument;
+  m.OnRequestDone(rejected);
+
+  const std::string page = testing::HttpGet(m.port(), "/metrics");
+  EXPECT_THAT(page, HasSubstr(" 200 OK"));
+  for (const char* line : {
+           "textgen_requests_total{code=\"OK\"} 1",
+           "textgen_requests_total{code=\"INVALID_ARGUMENT\"} 1",
+           "textgen_requests_total{code=\"RESOURCE_EXHAUSTED\"} 0",
+           "textgen_request_duration_seconds_count 2",
+           "textgen_request_duration_seconds_sum 1.5",
+           "textgen_time_to_first_token_seconds_count 1",
+           "textgen_inter_token_latency_seconds_count 2",
+           "textgen_queue_wait_seconds_sum 0.25",
+           "textgen_prompt_tokens_total 5",
+           "textgen_cached_tokens_total 2",
+           "textgen_generated_tokens_total 7",
+           "textgen_batch_size_sum 4",
+           "textgen_batch_size_bucket{le=\"4\"} 1",
+           "textgen_step_seconds_count 1",
+           "textgen_running_requests 4",
+           "textgen_queued_requests 1",
+           "textgen_kv_cache_bytes_used 1048576",
+           "textgen_kv_cache_bytes_budget 1073741824",
+           "textgen_sessions 2",
+           "textgen_session_lookups_total{result=\"hit\"} 1",
+           "textgen_session_lookups_total{result=\"miss\"} 2",
+           "textgen_session_evictions_total 2",
+           "textgen_model_info{architecture=\"llama\",dtype=\"f32\",name=\"stories\"} 1",
+       }) {
+    EXPECT_THAT(page, HasSubstr(line));
+  }
+  // The exposer adds its own exposer_* metrics before ours.
+  EXPECT_THAT(page, HasSubstr(m.Render()));
+}
+
+TEST(MetricsTest, NoEndpointWithoutAddress) {
+  absl::StatusOr<std::unique_ptr<Metrics>> m = Metrics::Create(MetricsOptions{});
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)->port(), 0);
+  EXPECT_THAT((*m)->Render(), HasSubstr("textgen_requests_total{code=\"OK\"} 0"));
+}
+
+TEST(MetricsTest, PortInUseIsAnError) {
+  absl::StatusOr<std::unique_ptr<Metrics>> first =
+      Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0"});
+  ASSERT_TRUE(first.ok());
+  const std::string address = "127.0.0.1:" + std::to_string((*first)->port());
+  absl::StatusOr<std::unique_ptr<Metrics>> second =
+      Metrics::Create(MetricsOptions{.listen_address = address});
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr(address));
+}
+
+}  // namespace
+}  // namespace textgen::server

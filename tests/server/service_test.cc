@@ -1,0 +1,464 @@
+// The TextGeneration service in-process on a loopback port, with a FakeScheduler playing the
+// engine thread: streaming, unary RPCs, every error code, health, drain and /metrics.
+#include "server/service.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "server/drain.h"
+#include "server/metrics.h"
+#include "tests/server/fake_scheduler.h"
+#include "tests/server/fake_tokenizer.h"
+#include "tests/server/http_get.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+namespace textgen::server {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::FakeScheduler;
+using ::testing::HasSubstr;
+
+TokenEvent Token(std::string text, std::vector<int> ids) {
+  TokenEvent event;
+  event.text = std::move(text);
+  event.token_ids = std::move(ids);
+  return event;
+}
+
+FinishedEvent Finished(FinishReason reason, int prompt_tokens, int completion_tokens) {
+  FinishedEvent event;
+  event.reason = reason;
+  event.usage.prompt_tokens = prompt_tokens;
+  event.usage.completion_tokens = completion_tokens;
+  event.seed = 42;
+  return event;
+}
+
+struct StreamResult {
+  std::vector<v1::GenerateResponse> messages;
+  grpc::Status status;
+  std::string Text() const {
+    std::string text;
+    for (const auto& m : messages) text += m.text();
+    return text;
+  }
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer(/*ready=*/true, /*max_buffered_events=*/4096); }
+
+  // Serves /metrics on a free port (only the test that scrapes pays CivetWeb's start/stop).
+  void StartServerWithMetricsEndpoint() {
+    metrics_address_ = "127.0.0.1:0";
+    StartServer(/*ready=*/true, /*max_buffered_events=*/4096);
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+
+  void StartServer(bool ready, size_t max_buffered_events) {
+    if (server_ != nullptr) {  // a restart with other options: the old server goes first
+      server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+      server_.reset();
+    }
+    metrics_ = *Metrics::Create(MetricsOptions{.listen_address = metrics_address_});
+    ServiceOptions options;
+    options.observer = metrics_.get();
+    options.max_buffered_events = max_buffered_events;
+    service_ = std::make_unique<TextGenerationService>(options);
+    backend_.scheduler = &scheduler_;
+    backend_.tokenizer = &tokenizer_;
+    backend_.validation.context_length = 64;
+    backend_.validation.default_max_new_tokens = 16;
+    backend_.validation.max_new_tokens_limit = 32;
+    backend_.model_info.set_name("fake-model");
+    backend_.model_info.set_vocab_size(259);
+    if (ready) service_->SetBackend(&backend_);
+
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port, 0);
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+    stub_ = v1::TextGeneration::NewStub(channel_);
+  }
+
+  // Reads a whole Generate stream.
+  static StreamResult ReadAll(grpc::ClientReader<v1::GenerateResponse>& reader) {
+    StreamResult result;
+    v1::GenerateResponse message;
+    while (reader.Read(&message)) result.messages.push_back(message);
+    result.status = reader.Finish();
+    return result;
+  }
+
+  // Runs a Generate call to its end while the fake scheduler does nothing with it.
+  StreamResult GenerateExpectingNoSubmit(const v1::GenerateRequest& request) {
+    grpc::ClientContext context;
+    auto reader = stub_->Generate(&context, request);
+    return ReadAll(*reader);
+  }
+
+  // grpc.health.v1.Health/Check for the whole server, by hand: the request is empty and the
+  // response is field 1 (status) as a varint: 1 = SERVING, 2 = NOT_SERVING.
+  int HealthStatus() {
+    grpc::GenericStub generic(channel_);
+    grpc::ClientContext context;
+    grpc::Slice empty_message{std::string()};  // HealthCheckRequest{service: ""}
+    grpc::ByteBuffer request(&empty_message, 1);
+    grpc::ByteBuffer response;
+    absl::Notification done;
+    grpc::Status status;
+    generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                      &response, [&](grpc::Status s) {
+                        status = std::move(s);
+                        done.Notify();
+                      });
+    done.WaitForNotification();
+    if (!status.ok()) return -1;
+    std::vector<grpc::Slice> slices;
+    if (!response.Dump(&slices).ok()) return -1;
+    std::string bytes;
+    for (const grpc::Slice& s : slices)
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    if (bytes.size() != 2 || bytes[0] != 0x08) return bytes.empty() ? 0 : -1;
+    return bytes[1];
+  }
+
+  std::string Scrape() { return testing::HttpGet(metrics_->port(), "/metrics"); }
+
+  std::string metrics_address_;  // empty: no HTTP endpoint
+  testing::FakeTokenizer tokenizer_;
+  FakeScheduler scheduler_;
+  ServiceBackend backend_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<TextGenerationService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::TextGeneration::Stub> stub_;
+};
+
+v1::GenerateRequest TextRequest(const std::string& text) {
+  v1::GenerateRequest request;
+  request.set_text(text);
+  return request;
+}
+
+TEST_F(ServiceTest, StreamsAGeneration) {
+  v1::GenerateRequest request = TextRequest("hi");
+  request.set_request_id("r-1");
+  request.mutable_stopping()->set_max_new_tokens(8);
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, request);
+
+  FakeScheduler::Submitted submitted;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+  EXPECT_THAT(submitted.request.prompt_tokens, ElementsAre(1, 'h' + 3, 'i' + 3));
+  EXPECT_EQ(submitted.request.stopping.max_new_tokens, 8);
+  EXPECT_EQ(submitted.request.request_id, "r-1");
+  EXPECT_TRUE(submitted.sink->Push(Token("Hel", {10, 11})));
+  EXPECT_TRUE(submitted.sink->Push(Token("lo", {12})));
+  FinishedEvent finished = Finished(FinishReason::kLength, 3, 3);
+  finished.text = "!";
+  EXPECT_TRUE(submitted.sink->Push(std::move(finished)));
+  scheduler_.MarkDone();
+
+  StreamResult result = ReadAll(*reader);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_FALSE(result.messages.empty());
+  EXPECT_EQ(result.Text(), "Hello!");
+  std::vector<int> ids;
+  for (const auto& m : result.messages) {
+    EXPECT_EQ(m.request_id(), "r-1");
+    ids.insert(ids.end(), m.token_ids().begin(), m.token_ids().end());
+  }
+  EXPECT_THAT(ids, ElementsAre(10, 11, 12));
+  const v1::GenerateResponse& last = result.messages.back();
+  ASSERT_TRUE(last.has_finished());
+  EXPECT_EQ(last.finished().reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(last.finished().usage().prompt_tokens(), 3u);
+  EXPECT_EQ(last.finished().usage().completion_tokens(), 3u);
+  EXPECT_EQ(last.finished().seed(), 42u);
+  for (size_t i = 0; i + 1 < result.messages.size(); ++i) {
+    EXPECT_FALSE(result.messages[i].has_finished());
+  }
+  EXPECT_TRUE(submitted.sink->IsClosed());
+  EXPECT_FALSE(submitted.sink->Push(Token("late", {1})));  // after the end: harmless
+}
+
+TEST_F(ServiceTest, LogprobsAreConverted) {
+  v1::GenerateRequest request = TextRequest("a");
+  request.mutable_output()->set_top_logprobs(1);
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, request);
+  FakeScheduler::Submitted submitted;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+  EXPECT_TRUE(submitted.request.output.logprobs);
+  FinishedEvent finished = Finished(FinishReason::kEos, 2, 1);
+  finished.token_ids = {'x' + 3};
+  finished.text = "x";
+  finished.logprobs.push_back(model::SampleResult{
+      .token = 'x' + 3, .logprob = -0.5f, .top = {model::TokenLogprob{'x' + 3, -0.5f}}});
+  submitted.sink->Push(std::move(finished));
+  scheduler_.MarkDone();
+  StreamResult result = ReadAll(*reader);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_EQ(result.messages.size(), 1u);
+  const v1::GenerateResponse& m = result.messages[0];
+  ASSERT_EQ(m.logprobs_size(), 1);
+  EXPECT_EQ(m.logprobs(0).token_id(), 'x' + 3);
+  EXPECT_FLOAT_EQ(m.logprobs(0).logprob(), -0.5f);
+  ASSERT_EQ(m.logprobs(0).top_size(), 1);
+  EXPECT_EQ(m.logprobs(0).top(0).token(), "x");
+  EXPECT_EQ(m.finished().reason(), v1::FINISH_REASON_EOS);
+}
+
+TEST_F(ServiceTest, SchedulerErrorEndsTheStreamWithItsCode) {
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, TextRequest("hi"));
+  FakeScheduler::Submitted submitted;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+  submitted.sink->Push(Token("a", {4}));
+  submitted.sink->Push(ErrorEvent{absl::ResourceExhaustedError("KV cache is full")});
+  scheduler_.MarkDone();
+  StreamResult result = ReadAll(*reader);
+  EXPECT_EQ(result.Text(), "a");
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(result.status.error_message(), "KV cache is full");
+}
+
+TEST_F(ServiceTest, InvalidArgument) {
+  v1::GenerateRequest request = TextRequest("hi");
+  request.mutable_sampling()->set_temperature(-1);
+  StreamResult result = GenerateExpectingNoSubmit(request);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(result.status.error_message(), HasSubstr("sampling.temperature"));
+  EXPECT_TRUE(result.messages.empty());
+}
+
+TEST_F(ServiceTest, OutOfRange) {
+  v1::GenerateRequest request = TextRequest(std::string(40, 'a'));
+  request.mutable_stopping()->set_max_new_tokens(30);
+  StreamResult result = GenerateExpectingNoSubmit(request);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(result.status.error_message(), HasSubstr("context length of 64"));
+}
+
+TEST_F(ServiceTest, ResourceExhaustedWhenTheQueueIsFull) {
+  scheduler_.set_max_queue(0);
+  StreamResult result = GenerateExpectingNoSubmit(TextRequest("hi"));
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(result.status.error_message(), HasSubstr("queue is full"));
+}
+
+TEST_F(ServiceTest, DeadlineExceeded) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  auto reader = stub_->Generate(&context, TextRequest("hi"));
+  FakeScheduler::Submitted submitted;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+  EXPECT_LT(submitted.request.deadline, absl::Now() + absl::Seconds(1));
+  StreamResult result = ReadAll(*reader);  // the fake never answers
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The server side sees the stream closed, so the scheduler would drop the request.
+  for (int i = 0; i < 200 && !submitted.sink->IsClosed(); ++i)
+    absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_TRUE(submitted.sink->IsClosed());
+  EXPECT_FALSE(submitted.sink->Push(Token("x", {4})));
+  scheduler_.MarkDone();
+}
+
+TEST_F(ServiceTest, CancelledByTheClient) {
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, TextRequest("hi"));
+  FakeScheduler::Submitted submitted;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+  ASSERT_TRUE(submitted.sink->Push(Token("a", {4})));
+  v1::GenerateResponse first;
+  ASSERT_TRUE(reader->Read(&first));
+  EXPECT_EQ(first.text(), "a");
+  context.TryCancel();
+  v1::GenerateResponse ignored;
+  while (reader->Read(&ignored)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  for (int i = 0; i < 200 && !submitted.sink->IsClosed(); ++i)
+    absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_TRUE(submitted.sink->IsClosed());
+  EXPECT_FALSE(submitted.sink->Push(Token("b", {5})));
+  scheduler_.MarkDone();
+}
+
+TEST_F(ServiceTest, SlowReaderIsCutOffWithResourceExhausted) {
+  StartServer(/*ready=*/true, /*max_buffered_events=*/4);
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, TextRequest("hi"));
+  FakeScheduler::Submitted submitted;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+  // The client reads nothing: once HTTP/2 flow control stops the writes, the outbox fills.
+  const std::string chunk(16 << 10, 'x');
+  bool refused = false;
+  for (int i = 0; i < 4000 && !refused; ++i) refused = !submitted.sink->Push(Token(chunk, {4}));
+  ASSERT_TRUE(refused) << "the outbox never filled";
+  EXPECT_TRUE(submitted.sink->IsClosed());
+  scheduler_.MarkDone();
+  StreamResult result = ReadAll(*reader);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(result.status.error_message(),
+              HasSubstr("client is not reading its stream fast enough"));
+}
+
+TEST_F(ServiceTest, UnavailableWhileLoading) {
+  StartServer(/*ready=*/false, /*max_buffered_events=*/4096);
+  StreamResult result = GenerateExpectingNoSubmit(TextRequest("hi"));
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(result.status.error_message(), HasSubstr("loading"));
+  grpc::ClientContext context;
+  v1::ModelInfo info;
+  EXPECT_EQ(stub_->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(ServiceTest, TokenizeAndDetokenize) {
+  grpc::ClientContext c1;
+  v1::TokenizeRequest tokenize;
+  tokenize.set_text("ab");
+  v1::TokenizeResponse tokens;
+  ASSERT_TRUE(stub_->Tokenize(&c1, tokenize, &tokens).ok());
+  EXPECT_THAT(tokens.ids(), ElementsAre(1, 'a' + 3, 'b' + 3));
+  EXPECT_THAT(tokens.tokens(), ElementsAre("<s>", "a", "b"));
+
+  grpc::ClientContext c2;
+  tokenize.set_add_bos(false);
+  ASSERT_TRUE(stub_->Tokenize(&c2, tokenize, &tokens).ok());
+  EXPECT_THAT(tokens.ids(), ElementsAre('a' + 3, 'b' + 3));
+
+  grpc::ClientContext c4;
+  v1::DetokenizeRequest detokenize;
+  for (int id : {1, 'o' + 3, 'k' + 3}) detokenize.add_ids(id);
+  v1::DetokenizeResponse text;
+  ASSERT_TRUE(stub_->Detokenize(&c4, detokenize, &text).ok());
+  EXPECT_EQ(text.text(), "ok");
+
+  grpc::ClientContext c5;
+  detokenize.add_ids(0xC3 + 3);  // half of a two-byte character: replaced, stays valid UTF-8
+  ASSERT_TRUE(stub_->Detokenize(&c5, detokenize, &text).ok());
+  EXPECT_EQ(text.text(), "ok\xEF\xBF\xBD");
+
+  grpc::ClientContext c6;
+  detokenize.add_ids(259);
+  grpc::Status status = stub_->Detokenize(&c6, detokenize, &text);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("ids[4] = 259"));
+}
+
+TEST_F(ServiceTest, GetModelInfo) {
+  grpc::ClientContext context;
+  v1::ModelInfo info;
+  ASSERT_TRUE(stub_->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).ok());
+  EXPECT_EQ(info.name(), "fake-model");
+  EXPECT_EQ(info.vocab_size(), 259u);
+}
+
+TEST_F(ServiceTest, DeleteSession) {
+  scheduler_.AddSession("chat-1", 17);
+  v1::DeleteSessionRequest request;
+  request.set_session_id("chat-1");
+  v1::DeleteSessionResponse response;
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub_->DeleteSession(&c1, request, &response).ok());
+  EXPECT_EQ(response.freed_tokens(), 17u);
+  grpc::ClientContext c2;
+  EXPECT_EQ(stub_->DeleteSession(&c2, request, &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  grpc::ClientContext c3;
+  request.set_session_id("bad id");
+  EXPECT_EQ(stub_->DeleteSession(&c3, request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, DrainTurnsHealthNotServingAndRefusesNewRequests) {
+  SetServing(*server_, true);
+  EXPECT_EQ(HealthStatus(), 1);  // SERVING
+
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, TextRequest("hi"));
+  FakeScheduler::Submitted running;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(running));
+
+  DrainResult drain;
+  std::thread drainer(
+      [&] { drain = DrainAndShutdown(*server_, &scheduler_, absl::Seconds(20), nullptr); });
+  for (int i = 0; i < 200 && HealthStatus() != 2; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(HealthStatus(), 2);  // NOT_SERVING
+  StreamResult refused = GenerateExpectingNoSubmit(TextRequest("again"));
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  // The running request still completes, then the drain ends.
+  running.sink->Push(Finished(FinishReason::kLength, 3, 0));
+  scheduler_.MarkDone();
+  StreamResult result = ReadAll(*reader);
+  EXPECT_TRUE(result.status.ok()) << result.status.error_message();
+  drainer.join();
+  EXPECT_TRUE(drain.idle);
+  server_->Wait();
+}
+
+TEST_F(ServiceTest, MetricsCountOutcomesByCode) {
+  StartServerWithMetricsEndpoint();
+  {
+    grpc::ClientContext context;
+    auto reader = stub_->Generate(&context, TextRequest("hi"));
+    FakeScheduler::Submitted submitted;
+    ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+    submitted.sink->Push(Token("ab", {4, 5}));
+    submitted.sink->Push(Finished(FinishReason::kLength, 3, 2));
+    scheduler_.MarkDone();
+    ASSERT_TRUE(ReadAll(*reader).status.ok());
+  }
+  v1::GenerateRequest bad = TextRequest("hi");
+  bad.mutable_sampling()->set_top_p(2);
+  GenerateExpectingNoSubmit(bad);
+  GenerateExpectingNoSubmit(bad);
+
+  // OnDone (which records) may run just after the client sees the status.
+  std::string page;
+  for (int i = 0; i < 100; ++i) {
+    page = Scrape();
+    if (page.find("textgen_requests_total{code=\"INVALID_ARGUMENT\"} 2") != std::string::npos &&
+        page.find("textgen_requests_total{code=\"OK\"} 1") != std::string::npos) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_THAT(page, HasSubstr(" 200 OK"));
+  EXPECT_THAT(page, HasSubstr("textgen_requests_total{code=\"OK\"} 1"));
+  EXPECT_THAT(page, HasSubstr("textgen_requests_total{code=\"INVALID_ARGUMENT\"} 2"));
+  EXPECT_THAT(page, HasSubstr("textgen_prompt_tokens_total 3"));
+  EXPECT_THAT(page, HasSubstr("textgen_generated_tokens_total 2"));
+  EXPECT_THAT(page, HasSubstr("textgen_request_duration_seconds_count 3"));
+}
+
+}  // namespace
+}  // namespace textgen::server

@@ -1,0 +1,268 @@
+#include "server/validation.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/fake_tokenizer.h"
+
+namespace textgen::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class ValidationTest : public ::testing::Test {
+ protected:
+  ValidationTest() {
+    options_.default_max_new_tokens = 16;
+    options_.max_new_tokens_limit = 32;
+    options_.context_length = 64;
+    options_.add_bos = true;
+    context_.arrival_time = absl::FromUnixSeconds(1000);
+    context_.deadline = absl::FromUnixSeconds(1010);
+    context_.random = [] { return uint64_t{0xABCDEF}; };
+    request_.set_text("hi");
+  }
+
+  absl::StatusOr<ValidatedRequest> Validate() {
+    return ValidateGenerateRequest(request_, tokenizer_, options_, context_);
+  }
+
+  // Asserts the request fails with `code` and a message naming `field`.
+  void ExpectError(absl::StatusCode code, const std::string& field) {
+    absl::StatusOr<ValidatedRequest> result = Validate();
+    ASSERT_FALSE(result.ok()) << "expected an error naming " << field;
+    EXPECT_EQ(result.status().code(), code) << result.status();
+    EXPECT_THAT(std::string(result.status().message()), HasSubstr(field));
+  }
+
+  testing::FakeTokenizer tokenizer_;
+  ValidationOptions options_;
+  RequestContext context_;
+  v1::GenerateRequest request_;
+};
+
+constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+
+TEST_F(ValidationTest, ResolvesDefaults) {
+  absl::StatusOr<ValidatedRequest> r = Validate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->prompt_tokens, ElementsAre(1, 'h' + 3, 'i' + 3));  // BOS + bytes
+  EXPECT_EQ(r->prompt_text, "hi");
+  EXPECT_EQ(r->request_id, "req-0000000000abcdef");
+  EXPECT_EQ(r->sampling.temperature, 1.0f);
+  EXPECT_EQ(r->sampling.top_p, 1.0f);
+  EXPECT_EQ(r->sampling.repetition_penalty, 1.0f);
+  EXPECT_EQ(r->sampling.seed, 0xABCDEFu);
+  EXPECT_EQ(r->stopping.max_new_tokens, 16);
+  EXPECT_EQ(r->arrival_time, absl::FromUnixSeconds(1000));
+  EXPECT_EQ(r->deadline, absl::FromUnixSeconds(1010));
+  EXPECT_TRUE(r->session_id.empty());
+}
+
+TEST_F(ValidationTest, CopiesEveryValidField) {
+  request_.set_request_id("my-req");
+  request_.set_session_id("chat:42_a.b-c");
+  auto* s = request_.mutable_sampling();
+  s->set_temperature(0);
+  s->set_top_k(40);
+  s->set_top_p(0.9f);
+  s->set_min_p(0.05f);
+  s->set_repetition_penalty(1.1f);
+  s->set_presence_penalty(-2);
+  s->set_frequency_penalty(2);
+  s->set_seed(7);
+  (*s->mutable_logit_bias())[20] = -100;
+  (*s->mutable_logit_bias())[5] = 3.5f;
+  auto* st = request_.mutable_stopping();
+  st->set_max_new_tokens(32);
+  st->set_min_new_tokens(2);
+  st->add_stop("\n\n");
+  st->add_stop_token_ids(2);
+  st->set_ignore_eos(true);
+  request_.mutable_output()->set_top_logprobs(20);
+  request_.mutable_output()->set_echo(true);
+  absl::StatusOr<ValidatedRequest> r = Validate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->request_id, "my-req");
+  EXPECT_EQ(r->session_id, "chat:42_a.b-c");
+  EXPECT_EQ(r->sampling.temperature, 0.0f);
+  EXPECT_EQ(r->sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r->sampling.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(r->sampling.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(r->sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(r->sampling.presence_penalty, -2.0f);
+  EXPECT_EQ(r->sampling.frequency_penalty, 2.0f);
+  EXPECT_EQ(r->sampling.seed, 7u);
+  EXPECT_THAT(r->sampling.logit_bias,
+              ElementsAre(std::pair<int, float>{5, 3.5f}, std::pair<int, float>{20, -100.0f}));
+  EXPECT_EQ(r->sampling.top_logprobs, 20);
+  EXPECT_EQ(r->stopping.max_new_tokens, 32);
+  EXPECT_EQ(r->stopping.min_new_tokens, 2);
+  EXPECT_THAT(r->stopping.stop_strings, ElementsAre("\n\n"));
+  EXPECT_THAT(r->stopping.stop_token_ids, ElementsAre(2));
+  EXPECT_TRUE(r->stopping.ignore_eos);
+  EXPECT_TRUE(r->output.logprobs);  // implied by top_logprobs
+  EXPECT_EQ(r->output.top_logprobs, 20);
+  EXPECT_TRUE(r->output.echo);
+}
+
+TEST_F(ValidationTest, TokenPromptIsUsedAsIsWithoutBos) {
+  request_.mutable_tokens()->add_ids(100);
+  request_.mutable_tokens()->add_ids(258);
+  absl::StatusOr<ValidatedRequest> r = Validate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->prompt_tokens, ElementsAre(100, 258));
+  EXPECT_TRUE(r->prompt_text.empty());
+}
+
+TEST_F(ValidationTest, NoBosWhenTheVocabularyDoesNotAddIt) {
+  options_.add_bos = false;
+  absl::StatusOr<ValidatedRequest> r = Validate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->prompt_tokens, ElementsAre('h' + 3, 'i' + 3));
+}
+
+TEST_F(ValidationTest, PromptErrors) {
+  request_.clear_prompt();
+  ExpectError(kInvalid, "prompt");
+  request_.set_text("");
+  ExpectError(kInvalid, "prompt text is empty");
+  request_.set_text(std::string("ab\xC3(", 4));
+  ExpectError(kInvalid, "prompt text is not valid UTF-8");
+  request_.set_text(std::string("\xED\xA0\x80", 3));  // a UTF-16 surrogate
+  ExpectError(kInvalid, "prompt text is not valid UTF-8");
+  request_.mutable_tokens();
+  ExpectError(kInvalid, "prompt tokens.ids is empty");
+  request_.mutable_tokens()->add_ids(5);
+  request_.mutable_tokens()->add_ids(259);
+  ExpectError(kInvalid, "prompt tokens.ids[1] = 259");
+  request_.mutable_tokens()->set_ids(1, -1);
+  ExpectError(kInvalid, "prompt tokens.ids[1] = -1");
+}
+
+TEST_F(ValidationTest, TemperatureErrors) {
+  for (float bad : {-1.0f, std::nanf(""), std::numeric_limits<float>::infinity(), 100.5f}) {
+    request_.mutable_sampling()->set_temperature(bad);
+    ExpectError(kInvalid, "sampling.temperature");
+  }
+  request_.mutable_sampling()->set_temperature(-1);
+  EXPECT_THAT(std::string(Validate().status().message()), HasSubstr("got -1"));
+}
+
+TEST_F(ValidationTest, SamplingRangeErrors) {
+  request_.mutable_sampling()->set_top_k(-1);
+  ExpectError(kInvalid, "sampling.top_k");
+  request_.mutable_sampling()->set_top_k(0);
+
+  for (float bad : {0.0f, -0.1f, 1.01f, std::nanf("")}) {
+    request_.mutable_sampling()->set_top_p(bad);
+    ExpectError(kInvalid, "sampling.top_p must be in (0, 1]");
+  }
+  request_.mutable_sampling()->set_top_p(1);
+
+  for (float bad : {-0.01f, 1.5f, std::nanf("")}) {
+    request_.mutable_sampling()->set_min_p(bad);
+    ExpectError(kInvalid, "sampling.min_p must be in [0, 1]");
+  }
+  request_.mutable_sampling()->set_min_p(0);
+
+  for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::infinity()}) {
+    request_.mutable_sampling()->set_repetition_penalty(bad);
+    ExpectError(kInvalid, "sampling.repetition_penalty");
+  }
+  request_.mutable_sampling()->set_repetition_penalty(1);
+
+  request_.mutable_sampling()->set_presence_penalty(2.5f);
+  ExpectError(kInvalid, "sampling.presence_penalty must be in [-2, 2], got 2.5");
+  request_.mutable_sampling()->set_presence_penalty(0);
+  request_.mutable_sampling()->set_frequency_penalty(-3);
+  ExpectError(kInvalid, "sampling.frequency_penalty must be in [-2, 2], got -3");
+}
+
+TEST_F(ValidationTest, LogitBiasErrors) {
+  (*request_.mutable_sampling()->mutable_logit_bias())[259] = 1;
+  ExpectError(kInvalid, "sampling.logit_bias has token id 259");
+  request_.mutable_sampling()->mutable_logit_bias()->clear();
+  (*request_.mutable_sampling()->mutable_logit_bias())[10] = 100.5f;
+  ExpectError(kInvalid, "sampling.logit_bias[10] must be in [-100, 100]");
+  (*request_.mutable_sampling()->mutable_logit_bias())[10] = std::nanf("");
+  ExpectError(kInvalid, "sampling.logit_bias[10]");
+}
+
+TEST_F(ValidationTest, StoppingErrors) {
+  auto* st = request_.mutable_stopping();
+  st->set_max_new_tokens(33);
+  ExpectError(kInvalid, "stopping.max_new_tokens must be in [1, 32]");
+  st->set_max_new_tokens(8);
+  st->set_min_new_tokens(9);
+  ExpectError(kInvalid, "stopping.min_new_tokens (9) must not exceed max_new_tokens (8)");
+  st->set_min_new_tokens(0);
+
+  for (int i = 0; i < 17; ++i) st->add_stop("x");
+  ExpectError(kInvalid, "stopping.stop has 17 strings; at most 16");
+  st->clear_stop();
+  st->add_stop(std::string(257, 'a'));
+  ExpectError(kInvalid, "stopping.stop[0] is 257 bytes; at most 256");
+  st->set_stop(0, "");
+  ExpectError(kInvalid, "stopping.stop[0] is empty");
+  st->set_stop(0, std::string("\xFF", 1));
+  ExpectError(kInvalid, "stopping.stop[0] is not valid UTF-8");
+  st->clear_stop();
+
+  for (int i = 0; i < 65; ++i) st->add_stop_token_ids(2);
+  ExpectError(kInvalid, "stopping.stop_token_ids has 65 ids");
+  st->clear_stop_token_ids();
+  st->add_stop_token_ids(300);
+  ExpectError(kInvalid, "stopping.stop_token_ids[0] = 300");
+}
+
+TEST_F(ValidationTest, OutputErrors) {
+  request_.mutable_output()->set_top_logprobs(21);
+  ExpectError(kInvalid, "output.top_logprobs must be in [0, 20], got 21");
+}
+
+TEST_F(ValidationTest, IdErrors) {
+  request_.set_session_id(std::string(129, 'a'));
+  ExpectError(kInvalid, "session_id must be 1..128 characters, got 129");
+  request_.set_session_id("has space");
+  ExpectError(kInvalid, "session_id has character 0x20 at offset 3");
+  request_.set_session_id("ok");
+  request_.set_request_id(std::string(129, 'r'));
+  ExpectError(kInvalid, "request_id is 129 characters");
+  request_.set_request_id("line\nbreak");
+  ExpectError(kInvalid, "request_id has byte 0x0A");
+}
+
+TEST_F(ValidationTest, ContextLengthIsOutOfRange) {
+  // Prompt "hi" = 3 tokens; 3 + 62 > 64 but 62 is also over the limit of 32, so widen it.
+  options_.max_new_tokens_limit = 100;
+  request_.mutable_stopping()->set_max_new_tokens(62);
+  absl::StatusOr<ValidatedRequest> r = Validate();
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kOutOfRange) << r.status();
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("prompt (3 tokens) + stopping.max_new_tokens (62) = 65 exceeds the "
+                        "model's context length of 64 tokens"));
+  request_.mutable_stopping()->set_max_new_tokens(61);
+  EXPECT_TRUE(Validate().ok());
+}
+
+TEST_F(ValidationTest, DefaultLengthShrinksToFitTheContext) {
+  request_.set_text(std::string(60, 'a'));  // 61 tokens with BOS, 3 left
+  absl::StatusOr<ValidatedRequest> r = Validate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stopping.max_new_tokens, 3);
+  request_.set_text(std::string(63, 'a'));  // 64 tokens: no room at all
+  ExpectError(absl::StatusCode::kOutOfRange, "context length of 64");
+}
+
+TEST_F(ValidationTest, SessionIdHelper) {
+  EXPECT_TRUE(ValidateSessionId("A-z_0.9:x", "session_id").ok());
+  EXPECT_EQ(ValidateSessionId("", "session_id").code(), kInvalid);
+}
+
+}  // namespace
+}  // namespace textgen::server
