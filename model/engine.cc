@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "model/ops/attention.h"
 #include "model/transformer.h"
@@ -47,7 +46,7 @@ class EngineImpl final : public Engine {
   std::vector<int> tokens_;                  // [rows]
   std::vector<int> positions_;               // [rows]
   std::vector<int> logit_rows_;              // [chunks wanting logits]
-  absl::flat_hash_set<SequenceId> seen_;     // duplicate check
+  std::vector<SequenceId> seen_;             // [chunks] sorted ids, duplicate check
 };
 
 absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
@@ -62,10 +61,7 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
       return absl::InvalidArgumentError(
           absl::StrCat("batch[", i, "]: unknown sequence id ", chunk.sequence));
     }
-    if (!seen_.insert(chunk.sequence).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch[", i, "]: sequence ", chunk.sequence, " appears twice in one batch"));
-    }
+    seen_.push_back(chunk.sequence);
     if (chunk.tokens.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("batch[", i, "]: chunk has no tokens"));
     }
@@ -85,6 +81,12 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
     }
     new_bytes += std::max<int64_t>(0, cache_.BytesForTokens(static_cast<int>(end)) -
                                           cache_.BytesForTokens(cache_.Capacity(chunk.sequence)));
+  }
+  // Sorting a reserved vector instead of a hash set: no allocation per batch.
+  std::sort(seen_.begin(), seen_.end());
+  if (auto dup = std::adjacent_find(seen_.begin(), seen_.end()); dup != seen_.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence ", *dup, " appears more than once in one batch"));
   }
   if (total > options_.max_batch_tokens) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -14,5 +14,4 @@ add_library(textgen_engine STATIC
 )
 target_link_libraries(textgen_engine
   PUBLIC textgen_loader absl::status absl::statusor absl::strings absl::flat_hash_map
-         absl::flat_hash_set
   PRIVATE DNNL::dnnl OpenMP::OpenMP_CXX textgen_warnings)

@@ -47,6 +47,7 @@ struct OnednnContext::Impl {
   dnnl::stream stream{engine};
   bool bf16 = false;
   int threads = 1;
+  int max_cols = 0;
   std::vector<uint16_t> staging;  // [max_rows * max_cols] bf16 activations
   absl::flat_hash_map<EntryKey, std::unique_ptr<MatmulEntry>> entries;
 };
@@ -70,6 +71,7 @@ absl::StatusOr<std::unique_ptr<OnednnContext>> OnednnContext::Create(int threads
     auto impl = std::make_unique<Impl>();
     impl->bf16 = bf16;
     impl->threads = omp_get_max_threads();
+    impl->max_cols = max_cols;
     if (bf16) impl->staging.resize(static_cast<size_t>(max_rows) * max_cols);
     return std::unique_ptr<OnednnContext>(new OnednnContext(std::move(impl)));
   } catch (const dnnl::error& e) {
@@ -157,6 +159,10 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
   if (n <= 0 || k <= 0 || max_rows <= 0 || weight == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": bad linear shape n=", n, " k=", k, " max_rows=", max_rows));
+  }
+  if (context.bf16() && k > context.impl().max_cols) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": k=", k, " exceeds the context's bf16 staging width ", context.impl().max_cols));
   }
   auto impl = std::make_unique<Impl>();
   impl->ctx = &context.impl();
