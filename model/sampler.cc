@@ -1,7 +1,9 @@
 #include "model/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 
@@ -9,9 +11,43 @@ namespace textgen::model {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// The first top-p pass sorts this many candidates; most nucleus cuts fall inside it, so a
-// full O(V log V) sort is rarely needed.
-constexpr int kTopPFirstChunk = 64;
+// Up to this k, top-k scans the vocab once with a k-element heap (most tokens are rejected by a
+// single comparison with the heap's worst); above it, nth_element.
+constexpr int kHeapTopKLimit = 1024;
+
+// exp(x) for x <= 0 (0 below -87.3, where the result would be denormal), accurate to about
+// 2 ulp. Cephes' expf polynomial in branch-free form so that loops over the vocab vectorize;
+// std::exp is a scalar libm call and dominated the cost of a sampling step.
+inline float ExpNonPositive(float x) {
+  const float clamped = x > -87.3f ? x : -87.3f;
+  // n = round(x / ln 2) via the 1.5 * 2^23 trick (exact for |n| < 2^22).
+  const float n = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = clamped - n * 0.693359375f - n * -2.12194440e-4f;  // x - n ln 2 in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
+  const float y = e * std::bit_cast<float>(bits);
+  return x < -87.3f ? 0.0f : y;
+}
+
+// Sum in double with independent partial sums (the loop stays cheap and the order fixed).
+double SumWeights(const float* w, size_t n) {
+  double s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s[0] += w[i];
+    s[1] += w[i + 1];
+    s[2] += w[i + 2];
+    s[3] += w[i + 3];
+  }
+  for (; i < n; ++i) s[0] += w[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
 
 // A uniform double in [0, 1) from the top 53 bits: the same on every standard library,
 // unlike std::uniform_real_distribution.
@@ -84,6 +120,25 @@ void Sampler::ProcessLogits(std::span<const float> logits) {
   }
 }
 
+double Sampler::LogNormalizer() {
+  // Eight running maxima so the loop vectorizes (logits_ holds no NaN).
+  const size_t vocab = logits_.size();
+  const float* l = logits_.data();
+  float m[8];
+  std::fill(m, m + 8, kNegInf);
+  size_t i = 0;
+  for (; i + 8 <= vocab; i += 8) {
+    for (int j = 0; j < 8; ++j) m[j] = l[i + j] > m[j] ? l[i + j] : m[j];
+  }
+  for (; i < vocab; ++i) m[0] = l[i] > m[0] ? l[i] : m[0];
+  const float max_logit = *std::max_element(m, m + 8);
+  max_logit_ = max_logit;
+  if (max_logit == kNegInf) return kNegInf;
+  float* w = weights_.data();
+  for (size_t t = 0; t < vocab; ++t) w[t] = ExpNonPositive(l[t] - max_logit);
+  return max_logit + std::log(SumWeights(w, vocab));
+}
+
 int Sampler::Greedy() const {
   int best = 0;
   for (int t = 1; t < static_cast<int>(logits_.size()); ++t) {
@@ -95,56 +150,87 @@ int Sampler::Greedy() const {
 // ---------------------------------------------------------------------------------------------
 // Steps 6-9: temperature, top-k, top-p, min-p.
 
-int Sampler::TopPCut(int n, double total_weight) {
-  const double target = static_cast<double>(params_.top_p) * total_weight;
-  auto by_logit = [this](int a, int b) {
-    return logits_[a] > logits_[b] || (logits_[a] == logits_[b] && a < b);
-  };
+int Sampler::SelectTopK(int k) {
+  const int vocab = static_cast<int>(logits_.size());
+  auto better = [this](int a, int b) { return Better(a, b); };
   int* c = candidates_.data();
-  double cumulative = 0.0;
-  int sorted = 0;
-  while (sorted < n) {
-    // Sort the next chunk: everything before `sorted` already outranks everything after it.
-    const int end = std::min(n, std::max(kTopPFirstChunk, sorted * 4));
-    if (end < n) std::nth_element(c + sorted, c + end, c + n, by_logit);
-    std::sort(c + sorted, c + end, by_logit);
-    for (int i = sorted; i < end; ++i) {
-      cumulative += weights_[c[i]];
-      if (cumulative >= target) return i + 1;
+  if (k > kHeapTopKLimit) {
+    int n = 0;
+    for (int t = 0; t < vocab; ++t) {
+      if (logits_[t] != kNegInf) c[n++] = t;
     }
-    sorted = end;
+    if (k >= n) return n;
+    std::nth_element(c, c + k, c + n, better);
+    return k;
   }
-  return n;  // rounding kept the sum just under target: keep everything
+  // Heap of the k best so far; with `better` as the heap order, c[0] is the worst of them.
+  int n = 0;
+  for (int t = 0; t < vocab; ++t) {
+    if (logits_[t] == kNegInf) continue;
+    if (n < k) {
+      c[n++] = t;
+      std::push_heap(c, c + n, better);
+    } else if (Better(t, c[0])) {
+      std::pop_heap(c, c + n, better);
+      c[n - 1] = t;
+      std::push_heap(c, c + n, better);
+    }
+  }
+  return n;
+}
+
+int Sampler::TopPCut(int n, double total_weight) {
+  // Weighted quickselect: find the cut of the best-first order without sorting. Everything
+  // before `lo` is known to be kept (mass `kept`); the cut lies in [lo, hi).
+  const double target = static_cast<double>(params_.top_p) * total_weight;
+  auto better = [this](int a, int b) { return Better(a, b); };
+  int* c = candidates_.data();
+  int lo = 0, hi = n;
+  double kept = 0.0;
+  while (lo < hi) {
+    int a = c[lo], b = c[lo + (hi - lo) / 2], d = c[hi - 1];  // median-of-three pivot
+    if (Better(b, a)) std::swap(a, b);
+    if (Better(d, b)) std::swap(b, d);
+    if (Better(b, a)) std::swap(a, b);
+    const int pivot = b;
+    int* mid = std::partition(c + lo, c + hi, [&](int x) { return better(x, pivot); });
+    std::iter_swap(mid, std::find(mid, c + hi, pivot));
+    double upper = 0.0;
+    for (int* it = c + lo; it != mid; ++it) upper += weights_[*it];
+    if (kept + upper >= target) {
+      hi = static_cast<int>(mid - c);  // the cut is among the tokens better than the pivot
+      continue;
+    }
+    kept += upper + weights_[pivot];
+    lo = static_cast<int>(mid - c) + 1;
+    if (kept >= target) return lo;
+  }
+  return std::max(lo, 1);  // everything (rounding), or the best token alone (top_p ~ 0)
 }
 
 int Sampler::FilterCandidates() {
   const int vocab = static_cast<int>(logits_.size());
-  float max_logit = kNegInf;
   int n = 0;
-  for (int t = 0; t < vocab; ++t) {
-    if (logits_[t] == kNegInf) continue;  // banned: never a candidate
-    candidates_[n++] = t;
-    max_logit = std::max(max_logit, logits_[t]);
+  if (params_.top_k > 0 && params_.top_k < vocab) {
+    n = SelectTopK(params_.top_k);
+  } else {
+    for (int t = 0; t < vocab; ++t) {
+      if (logits_[t] != kNegInf) candidates_[n++] = t;  // banned: never a candidate
+    }
   }
   if (n == 0) return 0;
 
-  auto by_logit = [this](int a, int b) {
-    return logits_[a] > logits_[b] || (logits_[a] == logits_[b] && a < b);
-  };
-  if (params_.top_k > 0 && params_.top_k < n) {
-    std::nth_element(candidates_.begin(), candidates_.begin() + params_.top_k,
-                     candidates_.begin() + n, by_logit);
-    n = params_.top_k;
+  // Temperature: subtracting the max first keeps (l - max) / T finite for tiny T. With T = 1
+  // LogNormalizer() already computed these weights.
+  if (params_.temperature != 1.0f) {
+    const float inv_t = 1.0f / params_.temperature;
+    for (int i = 0; i < n; ++i) {
+      const int t = candidates_[i];
+      weights_[t] = ExpNonPositive((logits_[t] - max_logit_) * inv_t);
+    }
   }
-
-  // Temperature: subtracting the max first keeps (l - max) / T finite for tiny T.
-  const float inv_t = 1.0f / params_.temperature;
   double total = 0.0;
-  for (int i = 0; i < n; ++i) {
-    const int t = candidates_[i];
-    weights_[t] = std::exp((logits_[t] - max_logit) * inv_t);
-    total += weights_[t];
-  }
+  for (int i = 0; i < n; ++i) total += weights_[candidates_[i]];
 
   if (params_.top_p < 1.0f) {
     const int kept = TopPCut(n, total);
@@ -161,13 +247,9 @@ int Sampler::FilterCandidates() {
     for (int i = 0; i < n; ++i) w_max = std::max(w_max, weights_[candidates_[i]]);
     const float threshold = params_.min_p * w_max;
     int kept = 0;
-    total = 0.0;
     for (int i = 0; i < n; ++i) {
       const int t = candidates_[i];
-      if (weights_[t] >= threshold) {
-        candidates_[kept++] = t;
-        total += weights_[t];
-      }
+      if (weights_[t] >= threshold) candidates_[kept++] = t;
     }
     n = kept;
   }
@@ -182,31 +264,21 @@ SampleResult Sampler::Sample(std::span<const float> logits) {
   ProcessLogits(logits);
   const int vocab = static_cast<int>(logits_.size());
 
-  // Step 4: log_softmax of the processed logits, in double for a stable log-sum-exp.
-  float max_logit = kNegInf;
-  for (float l : logits_) max_logit = std::max(max_logit, l);
-  double log_z = kNegInf;
-  if (max_logit != kNegInf) {
-    double sum = 0.0;
-    for (float l : logits_) sum += std::exp(static_cast<double>(l) - max_logit);
-    log_z = max_logit + std::log(sum);
-  }
+  // Step 4: log_softmax of the processed logits.
+  const double log_z = LogNormalizer();
   auto logprob = [&](int t) {
     return logits_[t] == kNegInf ? kNegInf : static_cast<float>(logits_[t] - log_z);
   };
-
   if (params_.top_logprobs > 0) {
     const int n = std::min(params_.top_logprobs, vocab);
-    std::iota(candidates_.begin(), candidates_.end(), 0);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + n, candidates_.end(),
-                      [this](int a, int b) {
-                        return logits_[a] > logits_[b] || (logits_[a] == logits_[b] && a < b);
-                      });
+    int* c = candidates_.data();
+    std::iota(c, c + vocab, 0);
+    std::partial_sort(c, c + n, c + vocab, [this](int a, int b) { return Better(a, b); });
     result.top.reserve(n);
-    for (int i = 0; i < n; ++i) result.top.push_back({candidates_[i], logprob(candidates_[i])});
+    for (int i = 0; i < n; ++i) result.top.push_back({c[i], logprob(c[i])});
   }
 
-  if (params_.temperature <= 0.0f || max_logit == kNegInf) {
+  if (params_.temperature <= 0.0f || max_logit_ == kNegInf) {
     // Greedy (also the fallback when every token is banned: id 0 with logprob -inf).
     result.token = Greedy();
   } else {
@@ -233,9 +305,8 @@ std::vector<float> Sampler::Distribution(std::span<const float> logits) {
   std::vector<float> probs(logits.size(), 0.0f);
   if (logits.empty()) return probs;
   ProcessLogits(logits);
-  bool all_banned = true;
-  for (float l : logits_) all_banned = all_banned && l == kNegInf;
-  if (params_.temperature <= 0.0f || all_banned) {
+  LogNormalizer();
+  if (params_.temperature <= 0.0f || max_logit_ == kNegInf) {
     probs[Greedy()] = 1.0f;
     return probs;
   }

@@ -77,15 +77,25 @@ class Sampler {
  private:
   // Copies `logits` into logits_ and applies steps 1-3.
   void ProcessLogits(std::span<const float> logits);
+  // Sets max_logit_ and weights_[t] = exp(logit - max) for every token; returns log of the
+  // softmax normaliser (-inf when every token is banned).
+  double LogNormalizer();
   // Steps 6-9 on logits_: leaves the surviving ids in candidates_[0, return value) and their
   // unnormalised probabilities in weights_ (indexed by token id). Returns the survivors' count.
+  // Needs LogNormalizer() first (temperature 1 reuses its weights).
   int FilterCandidates();
-  // Sorts candidates_[0, n) by logit descending (ties: lower id first) far enough to find the
-  // top-p cut; returns the number of candidates kept.
+  // Puts the top_k best non-banned ids in candidates_[0, k) (any order); returns k.
+  int SelectTopK(int k);
+  // Reorders candidates_[0, n) so that the smallest best-first prefix whose weight reaches
+  // top_p * total comes first (in any order); returns its length. Expected O(n).
   int TopPCut(int n, double total_weight);
   // Grows the per-token state to at least `size` entries (never shrinks).
   void ResizeState(int size);
   int Greedy() const;
+  // Strict total order: higher processed logit first, ties -> lower id first.
+  bool Better(int a, int b) const {
+    return logits_[a] > logits_[b] || (logits_[a] == logits_[b] && a < b);
+  }
 
   SamplingParams params_;
   std::mt19937_64 rng_;
@@ -99,6 +109,7 @@ class Sampler {
   // Scratch reused across calls (avoids per-step allocation):
   std::vector<float> logits_;    // [vocab] processed logits
   std::vector<float> weights_;   // [vocab] exp((logit - max) / T) for candidates
+  float max_logit_ = 0.0f;       // max of logits_
   std::vector<int> candidates_;  // [vocab] token ids still in the running
 };
 
