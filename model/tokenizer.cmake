@@ -1,6 +1,15 @@
 # Owned by the tokenizer component; defines textgen_tokenizer.
 add_library(textgen_tokenizer STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_byte_mapping.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_pre_tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_vocab_files.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/incremental_detokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/llama2c_tokenizer_file.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/sentencepiece_tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/utf8.cc
 )
-target_link_libraries(textgen_tokenizer PUBLIC absl::status absl::statusor absl::strings
-                      PRIVATE textgen_warnings)
+target_link_libraries(textgen_tokenizer
+  PUBLIC absl::status absl::statusor absl::strings absl::str_format absl::flat_hash_map
+  PRIVATE PkgConfig::PCRE2 nlohmann_json::nlohmann_json textgen_warnings)

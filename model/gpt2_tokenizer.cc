@@ -1,0 +1,189 @@
+#include "model/gpt2_tokenizer.h"
+
+#include <queue>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "model/gpt2_byte_mapping.h"
+#include "model/gpt2_pre_tokenizer.h"
+#include "model/utf8.h"
+
+namespace textgen::model {
+namespace {
+
+uint64_t PairKey(int left, int right) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+}
+
+// A candidate merge of symbol `left` with its right neighbour `right`.
+struct Candidate {
+  int rank;
+  int left;
+  int right;
+  int left_id;  // ids at push time; a mismatch later means the candidate is stale
+  int right_id;
+};
+
+// Lowest rank first; on ties the leftmost pair.
+struct CandidateOrder {
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerData data) {
+  const size_t n = data.tokens.size();
+  if (n == 0) return absl::InvalidArgumentError("gpt2 vocabulary: no tokens");
+  if (n > (1u << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt2 vocabulary: ", n, " tokens exceeds the limit 16777216"));
+  }
+  if (!data.token_types.empty() && data.token_types.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("gpt2 vocabulary: ", data.token_types.size(),
+                                                   " token types for ", n, " tokens"));
+  }
+  for (const auto& [name, id] : {std::pair<const char*, int>{"bos_id", data.bos_id},
+                                 {"eos_id", data.eos_id},
+                                 {"unk_id", data.unk_id},
+                                 {"pad_id", data.pad_id}}) {
+    if (id < -1 || id >= static_cast<int>(n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gpt2 vocabulary: ", name, " ", id, " is outside [-1, ", n, ")"));
+    }
+  }
+  auto pre_tokenizer = Gpt2PreTokenizer::Create();
+  if (!pre_tokenizer.ok()) return pre_tokenizer.status();
+  auto tokenizer =
+      std::unique_ptr<Gpt2Tokenizer>(new Gpt2Tokenizer(std::move(data), *std::move(pre_tokenizer)));
+
+  // Vocabulary lookups, merges and per-token bytes.
+  absl::flat_hash_map<std::string, int> ids;
+  ids.reserve(n);
+  for (size_t id = 0; id < n; ++id) ids.emplace(tokenizer->data_.tokens[id], id);
+  const auto& byte_chars = Gpt2ByteToUnicode();
+  tokenizer->byte_ids_.assign(256, -1);
+  for (int byte = 0; byte < 256; ++byte) {
+    auto it = ids.find(byte_chars[byte]);
+    if (it != ids.end()) tokenizer->byte_ids_[byte] = it->second;
+  }
+  const std::vector<std::string>& merges = tokenizer->data_.merges;
+  tokenizer->merges_.reserve(merges.size());
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const std::string& merge = merges[rank];
+    const size_t space = merge.find(' ');
+    if (space == std::string::npos || space == 0 || space + 1 == merge.size() ||
+        merge.find(' ', space + 1) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("gpt2 merge ", rank, " \"", merge,
+                                                     "\": expected \"left right\" with one space"));
+    }
+    const std::string left = merge.substr(0, space);
+    const std::string right = merge.substr(space + 1);
+    auto left_it = ids.find(left);
+    auto right_it = ids.find(right);
+    auto result_it = ids.find(left + right);
+    if (left_it == ids.end() || right_it == ids.end() || result_it == ids.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gpt2 merge ", rank, " \"", merge, "\": \"",
+                       left_it == ids.end() ? left : (right_it == ids.end() ? right : left + right),
+                       "\" is not in the vocabulary"));
+    }
+    tokenizer->merges_.try_emplace(PairKey(left_it->second, right_it->second),
+                                   Merge{static_cast<int>(rank), result_it->second});
+  }
+  tokenizer->bytes_.resize(n);
+  for (size_t id = 0; id < n; ++id) {
+    const std::string& token = tokenizer->data_.tokens[id];
+    // Added tokens that are not in byte-level form stand for their own text.
+    tokenizer->bytes_[id] = Gpt2UnicodeToBytes(token).value_or(token);
+  }
+  return tokenizer;
+}
+
+Gpt2Tokenizer::Gpt2Tokenizer(TokenizerData data, std::unique_ptr<Gpt2PreTokenizer> pre_tokenizer)
+    : data_(std::move(data)), pre_tokenizer_(std::move(pre_tokenizer)) {}
+
+Gpt2Tokenizer::~Gpt2Tokenizer() = default;
+
+int Gpt2Tokenizer::TokenType(int id) const {
+  return data_.token_types.empty() ? TokenizerData::kNormal : data_.token_types[id];
+}
+
+std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) const {
+  std::vector<int> ids;
+  ids.reserve(text.size() / 3 + 1);
+  if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
+  std::string sanitized;
+  if (!IsValidUtf8(text)) {  // callers should have rejected it; never feed PCRE2 bad UTF-8
+    sanitized = SanitizeUtf8(text);
+    text = sanitized;
+  }
+  for (std::string_view chunk : pre_tokenizer_->Split(text)) EncodeChunk(chunk, &ids);
+  return ids;
+}
+
+void Gpt2Tokenizer::EncodeChunk(std::string_view chunk, std::vector<int>* ids) const {
+  // symbols[i] = current token id of piece i; -1 once merged into its left neighbour.
+  const int n = static_cast<int>(chunk.size());
+  std::vector<int> symbols(n), prev(n), next(n);
+  for (int i = 0; i < n; ++i) {
+    symbols[i] = byte_ids_[static_cast<uint8_t>(chunk[i])];
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  std::priority_queue<Candidate, std::vector<Candidate>, CandidateOrder> agenda;
+  auto consider = [&](int left, int right) {
+    if (left < 0 || right < 0 || symbols[left] < 0 || symbols[right] < 0) return;
+    auto it = merges_.find(PairKey(symbols[left], symbols[right]));
+    if (it != merges_.end()) {
+      agenda.push({it->second.rank, left, right, symbols[left], symbols[right]});
+    }
+  };
+  for (int i = 0; i + 1 < n; ++i) consider(i, i + 1);
+  while (!agenda.empty()) {
+    const Candidate top = agenda.top();
+    agenda.pop();
+    if (symbols[top.left] != top.left_id || symbols[top.right] != top.right_id ||
+        next[top.left] != top.right) {
+      continue;  // stale: one side changed since this candidate was pushed
+    }
+    symbols[top.left] = merges_.find(PairKey(top.left_id, top.right_id))->second.result_id;
+    symbols[top.right] = -1;
+    next[top.left] = next[top.right];
+    if (next[top.left] >= 0) prev[next[top.left]] = top.left;
+    consider(prev[top.left], top.left);
+    consider(top.left, next[top.left]);
+  }
+  for (int i = 0; i >= 0 && i < n; i = next[i]) {
+    if (symbols[i] >= 0) {
+      ids->push_back(symbols[i]);
+    } else if (data_.unk_id >= 0) {
+      ids->push_back(data_.unk_id);  // a byte without a token (not in real GPT-2 vocabs)
+    }
+  }
+}
+
+std::string Gpt2Tokenizer::TokenBytes(int id, int previous_id) const {
+  if (id < 0 || id >= vocab_size() || TokenType(id) == TokenizerData::kControl) return "";
+  return bytes_[id];
+}
+
+std::string Gpt2Tokenizer::TokenText(int id) const {
+  if (id < 0 || id >= vocab_size()) return absl::StrCat("<invalid id ", id, ">");
+  const std::string& bytes = bytes_[id];
+  if (TokenType(id) == TokenizerData::kControl || IsValidUtf8(bytes)) return bytes;
+  std::string text;  // part of a multi-byte character: show the bytes
+  for (unsigned char c : bytes) {
+    if (c < 0x80) {
+      text.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&text, "<0x%02X>", c);
+    }
+  }
+  return text;
+}
+
+}  // namespace textgen::model

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "model/tokenizer.h"
+#include "model/tokenizer_data.h"
+
+namespace textgen::model {
+
+// Compiled GPT-2 pre-tokenizer regex (PCRE2, UTF + UCP, JIT when available).
+class Gpt2PreTokenizer;
+
+// GPT-2 byte-level BPE (GGUF "gpt2" vocabularies, OpenAI encoder.json + vocab.bpe): the text
+// is split by the GPT-2 regex, each chunk's bytes are mapped to GPT-2's printable
+// "bytes_to_unicode" characters, and adjacent pieces are merged by merge rank (lowest first,
+// leftmost on ties). Immutable after Create(); thread-safe (per-call PCRE2 match data).
+class Gpt2Tokenizer final : public Tokenizer {
+ public:
+  // Validates `data` (merges reference vocabulary entries, special ids in range) and compiles
+  // the pre-tokenizer regex.
+  static absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Create(TokenizerData data);
+  ~Gpt2Tokenizer() override;
+
+  std::vector<int> Encode(std::string_view text, bool add_bos) const override;
+  std::string TokenBytes(int id, int previous_id) const override;
+  int vocab_size() const override { return static_cast<int>(data_.tokens.size()); }
+  int bos_id() const override { return data_.bos_id; }
+  int eos_id() const override { return data_.eos_id; }
+  std::string TokenText(int id) const override;
+
+ private:
+  Gpt2Tokenizer(TokenizerData data, std::unique_ptr<Gpt2PreTokenizer> pre_tokenizer);
+
+  // Appends the BPE ids of one pre-tokenizer chunk (raw UTF-8 bytes).
+  void EncodeChunk(std::string_view chunk, std::vector<int>* ids) const;
+  int TokenType(int id) const;
+
+  struct Merge {
+    int rank;
+    int result_id;
+  };
+
+  TokenizerData data_;
+  std::unique_ptr<Gpt2PreTokenizer> pre_tokenizer_;
+  std::vector<int> byte_ids_;                    // byte -> id of its single-char token
+  absl::flat_hash_map<uint64_t, Merge> merges_;  // (left_id << 32 | right_id) -> merge
+  std::vector<std::string> bytes_;               // id -> raw bytes the token stands for
+};
+
+}  // namespace textgen::model

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "model/tokenizer.h"
+#include "model/tokenizer_data.h"
+
+namespace textgen::model {
+
+// SentencePiece BPE as the `sentencepiece` library runs it for Llama-style models (GGUF
+// "llama" vocabularies, llama2.c tokenizer.bin): identity normalisation, a dummy-prefix
+// "▁", spaces escaped to "▁", then pairs of adjacent pieces merged highest score first
+// (leftmost on ties) as long as the merged piece is a normal or user-defined vocabulary
+// entry; pieces left outside the vocabulary fall back to <0xXX> byte tokens (or <unk>).
+// Immutable after Create(); thread-safe.
+class SentencePieceTokenizer final : public Tokenizer {
+ public:
+  // Validates `data` (sizes of scores/types, special ids in range).
+  static absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> Create(TokenizerData data);
+
+  std::vector<int> Encode(std::string_view text, bool add_bos) const override;
+  std::string TokenBytes(int id, int previous_id) const override;
+  int vocab_size() const override { return static_cast<int>(data_.tokens.size()); }
+  int bos_id() const override { return data_.bos_id; }
+  int eos_id() const override { return data_.eos_id; }
+  std::string TokenText(int id) const override;
+
+ private:
+  explicit SentencePieceTokenizer(TokenizerData data);
+
+  int TokenType(int id) const;
+  // Id of a piece that merges may produce (normal / user-defined), or -1.
+  int MergeablePieceId(std::string_view piece) const;
+  // Appends the ids for one final piece: its own id, else its bytes' tokens, else <unk>.
+  void AppendPieceIds(std::string_view piece, std::vector<int>* ids) const;
+
+  TokenizerData data_;
+  absl::flat_hash_map<std::string, int> mergeable_ids_;  // piece -> id
+  std::array<int, 256> byte_ids_;                        // byte -> <0xXX> id, -1 when absent
+  std::vector<std::string> surface_;                     // id -> decoded bytes ("▁" -> " ")
+};
+
+}  // namespace textgen::model
