@@ -7,16 +7,33 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+// Counts heap allocations so a test can check the steady-state Sample() path makes none.
+// GCC's -Wmismatched-new-delete misreads the free() in the replacement delete after inlining.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+static std::atomic<long> g_allocations{0};
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace textgen::model {
 namespace {
@@ -382,6 +399,55 @@ TEST(SamplerTest, NanLogitsAreNeverPicked) {
     const int t = s.Sample(logits).token;
     ASSERT_TRUE(t == 1 || t == 3) << t;
   }
+}
+
+TEST(SamplerTest, SteadyStateSampleDoesNotAllocate) {
+  SamplingParams p = Params(0.8f, 3);
+  p.top_k = 40;
+  p.top_p = 0.9f;
+  p.min_p = 0.01f;
+  p.repetition_penalty = 1.1f;
+  p.presence_penalty = 0.2f;
+  p.frequency_penalty = 0.1f;
+  std::vector<float> logits(32000);
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& l : logits) l = normal(gen);
+  // Only tokens 0..4 can be chosen, so the set of generated tokens stops growing after warm-up.
+  for (int t = 5; t < 32000; t += 997) p.logit_bias.push_back({t, -1e30f});
+  for (int t = 5; t < 32000; ++t) logits[t] -= 1000.0f;
+  std::vector<int> prompt(300);
+  std::iota(prompt.begin(), prompt.end(), 0);
+  Sampler s(p, prompt);
+  for (int i = 0; i < 200; ++i) s.Sample(logits);
+  const long before = g_allocations.load();
+  for (int i = 0; i < 100; ++i) s.Sample(logits);
+  EXPECT_EQ(g_allocations.load() - before, 0);
+}
+
+TEST(SamplerTest, TopPWithTiesKeepsLowerIds) {
+  SamplingParams p = Params();
+  p.top_p = 0.45f;  // 10 equal tokens: the prefix reaching 0.45 is 5 tokens, the lowest ids
+  Sampler s(p, {});
+  std::vector<float> logits(10, 0.5f);
+  ExpectProbsNear(s.Distribution(logits), {0.2, 0.2, 0.2, 0.2, 0.2, 0, 0, 0, 0, 0});
+}
+
+TEST(SamplerTest, DistributionIsAccurateForTinyProbabilities) {
+  // Logits over a 90-nat range: each probability within 1e-5 relative of a double softmax.
+  std::vector<float> logits;
+  for (int i = 0; i < 1000; ++i) logits.push_back(-80.0f + 0.09f * static_cast<float>(i));
+  Sampler s(Params(1.0f), {});
+  const std::vector<float> got = s.Distribution(logits);
+  const std::vector<double> want = Softmax(std::vector<double>(logits.begin(), logits.end()));
+  double sum = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    sum += got[i];
+    if (want[i] > 1e-30) {
+      ASSERT_NEAR(got[i] / want[i], 1.0, 1e-5) << "token " << i << " p " << want[i];
+    }
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-6);
 }
 
 // Hugging Face's warpers (tests/python/hf_sampling_reference.py, PyTorch) on random logits with
