@@ -171,11 +171,38 @@ def check_gpt2(c: testlib.Checker, work: str) -> None:
         c.check(GGUFFile(out).tensor_types["blk.0.attn_qkv.weight"] == 1, "gpt2 f16 qkv is f16")
 
 
+def check_training_model(c: testlib.Checker, work: str) -> None:
+    """If model/training/model.py (the bundled model's module) exists, its checkpoint layout must
+    convert too: train.py saves {"state_dict", "config", "optimizer", ...}."""
+    try:
+        import model as training_model
+        cfg = training_model.ModelConfig(vocab_size=520, context_length=64, d_model=64,
+                                         num_layers=2, num_heads=4, num_kv_heads=2, d_ff=96)
+        net = training_model.TransformerLM(cfg)
+    except Exception as e:  # absent or changed: that module is not ours to test
+        print(f"skip model/training/model.py check: {e}")
+        return
+    testlib.randomize(net, seed=4).double().eval()
+    tok = os.path.join(work, "tok.model")
+    ckpt = os.path.join(work, "training_model.pt")
+    torch.save({"state_dict": net.state_dict(), "config": cfg.to_dict(), "step": 1}, ckpt)
+    out = os.path.join(work, "training_model.gguf")
+    r = testlib.convert_in_process("convert_transformer_lm.py",
+                                   ["--checkpoint", ckpt, "--tokenizer", tok, "--out", out])
+    if c.check(r.returncode == 0, f"model.py TransformerLM converts: {r.stderr.strip()[-300:]}"):
+        with torch.no_grad():
+            want = net(torch.tensor([TOKENS]))[0]
+        diff = testlib.max_abs_diff(ReferenceModel(out).forward(TOKENS), want)
+        c.check(diff < 1e-4, f"model.py TransformerLM: reference_forward(GGUF) == its forward, "
+                             f"max diff {diff:.2e}")
+
+
 def main() -> None:
     args = testlib.parse_args(__doc__)
     work = testlib.temp_dir(args.keep)
     c = testlib.Checker()
     check_llama(c, work)
+    check_training_model(c, work)
     check_gpt2(c, work)
     c.close(sane_checks=40)
 
