@@ -2,6 +2,8 @@
 textgen_test(tokenizer_test
   SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/model/llama2c_tokenizer_file_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/utf8_test.cc
   LIBS textgen_tokenizer)
 
 # Exact-id comparison against reference tools (python sentencepiece, npm gpt-3-encoder). The
