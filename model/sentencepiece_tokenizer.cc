@@ -1,6 +1,6 @@
 #include "model/sentencepiece_tokenizer.h"
 
-#include <queue>
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -56,6 +56,11 @@ struct CandidateOrder {
 };
 
 }  // namespace
+
+struct SentencePieceTokenizer::MergeScratch {
+  std::vector<Symbol> symbols;
+  std::vector<Candidate> agenda;  // binary heap ordered by CandidateOrder
+};
 
 absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Create(
     TokenizerData data) {
@@ -116,6 +121,16 @@ SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data) : data_(std::
         break;
     }
   }
+  // Segmenting is exact when no mergeable piece has a "▁" after its leading run of "▁"s
+  // (true for Llama: pieces are "▁word" or whitespace only): then no merge can join a
+  // non-space character with a following "▁".
+  segment_at_space_ = true;
+  for (const auto& [piece, id] : mergeable_ids_) {
+    std::string_view rest(piece);
+    while (rest.substr(0, kSpaceSymbol.size()) == kSpaceSymbol)
+      rest.remove_prefix(kSpaceSymbol.size());
+    if (rest.find(kSpaceSymbol) != std::string_view::npos) segment_at_space_ = false;
+  }
 }
 
 int SentencePieceTokenizer::TokenType(int id) const {
@@ -160,9 +175,29 @@ std::vector<int> SentencePieceTokenizer::Encode(std::string_view text, bool add_
   }
   const std::string_view norm(normalized);
 
+  // Merge segment by segment when merges cannot cross a segment start (see
+  // segment_at_space_); small segments keep the agenda in cache, which matters on long text.
+  MergeScratch scratch;
+  size_t segment_start = 0;
+  if (segment_at_space_) {
+    const size_t width = kSpaceSymbol.size();
+    for (size_t pos = norm.find(kSpaceSymbol, width); pos != std::string_view::npos;
+         pos = norm.find(kSpaceSymbol, pos + width)) {
+      if (norm.compare(pos - width, width, kSpaceSymbol) != 0) {  // "x▁": a word starts
+        EncodeSegment(norm.substr(segment_start, pos - segment_start), &scratch, &ids);
+        segment_start = pos;
+      }
+    }
+  }
+  EncodeSegment(norm.substr(segment_start), &scratch, &ids);
+  return ids;
+}
+
+void SentencePieceTokenizer::EncodeSegment(std::string_view norm, MergeScratch* scratch,
+                                           std::vector<int>* ids) const {
   // Start with one symbol per UTF-8 character (a stray invalid byte is a symbol of its own).
-  std::vector<Symbol> symbols;
-  symbols.reserve(norm.size());
+  std::vector<Symbol>& symbols = scratch->symbols;
+  symbols.clear();
   for (size_t pos = 0; pos < norm.size();) {
     const Utf8Prefix prefix = NextUtf8Prefix(norm.substr(pos));
     const int length = prefix.kind == Utf8Prefix::kChar ? prefix.length : 1;
@@ -170,23 +205,27 @@ std::vector<int> SentencePieceTokenizer::Encode(std::string_view text, bool add_
     symbols.push_back({static_cast<int>(pos), length, index - 1, index + 1});
     pos += length;
   }
+  if (symbols.empty()) return;
   symbols.back().next = -1;
 
-  std::vector<Candidate> storage;
-  storage.reserve(symbols.size());
-  std::priority_queue<Candidate, std::vector<Candidate>, CandidateOrder> agenda(CandidateOrder(),
-                                                                                std::move(storage));
+  // A binary heap over scratch->agenda: highest score first, leftmost on ties.
+  std::vector<Candidate>& agenda = scratch->agenda;
+  agenda.clear();
   auto consider = [&](int left, int right) {
     if (left < 0 || right < 0) return;
     const int length = symbols[left].length + symbols[right].length;
     const int id = MergeablePieceId(norm.substr(symbols[left].start, length));
-    if (id >= 0) agenda.push({data_.scores[id], left, right, length});
+    if (id >= 0) {
+      agenda.push_back({data_.scores[id], left, right, length});
+      std::push_heap(agenda.begin(), agenda.end(), CandidateOrder());
+    }
   };
   for (size_t i = 1; i < symbols.size(); ++i) consider(static_cast<int>(i) - 1, i);
 
   while (!agenda.empty()) {
-    const Candidate top = agenda.top();
-    agenda.pop();
+    std::pop_heap(agenda.begin(), agenda.end(), CandidateOrder());
+    const Candidate top = agenda.back();
+    agenda.pop_back();
     Symbol& left = symbols[top.left];
     Symbol& right = symbols[top.right];
     if (left.length == 0 || right.length == 0 || left.length + right.length != top.length) {
@@ -201,9 +240,8 @@ std::vector<int> SentencePieceTokenizer::Encode(std::string_view text, bool add_
   }
 
   for (int i = 0; i >= 0; i = symbols[i].next) {
-    AppendPieceIds(norm.substr(symbols[i].start, symbols[i].length), &ids);
+    AppendPieceIds(norm.substr(symbols[i].start, symbols[i].length), ids);
   }
-  return ids;
 }
 
 std::string SentencePieceTokenizer::TokenBytes(int id, int previous_id) const {

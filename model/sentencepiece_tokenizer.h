@@ -34,6 +34,10 @@ class SentencePieceTokenizer final : public Tokenizer {
  private:
   explicit SentencePieceTokenizer(TokenizerData data);
 
+  struct MergeScratch;  // per-Encode buffers reused across segments
+
+  // Merges one segment of normalised text and appends its ids.
+  void EncodeSegment(std::string_view norm, MergeScratch* scratch, std::vector<int>* ids) const;
   int TokenType(int id) const;
   // Id of a piece that merges may produce (normal / user-defined), or -1.
   int MergeablePieceId(std::string_view piece) const;
@@ -44,6 +48,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   absl::flat_hash_map<std::string, int> mergeable_ids_;  // piece -> id
   std::array<int, 256> byte_ids_;                        // byte -> <0xXX> id, -1 when absent
   std::vector<std::string> surface_;                     // id -> decoded bytes ("▁" -> " ")
+  bool segment_at_space_ = false;  // merges never cross a "▁" that follows a non-"▁"
 };
 
 }  // namespace textgen::model

@@ -24,3 +24,7 @@ set_tests_properties(tokenizer_reference_setup PROPERTIES FIXTURES_SETUP tokeniz
 add_test(NAME tokenizer_reference_ids COMMAND tokenizer_reference_test)
 set_tests_properties(tokenizer_reference_ids PROPERTIES FIXTURES_REQUIRED tokenizer_reference
                      ENVIRONMENT "TEXTGEN_SHARED_DIR=${TEXTGEN_SHARED_DIR};TEXTGEN_TOKENIZER_REFERENCE_DIR=${TEXTGEN_TOKENIZER_REFERENCE_DIR}")
+
+# CLI for comparisons with reference tools and one-off throughput measurements.
+add_executable(textgen-tokenize ${CMAKE_CURRENT_SOURCE_DIR}/tools/tokenize_main.cc)
+target_link_libraries(textgen-tokenize PRIVATE textgen_tokenizer textgen_warnings)

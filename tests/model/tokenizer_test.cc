@@ -212,6 +212,40 @@ TEST(Gpt2VocabFilesTest, RejectsBadFiles) {
             absl::StatusCode::kNotFound);
 }
 
+// A vocabulary with a piece spanning a word boundary ("a▁b") must still merge across it
+// (the per-word segmentation shortcut only applies when no such piece exists).
+TEST(SentencePieceTokenizerTest, MergesAcrossSpacesWhenTheVocabularyAllowsIt) {
+  TokenizerData data;
+  data.tokens = {"<unk>",
+                 "<s>",
+                 "</s>",
+                 "\xE2\x96\x81",
+                 "a",
+                 "b",
+                 "\xE2\x96\x81"
+                 "a",
+                 "a\xE2\x96\x81",
+                 "a\xE2\x96\x81"
+                 "b"};
+  data.scores = {0, 0, 0, -1, -1, -1, 5, 10, 20};
+  data.token_types = {2, 3, 3, 1, 1, 1, 1, 1, 1};
+  data.unk_id = 0;
+  data.bos_id = 1;
+  data.eos_id = 2;
+  auto tokenizer = CreateTokenizer(data);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  // "▁a▁b": "a▁" (10) beats "▁a" (5), then "a▁b" (20).
+  EXPECT_THAT((*tokenizer)->Encode("a b", /*add_bos=*/false), ElementsAre(3, 8));
+  // Without "a▁b" the vocabulary allows segmenting at words: "▁a" + "▁" + "b".
+  data.tokens[8] = "ab";
+  data.tokens[7] = "ba";
+  tokenizer = CreateTokenizer(data);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_THAT((*tokenizer)->Encode("a b", /*add_bos=*/false), ElementsAre(6, 3, 5));
+  // "c" is not in the vocabulary and there are no byte tokens: <unk>.
+  EXPECT_THAT((*tokenizer)->Encode("c", /*add_bos=*/false), ElementsAre(3, 0));
+}
+
 TEST(CreateTokenizerTest, RejectsInconsistentData) {
   TokenizerData data;
   data.tokens = {"<unk>", "<s>", "</s>"};

@@ -1,0 +1,107 @@
+// textgen-tokenize: encodes stdin with a real tokenizer and prints one id per line, for
+// comparisons with reference tools, or measures encode throughput.
+//
+//   textgen-tokenize --llama2c tokenizer.bin [--vocab-size 32000] [--bos] < text
+//   textgen-tokenize --gpt2 encoder.json vocab.bpe [--bos] < text
+//   ... --decode      read ids (one per line) from stdin, print the decoded text
+//   ... --bench N     encode stdin N times, print throughput instead of ids
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/gpt2_vocab_files.h"
+#include "model/llama2c_tokenizer_file.h"
+#include "model/tokenizer.h"
+#include "model/utf8.h"
+
+namespace {
+
+using textgen::model::TokenizerData;
+
+int Usage() {
+  std::cerr << "usage: textgen-tokenize (--llama2c tokenizer.bin [--vocab-size N] | --gpt2 "
+               "encoder.json vocab.bpe) [--bos] [--decode | --bench N] < input\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string llama2c_path, encoder_path, merges_path;
+  int vocab_size = 32000;
+  int bench_runs = 0;
+  bool add_bos = false;
+  bool decode = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (arg == "--llama2c" && i + 1 < argc) {
+      llama2c_path = next();
+    } else if (arg == "--gpt2" && i + 2 < argc) {
+      encoder_path = next();
+      merges_path = next();
+    } else if (arg == "--vocab-size" && i + 1 < argc) {
+      vocab_size = std::atoi(next());
+    } else if (arg == "--bench" && i + 1 < argc) {
+      bench_runs = std::atoi(next());
+    } else if (arg == "--bos") {
+      add_bos = true;
+    } else if (arg == "--decode") {
+      decode = true;
+    } else {
+      return Usage();
+    }
+  }
+  if (llama2c_path.empty() == encoder_path.empty()) return Usage();
+
+  absl::StatusOr<TokenizerData> data =
+      llama2c_path.empty() ? textgen::model::ReadGpt2VocabFiles(encoder_path, merges_path)
+                           : textgen::model::ReadLlama2cTokenizer(llama2c_path, vocab_size);
+  if (!data.ok()) {
+    std::cerr << data.status() << "\n";
+    return 1;
+  }
+  auto tokenizer = textgen::model::CreateTokenizer(*std::move(data));
+  if (!tokenizer.ok()) {
+    std::cerr << tokenizer.status() << "\n";
+    return 1;
+  }
+  const std::string input((std::istreambuf_iterator<char>(std::cin)),
+                          std::istreambuf_iterator<char>());
+  if (decode) {
+    std::vector<int> ids;
+    for (size_t pos = 0; pos < input.size();) {
+      char* end = nullptr;
+      const long id = std::strtol(input.c_str() + pos, &end, 10);
+      if (end == input.c_str() + pos) break;
+      ids.push_back(static_cast<int>(id));
+      pos = end - input.c_str();
+    }
+    std::cout << (*tokenizer)->Decode(ids);
+    return 0;
+  }
+  if (!textgen::model::IsValidUtf8(input)) {
+    std::cerr << "input is not valid UTF-8\n";
+    return 1;
+  }
+  if (bench_runs > 0) {
+    size_t n_tokens = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (int run = 0; run < bench_runs; ++run)
+      n_tokens = (*tokenizer)->Encode(input, add_bos).size();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+        bench_runs;
+    std::printf("%zu bytes -> %zu tokens in %.3f s per encode: %.2f MB/s, %.0f tokens/s\n",
+                input.size(), n_tokens, seconds, input.size() / seconds / 1e6, n_tokens / seconds);
+    return 0;
+  }
+  for (int id : (*tokenizer)->Encode(input, add_bos)) std::printf("%d\n", id);
+  return 0;
+}
