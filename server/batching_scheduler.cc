@@ -97,9 +97,9 @@ bool BatchingScheduler::WaitUntilIdle(absl::Duration timeout) {
 
 void BatchingScheduler::Run() {
   while (true) {
-    // Sleeps only when nothing runs: then only a command, a waiting deadline or a session
-    // expiry can change anything.
-    HandleCommands(inbox_.Take(/*has_work=*/!running_.empty(), NextWakeTime()));
+    // Sleeps only when nothing runs and nothing was freed since the last admission try:
+    // then only a command, a waiting deadline or a session expiry can change anything.
+    HandleCommands(inbox_.Take(/*has_work=*/!running_.empty() || retry_admission_, NextWakeTime()));
     if (inbox_.stopped()) break;
     const absl::Time now = absl::Now();
     if (int expired = sessions_.ExpireIdle(now); expired > 0 && observer_ != nullptr) {
@@ -184,6 +184,7 @@ void BatchingScheduler::DropRunning(absl::Time now) {
 // ---------------------------------------------------------------------------------------
 
 void BatchingScheduler::AdmitWaiting(absl::Time now) {
+  retry_admission_ = false;
   int admitted = 0;
   // Strict FCFS: a head that does not fit blocks everyone behind it, so a big request is
   // never starved by a stream of small ones; running sequences free memory as they finish.
@@ -358,6 +359,7 @@ void BatchingScheduler::Step() {
 
 void BatchingScheduler::ReleaseKv(Sequence& seq, absl::Time now) {
   if (!seq.started()) return;
+  retry_admission_ = true;  // memory (or a batch slot) came free: the head may fit now
   Session* session = seq.session_id().empty() ? nullptr : sessions_.Find(seq.session_id());
   if (session == nullptr) {
     seq.TakeKv().Reset();

@@ -73,7 +73,9 @@ class BatchingScheduler final : public Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;   // FCFS
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   SessionStore sessions_;
-  size_t decode_cursor_ = 0;  // round-robin start when decodes exceed the token budget
+  size_t decode_cursor_ = 0;
+  bool retry_admission_ = false;  // a running request ended since the last AdmitWaiting  //
+                                  // round-robin start when decodes exceed the token budget
 
   std::thread thread_;  // last: starts after everything above exists
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <utility>
+#include <variant>
 
 namespace textgen::server {
 namespace {
@@ -152,7 +153,9 @@ FinishedEvent Sequence::MakeFinished(absl::Time now) {
 }
 
 void Sequence::Push(StreamEvent event) {
-  if (dropped_) return;
+  // After a refused push only the last event is still offered: the sink is owed exactly
+  // one FinishedEvent or ErrorEvent.
+  if (dropped_ && std::holds_alternative<TokenEvent>(event)) return;
   if (!sink_->Push(std::move(event))) dropped_ = true;
 }
 

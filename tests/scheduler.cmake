@@ -1,0 +1,11 @@
+# Owned by the scheduler component: FakeEngine scheduler tests (TSan-clean, no model files)
+# and one real-engine exactness test (kept in its own binary: oneDNN/OpenMP are not
+# TSan-instrumented).
+textgen_test(scheduler_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/batching_scheduler_test.cc
+          ${CMAKE_CURRENT_SOURCE_DIR}/server/stop_matcher_test.cc
+          ${CMAKE_CURRENT_SOURCE_DIR}/server/session_store_test.cc
+  LIBS textgen_scheduler absl::synchronization)
+textgen_test(scheduler_real_engine_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler_real_engine_test.cc
+  LIBS textgen_scheduler absl::synchronization)
