@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/ops/fast_math.h"
 #include "model/ops/simd.h"
 
 namespace textgen::model::ops {
@@ -24,9 +25,10 @@ TEXTGEN_SIMD_CLONES void ConvertSpan(const float* x, int64_t n, uint16_t* out) {
 }
 
 TEXTGEN_SIMD_CLONES void SiluMulRow(const float* gate, const float* up, int n, float* out) {
+#pragma omp simd
   for (int i = 0; i < n; ++i) {
     const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    out[i] = g / (1.0f + FastExp(-g)) * up[i];
   }
 }
 

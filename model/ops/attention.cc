@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/ops/fast_math.h"
 #include "model/ops/simd.h"
 
 namespace textgen::model::ops {
@@ -26,8 +27,9 @@ TEXTGEN_SIMD_CLONES void AttendRow(const float* q, std::byte* const* blocks,
     max_score = std::max(max_score, scores[j]);
   }
   float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
   for (int j = 0; j < n_pos; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
+    scores[j] = FastExp(scores[j] - max_score);
     sum += scores[j];
   }
   const float inv_sum = 1.0f / sum;

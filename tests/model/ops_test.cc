@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "model/ops/activations.h"
 #include "model/ops/attention.h"
+#include "model/ops/fast_math.h"
 #include "model/ops/norms.h"
 #include "model/ops/onednn_matmul.h"
 #include "model/ops/reference.h"
@@ -168,6 +169,16 @@ TEST(ActivationsTest, ConvertToBf16RoundsToNearestEven) {
   EXPECT_EQ(out[3], 0xc020);
   EXPECT_EQ(out[4] & 0x7f80, 0x7f80);
   EXPECT_NE(out[4] & 0x7f, 0);
+}
+
+TEST(FastMathTest, FastExpWithinFewUlpOfLibm) {
+  for (float x = -80.0f; x <= 80.0f; x += 0.01237f) {
+    const double want = std::exp(static_cast<double>(x));
+    ASSERT_NEAR(FastExp(x), want, 4e-7 * want) << "x=" << x;
+  }
+  EXPECT_EQ(FastExp(0.0f), 1.0f);
+  EXPECT_GE(FastExp(-1000.0f), 0.0f);  // clamped, no NaN/garbage for softmax's -inf gaps
+  EXPECT_LT(FastExp(-1000.0f), 1e-37f);
 }
 
 // ---- RoPE ----
