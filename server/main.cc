@@ -14,6 +14,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -208,14 +210,13 @@ int Run(ServerOptions options) {
   (*metrics)->SetModelInfo(info.name(), info.architecture(), info.file_dtype());
   service.SetBackend(&(*loaded)->backend);
   SetServing(*server, true);
+  // One line with everything an operator (and the e2e tests, which read grpc_port=) needs.
   logger.Info(absl::StrFormat(
       "serving model=%s path=%s arch=%s params=%d file_dtype=%s compute_dtype=%s context=%d "
-      "listen=%s (port %d) metrics=%s load_time=%.2fs",
+      "listen=%s grpc_port=%d metrics_listen=%s metrics_port=%d load_time=%.2fs",
       info.name(), info.model_path(), info.architecture(), info.parameters(), info.file_dtype(),
       info.compute_dtype(), info.context_length(), options.listen, port,
-      options.metrics_listen.empty()
-          ? std::string("off")
-          : absl::StrCat(options.metrics_listen, " (port ", (*metrics)->port(), ")"),
+      options.metrics_listen.empty() ? "off" : options.metrics_listen, (*metrics)->port(),
       absl::ToDoubleSeconds(load_time)));
 
   const int signal_number = WaitForShutdownSignal();
@@ -254,6 +255,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "textgen-server: %s\n", status.ToString().c_str());
     return 1;
   }
+  // --help lists this file's flags (absl matches on the program name by default).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server/main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
   absl::SetProgramUsageMessage(
       "textgen gRPC text-generation server.\n"
       "Usage: textgen-server [--model PATH] [--listen HOST:PORT] [--metrics-listen HOST:PORT] "

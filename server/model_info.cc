@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "server/utf8.h"
 
 namespace textgen::server {
@@ -37,7 +38,7 @@ v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokeni
   info.set_parameters(CountParameters(model.weights));
   info.set_vocab_size(tokenizer.vocab_size());
   info.set_context_length(config.context_length);
-  info.set_file_dtype(model::DTypeName(model.file_dtype));
+  info.set_file_dtype(absl::AsciiStrToLower(model::DTypeName(model.file_dtype)));  // "f32", "q8_0"
   info.set_compute_dtype(bf16 ? "bf16" : "f32");
   v1::SpecialTokens* special = info.mutable_special_tokens();
   special->set_bos_id(tokenizer.bos_id());

@@ -1,0 +1,21 @@
+# Owned by the service component: end-to-end tests against the real textgen-server binary on
+# stories260K (C++ gRPC client, Python grpcio client, Node @grpc/grpc-js client). Each reports
+# itself skipped when ../shared/models/stories260K is absent.
+if(TARGET textgen-server)
+  textgen_test(grpc_e2e_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/e2e/grpc_e2e_test.cc
+               LIBS textgen_proto gRPC::grpc++)
+  target_compile_definitions(grpc_e2e_test PRIVATE
+                             TEXTGEN_SERVER_BIN="$<TARGET_FILE:textgen-server>")
+  add_dependencies(grpc_e2e_test textgen-server)
+
+  add_test(NAME e2e_python_client
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/e2e/python_client_test.py
+                   --server $<TARGET_FILE:textgen-server> --proto-root ${CMAKE_SOURCE_DIR}/proto
+                   --shared ${TEXTGEN_SHARED_DIR} --work ${CMAKE_CURRENT_BINARY_DIR}/e2e-python)
+  add_test(NAME e2e_node_client
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_node_client_test.sh
+                   $<TARGET_FILE:textgen-server> ${CMAKE_SOURCE_DIR}/proto ${TEXTGEN_SHARED_DIR}
+                   ${CMAKE_CURRENT_BINARY_DIR}/e2e-node)
+  set_tests_properties(e2e_python_client e2e_node_client PROPERTIES SKIP_RETURN_CODE 77
+                       TIMEOUT 300 LABELS e2e)
+endif()

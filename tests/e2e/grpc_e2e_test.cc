@@ -1,0 +1,137 @@
+// End to end: the real textgen-server binary on the real stories260K model, driven over
+// gRPC. Reference text and ids: /work/shared/models/stories260K/PROVENANCE.md (llama.cpp and
+// llama2.c run.c, greedy).
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/server_process.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+namespace textgen {
+namespace {
+
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+constexpr char kReferenceContinuation[] =
+    ", there was a little girl named Lily. She loved to play outside in the park. One day, she "
+    "saw a big, red ball. She wanted to play with it,";
+const std::vector<int> kReferenceIds = {432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338,
+                                        401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282,
+                                        295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352,
+                                        266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432};
+
+std::string SharedDir() {
+  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
+  return env != nullptr ? env : TEXTGEN_SHARED_DIR;
+}
+
+class GrpcEndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = SharedDir() + "/models/stories260K/stories260K.gguf";
+    if (!std::filesystem::exists(model_)) return;
+    server_ = new testing::ServerProcess();
+    started_ =
+        server_->Start(TEXTGEN_SERVER_BIN,
+                       {"--model", model_, "--listen", "127.0.0.1:0",
+                        "--metrics-listen=127.0.0.1:0", "--threads", "1", "--drain-timeout", "10s"},
+                       std::chrono::seconds(60));
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!std::filesystem::exists(model_)) {
+      GTEST_SKIP() << "stories260K.gguf not found at " << model_
+                   << " (set TEXTGEN_SHARED_DIR to the shared/ directory)";
+    }
+    ASSERT_TRUE(started_) << "textgen-server did not start; its log:\n" << server_->log();
+    stub_ = v1::TextGeneration::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
+  }
+
+  static inline std::string model_;
+  static inline testing::ServerProcess* server_ = nullptr;
+  static inline bool started_ = false;
+  std::unique_ptr<v1::TextGeneration::Stub> stub_;
+};
+
+TEST_F(GrpcEndToEndTest, GreedyGenerationMatchesTheReference) {
+  v1::GenerateRequest request;
+  request.set_text("Once upon a time");
+  request.mutable_sampling()->set_temperature(0);
+  request.mutable_stopping()->set_max_new_tokens(48);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto reader = stub_->Generate(&context, request);
+  std::string text;
+  std::vector<int> ids;
+  v1::GenerateResponse message;
+  v1::Finished finished;
+  while (reader->Read(&message)) {
+    text += message.text();
+    ids.insert(ids.end(), message.token_ids().begin(), message.token_ids().end());
+    if (message.has_finished()) finished = message.finished();
+  }
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+  EXPECT_THAT(ids, ElementsAreArray(kReferenceIds));
+  EXPECT_EQ(text, kReferenceContinuation);
+  EXPECT_EQ(finished.reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(finished.usage().prompt_tokens(), 5u);  // BOS + 4 pieces
+  EXPECT_EQ(finished.usage().completion_tokens(), 48u);
+}
+
+TEST_F(GrpcEndToEndTest, TokenizeMatchesTheReference) {
+  v1::TokenizeRequest request;
+  request.set_text("Once upon a time");
+  v1::TokenizeResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->Tokenize(&context, request, &response).ok());
+  EXPECT_THAT(response.ids(), ElementsAreArray({1, 403, 407, 261, 378}));
+}
+
+TEST_F(GrpcEndToEndTest, ModelInfo) {
+  v1::ModelInfo info;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).ok());
+  EXPECT_EQ(info.architecture(), "llama");
+  EXPECT_EQ(info.vocab_size(), 512u);
+  EXPECT_EQ(info.n_layers(), 5u);
+  EXPECT_EQ(info.dim(), 64u);
+  EXPECT_EQ(info.n_kv_heads(), 4u);
+  EXPECT_EQ(info.file_dtype(), "f32");
+  EXPECT_EQ(info.special_tokens().bos_id(), 1);
+  EXPECT_EQ(info.special_tokens().eos_id(), 2);
+}
+
+TEST_F(GrpcEndToEndTest, NegativeTemperatureIsInvalidArgument) {
+  v1::GenerateRequest request;
+  request.set_text("Once upon a time");
+  request.mutable_sampling()->set_temperature(-1);
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, request);
+  v1::GenerateResponse message;
+  EXPECT_FALSE(reader->Read(&message));
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("sampling.temperature"));
+}
+
+// Runs last (gtest keeps declaration order): SIGTERM drains and exits 0.
+TEST_F(GrpcEndToEndTest, SigtermDrainsAndExitsZero) {
+  EXPECT_EQ(server_->Stop(), 0);
+  EXPECT_THAT(server_->log(), HasSubstr("draining"));
+}
+
+}  // namespace
+}  // namespace textgen

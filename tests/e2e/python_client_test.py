@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""End-to-end test of textgen-server from Python (Debian python3-grpcio).
+
+Generates the Python stubs from proto/textgen/v1/textgen.proto into a scratch directory,
+starts the real server binary on stories260K on a free loopback port, streams a greedy
+generation and checks it against the reference in shared/models/stories260K/PROVENANCE.md,
+then checks that temperature -1 is INVALID_ARGUMENT and that SIGTERM exits 0.
+Exit code 77 = skipped (model not found), which ctest reports as skipped.
+
+Usage: python_client_test.py --server BIN --proto-root DIR --shared DIR --work DIR
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+REFERENCE_TEXT = (", there was a little girl named Lily. She loved to play outside in the park. "
+                  "One day, she saw a big, red ball. She wanted to play with it,")
+
+
+def generate_stubs(proto_root, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    subprocess.run(["protoc", f"--proto_path={proto_root}", f"--python_out={out_dir}",
+                    f"--grpc_out={out_dir}", "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
+                    os.path.join(proto_root, "textgen/v1/textgen.proto")], check=True)
+    sys.path.insert(0, out_dir)
+
+
+def start_server(binary, model):
+    process = subprocess.Popen(
+        [binary, "--model", model, "--listen", "127.0.0.1:0", "--metrics-listen=",
+         "--threads", "1", "--drain-timeout", "10s"],
+        stderr=subprocess.PIPE, text=True)
+    port = None
+    for line in process.stderr:  # the startup line names the port the server bound
+        sys.stderr.write("[server] " + line)
+        match = re.search(r"grpc_port=(\d+)", line)
+        if match:
+            port = int(match.group(1))
+            break
+    if port is None:
+        raise RuntimeError(f"textgen-server exited with {process.wait()} before serving")
+    # Keep draining its log so it never blocks on a full pipe.
+    threading.Thread(target=lambda: [sys.stderr.write("[server] " + l) for l in process.stderr],
+                     daemon=True).start()
+    return process, port
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--proto-root", required=True)
+    parser.add_argument("--shared", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    model = os.path.join(args.shared, "models/stories260K/stories260K.gguf")
+    if not os.path.exists(model):
+        print(f"SKIP: {model} not found (set TEXTGEN_SHARED_DIR)")
+        return 77
+
+    generate_stubs(args.proto_root, args.work)
+    import grpc
+    from textgen.v1 import textgen_pb2, textgen_pb2_grpc
+
+    process, port = start_server(args.server, model)
+    try:
+        # --- snippet used in docs/clients.md ---
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        stub = textgen_pb2_grpc.TextGenerationStub(channel)
+        request = textgen_pb2.GenerateRequest(
+            text="Once upon a time",
+            sampling=textgen_pb2.SamplingParameters(temperature=0.0),
+            stopping=textgen_pb2.StoppingCriteria(max_new_tokens=48))
+        text, finished = "", None
+        for response in stub.Generate(request, timeout=60):
+            text += response.text
+            if response.HasField("finished"):
+                finished = response.finished
+        # --- end of snippet ---
+        assert text == REFERENCE_TEXT, f"generated {text!r}, expected {REFERENCE_TEXT!r}"
+        assert finished is not None and finished.reason == textgen_pb2.FINISH_REASON_LENGTH, finished
+        assert finished.usage.completion_tokens == 48, finished.usage
+
+        bad = textgen_pb2.GenerateRequest(
+            text="Once upon a time", sampling=textgen_pb2.SamplingParameters(temperature=-1.0))
+        try:
+            list(stub.Generate(bad, timeout=30))
+            raise AssertionError("temperature -1 was accepted")
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
+            assert "temperature" in error.details(), error.details()
+        channel.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+    assert code == 0, f"textgen-server exited with {code} after SIGTERM"
+    print("python client e2e: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
