@@ -73,8 +73,12 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
   // Work items are (chunk, head, row) flattened; dynamic scheduling balances long and
   // short rows. Which thread runs an item does not change its result.
   int64_t items = 0;
-  for (const AttentionChunk& c : chunks) items += static_cast<int64_t>(c.n_tokens) * n_heads;
-#pragma omp parallel
+  int64_t work = 0;  // multiply-adds, to skip the thread team for tiny decode steps
+  for (const AttentionChunk& c : chunks) {
+    items += static_cast<int64_t>(c.n_tokens) * n_heads;
+    work += static_cast<int64_t>(c.n_tokens) * (c.start_pos + c.n_tokens) * n_heads * hd;
+  }
+#pragma omp parallel if (work >= (int64_t{1} << 17))
   {
     float* my_scores = scores + static_cast<int64_t>(omp_get_thread_num()) * max_positions;
     int chunk_index = 0;
