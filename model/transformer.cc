@@ -12,10 +12,10 @@
 namespace textgen::model {
 namespace {
 
-#define TEXTGEN_RETURN_IF_ERROR(expr)  \
-  do {                                 \
-    absl::Status status_ = (expr);     \
-    if (!status_.ok()) return status_; \
+#define TEXTGEN_ENGINE_RETURN_IF_ERROR(expr) \
+  do {                                       \
+    absl::Status status_ = (expr);           \
+    if (!status_.ok()) return status_;       \
   } while (0)
 
 bool IsLlama(const ModelConfig& c) { return c.architecture == Architecture::kLlama; }
@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
                                                                  const ModelWeights& weights,
                                                                  int threads, bool bf16,
                                                                  int max_batch_tokens) {
-  TEXTGEN_RETURN_IF_ERROR(ValidateConfig(config));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(ValidateConfig(config));
   if (max_batch_tokens <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_batch_tokens must be > 0, got ", max_batch_tokens));
@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
                                            c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,
                                            c.rope_layout);
   }
-  TEXTGEN_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
 
   const size_t rows = static_cast<size_t>(max_batch_tokens);
   t->x_.resize(rows * c.dim);
@@ -108,15 +108,15 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
 absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const ModelConfig& c = config_;
   const bool llama = IsLlama(c);
-  TEXTGEN_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
   token_embedding_ = Vec(w.token_embedding);
   if (!llama) {
-    TEXTGEN_RETURN_IF_ERROR(
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(
         Expect(w.position_embedding, "position_embedding", c.context_length, c.dim));
     position_embedding_ = Vec(w.position_embedding);
-    TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
   }
-  TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
   output_norm_ = Vec(w.output_norm);
   output_norm_bias_ = Vec(w.output_norm_bias);
   if (static_cast<int>(w.layers.size()) != c.n_layers) {
@@ -141,25 +141,25 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     const LayerWeights& lw = w.layers[l];
     PreparedLayer& pl = layers_[l];
     const std::string p = absl::StrCat("blk.", l, ".");
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm, p + "attn_norm", 1, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm, p + "ffn_norm", 1, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wq, p + "attn_q", q_dim_, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wk, p + "attn_k", kv_dim_, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wv, p + "attn_v", kv_dim_, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm, p + "attn_norm", 1, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm, p + "ffn_norm", 1, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wq, p + "attn_q", q_dim_, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wk, p + "attn_k", kv_dim_, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wv, p + "attn_v", kv_dim_, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
     if (llama) {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
     } else {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
     }
     pl.attn_norm = Vec(lw.attn_norm);
     pl.attn_norm_bias = Vec(lw.attn_norm_bias);
@@ -213,7 +213,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
 
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
-  TEXTGEN_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
   concat({&out});
   auto head = ops::Linear::Create(*context_, "output", buf.data(), nullptr, c.vocab_size, c.dim,
                                   ops::LinearActivation::kNone, max_rows);
@@ -257,7 +257,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
 
   // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x))
   Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
-  TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
   if (rope_ != nullptr) {
     rope_->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
     rope_->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
@@ -272,18 +272,18 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
                       scores_.data(), c.context_length);
-  TEXTGEN_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
   ops::AddInPlace(proj_.data(), n, x_.data());
 
   // MLP: x += W2 · (silu(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
   Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
-  TEXTGEN_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
   const float* mlp_in = hidden_.data();
   if (IsLlama(c)) {
     ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
     mlp_in = act_.data();
   }
-  TEXTGEN_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
   ops::AddInPlace(proj_.data(), n, x_.data());
   return absl::OkStatus();
 }
@@ -297,7 +297,7 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
   // The OpenMP pool size is per calling thread: set it on the engine thread every time.
   omp_set_num_threads(context_->threads());
   Embed(plan);
-  for (int l = 0; l < config_.n_layers; ++l) TEXTGEN_RETURN_IF_ERROR(Block(l, plan, cache));
+  for (int l = 0; l < config_.n_layers; ++l) TEXTGEN_ENGINE_RETURN_IF_ERROR(Block(l, plan, cache));
 
   // Final norm and LM head only for the rows whose logits are wanted.
   const int wanted = static_cast<int>(plan.logit_rows.size());
