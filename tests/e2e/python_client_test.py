@@ -4,7 +4,8 @@
 Generates the Python stubs from proto/textgen/v1/textgen.proto into a scratch directory,
 starts the real server binary on stories260K on a free loopback port, streams a greedy
 generation and checks it against the reference in shared/models/stories260K/PROVENANCE.md,
-then checks that temperature -1 is INVALID_ARGUMENT and that SIGTERM exits 0.
+then checks that temperature -1 is INVALID_ARGUMENT, that health says SERVING, that server
+reflection lists the service, and that SIGTERM exits 0.
 Exit code 77 = skipped (model not found), which ctest reports as skipped.
 
 Usage: python_client_test.py --server BIN --proto-root DIR --shared DIR --work DIR
@@ -92,6 +93,15 @@ def main():
         except grpc.RpcError as error:
             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
             assert "temperature" in error.details(), error.details()
+
+        # Standard health service (raw bytes: empty request; response field 1 = 1 SERVING).
+        check = channel.unary_unary("/grpc.health.v1.Health/Check")
+        assert check(b"", timeout=10) == b"\x08\x01", "health is not SERVING"
+        # Server reflection lists the service (request: list_services = "", field 7).
+        reflect = channel.stream_stream(
+            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+        replies = list(reflect(iter([b"\x3a\x00"]), timeout=10))
+        assert any(b"textgen.v1.TextGeneration" in r for r in replies), replies
         channel.close()
     finally:
         process.send_signal(signal.SIGTERM)
