@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -65,30 +66,71 @@ class GrpcEndToEndTest : public ::testing::Test {
   std::unique_ptr<v1::TextGeneration::Stub> stub_;
 };
 
-TEST_F(GrpcEndToEndTest, GreedyGenerationMatchesTheReference) {
+struct Generation {
+  grpc::Status status;
+  std::string text;
+  std::vector<int> ids;
+  v1::Finished finished;
+};
+
+Generation GenerateGreedy(v1::TextGeneration::Stub& stub, int max_new_tokens) {
   v1::GenerateRequest request;
   request.set_text("Once upon a time");
   request.mutable_sampling()->set_temperature(0);
-  request.mutable_stopping()->set_max_new_tokens(48);
+  request.mutable_stopping()->set_max_new_tokens(max_new_tokens);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  auto reader = stub_->Generate(&context, request);
-  std::string text;
-  std::vector<int> ids;
+  auto reader = stub.Generate(&context, request);
+  Generation out;
   v1::GenerateResponse message;
-  v1::Finished finished;
   while (reader->Read(&message)) {
-    text += message.text();
-    ids.insert(ids.end(), message.token_ids().begin(), message.token_ids().end());
-    if (message.has_finished()) finished = message.finished();
+    out.text += message.text();
+    out.ids.insert(out.ids.end(), message.token_ids().begin(), message.token_ids().end());
+    if (message.has_finished()) out.finished = message.finished();
   }
-  const grpc::Status status = reader->Finish();
-  ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
-  EXPECT_THAT(ids, ElementsAreArray(kReferenceIds));
-  EXPECT_EQ(text, kReferenceContinuation);
-  EXPECT_EQ(finished.reason(), v1::FINISH_REASON_LENGTH);
-  EXPECT_EQ(finished.usage().prompt_tokens(), 5u);  // BOS + 4 pieces
-  EXPECT_EQ(finished.usage().completion_tokens(), 48u);
+  out.status = reader->Finish();
+  return out;
+}
+
+TEST_F(GrpcEndToEndTest, GreedyGenerationMatchesTheReference) {
+  const Generation g = GenerateGreedy(*stub_, 48);
+  ASSERT_TRUE(g.status.ok()) << g.status.error_code() << ": " << g.status.error_message();
+  EXPECT_THAT(g.ids, ElementsAreArray(kReferenceIds));
+  EXPECT_EQ(g.text, kReferenceContinuation);
+  EXPECT_EQ(g.finished.reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(g.finished.usage().prompt_tokens(), 5u);  // BOS + 4 pieces
+  EXPECT_EQ(g.finished.usage().completion_tokens(), 48u);
+}
+
+TEST_F(GrpcEndToEndTest, ConcurrentStreamsAreBatchedAndStillMatch) {
+  std::vector<Generation> results(4);
+  std::vector<std::thread> clients;
+  for (Generation& result : results) {
+    clients.emplace_back([&] { result = GenerateGreedy(*stub_, 48); });
+  }
+  for (std::thread& t : clients) t.join();
+  for (const Generation& g : results) {
+    ASSERT_TRUE(g.status.ok()) << g.status.error_message();
+    EXPECT_EQ(g.text, kReferenceContinuation);
+  }
+}
+
+TEST_F(GrpcEndToEndTest, CancelMidStreamLeavesTheServerWorking) {
+  v1::GenerateRequest request;
+  request.set_text("Once upon a time");
+  request.mutable_sampling()->set_temperature(0);
+  request.mutable_stopping()->set_max_new_tokens(400);
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, request);
+  v1::GenerateResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  context.TryCancel();
+  while (reader->Read(&message)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  const Generation g = GenerateGreedy(*stub_, 48);
+  ASSERT_TRUE(g.status.ok()) << g.status.error_message();
+  EXPECT_EQ(g.text, kReferenceContinuation);
 }
 
 TEST_F(GrpcEndToEndTest, TokenizeMatchesTheReference) {
