@@ -197,12 +197,54 @@ def check_training_model(c: testlib.Checker, work: str) -> None:
                              f"max diff {diff:.2e}")
 
 
+def check_llama2_vocab(c: testlib.Checker, work: str) -> None:
+    """The Llama 2 tokenizer.model converted by us vs llama2.c's tokenizer.bin export of the same
+    vocabulary (../shared/models/llama2-tokenizer): same pieces ("▁" as " ") and scores."""
+    import struct
+    shared = os.environ.get("TEXTGEN_SHARED_DIR", os.path.join(testlib.REPO, "..", "shared"))
+    d = os.path.join(shared, "models", "llama2-tokenizer")
+    if not os.path.exists(os.path.join(d, "tokenizer.model")):
+        print(f"skip Llama 2 vocabulary check: {d} not found (set TEXTGEN_SHARED_DIR)")
+        return
+    net = testlib.LlamaLM(vocab_size=32000, context_length=16, d_model=32, num_layers=1,
+                          num_heads=2, num_kv_heads=2, d_ff=32)
+    ckpt = os.path.join(work, "llama2vocab.pt")
+    torch.save({"state_dict": net.state_dict(), "config": net.config}, ckpt)
+    out = os.path.join(work, "llama2vocab.gguf")
+    r = testlib.convert_in_process("convert_transformer_lm.py",
+                                   ["--checkpoint", ckpt, "--tokenizer",
+                                    os.path.join(d, "tokenizer.model"), "--out", out,
+                                    "--dtype", "f16"])
+    if not c.check(r.returncode == 0, f"Llama 2 vocabulary converts: {r.stderr.strip()[-300:]}"):
+        return
+    md = GGUFFile(out).metadata
+    raw = open(os.path.join(d, "tokenizer.bin"), "rb").read()
+    pos = 4  # max_token_length
+    bin_tokens, bin_scores = [], []
+    while pos < len(raw):
+        score, n = struct.unpack_from("<fi", raw, pos)
+        bin_tokens.append(raw[pos + 8:pos + 8 + n].decode("utf-8"))
+        bin_scores.append(score)
+        pos += 8 + n
+    ours = [t.replace("\u2581", " ") for t in md["tokenizer.ggml.tokens"]]
+    # llama2.c's exporter writes BOS/EOS as "\n<s>\n" / "\n</s>\n".
+    bin_tokens[1], bin_tokens[2] = "<s>", "</s>"
+    c.check(len(bin_tokens) == 32000 and ours == bin_tokens,
+            "Llama 2 pieces equal llama2.c tokenizer.bin (32000 entries)")
+    c.check(np.allclose(md["tokenizer.ggml.scores"], bin_scores, atol=0),
+            "Llama 2 scores equal llama2.c tokenizer.bin")
+    types = md["tokenizer.ggml.token_type"]
+    c.check(types[0] == 2 and types[1] == types[2] == 3 and all(t == 6 for t in types[3:259])
+            and types[259] == 1, "Llama 2 token types: unk, control, 256 bytes, then normal")
+
+
 def main() -> None:
     args = testlib.parse_args(__doc__)
     work = testlib.temp_dir(args.keep)
     c = testlib.Checker()
     check_llama(c, work)
     check_training_model(c, work)
+    check_llama2_vocab(c, work)
     check_gpt2(c, work)
     c.close(sane_checks=40)
 
