@@ -89,7 +89,6 @@ absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {
   if (bytes_in_use() + new_blocks * block_bytes_ > budget_bytes_) {
     return ExhaustedError(id, n_tokens, new_blocks);
   }
-  seq->blocks.reserve(want_blocks);
   for (int64_t i = 0; i < new_blocks; ++i) seq->blocks.push_back(TakeBlock());
   return absl::OkStatus();
 }
