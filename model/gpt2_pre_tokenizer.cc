@@ -54,8 +54,12 @@ std::vector<std::string_view> Gpt2PreTokenizer::Split(std::string_view text) con
   size_t pos = 0;
   while (pos < text.size() && match != nullptr) {
     // The caller guarantees valid UTF-8; skipping PCRE2's check keeps this linear.
-    const int rc = pcre2_match(code_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK,
-                               match.get(), nullptr);
+    int rc = pcre2_match(code_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, match.get(),
+                         nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {  // the interpreter keeps its backtracking on the heap
+      rc = pcre2_match(code_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                       match.get(), nullptr);
+    }
     if (rc < 0) break;
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.get());
     // Every character matches one of the alternatives, so matches are contiguous and
