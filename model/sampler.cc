@@ -49,6 +49,11 @@ double SumWeights(const float* w, size_t n) {
   return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+// NaN -> -inf (never chosen), +inf -> the largest float (so that l - max stays finite).
+inline float Sanitize(float l) {
+  return std::isnan(l) ? kNegInf : std::min(l, std::numeric_limits<float>::max());
+}
+
 // A uniform double in [0, 1) from the top 53 bits: the same on every standard library,
 // unlike std::uniform_real_distribution.
 double Uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -94,10 +99,10 @@ void Sampler::ProcessLogits(std::span<const float> logits) {
   logits_.resize(vocab);
   weights_.resize(vocab);
   candidates_.resize(vocab);
-  for (int t = 0; t < vocab; ++t) logits_[t] = std::isnan(logits[t]) ? kNegInf : logits[t];
+  for (int t = 0; t < vocab; ++t) logits_[t] = Sanitize(logits[t]);
 
   for (const auto& [token, bias] : params_.logit_bias) {
-    if (token >= 0 && token < vocab) logits_[token] += bias;
+    if (token >= 0 && token < vocab) logits_[token] = Sanitize(logits_[token] + bias);
   }
   // HF RepetitionPenaltyLogitsProcessor (CTRL paper): each distinct token in prompt+generated
   // once; dividing positive and multiplying negative logits makes the token less likely either way.
@@ -106,7 +111,7 @@ void Sampler::ProcessLogits(std::span<const float> logits) {
     for (int token : seen_tokens_) {
       if (token >= vocab) continue;
       float& l = logits_[token];
-      l = l < 0.0f ? l * r : l / r;
+      l = Sanitize(l < 0.0f ? l * r : l / r);
     }
   }
   // OpenAI: mu[j] -= c[j] * frequency_penalty + (c[j] > 0) * presence_penalty.
@@ -115,7 +120,8 @@ void Sampler::ProcessLogits(std::span<const float> logits) {
   if (presence != 0.0f || frequency != 0.0f) {
     for (int token : generated_tokens_) {
       if (token >= vocab) continue;
-      logits_[token] -= static_cast<float>(generated_count_[token]) * frequency + presence;
+      logits_[token] = Sanitize(logits_[token] -
+                                static_cast<float>(generated_count_[token]) * frequency - presence);
     }
   }
 }
@@ -136,7 +142,12 @@ double Sampler::LogNormalizer() {
   if (max_logit == kNegInf) return kNegInf;
   float* w = weights_.data();
   for (size_t t = 0; t < vocab; ++t) w[t] = ExpNonPositive(l[t] - max_logit);
-  return max_logit + std::log(SumWeights(w, vocab));
+  return std::log(SumWeights(w, vocab));
+}
+
+bool Sampler::IsGreedy() const {
+  // A temperature so small that 1 / T overflows is the greedy limit too.
+  return !(params_.temperature > 0.0f) || std::isinf(1.0f / params_.temperature);
 }
 
 int Sampler::Greedy() const {
@@ -265,9 +276,11 @@ SampleResult Sampler::Sample(std::span<const float> logits) {
   const int vocab = static_cast<int>(logits_.size());
 
   // Step 4: log_softmax of the processed logits.
-  const double log_z = LogNormalizer();
+  // logprob = (l - max) - log(sum exp(l - max)): relative to the max so huge logits keep precision.
+  const double log_sum = LogNormalizer();
   auto logprob = [&](int t) {
-    return logits_[t] == kNegInf ? kNegInf : static_cast<float>(logits_[t] - log_z);
+    return logits_[t] == kNegInf ? kNegInf
+                                 : static_cast<float>((logits_[t] - max_logit_) - log_sum);
   };
   if (params_.top_logprobs > 0) {
     const int n = std::min(params_.top_logprobs, vocab);
@@ -278,7 +291,7 @@ SampleResult Sampler::Sample(std::span<const float> logits) {
     for (int i = 0; i < n; ++i) result.top.push_back({c[i], logprob(c[i])});
   }
 
-  if (params_.temperature <= 0.0f || max_logit_ == kNegInf) {
+  if (IsGreedy() || max_logit_ == kNegInf) {
     // Greedy (also the fallback when every token is banned: id 0 with logprob -inf).
     result.token = Greedy();
   } else {
@@ -306,7 +319,7 @@ std::vector<float> Sampler::Distribution(std::span<const float> logits) {
   if (logits.empty()) return probs;
   ProcessLogits(logits);
   LogNormalizer();
-  if (params_.temperature <= 0.0f || max_logit_ == kNegInf) {
+  if (IsGreedy() || max_logit_ == kNegInf) {
     probs[Greedy()] = 1.0f;
     return probs;
   }

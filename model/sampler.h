@@ -54,7 +54,7 @@ struct SampleResult {
 //  10. sample                   from the renormalised remaining distribution with the RNG
 // then records the chosen token in the penalty state. Same seed + same logits sequence gives
 // the same tokens. Ids in logit_bias / the prompt outside [0, vocab) are ignored; NaN logits
-// count as -inf.
+// count as -inf and +inf as the largest float.
 class Sampler {
  public:
   Sampler(const SamplingParams& params, std::span<const int> prompt_tokens);
@@ -77,8 +77,8 @@ class Sampler {
  private:
   // Copies `logits` into logits_ and applies steps 1-3.
   void ProcessLogits(std::span<const float> logits);
-  // Sets max_logit_ and weights_[t] = exp(logit - max) for every token; returns log of the
-  // softmax normaliser (-inf when every token is banned).
+  // Sets max_logit_ and weights_[t] = exp(logit - max) for every token; returns
+  // log(sum_t exp(logit - max)), so log_softmax = logit - max - that (-inf: all banned).
   double LogNormalizer();
   // Steps 6-9 on logits_: leaves the surviving ids in candidates_[0, return value) and their
   // unnormalised probabilities in weights_ (indexed by token id). Returns the survivors' count.
@@ -91,6 +91,8 @@ class Sampler {
   int TopPCut(int n, double total_weight);
   // Grows the per-token state to at least `size` entries (never shrinks).
   void ResizeState(int size);
+  // Temperature 0 (or one too small to divide by).
+  bool IsGreedy() const;
   int Greedy() const;
   // Strict total order: higher processed logit first, ties -> lower id first.
   bool Better(int a, int b) const {

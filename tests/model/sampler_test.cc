@@ -401,6 +401,21 @@ TEST(SamplerTest, NanLogitsAreNeverPicked) {
   }
 }
 
+TEST(SamplerTest, InfiniteLogitsAndTinyTemperatures) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> logits = {0.0f, inf, 1.0f, inf};
+  Sampler s(Params(1.0f, 4), {});
+  ExpectProbsNear(s.Distribution(logits), {0, 0.5, 0, 0.5});
+  const SampleResult r = s.Sample(logits);
+  EXPECT_TRUE(r.token == 1 || r.token == 3) << r.token;
+  EXPECT_NEAR(r.logprob, std::log(0.5), 1e-6);
+  // 1 / 1e-45 overflows: treated as greedy rather than producing NaN weights.
+  Sampler tiny(Params(1e-45f), {});
+  std::vector<float> finite = {0.0f, 2.0f, 1.0f};
+  ExpectProbsNear(tiny.Distribution(finite), {0, 1, 0});
+  EXPECT_EQ(tiny.Sample(finite).token, 1);
+}
+
 TEST(SamplerTest, SteadyStateSampleDoesNotAllocate) {
   SamplingParams p = Params(0.8f, 3);
   p.top_k = 40;
