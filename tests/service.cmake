@@ -4,6 +4,8 @@ if(TARGET textgen_service)
                LIBS textgen_service)
   textgen_test(service_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/service_test.cc
                LIBS textgen_service)
+  textgen_test(service_support_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/support_test.cc
+               LIBS textgen_service)
   textgen_test(metrics_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/metrics_test.cc
                LIBS textgen_service)
 endif()
