@@ -13,6 +13,9 @@
 namespace textgen::model {
 namespace {
 
+// Longer chunks are rare and seldom repeat; not worth remembering.
+constexpr size_t kMaxCachedChunkBytes = 64;
+
 uint64_t PairKey(int left, int right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
@@ -121,7 +124,20 @@ std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) cons
     sanitized = SanitizeUtf8(text);
     text = sanitized;
   }
-  for (std::string_view chunk : pre_tokenizer_->Split(text)) EncodeChunk(chunk, &ids);
+  // Words repeat a lot: reuse the ids of an identical earlier chunk of this call (they are
+  // already in `ids`). Per call, so nothing mutable is shared between threads.
+  absl::flat_hash_map<absl::string_view, std::pair<size_t, size_t>> seen;  // -> [begin, end)
+  for (std::string_view chunk : pre_tokenizer_->Split(text)) {
+    const absl::string_view key(chunk.data(), chunk.size());
+    if (auto it = seen.find(key); it != seen.end()) {
+      const auto [begin, end] = it->second;
+      for (size_t i = begin; i < end; ++i) ids.push_back(ids[i]);
+      continue;
+    }
+    const size_t begin = ids.size();
+    EncodeChunk(chunk, &ids);
+    if (chunk.size() <= kMaxCachedChunkBytes) seen.emplace(key, std::make_pair(begin, ids.size()));
+  }
   return ids;
 }
 

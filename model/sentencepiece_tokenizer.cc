@@ -93,6 +93,16 @@ absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::
 SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data) : data_(std::move(data)) {
   byte_ids_.fill(-1);
   const int n = vocab_size();
+  if (data_.token_types.empty()) {
+    // No types given: infer them the way llama.cpp's converters assign them.
+    data_.token_types.assign(n, TokenizerData::kNormal);
+    for (int id = 0; id < n; ++id) {
+      if (ParseByteToken(data_.tokens[id]) >= 0) data_.token_types[id] = TokenizerData::kByte;
+    }
+    if (data_.unk_id >= 0) data_.token_types[data_.unk_id] = TokenizerData::kUnknown;
+    if (data_.bos_id >= 0) data_.token_types[data_.bos_id] = TokenizerData::kControl;
+    if (data_.eos_id >= 0) data_.token_types[data_.eos_id] = TokenizerData::kControl;
+  }
   surface_.resize(n);
   mergeable_ids_.reserve(n);
   for (int id = 0; id < n; ++id) {

@@ -246,6 +246,21 @@ TEST(SentencePieceTokenizerTest, MergesAcrossSpacesWhenTheVocabularyAllowsIt) {
   EXPECT_THAT((*tokenizer)->Encode("c", /*add_bos=*/false), ElementsAre(3, 0));
 }
 
+TEST(SentencePieceTokenizerTest, InfersTokenTypesWhenAbsent) {
+  TokenizerData data;
+  data.tokens = {"<unk>", "<s>", "</s>", "<0x41>", "\xE2\x96\x81"};
+  data.scores = {0, 0, 0, 0, -1};
+  data.unk_id = 0;
+  data.bos_id = 1;
+  data.eos_id = 2;
+  auto tokenizer = CreateTokenizer(data);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  // "A" is only reachable through the byte token <0x41>; </s> is a control token.
+  EXPECT_THAT((*tokenizer)->Encode("A", /*add_bos=*/true), ElementsAre(1, 4, 3));
+  EXPECT_EQ((*tokenizer)->Decode({1, 4, 3, 2}), "A");
+  EXPECT_EQ((*tokenizer)->TokenText(3), "<0x41>");
+}
+
 TEST(CreateTokenizerTest, RejectsInconsistentData) {
   TokenizerData data;
   data.tokens = {"<unk>", "<s>", "</s>"};
