@@ -16,3 +16,19 @@ textgen_test(loader_test
     ${CMAKE_CURRENT_SOURCE_DIR}/model/loader_tofloat_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/model_loader_test.cc
   LIBS textgen_loader textgen_random_gguf)
+
+# libFuzzer target over the GGUF reader and model builders (clang only). The loader sources are
+# compiled into the fuzzer itself so they get coverage and sanitizer instrumentation without
+# changing textgen_loader for the rest of the build.
+if(TEXTGEN_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "TEXTGEN_FUZZ needs clang: -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang")
+  endif()
+  get_target_property(loader_sources textgen_loader SOURCES)
+  add_executable(textgen-fuzz-gguf ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/gguf_fuzz.cc ${loader_sources})
+  target_compile_options(textgen-fuzz-gguf PRIVATE -fsanitize=fuzzer,address,undefined
+                         -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
+  target_link_options(textgen-fuzz-gguf PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(textgen-fuzz-gguf PRIVATE textgen_tokenizer absl::status absl::statusor
+                        absl::strings)
+endif()

@@ -115,7 +115,8 @@ class TensorMaker {
     return Add(name, std::move(dims), v);
   }
   absl::Status Constant(const std::string& name, std::vector<int64_t> dims, float value) {
-    return Add(name, std::move(dims), std::vector<float>(Elements(dims), value));
+    const std::vector<float> v(Elements(dims), value);
+    return Add(name, std::move(dims), v);
   }
 
  private:

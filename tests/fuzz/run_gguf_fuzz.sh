@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the GGUF fuzzer for a bounded time.
+# Usage: tests/fuzz/run_gguf_fuzz.sh BUILD_DIR SECONDS
+#   BUILD_DIR was configured with -DTEXTGEN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++
+#   -DCMAKE_C_COMPILER=clang and has built textgen-fuzz-gguf (and textgen-make-random-gguf).
+# Seeds: the real stories260K.gguf from the shared models (if present) and tiny llama/gpt2 files
+# in every dtype from textgen-make-random-gguf. Crash inputs land in BUILD_DIR/fuzz/artifacts.
+set -euo pipefail
+build=${1:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
+seconds=${2:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
+here=$(cd "$(dirname "$0")" && pwd)
+shared=${TEXTGEN_SHARED_DIR:-$here/../../../shared}
+fuzzer=$build/bin/textgen-fuzz-gguf
+maker=$build/bin/textgen-make-random-gguf
+[ -x "$fuzzer" ] || { echo "missing $fuzzer (configure with -DTEXTGEN_FUZZ=ON and clang)" >&2; exit 2; }
+
+work=$build/fuzz
+corpus=$work/gguf_corpus
+mkdir -p "$corpus" "$work/artifacts"
+if [ -f "$shared/models/stories260K/stories260K.gguf" ]; then
+  cp "$shared/models/stories260K/stories260K.gguf" "$corpus/seed_stories260K.gguf"
+else
+  echo "note: $shared/models/stories260K absent; seeding from generated files only" >&2
+fi
+if [ -x "$maker" ]; then
+  for dtype in f32 f16 bf16 q8_0; do
+    "$maker" --arch llama --preset tiny --dtype "$dtype" --dim 32 --hidden 64 --layers 1 \
+      --heads 2 --kv-heads 1 --vocab 260 --context 8 --out "$corpus/seed_llama_$dtype.gguf" >/dev/null
+    "$maker" --arch gpt2 --preset tiny --dtype "$dtype" --dim 32 --hidden 64 --layers 1 \
+      --heads 2 --vocab 258 --context 8 --out "$corpus/seed_gpt2_$dtype.gguf" >/dev/null
+  done
+else
+  echo "note: $maker not built; no generated seeds" >&2
+fi
+
+# One worker keeps to the shared 2-core budget; the 1.2 MB real file sets max_len.
+"$fuzzer" "$corpus" -dict="$here/gguf.dict" -max_total_time="$seconds" -timeout=10 \
+  -rss_limit_mb=2048 -max_len=1300000 -print_final_stats=1 \
+  -artifact_prefix="$work/artifacts/" 2>&1 | tail -n 25
+status=${PIPESTATUS[0]}
+if ls "$work/artifacts"/crash-* "$work/artifacts"/leak-* "$work/artifacts"/oom-* \
+     "$work/artifacts"/timeout-* >/dev/null 2>&1; then
+  echo "fuzzer found failing inputs in $work/artifacts" >&2
+  exit 1
+fi
+exit "$status"
