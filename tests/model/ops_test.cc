@@ -101,6 +101,26 @@ TEST(LinearInvarianceTest, RowIsBitwiseIdenticalForEveryM) {
   }
 }
 
+// Invariance rests on every M using the same fixed-M brgemm kernel with the weight layout
+// chosen at load; a silent fallback (gemm:jit, ref) for some M would break it.
+TEST(LinearInvarianceTest, EveryMUsesTheSameKernelFamily) {
+  for (bool bf16 : {false, true}) {
+    if (bf16 && !CpuHasBf16()) continue;
+    auto ctx = OnednnContext::Create(0, bf16, 512, 768);
+    ASSERT_TRUE(ctx.ok());
+    const auto w = Random(2048 * 768, 17, 0.05f);
+    auto linear =
+        Linear::Create(**ctx, "ffn", w.data(), nullptr, 2048, 768, LinearActivation::kNone, 512);
+    ASSERT_TRUE(linear.ok());
+    auto first = (*linear)->ImplementationName(1);
+    ASSERT_TRUE(first.ok());
+    if (first->rfind("brg", 0) != 0) GTEST_SKIP() << "no brgemm matmul on this CPU: " << *first;
+    for (int m : {2, 13, 64, 200, 512}) {
+      EXPECT_EQ(*(*linear)->ImplementationName(m), *first) << "m=" << m << " bf16=" << bf16;
+    }
+  }
+}
+
 TEST(LinearTest, RejectsRowsOutOfRange) {
   auto ctx = OnednnContext::Create(0, false, 8, 16);
   ASSERT_TRUE(ctx.ok());
