@@ -28,6 +28,15 @@ int CommonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
   return static_cast<int>(i);
 }
 
+// Limits below 1 would stall the loop (no token could ever be scheduled).
+SchedulerOptions Sanitized(SchedulerOptions options) {
+  options.max_batch_sequences = std::max(options.max_batch_sequences, 1);
+  options.max_batch_tokens = std::max(options.max_batch_tokens, 1);
+  options.max_queue = std::max(options.max_queue, 0);
+  options.max_sessions = std::max(options.max_sessions, 0);
+  return options;
+}
+
 }  // namespace
 
 BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokenizer* tokenizer,
@@ -35,12 +44,12 @@ BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokeniz
     : engine_(engine),
       kv_cache_(engine->kv_cache()),
       tokenizer_(tokenizer),
-      options_(options),
+      options_(Sanitized(options)),
       observer_(observer),
       context_length_(ContextLength(*engine)),
       max_fit_tokens_(MaxFitTokens(kv_cache_, context_length_)),
-      inbox_(options.max_queue),
-      sessions_(options.max_sessions, options.session_ttl),
+      inbox_(options_.max_queue),
+      sessions_(options_.max_sessions, options_.session_ttl),
       thread_([this] { Run(); }) {}
 
 BatchingScheduler::~BatchingScheduler() {
@@ -57,7 +66,10 @@ absl::Status BatchingScheduler::Submit(ValidatedRequest request, std::shared_ptr
   const int64_t prompt = static_cast<int64_t>(request.prompt_tokens.size());
   const int64_t need =
       std::min<int64_t>(prompt + std::max(request.stopping.max_new_tokens, 1), context_length_);
-  if (prompt == 0) {
+  if (sink == nullptr) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("request ", request.request_id, ": no stream sink"));
+  } else if (prompt == 0) {
     status = absl::InvalidArgumentError(
         absl::StrCat("request ", request.request_id, ": prompt_tokens is empty"));
   } else if (prompt > context_length_) {

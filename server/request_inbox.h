@@ -1,16 +1,16 @@
 #pragma once
 
+#include <condition_variable>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/stream_sink.h"
 #include "server/validated_request.h"
@@ -32,7 +32,8 @@ using Command = std::variant<SubmitCommand, DeleteSessionCommand>;
 // The bounded hand-off between gRPC threads and the engine thread, plus the small ledger
 // that lets Submit answer at once (queue depth, busy sessions, draining, idle).
 // Thread-safe: any thread posts; one engine thread takes. The lock is held only to move
-// commands and update counters, never across model work.
+// commands and update counters, never across model work. (std::mutex rather than
+// absl::Mutex: the system absl is not TSan-instrumented, pthreads are intercepted.)
 class RequestInbox {
  public:
   explicit RequestInbox(int max_queue);
@@ -61,15 +62,16 @@ class RequestInbox {
 
  private:
   const int max_queue_;
-  mutable absl::Mutex mu_;
-  absl::CondVar work_cv_;  // engine thread sleeps here
-  absl::CondVar idle_cv_;  // WaitUntilIdle sleeps here
-  std::vector<Command> commands_ ABSL_GUARDED_BY(mu_);
-  int waiting_ ABSL_GUARDED_BY(mu_) = 0;  // accepted, not yet admitted or failed
-  int active_ ABSL_GUARDED_BY(mu_) = 0;   // accepted, last event not yet pushed
-  absl::flat_hash_set<std::string> busy_sessions_ ABSL_GUARDED_BY(mu_);
-  bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // engine thread sleeps here
+  std::condition_variable idle_cv_;  // WaitUntilIdle sleeps here
+  // All below guarded by mu_.
+  std::vector<Command> commands_;
+  int waiting_ = 0;  // accepted, not yet admitted or failed
+  int active_ = 0;   // accepted, last event not yet pushed
+  absl::flat_hash_set<std::string> busy_sessions_;
+  bool draining_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace textgen::server

@@ -5,7 +5,7 @@ textgen_test(scheduler_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/batching_scheduler_test.cc
           ${CMAKE_CURRENT_SOURCE_DIR}/server/stop_matcher_test.cc
           ${CMAKE_CURRENT_SOURCE_DIR}/server/session_store_test.cc
-  LIBS textgen_scheduler absl::synchronization)
+  LIBS textgen_scheduler)
 textgen_test(scheduler_real_engine_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler_real_engine_test.cc
-  LIBS textgen_scheduler absl::synchronization)
+  LIBS textgen_scheduler)

@@ -3,12 +3,13 @@
 // Nothing here asserts on timing; sleeps only make sure a deadline has passed.
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/scheduler.h"
@@ -51,18 +52,27 @@ class Gate {
   explicit Gate(int at) : at_(at) {}
   void AtStep(int step) {
     if (step != at_) return;
-    entered_.Notify();
-    release_.WaitForNotification();
+    std::unique_lock lock(mu_);
+    entered_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
   }
-  void WaitEntered() { entered_.WaitForNotification(); }
+  void WaitEntered() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return entered_; });
+  }
   void Release() {
-    if (!release_.HasBeenNotified()) release_.Notify();
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
   }
 
  private:
   const int at_;
-  absl::Notification entered_;
-  absl::Notification release_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;   // guarded by mu_
+  bool released_ = false;  // guarded by mu_
 };
 
 // First step index in which a chunk tagged `tag` at position 0 appears (-1 if none).

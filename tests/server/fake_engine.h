@@ -2,21 +2,22 @@
 
 // Test doubles for the scheduler: an Engine whose logits are a deterministic function of
 // (a sequence's last token, its position) over a real model::KvCache, a small tokenizer,
-// and a recording StreamSink. Header-only; tests only.
+// and a recording StreamSink. Header-only; tests only. std::mutex, not absl::Mutex: the
+// system absl is not TSan-instrumented.
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "model/engine.h"
 #include "model/kv_cache.h"
@@ -132,7 +133,7 @@ class FakeEngine final : public model::Engine {
       ++rows;
     }
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard lock(mu_);
       steps_.push_back(std::move(record));
     }
     steps_done_.fetch_add(1);
@@ -143,7 +144,7 @@ class FakeEngine final : public model::Engine {
   const model::ModelConfig& config() const override { return config_; }
 
   std::vector<StepRecord> steps() const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     return steps_;
   }
 
@@ -154,8 +155,8 @@ class FakeEngine final : public model::Engine {
   std::function<void(int)> before_forward_;
   std::vector<float> logits_;  // [256 rows][vocab]
   std::atomic<int> steps_done_{0};
-  mutable absl::Mutex mu_;
-  std::vector<StepRecord> steps_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;
+  std::vector<StepRecord> steps_;  // guarded by mu_
 };
 
 // The greedy continuation FakeEngine produces for `prompt` (n tokens).
@@ -181,45 +182,45 @@ class RecordingSink final : public StreamSink {
       : accept_limit_(accept_limit), close_after_(close_after) {}
 
   bool Push(StreamEvent event) override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     const bool last = !std::holds_alternative<TokenEvent>(event);
     const bool accepted = accept_limit_ < 0 || static_cast<int>(events_.size()) < accept_limit_;
     events_.push_back(std::move(event));
     if (last) done_ = true;
     if (close_after_ >= 0 && static_cast<int>(events_.size()) >= close_after_) closed_ = true;
+    cv_.notify_all();
     return accepted && !closed_;
   }
   bool IsClosed() const override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     return closed_;
   }
   void Close() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     closed_ = true;
   }
 
   // Waits for the last event (FinishedEvent or ErrorEvent) and returns all events.
   std::vector<StreamEvent> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
     return events_;
   }
   // Waits until at least `n` events arrived.
   void WaitForEvents(int n) {
-    absl::MutexLock lock(&mu_);
-    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return done_ || static_cast<int>(events_.size()) >= n;
-    };
-    mu_.Await(absl::Condition(&enough));
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_ || static_cast<int>(events_.size()) >= n; });
   }
 
  private:
   const int accept_limit_;
   const int close_after_;
-  mutable absl::Mutex mu_;
-  std::vector<StreamEvent> events_ ABSL_GUARDED_BY(mu_);
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  std::vector<StreamEvent> events_;
+  bool done_ = false;
+  bool closed_ = false;
 };
 
 // A summary of one request's stream.
