@@ -283,15 +283,10 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
 // ---------------------------------------------------------------------------------------
 
 void BatchingScheduler::Step() {
-  struct Slot {
-    Sequence* seq;
-    int tokens;
-    bool logits;
-  };
-  std::vector<model::SequenceChunk> batch;
-  std::vector<Slot> slots;
-  batch.reserve(running_.size());
-  slots.reserve(running_.size());
+  std::vector<model::SequenceChunk>& batch = batch_;
+  std::vector<Slot>& slots = slots_;
+  batch.clear();
+  slots.clear();
   int budget = options_.max_batch_tokens;
   int prefill_tokens = 0;
 

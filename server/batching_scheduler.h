@@ -41,6 +41,12 @@ class BatchingScheduler final : public Scheduler {
 
  private:
   enum class Admission { kAdmitted, kNoRoom, kFailed };
+  // One chunk of the step's batch and whose it is.
+  struct Slot {
+    Sequence* seq;
+    int tokens;
+    bool logits;
+  };
 
   // ---- Engine thread ----
   void Run();
@@ -74,8 +80,11 @@ class BatchingScheduler final : public Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   SessionStore sessions_;
   size_t decode_cursor_ = 0;
-  bool retry_admission_ = false;  // a running request ended since the last AdmitWaiting  //
-                                  // round-robin start when decodes exceed the token budget
+  bool retry_admission_ = false;
+  // Step scratch, reused so a steady-state step does not allocate: [chunks in the batch].
+  std::vector<model::SequenceChunk> batch_;
+  std::vector<Slot> slots_;  // a running request ended since the last AdmitWaiting  //
+                             // round-robin start when decodes exceed the token budget
 
   std::thread thread_;  // last: starts after everything above exists
 };

@@ -401,6 +401,44 @@ TEST_F(SchedulerTest, SlowReaderIsDropped) {
   EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 0);
 }
 
+TEST_F(SchedulerTest, ClientGoneWhileQueuedIsDroppedBeforeAdmission) {
+  SchedulerOptions options;
+  options.max_batch_sequences = 1;
+  gate_ = std::make_unique<Gate>(/*at=*/0);
+  Start(options);
+  auto sa = std::make_shared<RecordingSink>(), sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 5, "a"), sa).ok());
+  gate_->WaitEntered();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(3, 3), 5, "b"), sb).ok());
+  sb->Close();
+  gate_->Release();
+  EXPECT_TRUE(Summarize(sa->Wait()).finished);
+  Outcome b = Summarize(sb->Wait());
+  EXPECT_EQ(b.error.code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(b.error.message(), HasSubstr("queued"));
+  EXPECT_EQ(FirstStepOf(engine_->steps(), 3), -1);  // never reached the engine
+}
+
+TEST_F(SchedulerTest, EngineFailureFailsTheBatchNotTheScheduler) {
+  Start();
+  engine_->FailAtStep(2);
+  auto sa = std::make_shared<RecordingSink>(), sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(2, 3), 50, "a"), sa).ok());
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(3, 3), 50, "b"), sb).ok());
+  for (auto* sink : {sa.get(), sb.get()}) {
+    Outcome out = Summarize(sink->Wait());
+    // Whichever requests were in the failed step get its error; the others finish.
+    if (!out.error.ok()) {
+      EXPECT_EQ(out.error.code(), absl::StatusCode::kInternal);
+      EXPECT_THAT(out.error.message(), HasSubstr("forward pass failed: injected failure"));
+    }
+  }
+  EXPECT_GE(observer_.failed.load(), 1);
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+  std::vector<int> prompt = Prompt(4, 5);
+  EXPECT_THAT(RunOne(MakeRequest(prompt, 6)).tokens, ElementsAreArray(ExpectedGreedy(prompt, 6)));
+}
+
 // ---- Stop conditions ----
 
 // Scripted generation: the token produced at position p is script[p - prompt_len + 1].

@@ -100,6 +100,10 @@ class FakeEngine final : public model::Engine {
   absl::StatusOr<model::ForwardResult> Forward(
       std::span<const model::SequenceChunk> batch) override {
     if (before_forward_) before_forward_(steps_done_.load());
+    if (steps_done_.load() == fail_at_step_.load()) {
+      steps_done_.fetch_add(1);
+      return absl::InternalError("injected failure");
+    }
     StepRecord record;
     int rows = 0;
     for (const model::SequenceChunk& chunk : batch) {
@@ -140,6 +144,9 @@ class FakeEngine final : public model::Engine {
     return model::ForwardResult{logits_.data(), rows, kFakeVocab};
   }
 
+  // Makes Forward number `step` (0-based, counting failed ones) fail with INTERNAL.
+  void FailAtStep(int step) { fail_at_step_ = step; }
+
   model::KvCache& kv_cache() override { return cache_; }
   const model::ModelConfig& config() const override { return config_; }
 
@@ -155,6 +162,7 @@ class FakeEngine final : public model::Engine {
   std::function<void(int)> before_forward_;
   std::vector<float> logits_;  // [256 rows][vocab]
   std::atomic<int> steps_done_{0};
+  std::atomic<int> fail_at_step_{-1};
   mutable std::mutex mu_;
   std::vector<StepRecord> steps_;  // guarded by mu_
 };
