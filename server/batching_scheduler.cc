@@ -111,11 +111,15 @@ void BatchingScheduler::Run() {
   while (true) {
     // Sleeps only when nothing runs and nothing was freed since the last admission try:
     // then only a command, a waiting deadline or a session expiry can change anything.
-    HandleCommands(inbox_.Take(/*has_work=*/!running_.empty() || retry_admission_, NextWakeTime()));
+    const bool has_work = !running_.empty() || retry_admission_;
+    HandleCommands(inbox_.Take(has_work, has_work ? absl::InfinitePast() : NextWakeTime()));
     if (inbox_.stopped()) break;
     const absl::Time now = absl::Now();
-    if (int expired = sessions_.ExpireIdle(now); expired > 0 && observer_ != nullptr) {
-      observer_->OnSessionEvicted(expired);
+    if (now >= next_session_sweep_) {  // not every step: the sweep visits every session
+      if (int expired = sessions_.ExpireIdle(now); expired > 0 && observer_ != nullptr) {
+        observer_->OnSessionEvicted(expired);
+      }
+      next_session_sweep_ = sessions_.NextExpiry().value_or(absl::InfiniteFuture());
     }
     DropWaiting(now);
     DropRunning(now);
@@ -142,7 +146,7 @@ void BatchingScheduler::HandleCommands(std::vector<Command> commands) {
 }
 
 absl::Time BatchingScheduler::NextWakeTime() const {
-  absl::Time wake = sessions_.NextExpiry().value_or(absl::InfiniteFuture());
+  absl::Time wake = next_session_sweep_;
   for (const auto& seq : waiting_) wake = std::min(wake, seq->deadline());
   return wake;
 }
@@ -381,6 +385,7 @@ void BatchingScheduler::ReleaseKv(Sequence& seq, absl::Time now) {
   }
   session->busy = false;
   session->last_used = now;
+  next_session_sweep_ = std::min(next_session_sweep_, now + options_.session_ttl);
 }
 
 void BatchingScheduler::Finish(Sequence& seq, absl::Time now) {

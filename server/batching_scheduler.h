@@ -81,6 +81,7 @@ class BatchingScheduler final : public Scheduler {
   SessionStore sessions_;
   size_t decode_cursor_ = 0;
   bool retry_admission_ = false;
+  absl::Time next_session_sweep_ = absl::InfiniteFuture();  // earliest idle-session expiry
   // Step scratch, reused so a steady-state step does not allocate: [chunks in the batch].
   std::vector<model::SequenceChunk> batch_;
   std::vector<Slot> slots_;  // a running request ended since the last AdmitWaiting  //
