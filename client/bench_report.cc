@@ -112,9 +112,13 @@ std::string FormatBenchSummary(const BenchSummary& s) {
   if (o.arrival_rate > 0) absl::StrAppendFormat(&out, ", Poisson %.3g conv/s", o.arrival_rate);
   absl::StrAppend(&out, "\n");
   absl::StrAppendFormat(&out, "wall time              %.3f s\n", s.wall_seconds);
-  absl::StrAppendFormat(&out, "requests               ok %d, failed %d", s.ok, s.failed);
-  for (const auto& [code, count] : s.by_code) absl::StrAppendFormat(&out, ", %s %d", code, count);
-  absl::StrAppend(&out, "\n");
+  absl::StrAppendFormat(&out, "requests               ok %d, failed %d (", s.ok, s.failed);
+  absl::string_view separator;
+  for (const auto& [code, count] : s.by_code) {
+    absl::StrAppendFormat(&out, "%s%s %d", separator, code, count);
+    separator = ", ";
+  }
+  absl::StrAppend(&out, ")\n");
   if (s.short_requests > 0) {
     absl::StrAppendFormat(&out, "short requests         %d OK with fewer than %d tokens\n",
                           s.short_requests, o.max_tokens);
@@ -123,8 +127,8 @@ std::string FormatBenchSummary(const BenchSummary& s) {
                         s.output_tokens_per_second);
   absl::StrAppendFormat(&out, "request throughput     %.3f req/s\n", s.requests_per_second);
   absl::StrAppendFormat(&out, "tokens per message     %.2f\n", s.tokens_per_message);
-  absl::StrAppendFormat(&out, "latency (ms)  %17s %9s %9s %9s %9s %9s %9s\n", "count", "mean",
-                        "min", "p50", "p90", "p99", "max");
+  absl::StrAppendFormat(&out, "latency (ms)%21s %9s %9s %9s %9s %9s %9s\n", "count", "mean", "min",
+                        "p50", "p90", "p99", "max");
   absl::StrAppend(&out, DistributionRow("TTFT", s.ttft));
   if (o.session_turns > 1) {
     absl::StrAppend(&out, DistributionRow("TTFT first turn", s.ttft_first_turn));

@@ -38,6 +38,7 @@ int RunGenerate(const std::vector<std::string>& args, CommandIo& io) {
 
   textgen::v1::GenerateRequest request;
   if (parsed->positional.empty() || parsed->positional[0] == "-") {
+    if (io.interactive) io.err << "(reading the prompt from stdin; end it with Ctrl-D)\n";
     request.set_text(std::string(std::istreambuf_iterator<char>(io.in), {}));
   } else {
     request.set_text(parsed->positional[0]);
