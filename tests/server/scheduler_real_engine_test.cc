@@ -2,6 +2,8 @@
 // give exactly the same tokens alone, in a batch of 64 (with chunked prefill mixed in) and
 // after a session prefix hit. Kept out of the TSan run (oneDNN/OpenMP are uninstrumented).
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -29,6 +31,15 @@ std::string ModelPath() {
   return shared + "/models/stories260K/stories260K.gguf";
 }
 
+// Remembers the largest batch, to show the batch test really batched.
+class MaxBatchObserver : public SchedulerObserver {
+ public:
+  void OnStep(int batch_sequences, int, int, double) override {
+    max_sequences = std::max(max_sequences.load(), batch_sequences);
+  }
+  std::atomic<int> max_sequences{0};
+};
+
 class RealEngineSchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -52,7 +63,7 @@ class RealEngineSchedulerTest : public ::testing::Test {
     SchedulerOptions options;
     options.max_batch_sequences = 64;
     options.max_batch_tokens = 96;  // forces chunked prefill next to decodes in the batch
-    scheduler_ = CreateBatchingScheduler(engine_.get(), tokenizer_.get(), options, nullptr);
+    scheduler_ = CreateBatchingScheduler(engine_.get(), tokenizer_.get(), options, &observer_);
   }
   void TearDown() override { scheduler_.reset(); }
 
@@ -79,6 +90,7 @@ class RealEngineSchedulerTest : public ::testing::Test {
     return out.tokens;
   }
 
+  MaxBatchObserver observer_;
   std::unique_ptr<model::LoadedModel> model_;
   std::unique_ptr<model::Tokenizer> tokenizer_;
   std::unique_ptr<model::Engine> engine_;
@@ -113,6 +125,7 @@ TEST_F(RealEngineSchedulerTest, SameTokensAloneAndInABatchOf64) {
     ASSERT_TRUE(out.error.ok()) << out.error;
     EXPECT_THAT(out.tokens, ElementsAreArray(alone[i % 8])) << "request " << i;
   }
+  EXPECT_GT(observer_.max_sequences.load(), 8);  // requests really shared forward passes
 }
 
 TEST_F(RealEngineSchedulerTest, SameTokensAfterASessionPrefixHit) {
