@@ -72,7 +72,10 @@ bool GenerateStream::Push(StreamEvent event) {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_ || finish_called_ || overflowed_ || close_status_.has_value()) return false;
     if (outbox_.size() >= max_buffered_events_) {
-      overflowed_ = true;  // Pump finishes the RPC with RESOURCE_EXHAUSTED
+      // Pump finishes the RPC with RESOURCE_EXHAUSTED once no write is in flight (a client
+      // that never reads again keeps that write pending until its deadline or disconnect).
+      overflowed_ = true;
+      outbox_.clear();
     } else {
       accepted = true;
       const int tokens = CountTokens(event);
@@ -100,6 +103,7 @@ void GenerateStream::Fail(absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!close_status_.has_value()) close_status_ = std::move(status);
+    outbox_.clear();  // nothing more is sent
   }
   Pump();
 }

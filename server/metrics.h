@@ -25,7 +25,9 @@ struct MetricsOptions {
 // Prometheus metrics of the server (prefix textgen_, base units). Fed by the scheduler
 // (SchedulerObserver: engine thread) and by the service (RequestObserver: gRPC threads).
 // Thread-safe and non-blocking: every labelled series is created up front, so updates are
-// atomic adds (histograms take prometheus-cpp's short internal lock).
+// atomic adds (histograms take prometheus-cpp's short internal lock). Request outcomes and
+// token counts are recorded once, at the edge (OnRequestDone, every Generate RPC including
+// validation rejects), so OnRejected / OnFinished / OnFailed are deliberately not used.
 class Metrics final : public SchedulerObserver, public RequestObserver {
  public:
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(const MetricsOptions& options);
