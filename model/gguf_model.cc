@@ -226,7 +226,10 @@ DType DominantDType(const GgufFile& file) {
   DType best = DType::kF32;
   uint64_t best_bytes = 0;
   for (const auto& [dtype, n] : bytes) {
-    if (n > best_bytes) best = dtype, best_bytes = n;
+    if (n > best_bytes) {
+      best = dtype;
+      best_bytes = n;
+    }
   }
   return best;
 }
@@ -252,7 +255,7 @@ absl::StatusOr<LoadedModel> BuildModelFromGguf(const GgufFile& file,
   // The vocabulary size is the embedding's row count.
   const GgufTensorInfo* embd = file.FindTensor("token_embd.weight");
   if (embd == nullptr) return absl::NotFoundError("missing tensor token_embd.weight");
-  if (embd->n_dims != 2 || embd->dims[1] > kMaxVocab) {
+  if (embd->n_dims < 2 || embd->dims[1] > kMaxVocab) {
     return absl::InvalidArgumentError(absl::StrCat("tensor token_embd.weight: expected shape [",
                                                    c.dim, ", vocab], got ", DimsString(*embd)));
   }

@@ -146,12 +146,18 @@ class Parser {
   template <typename T>
   absl::StatusOr<GgufValue> Unsigned(GgufType type, const std::string& context) {
     TEXTGEN_ASSIGN_OR_RETURN(const T v, cursor_.Read<T>(context, GgufTypeName(type)));
-    return GgufValue{type, {}, static_cast<uint64_t>(v)};
+    GgufValue value;
+    value.type = type;
+    value.data = static_cast<uint64_t>(v);
+    return value;
   }
   template <typename T>
   absl::StatusOr<GgufValue> Signed(GgufType type, const std::string& context) {
     TEXTGEN_ASSIGN_OR_RETURN(const T v, cursor_.Read<T>(context, GgufTypeName(type)));
-    return GgufValue{type, {}, static_cast<int64_t>(v)};
+    GgufValue value;
+    value.type = type;
+    value.data = static_cast<int64_t>(v);
+    return value;
   }
 
   absl::StatusOr<GgufValue> ReadArray(const std::string& context, int depth) {
@@ -182,9 +188,14 @@ class Parser {
     std::vector<GgufValue> elements;
     elements.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
-      TEXTGEN_ASSIGN_OR_RETURN(
-          GgufValue v, ReadValue(element_type, absl::StrCat(context, "[", i, "]"), depth + 1));
-      elements.push_back(std::move(v));
+      // The element index is added only on error: building it per element would cost a
+      // string per vocabulary entry.
+      absl::StatusOr<GgufValue> v = ReadValue(element_type, context, depth + 1);
+      if (!v.ok()) {
+        return absl::Status(v.status().code(),
+                            absl::StrCat(v.status().message(), " (array element ", i, ")"));
+      }
+      elements.push_back(*std::move(v));
     }
     return GgufValue::Array(element_type, std::move(elements));
   }
