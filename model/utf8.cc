@@ -30,7 +30,7 @@ Utf8Prefix NextUtf8Prefix(std::string_view bytes) {
   return {Utf8Prefix::kChar, length};
 }
 
-bool IsValidUtf8(std::string_view text) {
+size_t FirstInvalidUtf8(std::string_view text) {
   size_t pos = 0;
   while (pos < text.size()) {
     // ASCII fast path: most text is plain ASCII.
@@ -39,11 +39,13 @@ bool IsValidUtf8(std::string_view text) {
       continue;
     }
     const Utf8Prefix prefix = NextUtf8Prefix(text.substr(pos));
-    if (prefix.kind != Utf8Prefix::kChar) return false;
+    if (prefix.kind != Utf8Prefix::kChar) return pos;
     pos += prefix.length;
   }
-  return true;
+  return std::string_view::npos;
 }
+
+bool IsValidUtf8(std::string_view text) { return FirstInvalidUtf8(text) == std::string_view::npos; }
 
 size_t AppendCompleteUtf8(std::string_view bytes, std::string* out) {
   size_t pos = 0;

@@ -24,6 +24,10 @@ struct Utf8Prefix {
 // Classifies the first character of a non-empty `bytes`.
 Utf8Prefix NextUtf8Prefix(std::string_view bytes);
 
+// Byte offset of the first invalid or truncated sequence in `text`, or npos when all of it
+// is valid (used for error messages that point at the bad byte).
+size_t FirstInvalidUtf8(std::string_view text);
+
 // True when `text` is entirely valid UTF-8 (the empty string is valid).
 bool IsValidUtf8(std::string_view text);
 

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "model/utf8.h"
 #include "server/status_mapping.h"
-#include "server/utf8.h"
 
 namespace textgen::server {
 namespace {
@@ -46,7 +46,8 @@ void AppendDelta(const std::string& text, const std::vector<int>& ids,
       v1::TopLogprob* top = lp->add_top();
       top->set_token_id(alt.token);
       top->set_logprob(alt.logprob);
-      if (tokenizer != nullptr) top->set_token(SanitizeUtf8(tokenizer->TokenText(alt.token)));
+      if (tokenizer != nullptr)
+        top->set_token(model::SanitizeUtf8(tokenizer->TokenText(alt.token)));
     }
   }
 }
@@ -204,7 +205,7 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
       AppendDelta(finished->text, finished->token_ids, finished->logprobs, tokenizer_, response_);
       v1::Finished* out = response_.mutable_finished();
       out->set_reason(ToProto(finished->reason));
-      out->set_matched_stop(SanitizeUtf8(finished->matched_stop));
+      out->set_matched_stop(model::SanitizeUtf8(finished->matched_stop));
       out->mutable_usage()->set_prompt_tokens(finished->usage.prompt_tokens);
       out->mutable_usage()->set_cached_tokens(finished->usage.cached_tokens);
       out->mutable_usage()->set_completion_tokens(finished->usage.completion_tokens);
@@ -217,8 +218,8 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
     }
   }
   // The scheduler promises whole characters; a proto3 string must be valid UTF-8 regardless.
-  if (FirstInvalidUtf8(response_.text()) != absl::string_view::npos) {
-    response_.set_text(SanitizeUtf8(response_.text()));
+  if (model::FirstInvalidUtf8(response_.text()) != absl::string_view::npos) {
+    response_.set_text(model::SanitizeUtf8(response_.text()));
   }
 }
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
-#include "server/utf8.h"
+#include "model/utf8.h"
 
 namespace textgen::server {
 
@@ -32,8 +32,8 @@ v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokeni
                             bool bf16, const PublishedLimits& limits) {
   const model::ModelConfig& config = model.config;
   v1::ModelInfo info;
-  info.set_name(SanitizeUtf8(config.name.empty() ? std::filesystem::path(model.path).stem().string()
-                                                 : config.name));
+  info.set_name(model::SanitizeUtf8(
+      config.name.empty() ? std::filesystem::path(model.path).stem().string() : config.name));
   info.set_architecture(model::ArchitectureName(config.architecture));
   info.set_parameters(CountParameters(model.weights));
   info.set_vocab_size(tokenizer.vocab_size());
@@ -44,16 +44,16 @@ v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokeni
   special->set_bos_id(tokenizer.bos_id());
   special->set_eos_id(tokenizer.eos_id());
   if (tokenizer.bos_id() >= 0)
-    special->set_bos(SanitizeUtf8(tokenizer.TokenText(tokenizer.bos_id())));
+    special->set_bos(model::SanitizeUtf8(tokenizer.TokenText(tokenizer.bos_id())));
   if (tokenizer.eos_id() >= 0)
-    special->set_eos(SanitizeUtf8(tokenizer.TokenText(tokenizer.eos_id())));
+    special->set_eos(model::SanitizeUtf8(tokenizer.TokenText(tokenizer.eos_id())));
   info.set_n_layers(config.n_layers);
   info.set_dim(config.dim);
   info.set_n_heads(config.n_heads);
   info.set_n_kv_heads(config.n_kv_heads);
   info.set_max_new_tokens_limit(limits.max_new_tokens_limit);
   info.set_max_batch_size(limits.max_batch_size);
-  info.set_model_path(SanitizeUtf8(model.path));
+  info.set_model_path(model::SanitizeUtf8(model.path));
   return info;
 }
 

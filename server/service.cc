@@ -4,9 +4,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/utf8.h"
 #include "server/generate_reactor.h"
 #include "server/status_mapping.h"
-#include "server/utf8.h"
 
 namespace textgen::server {
 namespace {
@@ -76,14 +76,14 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerCo
                                     absl::StrCat("text is ", text.size(), " bytes; at most ",
                                                  kMaxTokenizeBytes, " are allowed")));
   }
-  if (const size_t bad = FirstInvalidUtf8(text); bad != std::string::npos) {
+  if (const size_t bad = model::FirstInvalidUtf8(text); bad != std::string::npos) {
     return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
                                     "text is not valid UTF-8 (invalid byte at offset ", bad, ")")));
   }
   const bool add_bos = request->has_add_bos() ? request->add_bos() : ready->validation.add_bos;
   for (int id : ready->tokenizer->Encode(text, add_bos)) {
     response->add_ids(id);
-    response->add_tokens(SanitizeUtf8(ready->tokenizer->TokenText(id)));
+    response->add_tokens(model::SanitizeUtf8(ready->tokenizer->TokenText(id)));
   }
   return FinishUnary(context, absl::OkStatus());
 }
@@ -109,7 +109,7 @@ grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServer
     previous = id;
   }
   // Ids may split a UTF-8 character; a proto3 string must stay valid.
-  response->set_text(SanitizeUtf8(text));
+  response->set_text(model::SanitizeUtf8(text));
   return FinishUnary(context, absl::OkStatus());
 }
 

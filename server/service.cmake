@@ -1,4 +1,3 @@
-# Owned by the service component; defines textgen_service and textgen-server.
 # textgen_service: the gRPC service, Generate reactor, validation, metrics, logging and drain
 # (no model code: it talks to the Scheduler and Tokenizer interfaces only).
 add_library(textgen_service STATIC
@@ -9,30 +8,17 @@ add_library(textgen_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/server_options.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/service.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/status_mapping.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/utf8.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/validation.cc
 )
 target_link_libraries(textgen_service
-  PUBLIC textgen_proto gRPC::grpc++ prometheus-cpp::pull prometheus-cpp::core absl::status
+  PUBLIC textgen_proto textgen_tokenizer gRPC::grpc++ prometheus-cpp::pull prometheus-cpp::core absl::status
          absl::statusor absl::strings absl::str_format absl::time absl::random_random
          absl::synchronization Threads::Threads
   PRIVATE textgen_warnings)
 
-# textgen-server: flags and wiring (needs every model library and the scheduler).
-set(textgen_server_deps textgen_loader textgen_tokenizer textgen_sampler textgen_engine
-    textgen_scheduler)
-set(textgen_server_missing "")
-foreach(dep ${textgen_server_deps})
-  if(NOT TARGET ${dep})
-    list(APPEND textgen_server_missing ${dep})
-  endif()
-endforeach()
-if(textgen_server_missing)
-  message(STATUS "textgen-server not built yet: missing ${textgen_server_missing}")
-else()
-  add_executable(textgen-server ${CMAKE_CURRENT_SOURCE_DIR}/main.cc
-                                ${CMAKE_CURRENT_SOURCE_DIR}/model_info.cc)
-  target_link_libraries(textgen-server PRIVATE textgen_service textgen_scheduler textgen_model
-                        gRPC::grpc++_reflection absl::flags absl::flags_parse
-                        absl::flags_usage textgen_warnings)
-endif()
+# textgen-server: flags and wiring.
+add_executable(textgen-server ${CMAKE_CURRENT_SOURCE_DIR}/main.cc
+                              ${CMAKE_CURRENT_SOURCE_DIR}/model_info.cc)
+target_link_libraries(textgen-server PRIVATE textgen_service textgen_scheduler textgen_model
+                      gRPC::grpc++_reflection absl::flags absl::flags_parse absl::flags_usage
+                      textgen_warnings)

@@ -9,7 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/utf8.h"
+#include "model/utf8.h"
 
 namespace textgen::server {
 namespace {
@@ -21,7 +21,7 @@ using absl::StrCat;
 std::string Num(float value) { return absl::StrFormat("%g", value); }
 
 absl::Status CheckUtf8(absl::string_view text, absl::string_view field) {
-  const size_t bad = FirstInvalidUtf8(text);
+  const size_t bad = model::FirstInvalidUtf8(std::string_view(text.data(), text.size()));
   if (bad == absl::string_view::npos) return absl::OkStatus();
   return InvalidArgumentError(
       absl::StrFormat("%s is not valid UTF-8 (invalid byte 0x%02X at byte offset %d)", field,

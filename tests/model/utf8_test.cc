@@ -30,6 +30,16 @@ TEST(Utf8Test, RejectsInvalidText) {
   EXPECT_FALSE(IsValidUtf8("ok\xFF"));
 }
 
+TEST(Utf8Test, FindsTheFirstInvalidByte) {
+  EXPECT_EQ(FirstInvalidUtf8("plain ascii"), std::string_view::npos);
+  EXPECT_EQ(FirstInvalidUtf8("h\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), std::string_view::npos);
+  EXPECT_EQ(FirstInvalidUtf8("ab\xC3"), 2u);            // truncated
+  EXPECT_EQ(FirstInvalidUtf8("a\xC0\x80"), 1u);         // overlong NUL
+  EXPECT_EQ(FirstInvalidUtf8("\xED\xA0\x80"), 0u);      // surrogate U+D800
+  EXPECT_EQ(FirstInvalidUtf8("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(FirstInvalidUtf8("x\x80y"), 1u);            // lone continuation byte
+}
+
 TEST(Utf8Test, SanitizeReplacesMaximalSubparts) {
   EXPECT_EQ(SanitizeUtf8("abc"), "abc");
   EXPECT_EQ(SanitizeUtf8("a\xE2\x82"), "a" + kFffd);  // truncated at the end

@@ -1,4 +1,4 @@
-// The service's small helpers: UTF-8 checks, status mapping, server options, model path
+// The service's small helpers: status mapping, server options, model path
 // resolution, log levels and the logger.
 #include <unistd.h>
 
@@ -12,7 +12,6 @@
 #include "server/logging.h"
 #include "server/server_options.h"
 #include "server/status_mapping.h"
-#include "server/utf8.h"
 
 namespace textgen::server {
 namespace {
@@ -20,26 +19,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::Not;
-
-TEST(Utf8Test, FindsTheFirstInvalidByte) {
-  EXPECT_EQ(FirstInvalidUtf8("plain ascii"), absl::string_view::npos);
-  EXPECT_EQ(FirstInvalidUtf8("h\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), absl::string_view::npos);
-  EXPECT_EQ(FirstInvalidUtf8("ab\xC3"), 2u);            // truncated
-  EXPECT_EQ(FirstInvalidUtf8("a\xC0\x80"), 1u);         // overlong NUL
-  EXPECT_EQ(FirstInvalidUtf8("\xED\xA0\x80"), 0u);      // surrogate U+D800
-  EXPECT_EQ(FirstInvalidUtf8("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
-  EXPECT_EQ(FirstInvalidUtf8("x\x80y"), 1u);            // lone continuation byte
-}
-
-TEST(Utf8Test, SanitizeReplacesEachBadByte) {
-  EXPECT_EQ(SanitizeUtf8("ok"), "ok");
-  EXPECT_EQ(SanitizeUtf8("a\xFF"
-                         "b"),
-            "a\xEF\xBF\xBD"
-            "b");
-  EXPECT_EQ(SanitizeUtf8("\xC3"), "\xEF\xBF\xBD");
-  EXPECT_EQ(SanitizeUtf8("\xC3\xA9\xC3"), "\xC3\xA9\xEF\xBF\xBD");
-}
 
 TEST(StatusMappingTest, KeepsCodeAndMessage) {
   const grpc::Status s = ToGrpcStatus(absl::OutOfRangeError("too long"));
