@@ -32,6 +32,10 @@ int CommonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
 SchedulerOptions Sanitized(SchedulerOptions options) {
   options.max_batch_sequences = std::max(options.max_batch_sequences, 1);
   options.max_batch_tokens = std::max(options.max_batch_tokens, 1);
+  if (options.max_prefill_tokens_while_decoding <= 0 ||
+      options.max_prefill_tokens_while_decoding > options.max_batch_tokens) {
+    options.max_prefill_tokens_while_decoding = options.max_batch_tokens;
+  }
   options.max_queue = std::max(options.max_queue, 0);
   options.max_sessions = std::max(options.max_sessions, 0);
   return options;
@@ -307,7 +311,9 @@ void BatchingScheduler::Step() {
   }
   decode_cursor_ += decodes;
   // Then prompt chunks in admission order; a prompt longer than the rest of the budget
-  // continues next step, so it never stalls the streams above.
+  // continues next step. While streams decode, prefill gets only a small share so one
+  // step (and so every stream's next token) is never much slower than a decode step.
+  if (decodes > 0) budget = std::min(budget, options_.max_prefill_tokens_while_decoding);
   for (const auto& ptr : running_) {
     if (budget == 0) break;
     Sequence& seq = *ptr;
@@ -343,8 +349,8 @@ void BatchingScheduler::Step() {
     }
   }
   if (observer_ != nullptr) {
-    observer_->OnStep(static_cast<int>(slots.size()), options_.max_batch_tokens - budget,
-                      prefill_tokens, absl::ToDoubleSeconds(now - start));
+    observer_->OnStep(static_cast<int>(slots.size()), decodes + prefill_tokens, prefill_tokens,
+                      absl::ToDoubleSeconds(now - start));
   }
   // Finished and disconnected sequences leave at once and free their KV.
   std::erase_if(running_, [&](const std::unique_ptr<Sequence>& ptr) {

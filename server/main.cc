@@ -50,6 +50,11 @@ ABSL_FLAG(int, threads, kDefaults.threads, "Engine (oneDNN) threads; 0 = all cor
 ABSL_FLAG(int, max_batch, kDefaults.max_batch, "Most sequences running in one engine step");
 ABSL_FLAG(int, max_batch_tokens, kDefaults.max_batch_tokens,
           "Most tokens (decode + prefill chunks) in one forward pass");
+ABSL_FLAG(int, max_prefill_chunk,
+          textgen::server::SchedulerOptions{}.max_prefill_tokens_while_decoding,
+          "Most prompt tokens per forward pass while other requests are decoding (keeps their "
+          "inter-token latency flat); an idle server prefills up to --max-batch-tokens. "
+          "0: no extra limit");
 ABSL_FLAG(int, max_queue, kDefaults.max_queue,
           "Most requests waiting for admission; beyond it Generate fails RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV cache budget in bytes (overrides --kv-cache-mb)");
@@ -133,6 +138,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   SchedulerOptions scheduler_options;
   scheduler_options.max_batch_sequences = o.max_batch;
   scheduler_options.max_batch_tokens = o.max_batch_tokens;
+  scheduler_options.max_prefill_tokens_while_decoding = absl::GetFlag(FLAGS_max_prefill_chunk);
   scheduler_options.max_queue = o.max_queue;
   scheduler_options.max_sessions = o.max_sessions;
   scheduler_options.session_ttl = o.session_ttl;

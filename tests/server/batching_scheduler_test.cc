@@ -282,6 +282,45 @@ TEST_F(SchedulerTest, NewRequestJoinsWhileOthersDecodeAndTheirTokensGoFirst) {
   EXPECT_LE(observer_.max_step_tokens.load(), 6);
 }
 
+TEST_F(SchedulerTest, PrefillWhileOthersDecodeIsCappedButAnIdleServerUsesTheFullBudget) {
+  SchedulerOptions options;
+  options.max_batch_tokens = 64;
+  options.max_prefill_tokens_while_decoding = 4;
+  gate_ = std::make_unique<Gate>(/*at=*/2);
+  Start(options);
+  // "a" alone: its 40-token prompt goes in one step (nothing decodes, full budget).
+  std::vector<int> pa = Prompt(8, 40), pb = Prompt(9, 18);
+  auto sa = std::make_shared<RecordingSink>(), sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(pa, 30, "a"), sa).ok());
+  gate_->WaitEntered();  // "a" is decoding
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(pb, 3, "b"), sb).ok());
+  gate_->Release();
+  Outcome a = Summarize(sa->Wait()), b = Summarize(sb->Wait());
+  EXPECT_THAT(a.tokens, ElementsAreArray(ExpectedGreedy(pa, 30)));
+  EXPECT_THAT(b.tokens, ElementsAreArray(ExpectedGreedy(pb, 3)));
+
+  std::vector<StepRecord> steps = engine_->steps();
+  ASSERT_FALSE(steps.empty());
+  ASSERT_EQ(steps[0].size(), 1u);
+  EXPECT_EQ(steps[0][0].tokens, 40);
+  model::SequenceId seq_a = SequenceOf(steps, 8), seq_b = SequenceOf(steps, 9);
+  std::vector<int> b_chunks;
+  for (const StepRecord& step : steps) {
+    bool has_a_decode = false, has_b_prefill = false;
+    for (const ChunkRecord& c : step) {
+      if (c.sequence == seq_a && c.tokens == 1) has_a_decode = true;
+      if (c.sequence == seq_b && c.tokens > 1) {
+        has_b_prefill = true;
+        b_chunks.push_back(c.tokens);
+      }
+    }
+    EXPECT_TRUE(has_a_decode || !has_b_prefill) << "b's prefill ran without a's decode";
+  }
+  // 18 prompt tokens next to a's decodes: 4 + 4 + 4 + 4 + 2, never more than the cap.
+  EXPECT_THAT(b_chunks, ElementsAreArray({4, 4, 4, 4, 2}));
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+}
+
 // ---- Queueing and admission ----
 
 TEST_F(SchedulerTest, FcfsHeadThatDoesNotFitIsNotOvertaken) {
