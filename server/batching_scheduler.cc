@@ -311,9 +311,13 @@ void BatchingScheduler::Step() {
   }
   decode_cursor_ += decodes;
   // Then prompt chunks in admission order; a prompt longer than the rest of the budget
-  // continues next step. While streams decode, prefill gets only a small share so one
-  // step (and so every stream's next token) is never much slower than a decode step.
-  if (decodes > 0) budget = std::min(budget, options_.max_prefill_tokens_while_decoding);
+  // continues next step. While streams decode, prefill gets at most max(chunk, decodes)
+  // tokens: a compute-bound step then costs at most about twice a pure-decode step, so
+  // every stream's next token is never much later than usual, and with many streams
+  // decoding new prompts still get a proportional share (their TTFT stays bounded).
+  if (decodes > 0) {
+    budget = std::min(budget, std::max(options_.max_prefill_tokens_while_decoding, decodes));
+  }
   for (const auto& ptr : running_) {
     if (budget == 0) break;
     Sequence& seq = *ptr;

@@ -52,7 +52,7 @@ ABSL_FLAG(int, max_batch_tokens, kDefaults.max_batch_tokens,
           "Most tokens (decode + prefill chunks) in one forward pass");
 ABSL_FLAG(int, max_prefill_chunk,
           textgen::server::SchedulerOptions{}.max_prefill_tokens_while_decoding,
-          "Most prompt tokens per forward pass while other requests are decoding (keeps their "
+          "Most prompt tokens per forward pass while D requests decode: max(this, D) (keeps their "
           "inter-token latency flat); an idle server prefills up to --max-batch-tokens. "
           "0: no extra limit");
 ABSL_FLAG(int, max_queue, kDefaults.max_queue,

@@ -17,11 +17,12 @@ namespace textgen::server {
 struct SchedulerOptions {
   int max_batch_sequences = 64;  // running sequences per step
   int max_batch_tokens = 512;    // tokens per forward pass (decode + prefill chunks)
-  // Prompt tokens per forward pass while any sequence is decoding; <= 0: no extra limit.
-  // A big prefill chunk makes that step slow for every stream in it (inter-token latency
-  // spikes), so prompts trickle in while others decode; on an idle server they use the
-  // whole max_batch_tokens for a low TTFT. Default measured in docs/performance.md.
-  int max_prefill_tokens_while_decoding = 64;
+  // Prompt tokens per forward pass while D > 0 sequences decode: at most max(this, D);
+  // <= 0: no extra limit. A big prefill chunk makes that step slow for every stream in it
+  // (inter-token latency spikes), so prompts trickle in while others decode; on an idle
+  // server they use the whole max_batch_tokens for a low TTFT. Default measured in
+  // docs/performance.md.
+  int max_prefill_tokens_while_decoding = 16;
   int max_queue = 256;      // waiting requests; beyond -> RESOURCE_EXHAUSTED
   int max_sessions = 1024;  // sessions kept; beyond -> LRU idle eviction
   absl::Duration session_ttl = absl::Minutes(10);
