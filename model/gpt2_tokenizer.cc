@@ -39,25 +39,8 @@ struct CandidateOrder {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerData data) {
+  if (absl::Status valid = ValidateVocabulary(data, "gpt2"); !valid.ok()) return valid;
   const size_t n = data.tokens.size();
-  if (n == 0) return absl::InvalidArgumentError("gpt2 vocabulary: no tokens");
-  if (n > (1u << 24)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpt2 vocabulary: ", n, " tokens exceeds the limit 16777216"));
-  }
-  if (!data.token_types.empty() && data.token_types.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("gpt2 vocabulary: ", data.token_types.size(),
-                                                   " token types for ", n, " tokens"));
-  }
-  for (const auto& [name, id] : {std::pair<const char*, int>{"bos_id", data.bos_id},
-                                 {"eos_id", data.eos_id},
-                                 {"unk_id", data.unk_id},
-                                 {"pad_id", data.pad_id}}) {
-    if (id < -1 || id >= static_cast<int>(n)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("gpt2 vocabulary: ", name, " ", id, " is outside [-1, ", n, ")"));
-    }
-  }
   auto pre_tokenizer = Gpt2PreTokenizer::Create();
   if (!pre_tokenizer.ok()) return pre_tokenizer.status();
   auto tokenizer =

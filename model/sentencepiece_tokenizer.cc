@@ -64,28 +64,10 @@ struct SentencePieceTokenizer::MergeScratch {
 
 absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Create(
     TokenizerData data) {
-  const size_t n = data.tokens.size();
-  if (n == 0) return absl::InvalidArgumentError("sentencepiece vocabulary: no tokens");
-  if (n > (1u << 24)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sentencepiece vocabulary: ", n, " tokens exceeds the limit 16777216"));
-  }
-  if (data.scores.size() != n) {
+  if (absl::Status valid = ValidateVocabulary(data, "sentencepiece"); !valid.ok()) return valid;
+  if (data.scores.size() != data.tokens.size()) {
     return absl::InvalidArgumentError(absl::StrCat("sentencepiece vocabulary: ", data.scores.size(),
-                                                   " scores for ", n, " tokens"));
-  }
-  if (!data.token_types.empty() && data.token_types.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sentencepiece vocabulary: ", data.token_types.size(), " token types for ", n, " tokens"));
-  }
-  for (const auto& [name, id] : {std::pair<const char*, int>{"bos_id", data.bos_id},
-                                 {"eos_id", data.eos_id},
-                                 {"unk_id", data.unk_id},
-                                 {"pad_id", data.pad_id}}) {
-    if (id < -1 || id >= static_cast<int>(n)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sentencepiece vocabulary: ", name, " ", id, " is outside [-1, ", n, ")"));
-    }
+                                                   " scores for ", data.tokens.size(), " tokens"));
   }
   return std::unique_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(std::move(data)));
 }

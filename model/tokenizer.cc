@@ -3,10 +3,34 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "model/gpt2_tokenizer.h"
 #include "model/sentencepiece_tokenizer.h"
 
 namespace textgen::model {
+
+absl::Status ValidateVocabulary(const TokenizerData& data, const char* kind) {
+  const size_t n = data.tokens.size();
+  if (n == 0) return absl::InvalidArgumentError(absl::StrCat(kind, " vocabulary: no tokens"));
+  if (n > (1u << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kind, " vocabulary: ", n, " tokens exceeds the limit 16777216"));
+  }
+  if (!data.token_types.empty() && data.token_types.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(kind, " vocabulary: ", data.token_types.size(),
+                                                   " token types for ", n, " tokens"));
+  }
+  for (const auto& [name, id] : {std::pair<const char*, int>{"bos_id", data.bos_id},
+                                 {"eos_id", data.eos_id},
+                                 {"unk_id", data.unk_id},
+                                 {"pad_id", data.pad_id}}) {
+    if (id < -1 || id >= static_cast<int>(n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kind, " vocabulary: ", name, " ", id, " is outside [-1, ", n, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::string Tokenizer::Decode(const std::vector<int>& ids) const {
   std::string text;

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace textgen::model {
 
 // The vocabulary of a model as read from a file, before a Tokenizer is built from it.
@@ -12,7 +14,14 @@ struct TokenizerData {
     kGpt2ByteBpe,       // GGUF tokenizer.ggml.model == "gpt2", encoder.json + vocab.bpe
   };
   // GGUF tokenizer.ggml.token_type values.
-  enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+  enum TokenType {
+    kNormal = 1,
+    kUnknown = 2,
+    kControl = 3,
+    kUserDefined = 4,
+    kUnused = 5,
+    kByte = 6
+  };
 
   Kind kind = Kind::kSentencePieceBpe;
   std::vector<std::string> tokens;  // id -> token text as stored (SentencePiece "▁" or GPT-2 "Ġ")
@@ -25,5 +34,10 @@ struct TokenizerData {
   int pad_id = -1;
   bool add_bos = true;  // prepend BOS when encoding a prompt
 };
+
+// Checks what every tokenizer needs of `data`: a non-empty vocabulary of at most 2^24
+// tokens, one token type per token when types are given, and special ids in [-1, size).
+// `kind` names the vocabulary in messages ("gpt2", "sentencepiece").
+absl::Status ValidateVocabulary(const TokenizerData& data, const char* kind);
 
 }  // namespace textgen::model
