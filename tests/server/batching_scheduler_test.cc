@@ -321,6 +321,51 @@ TEST_F(SchedulerTest, PrefillWhileOthersDecodeIsCappedButAnIdleServerUsesTheFull
   EXPECT_EQ(KvBytesWhenIdle(), 0);
 }
 
+TEST_F(SchedulerTest, PrefillCapWhileDecodingGrowsWithTheNumberOfDecodes) {
+  SchedulerOptions options;
+  options.max_batch_tokens = 64;
+  options.max_prefill_tokens_while_decoding = 2;
+  gate_ = std::make_unique<Gate>(/*at=*/10);
+  slow_steps_ = true;  // the six submissions land long before step 10
+  Start(options);
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 6; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ASSERT_TRUE(
+        scheduler_->Submit(MakeRequest(Prompt(20 + i, 2), 40, absl::StrCat("a", i)), sinks.back())
+            .ok());
+  }
+  gate_->WaitEntered();  // all six are decoding by now
+  std::vector<int> pb = Prompt(30, 30);
+  auto sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(pb, 2, "b"), sb).ok());
+  gate_->Release();
+  EXPECT_THAT(Summarize(sb->Wait()).tokens, ElementsAreArray(ExpectedGreedy(pb, 2)));
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_THAT(Summarize(sinks[i]->Wait()).tokens,
+                ElementsAreArray(ExpectedGreedy(Prompt(20 + i, 2), 40)))
+        << i;
+  }
+
+  std::vector<StepRecord> steps = engine_->steps();
+  model::SequenceId seq_b = SequenceOf(steps, 30);
+  std::vector<int> b_chunks;
+  for (const StepRecord& step : steps) {
+    int decodes = 0;
+    for (const ChunkRecord& c : step) {
+      if (c.sequence != seq_b && c.tokens == 1) ++decodes;
+    }
+    for (const ChunkRecord& c : step) {
+      if (c.sequence != seq_b || c.tokens < 2) continue;
+      b_chunks.push_back(c.tokens);
+      EXPECT_EQ(decodes, 6);
+      EXPECT_LE(c.tokens, 6);  // max(2, six decodes), not the 58 tokens left in the step
+    }
+  }
+  EXPECT_THAT(b_chunks, ElementsAreArray({6, 6, 6, 6, 6}));
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+}
+
 // ---- Queueing and admission ----
 
 TEST_F(SchedulerTest, FcfsHeadThatDoesNotFitIsNotOvertaken) {
