@@ -14,12 +14,12 @@ enum class RopeLayout { kAdjacentPairs, kNeox };
 // Hyperparameters of a decoder-only transformer. Immutable after loading.
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
-  int dim = 0;             // model width (embedding length)
-  int hidden_dim = 0;      // MLP inner width
+  int dim = 0;         // model width (embedding length)
+  int hidden_dim = 0;  // MLP inner width
   int n_layers = 0;
   int n_heads = 0;
-  int n_kv_heads = 0;      // == n_heads without grouped-query attention
-  int head_dim = 0;        // dim / n_heads
+  int n_kv_heads = 0;  // == n_heads without grouped-query attention
+  int head_dim = 0;    // dim / n_heads
   int vocab_size = 0;
   int context_length = 0;  // maximum positions the model supports
   float norm_eps = 1e-5f;  // RMSNorm / LayerNorm epsilon
