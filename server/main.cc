@@ -155,6 +155,10 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   backend.model_info = DescribeModel(loaded->model, *loaded->tokenizer, o.bf16,
                                      PublishedLimits{.max_new_tokens_limit = o.max_new_tokens_limit,
                                                      .max_batch_size = o.max_batch});
+  // The engine holds its own (reordered) copy of every weight: unmap the file so its pages
+  // do not stay resident next to that copy.
+  loaded->model.weights = {};
+  loaded->model.storage.reset();
   return loaded;
 }
 
