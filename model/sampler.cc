@@ -1,11 +1,12 @@
 #include "model/sampler.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <numeric>
+
+#include "model/ops/fast_math.h"
 
 namespace textgen::model {
 namespace {
@@ -15,25 +16,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // single comparison with the heap's worst); above it, nth_element.
 constexpr int kHeapTopKLimit = 1024;
 
-// exp(x) for x <= 0 (0 below -87.3, where the result would be denormal), accurate to about
-// 2 ulp. Cephes' expf polynomial in branch-free form so that loops over the vocab vectorize;
-// std::exp is a scalar libm call and dominated the cost of a sampling step.
-inline float ExpNonPositive(float x) {
-  const float clamped = x > -87.3f ? x : -87.3f;
-  // n = round(x / ln 2) via the 1.5 * 2^23 trick (exact for |n| < 2^22).
-  const float n = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;
-  const float r = clamped - n * 0.693359375f - n * -2.12194440e-4f;  // x - n ln 2 in two parts
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
-  const float y = e * std::bit_cast<float>(bits);
-  return x < -87.3f ? 0.0f : y;
-}
+// exp(x) for x <= 0, exactly 0 below -87.3 (so -inf logits, i.e. banned tokens, weigh
+// nothing). The engine's vectorizable Cephes exp: std::exp is a scalar libm call and
+// dominated the cost of a sampling step.
+inline float ExpNonPositive(float x) { return x < -87.3f ? 0.0f : ops::FastExp(x); }
 
 // Sum in double with independent partial sums (the loop stays cheap and the order fixed).
 double SumWeights(const float* w, size_t n) {
