@@ -150,7 +150,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
         absl::StrCat("kv_cache_bytes must be > 0, got ", options.kv_cache_bytes));
   }
   auto transformer = Transformer::Create(model.config, model.weights, options.threads, options.bf16,
-                                         options.max_batch_tokens);
+                                         options.max_batch_tokens, options.skinny_max_rows);
   if (!transformer.ok()) return transformer.status();
   return std::unique_ptr<Engine>(new EngineImpl(std::move(*transformer), model.config, options));
 }

@@ -1,5 +1,5 @@
-# Owned by the engine component; defines textgen_engine (oneDNN forward pass + KV cache).
-# Only model/ops/* include dnnl.hpp.
+#Owned by the engine component; defines textgen_engine(oneDNN forward pass + KV cache).
+#Only model / ops/* include dnnl.hpp.
 find_package(OpenMP REQUIRED)
 add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/engine.cc
@@ -11,6 +11,7 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/onednn_matmul.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/reference.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/rope.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/skinny_matmul.cc
 )
 target_link_libraries(textgen_engine
   PUBLIC textgen_loader absl::status absl::statusor absl::strings absl::flat_hash_map

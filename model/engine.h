@@ -19,6 +19,9 @@ struct EngineOptions {
   int64_t kv_cache_bytes = int64_t{1} << 30;
   // Largest number of tokens (summed over sequences) one Forward call may carry.
   int max_batch_tokens = 512;
+  // Matmuls of up to this many rows use the weight-streaming kernel (same results as
+  // oneDNN, faster while reading the weights dominates); -1 keeps the measured default.
+  int skinny_max_rows = -1;
 };
 
 // Tokens of one sequence in a batch: appended at positions [Length(seq), Length(seq)+n).

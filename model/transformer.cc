@@ -70,7 +70,8 @@ absl::Status ValidateConfig(const ModelConfig& c) {
 absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConfig& config,
                                                                  const ModelWeights& weights,
                                                                  int threads, bool bf16,
-                                                                 int max_batch_tokens) {
+                                                                 int max_batch_tokens,
+                                                                 int skinny_max_rows) {
   TEXTGEN_ENGINE_RETURN_IF_ERROR(ValidateConfig(config));
   if (max_batch_tokens <= 0) {
     return absl::InvalidArgumentError(
@@ -86,6 +87,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
   auto context = ops::OnednnContext::Create(threads, bf16, max_batch_tokens, widest);
   if (!context.ok()) return context.status();
   t->context_ = std::move(*context);
+  if (skinny_max_rows >= 0) t->context_->set_skinny_max_rows(skinny_max_rows);
   if (IsLlama(c)) {
     t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim,
                                            c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,

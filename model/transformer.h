@@ -43,7 +43,8 @@ class Transformer {
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(const ModelConfig& config,
                                                              const ModelWeights& weights,
                                                              int threads, bool bf16,
-                                                             int max_batch_tokens);
+                                                             int max_batch_tokens,
+                                                             int skinny_max_rows = -1);
 
   // Runs the batch, writing K/V of every row into the cache blocks of its chunk, and the
   // logits of `plan.logit_rows` into logits() rows [0, logit_rows.size()).

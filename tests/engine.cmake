@@ -14,4 +14,8 @@ if(TEXTGEN_BUILD_BENCH)
   add_executable(textgen-bench-engine ${CMAKE_CURRENT_SOURCE_DIR}/bench/engine_bench.cc)
   target_link_libraries(textgen-bench-engine PRIVATE textgen_engine textgen_loader
                         textgen_warnings)
+  find_package(benchmark CONFIG REQUIRED)
+  add_executable(textgen-bench-matmul ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_bench.cc)
+  target_link_libraries(textgen-bench-matmul PRIVATE textgen_engine benchmark::benchmark
+                        textgen_warnings)
 endif()

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <tuple>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "model/ops/activations.h"
+#include "model/ops/skinny_matmul.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace textgen::model::ops {
@@ -34,7 +36,29 @@ struct MatmulEntry {
   std::string impl_name;
 };
 
-using EntryKey = std::tuple<int, int, bool, int, int>;  // n, k, has_bias, act, m
+using EntryKey = std::tuple<int, int, bool, int>;  // n, k, has_bias, m
+
+// Deterministic probe values in [-1, 1) for checking the skinny kernel against oneDNN.
+std::vector<float> ProbeValues(size_t count, uint32_t seed) {
+  std::vector<float> v(count);
+  uint32_t state = seed * 2654435761u + 1;
+  for (float& x : v) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+  return v;
+}
+
+// Where oneDNN 2.6.3's brgemm splits K (measured: one block up to 512, 512 up to 1024,
+// 1024 beyond); the alternatives cover other versions. Checked bitwise before use.
+std::vector<int> KChunkCandidates(int k) {
+  std::vector<int> out;
+  for (int c : {k <= 1024 ? 512 : 1024, 512, 1024, 2048, k}) {
+    const int chunk = std::min(c, k);
+    if (std::find(out.begin(), out.end(), chunk) == out.end()) out.push_back(chunk);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -48,6 +72,7 @@ struct OnednnContext::Impl {
   bool bf16 = false;
   int threads = 1;
   int max_cols = 0;
+  int skinny_max_rows = kDefaultSkinnyMaxRows;
   std::vector<uint16_t> staging;  // [max_rows * max_cols] bf16 activations
   absl::flat_hash_map<EntryKey, std::unique_ptr<MatmulEntry>> entries;
 };
@@ -83,6 +108,8 @@ OnednnContext::OnednnContext(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 OnednnContext::~OnednnContext() = default;
 bool OnednnContext::bf16() const { return impl_->bf16; }
 int OnednnContext::threads() const { return impl_->threads; }
+int OnednnContext::skinny_max_rows() const { return impl_->skinny_max_rows; }
+void OnednnContext::set_skinny_max_rows(int rows) { impl_->skinny_max_rows = std::max(rows, 0); }
 
 // ============================================================================
 // Linear
@@ -97,23 +124,22 @@ struct Linear::Impl {
   memory weights;                  // [k, n] packed, f32 or bf16
   memory bias;                     // [1, n] f32 or empty
   std::vector<MatmulEntry*> by_m;  // [max_rows + 1], filled on first use
+  SkinnyWeights skinny;            // view of `weights` for the weight-streaming kernel
+  bool skinny_enabled = false;     // it matched oneDNN bitwise at load
+  int skinny_max_rows = 0;         // rows up to this use it
 
   Dt act_dt() const { return ctx->bf16 ? Dt::bf16 : Dt::f32; }
 
   dnnl::matmul::primitive_desc MakePd(int m, const memory::desc& wei_md) const {
     const memory::desc src_md({m, k}, act_dt(), Tag::ab);
     const memory::desc dst_md({m, n}, Dt::f32, Tag::ab);
-    dnnl::primitive_attr attr;
-    if (act == LinearActivation::kGeluTanh) {
-      dnnl::post_ops po;
-      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
-      attr.set_post_ops(po);
-    }
+    // No fused activation: the skinny kernel must produce the same pre-activation values,
+    // and both paths then share one GELU (ops::GeluTanh).
     if (bias) {
       const memory::desc bias_md({1, n}, Dt::f32, Tag::ab);
-      return {dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), attr, ctx->engine};
+      return {dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), ctx->engine};
     }
-    return {dnnl::matmul::desc(src_md, wei_md, dst_md), attr, ctx->engine};
+    return {dnnl::matmul::desc(src_md, wei_md, dst_md), ctx->engine};
   }
 
   absl::StatusOr<MatmulEntry*> Entry(int m) {
@@ -122,7 +148,7 @@ struct Linear::Impl {
           absl::StrCat(name, ": rows must be in [1, ", max_rows, "], got ", m));
     }
     if (by_m[m] != nullptr) return by_m[m];
-    const EntryKey key{n, k, static_cast<bool>(bias), static_cast<int>(act), m};
+    const EntryKey key{n, k, static_cast<bool>(bias), m};
     auto& slot = ctx->entries[key];
     if (slot == nullptr) {
       try {
@@ -149,6 +175,72 @@ struct Linear::Impl {
     }
     by_m[m] = slot.get();
     return by_m[m];
+  }
+
+  // y = x W^T + b through oneDNN; x is f32, or bf16 when the context is.
+  absl::Status RunOnednn(const void* src, int m, float* y) {
+    absl::StatusOr<MatmulEntry*> entry_or = Entry(m);
+    if (!entry_or.ok()) return entry_or.status();
+    MatmulEntry& entry = **entry_or;
+    try {
+      entry.src.set_data_handle(const_cast<void*>(src));
+      entry.weights.set_data_handle(weights.get_data_handle());
+      if (bias) entry.bias.set_data_handle(bias.get_data_handle());
+      entry.dst.set_data_handle(y);
+      entry.primitive.execute(ctx->stream, entry.args);
+      ctx->stream.wait();
+    } catch (const dnnl::error& e) {
+      return DnnlError(absl::StrCat(name, ": matmul of ", m, " rows"), e);
+    }
+    return absl::OkStatus();
+  }
+
+  // Points the skinny kernel at the packed weights if their layout is the one it reads,
+  // then finds the K chunking that reproduces oneDNN bitwise on probe rows. Leaves the
+  // kernel off (oneDNN serves every M) when the CPU, layout or results do not fit.
+  absl::Status PrepareSkinny() {
+    skinny_max_rows = std::min(ctx->skinny_max_rows, max_rows);
+    if (skinny_max_rows == 0 || !CpuSupportsSkinnyMatmul(ctx->bf16)) return absl::OkStatus();
+    const dnnl_memory_desc_t& md = weights_md.data;
+    const dnnl_blocking_desc_t& blk = md.format_desc.blocking;
+    const int k_block = ctx->bf16 ? 32 : 16;
+    const bool layout_fits =
+        md.format_kind == dnnl_blocked && md.ndims == 2 && md.offset0 == 0 &&
+        blk.inner_nblks == (ctx->bf16 ? 3 : 2) && blk.inner_blks[0] == 16 &&
+        blk.inner_idxs[0] == 0 && blk.inner_blks[1] == kSkinnyPanelColumns &&
+        blk.inner_idxs[1] == 1 &&
+        (!ctx->bf16 || (blk.inner_blks[2] == 2 && blk.inner_idxs[2] == 0)) &&
+        blk.strides[0] == static_cast<dnnl_dim_t>(k_block) * kSkinnyPanelColumns &&
+        blk.strides[1] == md.padded_dims[0] * kSkinnyPanelColumns;
+    if (!layout_fits) return absl::OkStatus();
+    skinny.data = weights.get_data_handle();
+    skinny.bf16 = ctx->bf16;
+    skinny.n = n;
+    skinny.k = k;
+    skinny.panel_stride = blk.strides[1];
+
+    // Several rows, so the kernel's row blocking is covered by the check too.
+    const int rows = std::min(max_rows, 3);
+    const std::vector<float> x = ProbeValues(static_cast<size_t>(rows) * k, n + k);
+    std::vector<uint16_t> x_bf16;
+    const void* src = x.data();
+    if (ctx->bf16) {
+      x_bf16.resize(x.size());
+      ConvertToBf16(x.data(), static_cast<int64_t>(x.size()), x_bf16.data());
+      src = x_bf16.data();
+    }
+    std::vector<float> want(static_cast<size_t>(rows) * n), got(want.size());
+    if (absl::Status s = RunOnednn(src, rows, want.data()); !s.ok()) return s;
+    for (int chunk : KChunkCandidates(k)) {
+      skinny.k_chunk = chunk;
+      SkinnyMatmul(skinny, src, rows,
+                   bias ? static_cast<const float*>(bias.get_data_handle()) : nullptr, got.data());
+      if (std::memcmp(got.data(), want.data(), sizeof(float) * want.size()) == 0) {
+        skinny_enabled = true;
+        return absl::OkStatus();
+      }
+    }
+    return absl::OkStatus();
   }
 };
 
@@ -190,6 +282,7 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
   } catch (const dnnl::error& e) {
     return DnnlError(absl::StrCat(name, ": preparing weights [", n, ", ", k, "]"), e);
   }
+  if (absl::Status s = impl->PrepareSkinny(); !s.ok()) return s;
   return std::unique_ptr<Linear>(new Linear(std::move(impl)));
 }
 
@@ -197,34 +290,37 @@ Linear::Linear(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Linear::~Linear() = default;
 int Linear::n() const { return impl_->n; }
 int Linear::k() const { return impl_->k; }
+bool Linear::skinny_enabled() const { return impl_->skinny_enabled; }
 
 absl::StatusOr<std::string> Linear::ImplementationName(int m) {
+  if (impl_->skinny_enabled && m >= 1 && m <= impl_->skinny_max_rows) {
+    return std::string(impl_->skinny.bf16 ? "skinny:avx512_bf16" : "skinny:avx512");
+  }
   absl::StatusOr<MatmulEntry*> entry = impl_->Entry(m);
   if (!entry.ok()) return entry.status();
   return (*entry)->impl_name;
 }
 
 absl::Status Linear::Run(const float* x, int m, float* y) {
-  absl::StatusOr<MatmulEntry*> entry_or = impl_->Entry(m);
-  if (!entry_or.ok()) return entry_or.status();
-  MatmulEntry& entry = **entry_or;
-  OnednnContext::Impl& ctx = *impl_->ctx;
+  Impl& impl = *impl_;
+  if (m < 1 || m > impl.max_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(impl.name, ": rows must be in [1, ", impl.max_rows, "], got ", m));
+  }
+  OnednnContext::Impl& ctx = *impl.ctx;
   const void* src = x;
   if (ctx.bf16) {
     // bf16 matmuls need bf16 activations; rounding is per element, so per row.
-    ConvertToBf16(x, static_cast<int64_t>(m) * impl_->k, ctx.staging.data());
+    ConvertToBf16(x, static_cast<int64_t>(m) * impl.k, ctx.staging.data());
     src = ctx.staging.data();
   }
-  try {
-    entry.src.set_data_handle(const_cast<void*>(src));
-    entry.weights.set_data_handle(impl_->weights.get_data_handle());
-    if (impl_->bias) entry.bias.set_data_handle(impl_->bias.get_data_handle());
-    entry.dst.set_data_handle(y);
-    entry.primitive.execute(ctx.stream, entry.args);
-    ctx.stream.wait();
-  } catch (const dnnl::error& e) {
-    return DnnlError(absl::StrCat(impl_->name, ": matmul of ", m, " rows"), e);
+  if (impl.skinny_enabled && m <= impl.skinny_max_rows) {
+    SkinnyMatmul(impl.skinny, src, m,
+                 impl.bias ? static_cast<const float*>(impl.bias.get_data_handle()) : nullptr, y);
+  } else if (absl::Status s = impl.RunOnednn(src, m, y); !s.ok()) {
+    return s;
   }
+  if (impl.act == LinearActivation::kGeluTanh) GeluTanh(y, static_cast<int64_t>(m) * impl.n, y);
   return absl::OkStatus();
 }
 

@@ -9,8 +9,12 @@
 
 namespace textgen::model::ops {
 
-// Fused activation applied by oneDNN after bias (a post-op).
+// Activation applied to a Linear's output after the bias.
 enum class LinearActivation { kNone, kGeluTanh };
+
+// Up to this many rows a Linear uses the weight-streaming kernel (skinny_matmul.h) instead
+// of oneDNN's brgemm: measured crossover on Zen 4 with 2 threads (docs/engine-benchmarks.md).
+inline constexpr int kDefaultSkinnyMaxRows = 16;
 
 // oneDNN CPU engine + stream, the OpenMP thread count, and the bf16 staging buffer shared
 // by all Linear layers. Engine thread only.
@@ -24,6 +28,10 @@ class OnednnContext {
 
   bool bf16() const;
   int threads() const;
+  // Row counts up to this use the weight-streaming kernel where it matches oneDNN (0: never).
+  // Set before creating Linears; benchmarks and tests compare both paths with it.
+  int skinny_max_rows() const;
+  void set_skinny_max_rows(int rows);
 
   struct Impl;
   Impl& impl() { return *impl_; }
@@ -41,6 +49,8 @@ bool CpuHasBf16();
 // oneDNN picks (format_tag::any), as bf16 when the context is bf16. A fixed-M primitive is
 // created the first time each M is seen (fixed M keeps the brgemm kernel, which computes
 // every output row identically whatever M is: batch invariance) and kept for reuse.
+// Few-row products (decode) run the weight-streaming kernel over the same packed weights
+// when it reproduces oneDNN bitwise, which Create checks; otherwise oneDNN runs every M.
 // Engine thread only.
 class Linear {
  public:
@@ -57,8 +67,11 @@ class Linear {
 
   int n() const;
   int k() const;
-  // The oneDNN implementation chosen for `m` rows (e.g. "brg:avx512_core"), for benchmarks.
+  // The implementation that runs `m` rows ("skinny:avx512" or oneDNN's, e.g.
+  // "brg:avx512_core"), for benchmarks and tests.
   absl::StatusOr<std::string> ImplementationName(int m);
+  // Whether the weight-streaming kernel matched oneDNN at load and serves few-row calls.
+  bool skinny_enabled() const;
 
   struct Impl;
 

@@ -1,5 +1,5 @@
 // textgen-bench-engine --model PATH [--bf16] [--threads N] [--prompt 128] [--gen 128]
-//                      [--batches 1,4,16,64] [--json]
+//                      [--batches 1,4,16,64] [--skinny-max-rows N] [--json]
 //
 // Measures the engine alone (no server): prefill tokens/s (one chunk of --prompt tokens),
 // single-sequence decode tokens/s (--gen steps after the prompt), and batched decode
@@ -34,6 +34,7 @@ struct Flags {
   int threads = 0;
   int prompt = 128;
   int gen = 128;
+  int skinny_max_rows = -1;  // -1: the engine's default
   std::vector<int> batches = {1, 4, 16, 64};
 };
 
@@ -124,7 +125,8 @@ Flags ParseFlags(int argc, char** argv) {
   auto fail = [](const std::string& msg) {
     std::fprintf(stderr,
                  "textgen-bench-engine: %s\nusage: textgen-bench-engine --model PATH [--bf16] "
-                 "[--threads N] [--prompt 128] [--gen 128] [--batches 1,4,16,64] [--json]\n",
+                 "[--threads N] [--prompt 128] [--gen 128] [--batches 1,4,16,64] "
+                 "[--skinny-max-rows N] [--json]\n",
                  msg.c_str());
     std::exit(2);
   };
@@ -151,6 +153,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.prompt = std::max(number(), 1);
     } else if (arg == "--gen") {
       f.gen = std::max(number(), 1);
+    } else if (arg == "--skinny-max-rows") {
+      f.skinny_max_rows = std::max(number(), 0);
     } else if (arg == "--batches") {
       f.batches.clear();
       for (absl::string_view p : absl::StrSplit(value(), ',', absl::SkipWhitespace())) {
@@ -175,6 +179,7 @@ int main(int argc, char** argv) {
   textgen::model::EngineOptions options;
   options.threads = flags.threads;
   options.bf16 = flags.bf16;
+  options.skinny_max_rows = flags.skinny_max_rows;
   int max_batch = 1;
   for (int b : flags.batches) max_batch = std::max(max_batch, b);
   options.max_batch_tokens = std::max({flags.prompt, max_batch, 64});

@@ -14,6 +14,7 @@
 #include "model/ops/onednn_matmul.h"
 #include "model/ops/reference.h"
 #include "model/ops/rope.h"
+#include "model/ops/skinny_matmul.h"
 
 namespace textgen::model::ops {
 namespace {
@@ -108,6 +109,7 @@ TEST(LinearInvarianceTest, EveryMUsesTheSameKernelFamily) {
     if (bf16 && !CpuHasBf16()) continue;
     auto ctx = OnednnContext::Create(0, bf16, 512, 768);
     ASSERT_TRUE(ctx.ok());
+    (*ctx)->set_skinny_max_rows(0);  // this test is about oneDNN's kernels alone
     const auto w = Random(2048 * 768, 17, 0.05f);
     auto linear =
         Linear::Create(**ctx, "ffn", w.data(), nullptr, 2048, 768, LinearActivation::kNone, 512);
@@ -120,6 +122,63 @@ TEST(LinearInvarianceTest, EveryMUsesTheSameKernelFamily) {
     }
   }
 }
+
+// The weight-streaming kernel serves few-row calls only because it reproduces oneDNN's
+// brgemm bit for bit (same K chunks, same order); then rows stay batch-invariant while a
+// batch's M decides which of the two runs. Shapes cover one chunk, several chunks, a ragged
+// last chunk, odd K (bf16 pairs with zero), N not a multiple of the 64-column panel, bias
+// and GELU.
+struct SkinnyCase {
+  int n, k;
+  bool bias, gelu;
+};
+
+class SkinnyMatmulTest : public ::testing::TestWithParam<SkinnyCase> {};
+
+TEST_P(SkinnyMatmulTest, MatchesOnednnBitwiseForEveryRowCount) {
+  const SkinnyCase c = GetParam();
+  for (bool bf16 : {false, true}) {
+    if (!CpuSupportsSkinnyMatmul(bf16) || (bf16 && !CpuHasBf16())) {
+      GTEST_SKIP() << "CPU lacks AVX-512" << (bf16 ? "-BF16" : "") << " for the skinny kernel";
+    }
+    const int max_rows = 40;
+    auto skinny_ctx = OnednnContext::Create(0, bf16, max_rows, c.k);
+    auto onednn_ctx = OnednnContext::Create(0, bf16, max_rows, c.k);
+    ASSERT_TRUE(skinny_ctx.ok() && onednn_ctx.ok());
+    (*skinny_ctx)->set_skinny_max_rows(max_rows);
+    (*onednn_ctx)->set_skinny_max_rows(0);
+    const auto w = Random(static_cast<size_t>(c.n) * c.k, 21, 0.1f);
+    const auto b = Random(c.n, 22);
+    const auto act = c.gelu ? LinearActivation::kGeluTanh : LinearActivation::kNone;
+    auto skinny = Linear::Create(**skinny_ctx, "s", w.data(), c.bias ? b.data() : nullptr, c.n, c.k,
+                                 act, max_rows);
+    auto onednn = Linear::Create(**onednn_ctx, "o", w.data(), c.bias ? b.data() : nullptr, c.n, c.k,
+                                 act, max_rows);
+    ASSERT_TRUE(skinny.ok() && onednn.ok());
+    // A failure here means this oneDNN sums differently and decode silently lost its kernel.
+    ASSERT_TRUE((*skinny)->skinny_enabled()) << "n=" << c.n << " k=" << c.k << " bf16=" << bf16;
+    EXPECT_FALSE((*onednn)->skinny_enabled());
+    EXPECT_EQ(*(*skinny)->ImplementationName(1), bf16 ? "skinny:avx512_bf16" : "skinny:avx512");
+    for (int m : {1, 2, 3, 5, 6, 7, 12, 13, 40}) {
+      const auto x = Random(static_cast<size_t>(m) * c.k, 23 + m, 2.0f);
+      std::vector<float> got(static_cast<size_t>(m) * c.n), want(got.size());
+      ASSERT_TRUE((*skinny)->Run(x.data(), m, got.data()).ok());
+      ASSERT_TRUE((*onednn)->Run(x.data(), m, want.data()).ok());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+            << "bf16=" << bf16 << " m=" << m << " row " << i / c.n << " col " << i % c.n << ": "
+            << got[i] << " vs " << want[i];
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SkinnyMatmulTest,
+    ::testing::Values(SkinnyCase{200, 37, true, false}, SkinnyCase{64, 512, false, false},
+                      SkinnyCase{100, 768, false, true}, SkinnyCase{1000, 513, true, false},
+                      SkinnyCase{70, 1024, false, false}, SkinnyCase{130, 1025, true, false},
+                      SkinnyCase{96, 2048, true, true}, SkinnyCase{64, 3001, false, false}));
 
 TEST(LinearTest, RejectsRowsOutOfRange) {
   auto ctx = OnednnContext::Create(0, false, 8, 16);
