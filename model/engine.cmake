@@ -7,6 +7,7 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/transformer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/activations.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/attention.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/cpu_features.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/norms.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/onednn_matmul.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/reference.cc

@@ -1,10 +1,13 @@
 #include "model/ops/attention.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "model/ops/cpu_features.h"
 #include "model/ops/fast_math.h"
 #include "model/ops/simd.h"
 
@@ -42,6 +45,129 @@ TEXTGEN_SIMD_CLONES void AttendRow(const float* q, std::byte* const* blocks,
   }
 }
 
+// Turns raw scores [0, n_pos) into probabilities divided by their sum (in place).
+void Softmax(float* scores, int n_pos, float max_score) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int j = 0; j < n_pos; ++j) {
+    scores[j] = FastExp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  const float inv_sum = 1.0f / sum;
+#pragma omp simd
+  for (int j = 0; j < n_pos; ++j) scores[j] *= inv_sum;
+}
+
+#define TEXTGEN_AVX512 __attribute__((target("avx512f")))
+
+// Sum of the 16 lanes in a fixed order. Plain vector shuffles: GCC 12's
+// _mm512_reduce_add_ps and masked extracts trip -Wmaybe-uninitialized in its own headers.
+TEXTGEN_AVX512 inline float SumLanes(__m512 a) {
+  const __m256 s8 = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m128 s4 =
+      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const __m128 s2 = s4 + __builtin_shufflevector(s4, s4, 2, 3, 2, 3);
+  return s2[0] + s2[1];
+}
+
+// AttendRow for head_dim = 16 * NV on AVX-512: q and the output stay in registers, four
+// keys are scored at once (independent FMA chains hide the cache misses of the K blocks),
+// and values accumulate in two register sets (even/odd positions) added at the end.
+template <int NV>
+TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
+                                    const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
+                                    int n_pos, float scale, float* scores, float* out) {
+  constexpr int hd = 16 * NV;
+  const int bt = layout.block_tokens;
+  __m512 qv[NV];
+  for (int v = 0; v < NV; ++v) qv[v] = _mm512_loadu_ps(q + 16 * v);
+
+  float max_score = -INFINITY;
+  for (int j0 = 0; j0 < n_pos; j0 += bt) {
+    const float* kb = reinterpret_cast<const float*>(blocks[j0 / bt]) + k_base;
+    const int count = std::min(bt, n_pos - j0);
+    int t = 0;
+    for (; t + 4 <= count; t += 4) {
+      const float* k = kb + t * hd;
+      __m512 a0 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k));
+      __m512 a1 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + hd));
+      __m512 a2 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + 2 * hd));
+      __m512 a3 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + 3 * hd));
+      for (int v = 1; v < NV; ++v) {
+        a0 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 16 * v), a0);
+        a1 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + hd + 16 * v), a1);
+        a2 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 2 * hd + 16 * v), a2);
+        a3 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 3 * hd + 16 * v), a3);
+      }
+      float* s = scores + j0 + t;
+      s[0] = SumLanes(a0) * scale;
+      s[1] = SumLanes(a1) * scale;
+      s[2] = SumLanes(a2) * scale;
+      s[3] = SumLanes(a3) * scale;
+      max_score = std::max({max_score, s[0], s[1], s[2], s[3]});
+    }
+    for (; t < count; ++t) {
+      const float* k = kb + t * hd;
+      __m512 a = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k));
+      for (int v = 1; v < NV; ++v) a = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 16 * v), a);
+      scores[j0 + t] = SumLanes(a) * scale;
+      max_score = std::max(max_score, scores[j0 + t]);
+    }
+  }
+  Softmax(scores, n_pos, max_score);
+
+  __m512 even[NV], odd[NV];
+  for (int v = 0; v < NV; ++v) even[v] = odd[v] = _mm512_setzero_ps();
+  for (int j0 = 0; j0 < n_pos; j0 += bt) {
+    const float* vb = reinterpret_cast<const float*>(blocks[j0 / bt]) + v_base;
+    const int count = std::min(bt, n_pos - j0);
+    int t = 0;
+    for (; t + 2 <= count; t += 2) {
+      const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
+      const __m512 p1 = _mm512_set1_ps(scores[j0 + t + 1]);
+      for (int v = 0; v < NV; ++v) {
+        even[v] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(vb + t * hd + 16 * v), even[v]);
+        odd[v] = _mm512_fmadd_ps(p1, _mm512_loadu_ps(vb + (t + 1) * hd + 16 * v), odd[v]);
+      }
+    }
+    if (t < count) {
+      const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
+      for (int v = 0; v < NV; ++v) {
+        even[v] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(vb + t * hd + 16 * v), even[v]);
+      }
+    }
+  }
+  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, _mm512_add_ps(even[v], odd[v]));
+}
+
+using AttendRowFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
+                             int64_t, int, float, float*, float*);
+
+// The AVX-512 kernel for head sizes it covers (multiples of 16 up to 128), else the
+// portable one. Which one runs depends only on the CPU and model, never on the batch.
+AttendRowFn PickAttendRow(int head_dim) {
+  if (head_dim % 16 != 0 || head_dim > 128 || !CpuHasAvx512()) return AttendRow;
+  switch (head_dim / 16) {
+    case 1:
+      return AttendRowAvx512<1>;
+    case 2:
+      return AttendRowAvx512<2>;
+    case 3:
+      return AttendRowAvx512<3>;
+    case 4:
+      return AttendRowAvx512<4>;
+    case 5:
+      return AttendRowAvx512<5>;
+    case 6:
+      return AttendRowAvx512<6>;
+    case 7:
+      return AttendRowAvx512<7>;
+    default:
+      return AttendRowAvx512<8>;
+  }
+}
+
 }  // namespace
 
 void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout, const float* k,
@@ -69,6 +195,7 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
   const int hd = layout.head_dim;
   const int group = n_heads / layout.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const AttendRowFn attend_row = PickAttendRow(hd);
   const int n_chunks = static_cast<int>(chunks.size());
   // Work items are (chunk, head, row) flattened; dynamic scheduling balances long and
   // short rows. Which thread runs an item does not change its result.
@@ -101,9 +228,9 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
       const int h = local % n_heads;
       const int g = h / group;
       const int64_t row = c.first_row + t;
-      AttendRow(q + row * q_stride + h * hd, c.blocks, layout,
-                layout.k_offset + g * layout.head_stride, layout.v_offset + g * layout.head_stride,
-                c.start_pos + t + 1, scale, my_scores, out + row * out_stride + h * hd);
+      attend_row(q + row * q_stride + h * hd, c.blocks, layout,
+                 layout.k_offset + g * layout.head_stride, layout.v_offset + g * layout.head_stride,
+                 c.start_pos + t + 1, scale, my_scores, out + row * out_stride + h * hd);
     }
   }
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/ops/cpu_features.h"
+
 namespace textgen::model::ops {
 namespace {
 
@@ -152,17 +154,7 @@ TEXTGEN_AVX512_BF16 void RunPanel(const SkinnyWeights& w, const void* x, int m, 
 
 }  // namespace
 
-bool CpuSupportsSkinnyMatmul(bool bf16) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl");
-  return avx512 && (!bf16 || __builtin_cpu_supports("avx512bf16"));
-#else
-  (void)bf16;
-  return false;
-#endif
-}
+bool CpuSupportsSkinnyMatmul(bool bf16) { return bf16 ? CpuHasAvx512Bf16() : CpuHasAvx512(); }
 
 void SkinnyMatmul(const SkinnyWeights& w, const void* x, int m, const float* bias, float* y) {
   const int panels = (w.n + kSkinnyPanelColumns - 1) / kSkinnyPanelColumns;
