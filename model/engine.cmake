@@ -13,6 +13,7 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/reference.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/rope.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/skinny_matmul.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/ops/huge_page_arena.cc
 )
 target_link_libraries(textgen_engine
   PUBLIC textgen_loader absl::status absl::statusor absl::strings absl::flat_hash_map

@@ -8,16 +8,10 @@
 
 namespace textgen::model {
 
-// Blocks are allocated lazily (an untouched budget costs no memory) and recycled through a
-// free list, so steady-state decoding does not allocate. A block never exceeds the budget:
-// at most budget_bytes / block_bytes blocks are ever handed out at once.
-namespace {
-constexpr std::align_val_t kBlockAlignment{64};
-}  // namespace
-
-void KvCache::AlignedDelete::operator()(std::byte* p) const {
-  ::operator delete(p, kBlockAlignment);
-}
+// Blocks are allocated lazily (an untouched budget costs no memory) from huge-page-backed
+// memory (attention reads each head's slab of a block, one 4 KiB page each with small pages)
+// and recycled through a free list, so steady-state decoding does not allocate. A block
+// never exceeds the budget: at most budget_bytes / block_bytes blocks are ever handed out.
 
 KvCache::KvCache(const KvCacheLayout& layout, int64_t budget_bytes)
     : layout_(layout),
@@ -51,16 +45,17 @@ int64_t KvCache::BytesForTokens(int n) const {
   return (static_cast<int64_t>(n) + kBlockTokens - 1) / kBlockTokens * block_bytes_;
 }
 
-std::byte* KvCache::TakeBlock() {
-  ++blocks_in_use_;
+absl::StatusOr<std::byte*> KvCache::TakeBlock() {
   if (!free_blocks_.empty()) {
     std::byte* block = free_blocks_.back();
     free_blocks_.pop_back();
+    ++blocks_in_use_;
     return block;
   }
-  auto* raw = static_cast<std::byte*>(::operator new(block_bytes_, kBlockAlignment));
-  owned_.emplace_back(raw);
-  return raw;
+  absl::StatusOr<void*> raw = memory_.Allocate(static_cast<size_t>(block_bytes_));
+  if (!raw.ok()) return raw.status();
+  ++blocks_in_use_;
+  return static_cast<std::byte*>(*raw);
 }
 
 void KvCache::ReturnBlock(std::byte* block) {
@@ -89,7 +84,11 @@ absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {
   if (bytes_in_use() + new_blocks * block_bytes_ > budget_bytes_) {
     return ExhaustedError(id, n_tokens, new_blocks);
   }
-  for (int64_t i = 0; i < new_blocks; ++i) seq->blocks.push_back(TakeBlock());
+  for (int64_t i = 0; i < new_blocks; ++i) {
+    absl::StatusOr<std::byte*> block = TakeBlock();
+    if (!block.ok()) return block.status();  // blocks taken so far stay with the sequence
+    seq->blocks.push_back(*block);
+  }
   return absl::OkStatus();
 }
 
@@ -137,7 +136,12 @@ absl::StatusOr<SequenceId> KvCache::Fork(SequenceId id, int n_tokens) {
   const Sequence& from = sequences_[id];
   dst.blocks.reserve(n_blocks);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    dst.blocks.push_back(TakeBlock());
+    absl::StatusOr<std::byte*> block = TakeBlock();
+    if (!block.ok()) {
+      Free(fork_id).IgnoreError();  // exists: created above
+      return block.status();
+    }
+    dst.blocks.push_back(*block);
     // Whole blocks are copied; slots past n_tokens are never read before being rewritten.
     std::memcpy(dst.blocks.back(), from.blocks[b], block_bytes_);
   }

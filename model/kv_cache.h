@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "model/ops/huge_page_arena.h"
 
 namespace textgen::model {
 
@@ -102,12 +103,8 @@ class KvCache {
     int length = 0;
     std::vector<std::byte*> blocks;  // [ceil(capacity / kBlockTokens)]
   };
-  struct AlignedDelete {
-    void operator()(std::byte* p) const;
-  };
-
   // Takes a block from the free list or allocates one (budget already checked).
-  std::byte* TakeBlock();
+  absl::StatusOr<std::byte*> TakeBlock();
   void ReturnBlock(std::byte* block);
   Sequence* Find(SequenceId id);
   const Sequence* Find(SequenceId id) const;
@@ -119,8 +116,8 @@ class KvCache {
   int64_t blocks_in_use_ = 0;
   SequenceId next_id_ = 0;
   absl::flat_hash_map<SequenceId, Sequence> sequences_;
-  std::vector<std::unique_ptr<std::byte, AlignedDelete>> owned_;  // every block ever made
-  std::vector<std::byte*> free_blocks_;                           // owned, not in use
+  ops::HugePageArena memory_;            // every block ever made lives here
+  std::vector<std::byte*> free_blocks_;  // made, not in use
 };
 
 }  // namespace textgen::model

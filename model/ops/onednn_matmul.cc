@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "model/ops/activations.h"
+#include "model/ops/huge_page_arena.h"
 #include "model/ops/skinny_matmul.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -74,6 +75,7 @@ struct OnednnContext::Impl {
   int max_cols = 0;
   int skinny_max_rows = kDefaultSkinnyMaxRows;
   std::vector<uint16_t> staging;  // [max_rows * max_cols] bf16 activations
+  HugePageArena weight_memory;    // packed weights of every Linear made with this context
   absl::flat_hash_map<EntryKey, std::unique_ptr<MatmulEntry>> entries;
 };
 
@@ -274,7 +276,9 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
     const memory::desc any_md({k, n}, impl->act_dt(), Tag::any);
     auto pd = impl->MakePd(std::min(max_rows, 16), any_md);
     impl->weights_md = pd.weights_desc();
-    impl->weights = memory(impl->weights_md, eng);
+    absl::StatusOr<void*> storage = impl->ctx->weight_memory.Allocate(impl->weights_md.get_size());
+    if (!storage.ok()) return storage.status();
+    impl->weights = memory(impl->weights_md, eng, *storage);
     // W is [n, k] row-major == [k, n] in "ba" order; reorder (and convert to bf16) once.
     memory user({{k, n}, Dt::f32, Tag::ba}, eng, const_cast<float*>(weight));
     dnnl::reorder(user, impl->weights).execute(impl->ctx->stream, user, impl->weights);

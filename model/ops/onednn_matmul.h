@@ -16,8 +16,9 @@ enum class LinearActivation { kNone, kGeluTanh };
 // of oneDNN's brgemm: measured crossover on Zen 4 with 2 threads (docs/engine-benchmarks.md).
 inline constexpr int kDefaultSkinnyMaxRows = 16;
 
-// oneDNN CPU engine + stream, the OpenMP thread count, and the bf16 staging buffer shared
-// by all Linear layers. Engine thread only.
+// oneDNN CPU engine + stream, the OpenMP thread count, the bf16 staging buffer and the
+// memory holding the packed weights of all Linear layers (so it must outlive them).
+// Engine thread only.
 class OnednnContext {
  public:
   // `threads` > 0 sets the OpenMP pool size (0 keeps the default: all cores).
