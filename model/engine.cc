@@ -22,7 +22,7 @@ class EngineImpl final : public Engine {
         cache_(KvCacheLayout{.n_layers = config.n_layers,
                              .n_kv_heads = config.n_kv_heads,
                              .head_dim = config.head_dim,
-                             .bytes_per_element = sizeof(float)},
+                             .bytes_per_element = options.kv_cache_f16 ? 2 : 4},
                options.kv_cache_bytes) {
     const size_t rows = static_cast<size_t>(options.max_batch_tokens);
     chunks_.reserve(rows);
@@ -149,8 +149,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
     return absl::InvalidArgumentError(
         absl::StrCat("kv_cache_bytes must be > 0, got ", options.kv_cache_bytes));
   }
-  auto transformer = Transformer::Create(model.config, model.weights, options.threads, options.bf16,
-                                         options.max_batch_tokens, options.skinny_max_rows);
+  auto transformer =
+      Transformer::Create(model.config, model.weights,
+                          TransformerOptions{.threads = options.threads,
+                                             .bf16 = options.bf16,
+                                             .max_batch_tokens = options.max_batch_tokens,
+                                             .skinny_max_rows = options.skinny_max_rows,
+                                             .kv_f16 = options.kv_cache_f16});
   if (!transformer.ok()) return transformer.status();
   return std::unique_ptr<Engine>(new EngineImpl(std::move(*transformer), model.config, options));
 }

@@ -17,6 +17,9 @@ struct EngineOptions {
   bool bf16 = false;
   // Byte budget of the KV cache pool.
   int64_t kv_cache_bytes = int64_t{1} << 30;
+  // Store K/V as IEEE half instead of f32: half the memory per token and half the bytes
+  // attention reads (llama.cpp's default); f32 keeps logits exact against references.
+  bool kv_cache_f16 = false;
   // Largest number of tokens (summed over sequences) one Forward call may carry.
   int max_batch_tokens = 512;
   // Matmuls of up to this many rows use the weight-streaming kernel (same results as

@@ -67,11 +67,9 @@ absl::Status ValidateConfig(const ModelConfig& c) {
 // Loading: dequantize, concatenate QKV (and gate|up), reorder for oneDNN once
 // ============================================================================
 
-absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConfig& config,
-                                                                 const ModelWeights& weights,
-                                                                 int threads, bool bf16,
-                                                                 int max_batch_tokens,
-                                                                 int skinny_max_rows) {
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
+    const ModelConfig& config, const ModelWeights& weights, const TransformerOptions& options) {
+  const int max_batch_tokens = options.max_batch_tokens;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(ValidateConfig(config));
   if (max_batch_tokens <= 0) {
     return absl::InvalidArgumentError(
@@ -80,14 +78,16 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
   std::unique_ptr<Transformer> t(new Transformer(config));
   const ModelConfig& c = t->config_;
   t->max_rows_ = max_batch_tokens;
+  t->kv_f16_ = options.kv_f16;
   t->q_dim_ = c.n_heads * c.head_dim;
   t->kv_dim_ = c.kv_dim();
   t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
   const int widest = std::max({c.dim, t->q_dim_, c.hidden_dim});
-  auto context = ops::OnednnContext::Create(threads, bf16, max_batch_tokens, widest);
+  auto context =
+      ops::OnednnContext::Create(options.threads, options.bf16, max_batch_tokens, widest);
   if (!context.ok()) return context.status();
   t->context_ = std::move(*context);
-  if (skinny_max_rows >= 0) t->context_->set_skinny_max_rows(skinny_max_rows);
+  if (options.skinny_max_rows >= 0) t->context_->set_skinny_max_rows(options.skinny_max_rows);
   if (IsLlama(c)) {
     t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim,
                                            c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,
@@ -271,6 +271,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   kv.k_offset = cache.ElementOffset(layer, 0, 0, 0);
   kv.v_offset = cache.ElementOffset(layer, 1, 0, 0);
   kv.head_stride = static_cast<int64_t>(KvCache::kBlockTokens) * c.head_dim;
+  kv.f16 = kv_f16_;
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
                       scores_.data(), c.context_length);

@@ -24,6 +24,15 @@ struct BatchPlan {
   std::span<const int> logit_rows;  // rows whose logits are wanted, in output order
 };
 
+// How the transformer computes; EngineOptions documents each field.
+struct TransformerOptions {
+  int threads = 0;
+  bool bf16 = false;
+  int max_batch_tokens = 512;
+  int skinny_max_rows = -1;
+  bool kv_f16 = false;
+};
+
 // Weights of one block, prepared once for oneDNN. Immutable after Create.
 struct PreparedLayer {
   std::vector<float> attn_norm, attn_norm_bias;  // [dim] (bias: gpt2 only)
@@ -42,9 +51,7 @@ class Transformer {
  public:
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(const ModelConfig& config,
                                                              const ModelWeights& weights,
-                                                             int threads, bool bf16,
-                                                             int max_batch_tokens,
-                                                             int skinny_max_rows = -1);
+                                                             const TransformerOptions& options);
 
   // Runs the batch, writing K/V of every row into the cache blocks of its chunk, and the
   // logits of `plan.logit_rows` into logits() rows [0, logit_rows.size()).
@@ -65,6 +72,7 @@ class Transformer {
 
   ModelConfig config_;
   int max_rows_ = 0;
+  bool kv_f16_ = false;
   int q_dim_ = 0, kv_dim_ = 0, qkv_dim_ = 0;
   std::unique_ptr<ops::OnednnContext> context_;
   std::unique_ptr<ops::Rope> rope_;  // llama only

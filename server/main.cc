@@ -70,6 +70,8 @@ ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
 ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
           "On SIGTERM/SIGINT: how long running requests may take to finish before exit");
 ABSL_FLAG(bool, bf16, kDefaults.bf16, "Compute in bf16 (needs AVX512-BF16) instead of f32");
+ABSL_FLAG(std::string, kv_cache_dtype, kDefaults.kv_cache_dtype,
+          "KV cache element type: f32 (exact) or f16 (half the memory, llama.cpp's default)");
 ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
 
 namespace textgen::server {
@@ -93,6 +95,7 @@ ServerOptions OptionsFromFlags() {
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.bf16 = absl::GetFlag(FLAGS_bf16);
+  o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
   o.log_level = absl::GetFlag(FLAGS_log_level);
   return o;
 }
@@ -129,6 +132,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   engine_options.threads = o.threads;
   engine_options.bf16 = o.bf16;
   engine_options.kv_cache_bytes = o.kv_cache_bytes;
+  engine_options.kv_cache_f16 = o.kv_cache_dtype == "f16";
   engine_options.max_batch_tokens = o.max_batch_tokens;
   absl::StatusOr<std::unique_ptr<model::Engine>> engine =
       model::Engine::Create(loaded->model, engine_options);

@@ -44,6 +44,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--session-ttl must be > 0, got ", absl::FormatDuration(o.session_ttl)));
   }
+  if (o.kv_cache_dtype != "f32" && o.kv_cache_dtype != "f16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv-cache-dtype must be f32 or f16, got \"", o.kv_cache_dtype, "\""));
+  }
   if (o.drain_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--drain-timeout must be >= 0, got ", absl::FormatDuration(o.drain_timeout)));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/float16.h"
 #include "model/ops/cpu_features.h"
 #include "model/ops/fast_math.h"
 #include "model/ops/simd.h"
@@ -45,6 +46,34 @@ TEXTGEN_SIMD_CLONES void AttendRow(const float* q, std::byte* const* blocks,
   }
 }
 
+// AttendRow over an f16 cache, for CPUs without AVX-512: converts element by element.
+void AttendRowHalf(const float* q, std::byte* const* blocks, const PagedKvLayout& layout,
+                   int64_t k_base, int64_t v_base, int n_pos, float scale, float* scores,
+                   float* out) {
+  const int hd = layout.head_dim;
+  const int bt = layout.block_tokens;
+  float max_score = -INFINITY;
+  for (int j = 0; j < n_pos; ++j) {
+    const auto* k = reinterpret_cast<const uint16_t*>(blocks[j / bt]) + k_base + (j % bt) * hd;
+    float dot = 0.0f;
+    for (int d = 0; d < hd; ++d) dot += q[d] * HalfToFloat(k[d]);
+    scores[j] = dot * scale;
+    max_score = std::max(max_score, scores[j]);
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < n_pos; ++j) {
+    scores[j] = FastExp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  const float inv_sum = 1.0f / sum;
+  for (int d = 0; d < hd; ++d) out[d] = 0.0f;
+  for (int j = 0; j < n_pos; ++j) {
+    const auto* v = reinterpret_cast<const uint16_t*>(blocks[j / bt]) + v_base + (j % bt) * hd;
+    const float p = scores[j] * inv_sum;
+    for (int d = 0; d < hd; ++d) out[d] += p * HalfToFloat(v[d]);
+  }
+}
+
 // Turns raw scores [0, n_pos) into probabilities divided by their sum (in place).
 void Softmax(float* scores, int n_pos, float max_score) {
   float sum = 0.0f;
@@ -60,6 +89,18 @@ void Softmax(float* scores, int n_pos, float max_score) {
 
 #define TEXTGEN_AVX512 __attribute__((target("avx512f")))
 
+// 16 cache elements from `base` + `index` (elements of the cache type) as f32.
+template <bool kHalf>
+TEXTGEN_AVX512 inline __m512 Load16(const std::byte* base, int64_t index) {
+  if constexpr (kHalf) {
+    // (maskz forms: GCC 12's unmasked ones trip -Wmaybe-uninitialized in its headers)
+    return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                             reinterpret_cast<const uint16_t*>(base) + index)));
+  } else {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(base) + index);
+  }
+}
+
 // Sum of the 16 lanes in a fixed order. Plain vector shuffles: GCC 12's
 // _mm512_reduce_add_ps and masked extracts trip -Wmaybe-uninitialized in its own headers.
 TEXTGEN_AVX512 inline float SumLanes(__m512 a) {
@@ -74,7 +115,7 @@ TEXTGEN_AVX512 inline float SumLanes(__m512 a) {
 // AttendRow for head_dim = 16 * NV on AVX-512: q and the output stay in registers, four
 // keys are scored at once (independent FMA chains hide the cache misses of the K blocks),
 // and values accumulate in two register sets (even/odd positions) added at the end.
-template <int NV>
+template <int NV, bool kHalf>
 TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
                                     const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
                                     int n_pos, float scale, float* scores, float* out) {
@@ -85,20 +126,20 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
 
   float max_score = -INFINITY;
   for (int j0 = 0; j0 < n_pos; j0 += bt) {
-    const float* kb = reinterpret_cast<const float*>(blocks[j0 / bt]) + k_base;
+    const std::byte* block = blocks[j0 / bt];
     const int count = std::min(bt, n_pos - j0);
     int t = 0;
     for (; t + 4 <= count; t += 4) {
-      const float* k = kb + t * hd;
-      __m512 a0 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k));
-      __m512 a1 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + hd));
-      __m512 a2 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + 2 * hd));
-      __m512 a3 = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k + 3 * hd));
+      const int64_t k = k_base + t * hd;
+      __m512 a0 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k));
+      __m512 a1 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k + hd));
+      __m512 a2 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k + 2 * hd));
+      __m512 a3 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k + 3 * hd));
       for (int v = 1; v < NV; ++v) {
-        a0 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 16 * v), a0);
-        a1 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + hd + 16 * v), a1);
-        a2 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 2 * hd + 16 * v), a2);
-        a3 = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 3 * hd + 16 * v), a3);
+        a0 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 16 * v), a0);
+        a1 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + hd + 16 * v), a1);
+        a2 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 2 * hd + 16 * v), a2);
+        a3 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 3 * hd + 16 * v), a3);
       }
       float* s = scores + j0 + t;
       s[0] = SumLanes(a0) * scale;
@@ -108,9 +149,9 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
       max_score = std::max({max_score, s[0], s[1], s[2], s[3]});
     }
     for (; t < count; ++t) {
-      const float* k = kb + t * hd;
-      __m512 a = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k));
-      for (int v = 1; v < NV; ++v) a = _mm512_fmadd_ps(qv[v], _mm512_loadu_ps(k + 16 * v), a);
+      const int64_t k = k_base + t * hd;
+      __m512 a = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k));
+      for (int v = 1; v < NV; ++v) a = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 16 * v), a);
       scores[j0 + t] = SumLanes(a) * scale;
       max_score = std::max(max_score, scores[j0 + t]);
     }
@@ -120,21 +161,21 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
   __m512 even[NV], odd[NV];
   for (int v = 0; v < NV; ++v) even[v] = odd[v] = _mm512_setzero_ps();
   for (int j0 = 0; j0 < n_pos; j0 += bt) {
-    const float* vb = reinterpret_cast<const float*>(blocks[j0 / bt]) + v_base;
+    const std::byte* block = blocks[j0 / bt];
     const int count = std::min(bt, n_pos - j0);
     int t = 0;
     for (; t + 2 <= count; t += 2) {
       const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
       const __m512 p1 = _mm512_set1_ps(scores[j0 + t + 1]);
       for (int v = 0; v < NV; ++v) {
-        even[v] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(vb + t * hd + 16 * v), even[v]);
-        odd[v] = _mm512_fmadd_ps(p1, _mm512_loadu_ps(vb + (t + 1) * hd + 16 * v), odd[v]);
+        even[v] = _mm512_fmadd_ps(p0, Load16<kHalf>(block, v_base + t * hd + 16 * v), even[v]);
+        odd[v] = _mm512_fmadd_ps(p1, Load16<kHalf>(block, v_base + (t + 1) * hd + 16 * v), odd[v]);
       }
     }
     if (t < count) {
       const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
       for (int v = 0; v < NV; ++v) {
-        even[v] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(vb + t * hd + 16 * v), even[v]);
+        even[v] = _mm512_fmadd_ps(p0, Load16<kHalf>(block, v_base + t * hd + 16 * v), even[v]);
       }
     }
   }
@@ -144,28 +185,54 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
 using AttendRowFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
                              int64_t, int, float, float*, float*);
 
-// The AVX-512 kernel for head sizes it covers (multiples of 16 up to 128), else the
-// portable one. Which one runs depends only on the CPU and model, never on the batch.
-AttendRowFn PickAttendRow(int head_dim) {
-  if (head_dim % 16 != 0 || head_dim > 128 || !CpuHasAvx512()) return AttendRow;
+template <bool kHalf>
+AttendRowFn PickAvx512(int head_dim) {
   switch (head_dim / 16) {
     case 1:
-      return AttendRowAvx512<1>;
+      return AttendRowAvx512<1, kHalf>;
     case 2:
-      return AttendRowAvx512<2>;
+      return AttendRowAvx512<2, kHalf>;
     case 3:
-      return AttendRowAvx512<3>;
+      return AttendRowAvx512<3, kHalf>;
     case 4:
-      return AttendRowAvx512<4>;
+      return AttendRowAvx512<4, kHalf>;
     case 5:
-      return AttendRowAvx512<5>;
+      return AttendRowAvx512<5, kHalf>;
     case 6:
-      return AttendRowAvx512<6>;
+      return AttendRowAvx512<6, kHalf>;
     case 7:
-      return AttendRowAvx512<7>;
+      return AttendRowAvx512<7, kHalf>;
     default:
-      return AttendRowAvx512<8>;
+      return AttendRowAvx512<8, kHalf>;
   }
+}
+
+// The AVX-512 kernel for head sizes it covers (multiples of 16 up to 128), else the
+// portable one. Which one runs depends only on the CPU and model, never on the batch.
+AttendRowFn PickAttendRow(int head_dim, bool f16) {
+  if (head_dim % 16 != 0 || head_dim > 128 || !CpuHasAvx512()) {
+    return f16 ? AttendRowHalf : AttendRow;
+  }
+  return f16 ? PickAvx512<true>(head_dim) : PickAvx512<false>(head_dim);
+}
+
+// Rounds n floats to half, nearest-even (the same rounding as FloatToHalf).
+TEXTGEN_AVX512 void ToHalfAvx512(const float* x, int n, uint16_t* out) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out + i),
+        _mm512_maskz_cvtps_ph(0xFFFF, _mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) out[i] = FloatToHalf(x[i]);
+}
+
+void ToHalf(const float* x, int n, uint16_t* out, bool avx512) {
+  if (avx512) {
+    ToHalfAvx512(x, n, out);
+    return;
+  }
+  for (int i = 0; i < n; ++i) out[i] = FloatToHalf(x[i]);
 }
 
 }  // namespace
@@ -173,17 +240,25 @@ AttendRowFn PickAttendRow(int head_dim) {
 void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout, const float* k,
              const float* v, int stride) {
   const int hd = layout.head_dim;
+  const bool avx512 = layout.f16 && CpuHasAvx512();
   for (const AttentionChunk& chunk : chunks) {
     for (int t = 0; t < chunk.n_tokens; ++t) {
       const int pos = chunk.start_pos + t;
-      float* block = reinterpret_cast<float*>(chunk.blocks[pos / layout.block_tokens]);
+      std::byte* block = chunk.blocks[pos / layout.block_tokens];
       const int64_t slot = static_cast<int64_t>(pos % layout.block_tokens) * hd;
       const int64_t row = static_cast<int64_t>(chunk.first_row + t) * stride;
       for (int g = 0; g < layout.n_kv_heads; ++g) {
-        std::memcpy(block + layout.k_offset + g * layout.head_stride + slot, k + row + g * hd,
-                    sizeof(float) * hd);
-        std::memcpy(block + layout.v_offset + g * layout.head_stride + slot, v + row + g * hd,
-                    sizeof(float) * hd);
+        const int64_t k_at = layout.k_offset + g * layout.head_stride + slot;
+        const int64_t v_at = layout.v_offset + g * layout.head_stride + slot;
+        if (layout.f16) {
+          auto* half = reinterpret_cast<uint16_t*>(block);
+          ToHalf(k + row + g * hd, hd, half + k_at, avx512);
+          ToHalf(v + row + g * hd, hd, half + v_at, avx512);
+        } else {
+          auto* full = reinterpret_cast<float*>(block);
+          std::memcpy(full + k_at, k + row + g * hd, sizeof(float) * hd);
+          std::memcpy(full + v_at, v + row + g * hd, sizeof(float) * hd);
+        }
       }
     }
   }
@@ -195,7 +270,7 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
   const int hd = layout.head_dim;
   const int group = n_heads / layout.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const AttendRowFn attend_row = PickAttendRow(hd);
+  const AttendRowFn attend_row = PickAttendRow(hd, layout.f16);
   const int n_chunks = static_cast<int>(chunks.size());
   // Work items are (chunk, head, row) flattened; dynamic scheduling balances long and
   // short rows. Which thread runs an item does not change its result.

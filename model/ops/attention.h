@@ -16,6 +16,7 @@ struct PagedKvLayout {
   int64_t k_offset = 0;     // elements from block start to (K, head 0, slot 0) of the layer
   int64_t v_offset = 0;     // elements from block start to (V, head 0, slot 0) of the layer
   int64_t head_stride = 0;  // elements between heads (block_tokens * head_dim)
+  bool f16 = false;         // elements are IEEE half (uint16_t) instead of f32
 };
 
 // One sequence's chunk in the batch: rows [first_row, first_row + n_tokens) of the
@@ -28,7 +29,7 @@ struct AttentionChunk {
 };
 
 // Writes each row's K and V (row r: kv_dim floats at k + r*stride and v + r*stride) into the
-// chunk's cache slots at its positions.
+// chunk's cache slots at its positions (rounded to nearest-even half when layout.f16).
 void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout, const float* k,
              const float* v, int stride);
 

@@ -1,5 +1,5 @@
 // textgen-bench-engine --model PATH [--bf16] [--threads N] [--prompt 128] [--gen 128]
-//                      [--batches 1,4,16,64] [--skinny-max-rows N] [--json]
+//                      [--batches 1,4,16,64] [--skinny-max-rows N] [--kv-f16] [--json]
 //
 // Measures the engine alone (no server): prefill tokens/s (one chunk of --prompt tokens),
 // single-sequence decode tokens/s (--gen steps after the prompt), and batched decode
@@ -35,6 +35,7 @@ struct Flags {
   int prompt = 128;
   int gen = 128;
   int skinny_max_rows = -1;  // -1: the engine's default
+  bool kv_f16 = false;
   std::vector<int> batches = {1, 4, 16, 64};
 };
 
@@ -126,7 +127,7 @@ Flags ParseFlags(int argc, char** argv) {
     std::fprintf(stderr,
                  "textgen-bench-engine: %s\nusage: textgen-bench-engine --model PATH [--bf16] "
                  "[--threads N] [--prompt 128] [--gen 128] [--batches 1,4,16,64] "
-                 "[--skinny-max-rows N] [--json]\n",
+                 "[--skinny-max-rows N] [--kv-f16] [--json]\n",
                  msg.c_str());
     std::exit(2);
   };
@@ -153,6 +154,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.prompt = std::max(number(), 1);
     } else if (arg == "--gen") {
       f.gen = std::max(number(), 1);
+    } else if (arg == "--kv-f16") {
+      f.kv_f16 = true;
     } else if (arg == "--skinny-max-rows") {
       f.skinny_max_rows = std::max(number(), 0);
     } else if (arg == "--batches") {
@@ -180,6 +183,7 @@ int main(int argc, char** argv) {
   options.threads = flags.threads;
   options.bf16 = flags.bf16;
   options.skinny_max_rows = flags.skinny_max_rows;
+  options.kv_cache_f16 = flags.kv_f16;
   int max_batch = 1;
   for (int b : flags.batches) max_batch = std::max(max_batch, b);
   options.max_batch_tokens = std::max({flags.prompt, max_batch, 64});
@@ -213,8 +217,8 @@ int main(int argc, char** argv) {
         flags.model.c_str(), flags.bf16 ? "bf16" : "f32", flags.threads, flags.prompt, flags.gen,
         load_s, prefill, decode, absl::StrJoin(rows, ", ").c_str(), peak_rss_mib);
   } else {
-    std::printf("model %s (%s, threads %d, engine create %.2f s)\n", flags.model.c_str(),
-                flags.bf16 ? "bf16" : "f32", flags.threads, load_s);
+    std::printf("model %s (%s, kv %s, threads %d, engine create %.2f s)\n", flags.model.c_str(),
+                flags.bf16 ? "bf16" : "f32", flags.kv_f16 ? "f16" : "f32", flags.threads, load_s);
     std::printf("prefill %d tokens:      %9.1f tok/s\n", flags.prompt, prefill);
     std::printf("decode 1 sequence:      %9.1f tok/s\n", decode);
     for (size_t i = 0; i < flags.batches.size(); ++i) {

@@ -47,9 +47,11 @@ int Argmax(std::span<const float> row) {
   return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-std::unique_ptr<Engine> MakeEngine(const LoadedModel& model, bool bf16, int max_tokens = 64) {
+std::unique_ptr<Engine> MakeEngine(const LoadedModel& model, bool bf16, int max_tokens = 64,
+                                   bool kv_f16 = false) {
   EngineOptions options;
   options.bf16 = bf16;
+  options.kv_cache_f16 = kv_f16;
   options.max_batch_tokens = max_tokens;
   options.kv_cache_bytes = int64_t{64} << 20;
   auto engine = Engine::Create(model, options);
@@ -123,7 +125,7 @@ struct InvarianceSeq {
   std::vector<int> step;     // the chunk in the compared step (1 token = decode)
 };
 
-void CheckBatchInvariance(const LoadedModel& model, bool bf16) {
+void CheckBatchInvariance(const LoadedModel& model, bool bf16, bool kv_f16 = false) {
   const int vocab = model.config.vocab_size;
   std::mt19937 rng(7);
   auto random_tokens = [&](int n) {
@@ -141,7 +143,7 @@ void CheckBatchInvariance(const LoadedModel& model, bool bf16) {
   // Alone: each sequence in its own engine.
   std::vector<std::vector<float>> alone;
   for (const InvarianceSeq& s : seqs) {
-    auto engine = MakeEngine(model, bf16);
+    auto engine = MakeEngine(model, bf16, 64, kv_f16);
     ASSERT_NE(engine, nullptr);
     const SequenceId id = engine->kv_cache().NewSequence();
     if (!s.history.empty()) {
@@ -154,7 +156,7 @@ void CheckBatchInvariance(const LoadedModel& model, bool bf16) {
     alone.emplace_back(r->Row(0).begin(), r->Row(0).end());
   }
   // Together: all histories in one batch (sequence 4 has none), then all steps in one batch.
-  auto engine = MakeEngine(model, bf16, /*max_tokens=*/128);
+  auto engine = MakeEngine(model, bf16, /*max_tokens=*/128, kv_f16);
   ASSERT_NE(engine, nullptr);
   std::vector<SequenceId> ids;
   std::vector<SequenceChunk> batch;
@@ -174,7 +176,7 @@ void CheckBatchInvariance(const LoadedModel& model, bool bf16) {
   for (size_t i = 0; i < seqs.size(); ++i) {
     const int row = static_cast<int>(seqs.size() - 1 - i);
     EXPECT_EQ(std::memcmp(r->Row(row).data(), alone[i].data(), sizeof(float) * vocab), 0)
-        << "sequence " << i << " (bf16=" << bf16 << ") differs in a batch";
+        << "sequence " << i << " (bf16=" << bf16 << ", kv_f16=" << kv_f16 << ") differs in a batch";
   }
 }
 
@@ -193,6 +195,46 @@ TEST(BatchInvarianceTest, Stories260KBf16) {
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   CheckBatchInvariance(*model, /*bf16=*/true);
+}
+
+TEST(BatchInvarianceTest, Stories260KF16KvCache) {
+  const std::string path = SharedModel("stories260K.gguf");
+  REQUIRE_SHARED(path);
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  CheckBatchInvariance(*model, /*bf16=*/false, /*kv_f16=*/true);
+}
+
+// A half-precision KV cache rounds K and V to 11 significant bits: logits move a little,
+// greedy decoding of the reference prompt does not.
+TEST(F16KvCacheTest, CloseToF32CacheAndSameGreedyTokens) {
+  const std::string path = SharedModel("stories260K.gguf");
+  REQUIRE_SHARED(path);
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto f32 = MakeEngine(*model, false, 64, /*kv_f16=*/false);
+  auto f16 = MakeEngine(*model, false, 64, /*kv_f16=*/true);
+  ASSERT_TRUE(f32 != nullptr && f16 != nullptr);
+  EXPECT_EQ(f16->kv_cache().block_bytes() * 2, f32->kv_cache().block_bytes());
+  const SequenceId a = f32->kv_cache().NewSequence();
+  const SequenceId b = f16->kv_cache().NewSequence();
+  std::vector<int> next_a(kPrompt.begin(), kPrompt.end()), next_b = next_a;
+  float max_diff = 0, max_abs = 0;
+  for (int step = 0; step < 8; ++step) {
+    SequenceChunk ca{a, next_a, true}, cb{b, next_b, true};
+    auto ra = f32->Forward({&ca, 1});
+    auto rb = f16->Forward({&cb, 1});
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    for (int i = 0; i < ra->vocab_size; ++i) {
+      max_diff = std::max(max_diff, std::fabs(ra->Row(0)[i] - rb->Row(0)[i]));
+      max_abs = std::max(max_abs, std::fabs(ra->Row(0)[i]));
+    }
+    EXPECT_EQ(Argmax(rb->Row(0)), kGoldenAfterPrompt[step]) << "step " << step;
+    next_a = {Argmax(ra->Row(0))};
+    next_b = {Argmax(rb->Row(0))};
+  }
+  EXPECT_GT(max_diff, 0.0f);  // the cache really is half precision
+  EXPECT_LT(max_diff, 0.01f * max_abs);
 }
 
 TEST(Bf16Test, CloseToF32AndSameFirstToken) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "model/float16.h"
 #include "model/ops/activations.h"
 #include "model/ops/attention.h"
 #include "model/ops/fast_math.h"
@@ -302,13 +303,23 @@ TEST(RopeReferenceTest, AdjacentPairsRotateByPositionTimesFrequency) {
 
 // ---- Paged attention ----
 
-TEST(AttentionTest, PagedMatchesReferenceWithGqaAcrossBlocks) {
-  const int n_heads = 6, n_kv = 2, hd = 8, bt = 4;
+// Head sizes: 8 takes the portable kernel, multiples of 16 the AVX-512 one (where present);
+// block sizes and lengths leave partial groups of four keys and partial blocks.
+struct AttentionCase {
+  int head_dim, block_tokens;
+  bool f16;  // half-precision cache: the reference gets K/V rounded the same way
+};
+
+class PagedAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
+  const int n_heads = 6, n_kv = 2, hd = GetParam().head_dim, bt = GetParam().block_tokens;
+  const bool f16 = GetParam().f16;
   const int kv_dim = n_kv * hd, q_dim = n_heads * hd;
-  // Two sequences: one with 6 cached tokens + a 5-token chunk, one decoding at position 9.
+  // Two sequences: one with 6 cached tokens + a 5-token chunk, one decoding at position 38.
   struct Seq {
     int start, n;
-  } seqs[2] = {{6, 5}, {9, 1}};
+  } seqs[2] = {{6, 5}, {38, 1}};
   const int rows = 6;
   const auto q = Random(rows * q_dim, 16);
   PagedKvLayout layout{.block_tokens = bt,
@@ -316,7 +327,8 @@ TEST(AttentionTest, PagedMatchesReferenceWithGqaAcrossBlocks) {
                        .head_dim = hd,
                        .k_offset = 0,
                        .v_offset = n_kv * bt * hd,
-                       .head_stride = bt * hd};
+                       .head_stride = bt * hd,
+                       .f16 = f16};
   const int block_floats = 2 * n_kv * bt * hd;
   std::vector<std::vector<float>> storage;
   std::vector<std::vector<std::byte*>> tables(2);
@@ -348,17 +360,31 @@ TEST(AttentionTest, PagedMatchesReferenceWithGqaAcrossBlocks) {
     }
   }
   StoreKv(chunks, layout, new_k.data(), new_v.data(), kv_dim);
-  std::vector<float> scores(64 * 16), got(rows * q_dim);
-  PagedAttention(chunks, layout, n_heads, q.data(), q_dim, got.data(), q_dim, scores.data(), 16);
+  std::vector<float> scores(64 * 64), got(rows * q_dim);
+  PagedAttention(chunks, layout, n_heads, q.data(), q_dim, got.data(), q_dim, scores.data(), 64);
 
   std::vector<float> want(rows * q_dim);
   for (int s = 0; s < 2; ++s) {
+    if (f16) {
+      for (float& x : full_k[s]) x = HalfToFloat(FloatToHalf(x));
+      for (float& x : full_v[s]) x = HalfToFloat(FloatToHalf(x));
+    }
     reference::Attention(q.data() + chunks[s].first_row * q_dim, full_k[s].data(), full_v[s].data(),
                          seqs[s].n, seqs[s].start, n_heads, n_kv, hd,
                          want.data() + chunks[s].first_row * q_dim);
   }
   ExpectNear(got, want, 1e-5f, 1e-5f);
 }
+
+INSTANTIATE_TEST_SUITE_P(HeadSizes, PagedAttentionTest,
+                         ::testing::Values(AttentionCase{8, 4, false}, AttentionCase{16, 4, false},
+                                           AttentionCase{48, 16, false},
+                                           AttentionCase{64, 16, false},
+                                           AttentionCase{128, 16, false},
+                                           AttentionCase{80, 16, false},
+                                           AttentionCase{256, 16, false}, AttentionCase{8, 4, true},
+                                           AttentionCase{64, 16, true}, AttentionCase{80, 16, true},
+                                           AttentionCase{256, 16, true}));
 
 }  // namespace
 }  // namespace textgen::model::ops

@@ -49,6 +49,12 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
   o = {};
   o.kv_cache_bytes = 0;
   EXPECT_EQ(ValidateServerOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o = {};
+  o.kv_cache_dtype = "bf16";
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--kv-cache-dtype must be f32 or f16, got \"bf16\""));
+  o.kv_cache_dtype = "f16";
+  EXPECT_TRUE(ValidateServerOptions(o).ok());
 }
 
 TEST(ServerOptionsTest, ResolvesTheModelPath) {
