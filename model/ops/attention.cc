@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "model/float16.h"
 #include "model/ops/cpu_features.h"
@@ -23,10 +24,11 @@ TEXTGEN_SIMD_CLONES void AttendRow(const float* q, std::byte* const* blocks,
   const int bt = layout.block_tokens;
   float max_score = -INFINITY;
   for (int j = 0; j < n_pos; ++j) {
-    const float* k = reinterpret_cast<const float*>(blocks[j / bt]) + k_base + (j % bt) * hd;
+    // K is stored dimension-major: element d of slot s at d * bt + s.
+    const float* k = reinterpret_cast<const float*>(blocks[j / bt]) + k_base + (j % bt);
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-    for (int d = 0; d < hd; ++d) dot += q[d] * k[d];
+    for (int d = 0; d < hd; ++d) dot += q[d] * k[d * bt];
     scores[j] = dot * scale;
     max_score = std::max(max_score, scores[j]);
   }
@@ -54,9 +56,9 @@ void AttendRowHalf(const float* q, std::byte* const* blocks, const PagedKvLayout
   const int bt = layout.block_tokens;
   float max_score = -INFINITY;
   for (int j = 0; j < n_pos; ++j) {
-    const auto* k = reinterpret_cast<const uint16_t*>(blocks[j / bt]) + k_base + (j % bt) * hd;
+    const auto* k = reinterpret_cast<const uint16_t*>(blocks[j / bt]) + k_base + (j % bt);
     float dot = 0.0f;
-    for (int d = 0; d < hd; ++d) dot += q[d] * HalfToFloat(k[d]);
+    for (int d = 0; d < hd; ++d) dot += q[d] * HalfToFloat(k[d * bt]);
     scores[j] = dot * scale;
     max_score = std::max(max_score, scores[j]);
   }
@@ -101,61 +103,40 @@ TEXTGEN_AVX512 inline __m512 Load16(const std::byte* base, int64_t index) {
   }
 }
 
-// Sum of the 16 lanes in a fixed order. Plain vector shuffles: GCC 12's
-// _mm512_reduce_add_ps and masked extracts trip -Wmaybe-uninitialized in its own headers.
-TEXTGEN_AVX512 inline float SumLanes(__m512 a) {
-  const __m256 s8 = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7) +
-                    __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m128 s4 =
-      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
-  const __m128 s2 = s4 + __builtin_shufflevector(s4, s4, 2, 3, 2, 3);
-  return s2[0] + s2[1];
-}
-
-// AttendRow for head_dim = 16 * NV on AVX-512: q and the output stay in registers, four
-// keys are scored at once (independent FMA chains hide the cache misses of the K blocks),
-// and values accumulate in two register sets (even/odd positions) added at the end.
+// AttendRow for head_dim = 16 * NV and 16-token blocks on AVX-512. K is dimension-major in
+// a block, so one zmm holds a dimension of all 16 keys: a block's 16 scores come out of hd
+// FMAs (four chains, combined in a fixed order) with no horizontal sums. Values accumulate
+// in registers in two sets (even/odd positions) added at the end.
 template <int NV, bool kHalf>
 TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
                                     const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
                                     int n_pos, float scale, float* scores, float* out) {
   constexpr int hd = 16 * NV;
-  const int bt = layout.block_tokens;
-  __m512 qv[NV];
-  for (int v = 0; v < NV; ++v) qv[v] = _mm512_loadu_ps(q + 16 * v);
-
-  float max_score = -INFINITY;
+  constexpr int bt = 16;  // PickAttendRow checks the layout
+  const __m512 scale_v = _mm512_set1_ps(scale);
+  __m512 max_v = _mm512_set1_ps(-INFINITY);
   for (int j0 = 0; j0 < n_pos; j0 += bt) {
     const std::byte* block = blocks[j0 / bt];
-    const int count = std::min(bt, n_pos - j0);
-    int t = 0;
-    for (; t + 4 <= count; t += 4) {
-      const int64_t k = k_base + t * hd;
-      __m512 a0 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k));
-      __m512 a1 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k + hd));
-      __m512 a2 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k + 2 * hd));
-      __m512 a3 = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k + 3 * hd));
-      for (int v = 1; v < NV; ++v) {
-        a0 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 16 * v), a0);
-        a1 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + hd + 16 * v), a1);
-        a2 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 2 * hd + 16 * v), a2);
-        a3 = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 3 * hd + 16 * v), a3);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    for (int d = 0; d < hd; d += 4) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(q[d + c]),
+                                 Load16<kHalf>(block, k_base + int64_t{d + c} * bt), acc[c]);
       }
-      float* s = scores + j0 + t;
-      s[0] = SumLanes(a0) * scale;
-      s[1] = SumLanes(a1) * scale;
-      s[2] = SumLanes(a2) * scale;
-      s[3] = SumLanes(a3) * scale;
-      max_score = std::max({max_score, s[0], s[1], s[2], s[3]});
     }
-    for (; t < count; ++t) {
-      const int64_t k = k_base + t * hd;
-      __m512 a = _mm512_mul_ps(qv[0], Load16<kHalf>(block, k));
-      for (int v = 1; v < NV; ++v) a = _mm512_fmadd_ps(qv[v], Load16<kHalf>(block, k + 16 * v), a);
-      scores[j0 + t] = SumLanes(a) * scale;
-      max_score = std::max(max_score, scores[j0 + t]);
-    }
+    const __m512 s = _mm512_mul_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])), scale_v);
+    // Slots past the sequence's end hold stale data: neither stored nor counted.
+    const int count = std::min(bt, n_pos - j0);
+    const __mmask16 live = static_cast<__mmask16>((1u << count) - 1);
+    _mm512_mask_storeu_ps(scores + j0, live, s);
+    max_v = _mm512_mask_max_ps(max_v, live, max_v, s);
   }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, max_v);
+  const float max_score = *std::max_element(lanes, lanes + 16);
   Softmax(scores, n_pos, max_score);
 
   __m512 even[NV], odd[NV];
@@ -207,10 +188,10 @@ AttendRowFn PickAvx512(int head_dim) {
   }
 }
 
-// The AVX-512 kernel for head sizes it covers (multiples of 16 up to 128), else the
-// portable one. Which one runs depends only on the CPU and model, never on the batch.
-AttendRowFn PickAttendRow(int head_dim, bool f16) {
-  if (head_dim % 16 != 0 || head_dim > 128 || !CpuHasAvx512()) {
+// The AVX-512 kernel for what it covers (head sizes multiples of 16 up to 128, 16-token
+// blocks), else the portable one. The choice depends on the CPU and model, never the batch.
+AttendRowFn PickAttendRow(int head_dim, int block_tokens, bool f16) {
+  if (head_dim % 16 != 0 || head_dim > 128 || block_tokens != 16 || !CpuHasAvx512()) {
     return f16 ? AttendRowHalf : AttendRow;
   }
   return f16 ? PickAvx512<true>(head_dim) : PickAvx512<false>(head_dim);
@@ -240,23 +221,28 @@ void ToHalf(const float* x, int n, uint16_t* out, bool avx512) {
 void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout, const float* k,
              const float* v, int stride) {
   const int hd = layout.head_dim;
+  const int bt = layout.block_tokens;
   const bool avx512 = layout.f16 && CpuHasAvx512();
+  std::vector<uint16_t> half_k(layout.f16 ? hd : 0);  // one head's K before the transpose
   for (const AttentionChunk& chunk : chunks) {
     for (int t = 0; t < chunk.n_tokens; ++t) {
       const int pos = chunk.start_pos + t;
-      std::byte* block = chunk.blocks[pos / layout.block_tokens];
-      const int64_t slot = static_cast<int64_t>(pos % layout.block_tokens) * hd;
+      std::byte* block = chunk.blocks[pos / bt];
+      const int slot = pos % bt;
       const int64_t row = static_cast<int64_t>(chunk.first_row + t) * stride;
       for (int g = 0; g < layout.n_kv_heads; ++g) {
+        // K dimension-major ([hd][bt]: element d of this slot at d * bt + slot), V token-major.
         const int64_t k_at = layout.k_offset + g * layout.head_stride + slot;
-        const int64_t v_at = layout.v_offset + g * layout.head_stride + slot;
+        const int64_t v_at = layout.v_offset + g * layout.head_stride + int64_t{slot} * hd;
+        const float* k_row = k + row + g * hd;
         if (layout.f16) {
           auto* half = reinterpret_cast<uint16_t*>(block);
-          ToHalf(k + row + g * hd, hd, half + k_at, avx512);
+          ToHalf(k_row, hd, half_k.data(), avx512);
+          for (int d = 0; d < hd; ++d) half[k_at + int64_t{d} * bt] = half_k[d];
           ToHalf(v + row + g * hd, hd, half + v_at, avx512);
         } else {
           auto* full = reinterpret_cast<float*>(block);
-          std::memcpy(full + k_at, k + row + g * hd, sizeof(float) * hd);
+          for (int d = 0; d < hd; ++d) full[k_at + int64_t{d} * bt] = k_row[d];
           std::memcpy(full + v_at, v + row + g * hd, sizeof(float) * hd);
         }
       }
@@ -270,7 +256,7 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
   const int hd = layout.head_dim;
   const int group = n_heads / layout.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const AttendRowFn attend_row = PickAttendRow(hd, layout.f16);
+  const AttendRowFn attend_row = PickAttendRow(hd, layout.block_tokens, layout.f16);
   const int n_chunks = static_cast<int>(chunks.size());
   // Work items are (chunk, head, row) flattened; dynamic scheduling balances long and
   // short rows. Which thread runs an item does not change its result.

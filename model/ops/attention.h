@@ -8,7 +8,9 @@ namespace textgen::model::ops {
 
 // Where one layer's K/V live in a paged cache: block b of a sequence holds positions
 // [b*block_tokens, (b+1)*block_tokens); inside a block, head g's keys start at element
-// k_offset + g*head_stride and values at v_offset + g*head_stride, one token every head_dim.
+// k_offset + g*head_stride and values at v_offset + g*head_stride. Values are token-major
+// (one token every head_dim); keys are dimension-major (one dimension every block_tokens),
+// so attention scores all keys of a block with plain vector FMAs.
 struct PagedKvLayout {
   int block_tokens = 16;
   int n_kv_heads = 0;

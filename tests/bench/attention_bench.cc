@@ -107,9 +107,13 @@ void BM_OnednnAttention(benchmark::State& state) {
         const auto* block = reinterpret_cast<const float*>(s.tables[seq][j / kBlockTokens]);
         const int64_t n = std::min<int64_t>(kBlockTokens, L - j);
         for (int h = 0; h < kHeads; ++h) {
-          std::memcpy(&k[(h * L + j) * kHeadDim],
-                      block + s.layout.k_offset + h * s.layout.head_stride,
-                      sizeof(float) * n * kHeadDim);
+          // Keys are dimension-major in a block: transpose while gathering.
+          const float* slab = block + s.layout.k_offset + h * s.layout.head_stride;
+          for (int64_t t = 0; t < n; ++t) {
+            for (int d = 0; d < kHeadDim; ++d) {
+              k[(h * L + j + t) * kHeadDim + d] = slab[d * kBlockTokens + t];
+            }
+          }
           std::memcpy(&v[(h * L + j) * kHeadDim],
                       block + s.layout.v_offset + h * s.layout.head_stride,
                       sizeof(float) * n * kHeadDim);
