@@ -26,11 +26,29 @@ for round in $(seq "$rounds"); do
   section "round $round: textgen-bench-engine f32"
   "$B/bin/textgen-bench-engine" --model "$M/110m-f32.gguf" --threads 2 --prompt 128 --gen 64 \
     --batches 1,4,16,64
+  section "round $round: textgen-bench-engine f32, f16 KV cache"
+  "$B/bin/textgen-bench-engine" --model "$M/110m-f32.gguf" --threads 2 --prompt 128 --gen 64 \
+    --batches 16,64 --kv-f16
   section "round $round: llama-bench bf16"
   "$L/llama-bench" -m "$M/110m-bf16.gguf" -t 2 -p 128 -n 64 -r 3 2>/dev/null | grep -E 'pp128|tg64'
   section "round $round: textgen-bench-engine bf16"
   "$B/bin/textgen-bench-engine" --model "$M/110m-f32.gguf" --bf16 --threads 2 --prompt 128 \
     --gen 64 --batches 1,4,16,64
+  section "round $round: textgen-bench-engine bf16, f16 KV cache"
+  "$B/bin/textgen-bench-engine" --model "$M/110m-f32.gguf" --bf16 --threads 2 --prompt 128 \
+    --gen 64 --batches 16,64 --kv-f16
+  # Decode from an empty context, like llama-bench's tg64 (positions 0-63).
+  for dtype in f32 bf16; do
+    section "round $round: llama-bench $dtype, decode from an empty context"
+    "$L/llama-bench" -m "$M/110m-$dtype.gguf" -t 2 -p 0 -n 64 -r 3 2>/dev/null | grep -E 'tg64'
+    flag=$([[ $dtype == bf16 ]] && echo --bf16 || true)
+    for kv in "" --kv-f16; do
+      section "round $round: textgen-bench-engine $dtype $kv, decode from an empty context"
+      # shellcheck disable=SC2086
+      "$B/bin/textgen-bench-engine" --model "$M/110m-f32.gguf" $flag $kv --threads 2 --prompt 1 \
+        --gen 64 --batches 1 | grep 'decode 1 sequence'
+    done
+  done
   section "round $round: llama-batched-bench f32"
   "$L/llama-batched-bench" -m "$M/110m-f32.gguf" -t 2 -c 16384 -npp 128 -ntg 64 \
     -npl 1,4,16,64 2>/dev/null | grep -E '^\|'

@@ -40,7 +40,8 @@ serve() {
   rm -f "$log"
 }
 
-decode() { echo "--concurrency $1 --requests $1 --prompt-tokens 8 --max-tokens 128"; }
+# One unmeasured round first: a fresh server's first requests fault in their KV pages.
+decode() { echo "--concurrency $1 --requests $1 --warmup $1 --prompt-tokens 8 --max-tokens 128"; }
 for round in $(seq "$rounds"); do
   printf '\n==== round %s: llama-batched-bench f32 (%s)\n' "$round" "$(date +%T)"
   "$L/llama-batched-bench" -m "$model" -t 2 -c 16384 -npp 128 -ntg 32 -npl 1,16,64 2>/dev/null |

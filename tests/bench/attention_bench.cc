@@ -2,7 +2,8 @@
 // of 64, 110M shape) for B sequences at context L, two ways:
 //   paged:  ops::PagedAttention, the engine's kernel, reading K/V straight from cache blocks;
 //   onednn: what the design first proposed: per sequence, gather K/V out of the blocks into
-//           contiguous [heads, L, 64] tensors, then oneDNN matmul (q K^T, scaled), softmax and
+//           contiguous K^T [heads, 64, L] and V [heads, L, 64] tensors (plain copies, as
+//           the cache keeps keys dimension-major), then oneDNN matmul (q K^T, scaled), softmax and
 //           matmul (P V) primitives, created per L beforehand (a warm cache: the best case;
 //           creating one costs 60-140 us, paid at every new L in a real server).
 // The only file outside model/ops that uses oneDNN directly: it measures the alternative.
@@ -82,9 +83,9 @@ void BM_OnednnAttention(benchmark::State& state) {
   const int64_t L = s.length;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  // scores[h, 1, L] = q[h, 1, d] x K^T[h, d, L] * scale; K stored [h, L, d] (tag acb = K^T).
+  // scores[h, 1, L] = q[h, 1, d] x K^T[h, d, L] * scale.
   const memory::desc q_md({kHeads, 1, kHeadDim}, Dt::f32, Tag::abc);
-  const memory::desc kt_md({kHeads, kHeadDim, L}, Dt::f32, Tag::acb);
+  const memory::desc kt_md({kHeads, kHeadDim, L}, Dt::f32, Tag::abc);
   const memory::desc s_md({kHeads, 1, L}, Dt::f32, Tag::abc);
   const memory::desc v_md({kHeads, L, kHeadDim}, Dt::f32, Tag::abc);
   const memory::desc o_md({kHeads, 1, kHeadDim}, Dt::f32, Tag::abc);
@@ -96,9 +97,9 @@ void BM_OnednnAttention(benchmark::State& state) {
       dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, s_md, 2), engine));
   dnnl::matmul pv(dnnl::matmul::primitive_desc(dnnl::matmul::desc(s_md, v_md, o_md), engine));
 
-  std::vector<float> k(static_cast<size_t>(kHeads) * L * kHeadDim), v(k.size());
+  std::vector<float> kt(static_cast<size_t>(kHeads) * L * kHeadDim), v(kt.size());
   std::vector<float> sc(static_cast<size_t>(kHeads) * L), qh(kQDim), oh(kQDim);
-  memory q_m(q_md, engine, qh.data()), kt_m(kt_md, engine, k.data()), s_m(s_md, engine, sc.data()),
+  memory q_m(q_md, engine, qh.data()), kt_m(kt_md, engine, kt.data()), s_m(s_md, engine, sc.data()),
       v_m(v_md, engine, v.data()), o_m(o_md, engine, oh.data());
   for (auto _ : state) {
     for (int seq = 0; seq < s.batch; ++seq) {
@@ -107,12 +108,11 @@ void BM_OnednnAttention(benchmark::State& state) {
         const auto* block = reinterpret_cast<const float*>(s.tables[seq][j / kBlockTokens]);
         const int64_t n = std::min<int64_t>(kBlockTokens, L - j);
         for (int h = 0; h < kHeads; ++h) {
-          // Keys are dimension-major in a block: transpose while gathering.
+          // Keys are dimension-major in a block: gather them straight into K^T [h, d, L].
           const float* slab = block + s.layout.k_offset + h * s.layout.head_stride;
-          for (int64_t t = 0; t < n; ++t) {
-            for (int d = 0; d < kHeadDim; ++d) {
-              k[(h * L + j + t) * kHeadDim + d] = slab[d * kBlockTokens + t];
-            }
+          for (int d = 0; d < kHeadDim; ++d) {
+            std::memcpy(&kt[(h * kHeadDim + d) * L + j], slab + d * kBlockTokens,
+                        sizeof(float) * n);
           }
           std::memcpy(&v[(h * L + j) * kHeadDim],
                       block + s.layout.v_offset + h * s.layout.head_stride,
