@@ -33,6 +33,12 @@ class EngineImpl final : public Engine {
   }
 
   absl::StatusOr<ForwardResult> Forward(std::span<const SequenceChunk> batch) override;
+  void ParallelFor(int n, absl::FunctionRef<void(int)> body) override {
+    // Dynamic: items differ in cost (top-k, logprobs); the pool size is the engine thread's.
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+    for (int i = 0; i < n; ++i) body(i);
+  }
+
   KvCache& kv_cache() override { return cache_; }
   const ModelConfig& config() const override { return transformer_->config(); }
 

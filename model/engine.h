@@ -61,6 +61,11 @@ class Engine {
   // OUT_OF_RANGE past the model's context. On failure no sequence has advanced.
   virtual absl::StatusOr<ForwardResult> Forward(std::span<const SequenceChunk> batch) = 0;
 
+  // Runs body(i) for every i in [0, n), in no set order, on the engine's thread pool (the
+  // OpenMP threads that otherwise wait between forward passes). For per-sequence work after
+  // a forward pass, such as sampling: body must not share mutable state between different i.
+  virtual void ParallelFor(int n, absl::FunctionRef<void(int)> body) = 0;
+
   virtual KvCache& kv_cache() = 0;
   virtual const ModelConfig& config() const = 0;
 };

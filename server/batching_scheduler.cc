@@ -345,13 +345,17 @@ void BatchingScheduler::Step() {
     });
     return;
   }
-  int row = 0;
+  // Sampling (a pass over the vocab per sequence) runs on the engine's pool; taking the
+  // tokens (detokenizer, stop strings, events) stays on this thread, in batch order.
+  sampled_.clear();
   for (const Slot& slot : slots) {
     slot.seq->Advance(slot.tokens);
-    if (slot.logits) {
-      slot.seq->SampleAndEmit(result->Row(row++), context_length_, now, observer_);
-    }
+    if (slot.logits) sampled_.push_back({slot.seq, {}});
   }
+  engine_->ParallelFor(static_cast<int>(sampled_.size()), [&](int i) {
+    sampled_[i].result = sampled_[i].seq->Sample(result->Row(i));
+  });
+  for (Sampled& s : sampled_) s.seq->Emit(std::move(s.result), context_length_, now, observer_);
   if (observer_ != nullptr) {
     observer_->OnStep(static_cast<int>(slots.size()), decodes + prefill_tokens, prefill_tokens,
                       absl::ToDoubleSeconds(now - start));

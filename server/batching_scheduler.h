@@ -79,13 +79,18 @@ class BatchingScheduler final : public Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;   // FCFS
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   SessionStore sessions_;
-  size_t decode_cursor_ = 0;
-  bool retry_admission_ = false;
+  size_t decode_cursor_ = 0;      // round-robin start when decodes exceed the token budget
+  bool retry_admission_ = false;  // a running request ended since the last AdmitWaiting
   absl::Time next_session_sweep_ = absl::InfiniteFuture();  // earliest idle-session expiry
   // Step scratch, reused so a steady-state step does not allocate: [chunks in the batch].
   std::vector<model::SequenceChunk> batch_;
-  std::vector<Slot> slots_;  // a running request ended since the last AdmitWaiting  //
-                             // round-robin start when decodes exceed the token budget
+  std::vector<Slot> slots_;
+  // [sequences sampled this step], in batch (logits row) order.
+  struct Sampled {
+    Sequence* seq;
+    model::SampleResult result;
+  };
+  std::vector<Sampled> sampled_;
 
   std::thread thread_;  // last: starts after everything above exists
 };

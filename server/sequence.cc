@@ -72,9 +72,12 @@ std::span<const float> Sequence::MaskEarlyStops(std::span<const float> logits) {
   return masked_;
 }
 
-bool Sequence::SampleAndEmit(std::span<const float> logits, int context_length, absl::Time now,
-                             SchedulerObserver* observer) {
-  model::SampleResult sample = sampler_->Sample(MaskEarlyStops(logits));
+model::SampleResult Sequence::Sample(std::span<const float> logits) {
+  return sampler_->Sample(MaskEarlyStops(logits));
+}
+
+bool Sequence::Emit(model::SampleResult sample, int context_length, absl::Time now,
+                    SchedulerObserver* observer) {
   const int token = sample.token;
   generated_.push_back(token);
   last_token_fed_ = false;

@@ -55,10 +55,13 @@ class Sequence {
   void Advance(int n);
 
   // ---- After a forward pass ----
-  // Samples from this sequence's logits row, checks the stop conditions and pushes a
-  // TokenEvent when text is ready. Returns true when the request is finished.
-  bool SampleAndEmit(std::span<const float> logits, int context_length, absl::Time now,
-                     SchedulerObserver* observer);
+  // Samples the next token from this sequence's logits row. Touches only this sequence's
+  // sampler, so different sequences may sample on different threads at once.
+  model::SampleResult Sample(std::span<const float> logits);
+  // Takes the sampled token: checks the stop conditions and pushes a TokenEvent when text is
+  // ready. Engine thread only. Returns true when the request is finished.
+  bool Emit(model::SampleResult sample, int context_length, absl::Time now,
+            SchedulerObserver* observer);
 
   bool finished() const { return finish_reason_.has_value(); }
   // The last event of a finished request (flushes held-back text).

@@ -147,6 +147,11 @@ class FakeEngine final : public model::Engine {
   // Makes Forward number `step` (0-based, counting failed ones) fail with INTERNAL.
   void FailAtStep(int step) { fail_at_step_ = step; }
 
+  // Serial: the scheduler's TSan tests run without OpenMP.
+  void ParallelFor(int n, absl::FunctionRef<void(int)> body) override {
+    for (int i = 0; i < n; ++i) body(i);
+  }
+
   model::KvCache& kv_cache() override { return cache_; }
   const model::ModelConfig& config() const override { return config_; }
 
