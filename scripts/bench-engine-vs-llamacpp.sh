@@ -2,18 +2,13 @@
 # The engine against llama.cpp on the same random-weight 110M-shaped GGUF files, interleaved
 # in one run (the machine is shared: only same-run ratios mean anything).
 # Usage: scripts/bench-engine-vs-llamacpp.sh [ROUNDS=2]
-#   env: LLAMA_BIN (default /tmp/llamacpp-peer/llama.cpp/build/bin, from
-#        ../shared/tools/build-llamacpp-peer.sh), BUILD (default build), MODELS (default /tmp)
+#   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh)
 # Prints each program's own output; docs/engine-benchmarks.md tabulates one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
-L=${LLAMA_BIN:-/tmp/llamacpp-peer/llama.cpp/build/bin}
-B=${BUILD:-build}
-M=${MODELS:-/tmp}
-for tool in "$L/llama-bench" "$L/llama-batched-bench" "$B/bin/textgen-bench-engine"; do
-  [[ -x $tool ]] || { echo "missing $tool (build llama.cpp with ../shared/tools/build-llamacpp-peer.sh)" >&2; exit 1; }
-done
+source scripts/bench-common.sh
+require_tools "$L/llama-bench" "$L/llama-batched-bench" "$B/bin/textgen-bench-engine"
 for dtype in f32 bf16; do
   f=$M/110m-$dtype.gguf
   [[ -f $f ]] || "$B/bin/textgen-make-random-gguf" --arch llama --preset stories110M --dtype "$dtype" --out "$f"

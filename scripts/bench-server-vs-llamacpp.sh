@@ -3,19 +3,14 @@
 # against llama.cpp's llama-batched-bench S_TG on the same random-weight 110M-shaped file,
 # interleaved in one run (the machine is shared: only same-run ratios mean anything).
 # Usage: scripts/bench-server-vs-llamacpp.sh [ROUNDS=1]
-#   env: LLAMA_BIN (default /tmp/llamacpp-peer/llama.cpp/build/bin, from
-#        ../shared/tools/build-llamacpp-peer.sh), BUILD (default build), MODELS (default /tmp)
+#   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh)
 # Every textgen row starts a fresh server, runs one bench and prints the server's peak RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-1}
-L=${LLAMA_BIN:-/tmp/llamacpp-peer/llama.cpp/build/bin}
-B=${BUILD:-build}
-M=${MODELS:-/tmp}
+source scripts/bench-common.sh
+require_tools "$L/llama-batched-bench" "$B/bin/textgen-server" "$B/bin/textgen"
 model=$M/110m-ctx2048-f32.gguf
-for tool in "$L/llama-batched-bench" "$B/bin/textgen-server" "$B/bin/textgen"; do
-  [[ -x $tool ]] || { echo "missing $tool" >&2; exit 1; }
-done
 # A real tokenizer so the server can detokenize; context 2048 so long prompts fit.
 [[ -f $model ]] || "$B/bin/textgen-make-random-gguf" --arch llama --preset stories110M --dtype f32 \
   --context 2048 --tokenizer ../shared/models/llama2-tokenizer/tokenizer.bin --out "$model"

@@ -16,66 +16,6 @@
 namespace textgen::model::ops {
 namespace {
 
-// One query row and head over positions [0, n_pos). K/V are read straight from the blocks.
-TEXTGEN_SIMD_CLONES void AttendRow(const float* q, std::byte* const* blocks,
-                                   const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
-                                   int n_pos, float scale, float* scores, float* out) {
-  const int hd = layout.head_dim;
-  const int bt = layout.block_tokens;
-  float max_score = -INFINITY;
-  for (int j = 0; j < n_pos; ++j) {
-    // K is stored dimension-major: element d of slot s at d * bt + s.
-    const float* k = reinterpret_cast<const float*>(blocks[j / bt]) + k_base + (j % bt);
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (int d = 0; d < hd; ++d) dot += q[d] * k[d * bt];
-    scores[j] = dot * scale;
-    max_score = std::max(max_score, scores[j]);
-  }
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int j = 0; j < n_pos; ++j) {
-    scores[j] = FastExp(scores[j] - max_score);
-    sum += scores[j];
-  }
-  const float inv_sum = 1.0f / sum;
-  for (int d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (int j = 0; j < n_pos; ++j) {
-    const float* v = reinterpret_cast<const float*>(blocks[j / bt]) + v_base + (j % bt) * hd;
-    const float p = scores[j] * inv_sum;
-#pragma omp simd
-    for (int d = 0; d < hd; ++d) out[d] += p * v[d];
-  }
-}
-
-// AttendRow over an f16 cache, for CPUs without AVX-512: converts element by element.
-void AttendRowHalf(const float* q, std::byte* const* blocks, const PagedKvLayout& layout,
-                   int64_t k_base, int64_t v_base, int n_pos, float scale, float* scores,
-                   float* out) {
-  const int hd = layout.head_dim;
-  const int bt = layout.block_tokens;
-  float max_score = -INFINITY;
-  for (int j = 0; j < n_pos; ++j) {
-    const auto* k = reinterpret_cast<const uint16_t*>(blocks[j / bt]) + k_base + (j % bt);
-    float dot = 0.0f;
-    for (int d = 0; d < hd; ++d) dot += q[d] * HalfToFloat(k[d * bt]);
-    scores[j] = dot * scale;
-    max_score = std::max(max_score, scores[j]);
-  }
-  float sum = 0.0f;
-  for (int j = 0; j < n_pos; ++j) {
-    scores[j] = FastExp(scores[j] - max_score);
-    sum += scores[j];
-  }
-  const float inv_sum = 1.0f / sum;
-  for (int d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (int j = 0; j < n_pos; ++j) {
-    const auto* v = reinterpret_cast<const uint16_t*>(blocks[j / bt]) + v_base + (j % bt) * hd;
-    const float p = scores[j] * inv_sum;
-    for (int d = 0; d < hd; ++d) out[d] += p * HalfToFloat(v[d]);
-  }
-}
-
 // Turns raw scores [0, n_pos) into probabilities divided by their sum (in place).
 void Softmax(float* scores, int n_pos, float max_score) {
   float sum = 0.0f;
@@ -87,6 +27,50 @@ void Softmax(float* scores, int n_pos, float max_score) {
   const float inv_sum = 1.0f / sum;
 #pragma omp simd
   for (int j = 0; j < n_pos; ++j) scores[j] *= inv_sum;
+}
+
+inline float Widen(float x) { return x; }
+inline float Widen(uint16_t h) { return HalfToFloat(h); }
+
+// One query row and head over positions [0, n_pos), K/V read straight from the blocks as
+// elements of type T (float, or IEEE half as uint16_t). The portable kernel.
+template <typename T>
+__attribute__((always_inline)) inline void AttendRowPortable(
+    const float* q, std::byte* const* blocks, const PagedKvLayout& layout, int64_t k_base,
+    int64_t v_base, int n_pos, float scale, float* scores, float* out) {
+  const int hd = layout.head_dim;
+  const int bt = layout.block_tokens;
+  float max_score = -INFINITY;
+  for (int j = 0; j < n_pos; ++j) {
+    // K is stored dimension-major: element d of slot s at d * bt + s.
+    const T* k = reinterpret_cast<const T*>(blocks[j / bt]) + k_base + (j % bt);
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int d = 0; d < hd; ++d) dot += q[d] * Widen(k[d * bt]);
+    scores[j] = dot * scale;
+    max_score = std::max(max_score, scores[j]);
+  }
+  Softmax(scores, n_pos, max_score);
+  for (int d = 0; d < hd; ++d) out[d] = 0.0f;
+  for (int j = 0; j < n_pos; ++j) {
+    const T* v = reinterpret_cast<const T*>(blocks[j / bt]) + v_base + (j % bt) * hd;
+    const float p = scores[j];
+#pragma omp simd
+    for (int d = 0; d < hd; ++d) out[d] += p * Widen(v[d]);
+  }
+}
+
+TEXTGEN_SIMD_CLONES void AttendRow(const float* q, std::byte* const* blocks,
+                                   const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
+                                   int n_pos, float scale, float* scores, float* out) {
+  AttendRowPortable<float>(q, blocks, layout, k_base, v_base, n_pos, scale, scores, out);
+}
+
+// For CPUs without AVX-512 and an f16 cache: widens element by element.
+void AttendRowHalf(const float* q, std::byte* const* blocks, const PagedKvLayout& layout,
+                   int64_t k_base, int64_t v_base, int n_pos, float scale, float* scores,
+                   float* out) {
+  AttendRowPortable<uint16_t>(q, blocks, layout, k_base, v_base, n_pos, scale, scores, out);
 }
 
 #define TEXTGEN_AVX512 __attribute__((target("avx512f")))

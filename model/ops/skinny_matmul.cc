@@ -33,6 +33,15 @@ TEXTGEN_AVX512_BF16 inline void AccumulateChunk(__m512 (&c)[MR][kVecsPerPanel], 
   }
 }
 
+template <int MR>
+TEXTGEN_AVX512_BF16 inline void ZeroChains(__m512 (&c)[MR][kVecsPerPanel]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecsPerPanel; ++v) c[r][v] = _mm512_setzero_ps();
+  }
+}
+
 // tile[r, :] = sum over K chunks of (x[r, chunk] . W[chunk, panel columns]) for MR rows.
 template <int MR>
 TEXTGEN_AVX512_BF16 void PanelF32(const float* x, int ldx, const float* panel, int k, int k_chunk,
@@ -40,11 +49,7 @@ TEXTGEN_AVX512_BF16 void PanelF32(const float* x, int ldx, const float* panel, i
   for (int k0 = 0; k0 < k; k0 += k_chunk) {
     const int k1 = std::min(k, k0 + k_chunk);
     __m512 c[MR][kVecsPerPanel];
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecsPerPanel; ++v) c[r][v] = _mm512_setzero_ps();
-    }
+    ZeroChains<MR>(c);
     const float* wp = panel + static_cast<int64_t>(k0) * kSkinnyPanelColumns;
     for (int kk = k0; kk < k1; ++kk, wp += kSkinnyPanelColumns) {
       const __m512 b0 = _mm512_load_ps(wp);
@@ -71,11 +76,7 @@ TEXTGEN_AVX512_BF16 void PanelBf16(const uint16_t* x, int ldx, const uint16_t* p
   for (int k0 = 0; k0 < k; k0 += k_chunk) {
     const int k1 = std::min(k, k0 + k_chunk);
     __m512 c[MR][kVecsPerPanel];
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecsPerPanel; ++v) c[r][v] = _mm512_setzero_ps();
-    }
+    ZeroChains<MR>(c);
     // k0 is even (chunks are multiples of 32), so pairs line up with the packed weights.
     const uint16_t* wp = panel + static_cast<int64_t>(k0) * kSkinnyPanelColumns;
     for (int kk = k0; kk < k1; kk += 2, wp += 2 * kSkinnyPanelColumns) {
