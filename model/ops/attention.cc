@@ -29,34 +29,48 @@ void Softmax(float* scores, int n_pos, float max_score) {
   for (int j = 0; j < n_pos; ++j) scores[j] *= inv_sum;
 }
 
-inline float Widen(float x) { return x; }
-inline float Widen(uint16_t h) { return HalfToFloat(h); }
+// sum q[d] * k[d * stride] and out[d] += p * v[d], for f32 and half caches. Only the f32
+// forms can vectorize (the half ones widen element by element).
+#define TEXTGEN_INLINE __attribute__((always_inline)) inline
+TEXTGEN_INLINE float DotStrided(const float* q, const float* k, int n, int stride) {
+  float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+  for (int d = 0; d < n; ++d) dot += q[d] * k[d * stride];
+  return dot;
+}
+TEXTGEN_INLINE float DotStrided(const float* q, const uint16_t* k, int n, int stride) {
+  float dot = 0.0f;
+  for (int d = 0; d < n; ++d) dot += q[d] * HalfToFloat(k[d * stride]);
+  return dot;
+}
+TEXTGEN_INLINE void AddScaled(float p, const float* v, int n, float* out) {
+#pragma omp simd
+  for (int d = 0; d < n; ++d) out[d] += p * v[d];
+}
+TEXTGEN_INLINE void AddScaled(float p, const uint16_t* v, int n, float* out) {
+  for (int d = 0; d < n; ++d) out[d] += p * HalfToFloat(v[d]);
+}
 
 // One query row and head over positions [0, n_pos), K/V read straight from the blocks as
 // elements of type T (float, or IEEE half as uint16_t). The portable kernel.
 template <typename T>
-__attribute__((always_inline)) inline void AttendRowPortable(
-    const float* q, std::byte* const* blocks, const PagedKvLayout& layout, int64_t k_base,
-    int64_t v_base, int n_pos, float scale, float* scores, float* out) {
+TEXTGEN_INLINE void AttendRowPortable(const float* q, std::byte* const* blocks,
+                                      const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
+                                      int n_pos, float scale, float* scores, float* out) {
   const int hd = layout.head_dim;
   const int bt = layout.block_tokens;
   float max_score = -INFINITY;
   for (int j = 0; j < n_pos; ++j) {
     // K is stored dimension-major: element d of slot s at d * bt + s.
     const T* k = reinterpret_cast<const T*>(blocks[j / bt]) + k_base + (j % bt);
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (int d = 0; d < hd; ++d) dot += q[d] * Widen(k[d * bt]);
-    scores[j] = dot * scale;
+    scores[j] = DotStrided(q, k, hd, bt) * scale;
     max_score = std::max(max_score, scores[j]);
   }
   Softmax(scores, n_pos, max_score);
   for (int d = 0; d < hd; ++d) out[d] = 0.0f;
   for (int j = 0; j < n_pos; ++j) {
     const T* v = reinterpret_cast<const T*>(blocks[j / bt]) + v_base + (j % bt) * hd;
-    const float p = scores[j];
-#pragma omp simd
-    for (int d = 0; d < hd; ++d) out[d] += p * Widen(v[d]);
+    AddScaled(scores[j], v, hd, out);
   }
 }
 
