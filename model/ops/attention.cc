@@ -16,8 +16,9 @@
 namespace textgen::model::ops {
 namespace {
 
-// Turns raw scores [0, n_pos) into probabilities divided by their sum (in place).
-void Softmax(float* scores, int n_pos, float max_score) {
+// Turns raw scores [0, n_pos) into probabilities divided by their sum (in place). Cloned for
+// AVX-512: without it the exp has no vector floor (SSE2) and runs scalar.
+TEXTGEN_SIMD_CLONES void Softmax(float* scores, int n_pos, float max_score) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int j = 0; j < n_pos; ++j) {
