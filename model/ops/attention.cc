@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "model/float16.h"
 #include "model/ops/cpu_features.h"
@@ -222,7 +221,6 @@ void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout
   const int hd = layout.head_dim;
   const int bt = layout.block_tokens;
   const bool avx512 = layout.f16 && CpuHasAvx512();
-  std::vector<uint16_t> half_k(layout.f16 ? hd : 0);  // one head's K before the transpose
   for (const AttentionChunk& chunk : chunks) {
     for (int t = 0; t < chunk.n_tokens; ++t) {
       const int pos = chunk.start_pos + t;
@@ -236,8 +234,13 @@ void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout
         const float* k_row = k + row + g * hd;
         if (layout.f16) {
           auto* half = reinterpret_cast<uint16_t*>(block);
-          ToHalf(k_row, hd, half_k.data(), avx512);
-          for (int d = 0; d < hd; ++d) half[k_at + int64_t{d} * bt] = half_k[d];
+          // Rounded 16 at a time on the stack, then spread down the dimension-major slab.
+          for (int d0 = 0; d0 < hd; d0 += 16) {
+            uint16_t rounded[16];
+            const int n = std::min(16, hd - d0);
+            ToHalf(k_row + d0, n, rounded, avx512);
+            for (int d = 0; d < n; ++d) half[k_at + int64_t{d0 + d} * bt] = rounded[d];
+          }
           ToHalf(v + row + g * hd, hd, half + v_at, avx512);
         } else {
           auto* full = reinterpret_cast<float*>(block);

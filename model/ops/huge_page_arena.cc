@@ -48,10 +48,4 @@ absl::StatusOr<void*> HugePageArena::Allocate(size_t bytes) {
   return out;
 }
 
-size_t HugePageArena::mapped_bytes() const {
-  size_t total = 0;
-  for (const Region& r : regions_) total += r.mapping_bytes;
-  return total;
-}
-
 }  // namespace textgen::model::ops

@@ -25,9 +25,6 @@ class HugePageArena {
   // refuses the mapping.
   absl::StatusOr<void*> Allocate(size_t bytes);
 
-  // Address space mapped so far (resident memory is only what was touched).
-  size_t mapped_bytes() const;
-
  private:
   struct Region {
     void* mapping = nullptr;  // as returned by mmap

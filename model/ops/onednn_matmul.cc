@@ -144,11 +144,14 @@ struct Linear::Impl {
     return {dnnl::matmul::desc(src_md, wei_md, dst_md), ctx->engine};
   }
 
+  absl::Status CheckRows(int m) const {
+    if (m >= 1 && m <= max_rows) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": rows must be in [1, ", max_rows, "], got ", m));
+  }
+
   absl::StatusOr<MatmulEntry*> Entry(int m) {
-    if (m < 1 || m > max_rows) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": rows must be in [1, ", max_rows, "], got ", m));
-    }
+    if (absl::Status s = CheckRows(m); !s.ok()) return s;
     if (by_m[m] != nullptr) return by_m[m];
     const EntryKey key{n, k, static_cast<bool>(bias), m};
     auto& slot = ctx->entries[key];
@@ -307,10 +310,7 @@ absl::StatusOr<std::string> Linear::ImplementationName(int m) {
 
 absl::Status Linear::Run(const float* x, int m, float* y) {
   Impl& impl = *impl_;
-  if (m < 1 || m > impl.max_rows) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(impl.name, ": rows must be in [1, ", impl.max_rows, "], got ", m));
-  }
+  if (absl::Status s = impl.CheckRows(m); !s.ok()) return s;
   OnednnContext::Impl& ctx = *impl.ctx;
   const void* src = x;
   if (ctx.bf16) {
