@@ -262,6 +262,47 @@ int Sampler::FilterCandidates() {
   return n;
 }
 
+bool Sampler::KeepsWholeVocab() const {
+  const int vocab = static_cast<int>(logits_.size());
+  return params_.temperature == 1.0f && (params_.top_k <= 0 || params_.top_k >= vocab) &&
+         params_.top_p >= 1.0f && params_.min_p <= 0.0f;
+}
+
+// Why two levels: a token-by-token running sum in double over a 32,000-token vocab is one
+// long dependency chain, and drawing that way took 6% of a 64-stream step. Block sums use
+// independent chains; only one block is walked token by token.
+int Sampler::DrawFromAll() {
+  constexpr int kBlock = 64;
+  const int vocab = static_cast<int>(weights_.size());
+  const int blocks = (vocab + kBlock - 1) / kBlock;
+  block_sums_.resize(blocks);
+  double total = 0.0;
+  for (int b = 0; b < blocks; ++b) {
+    const int begin = b * kBlock;
+    block_sums_[b] = SumWeights(weights_.data() + begin, std::min(kBlock, vocab - begin));
+    total += block_sums_[b];
+  }
+  const double u = Uniform01(rng_) * total;
+  double base = 0.0;  // weight of the blocks before b
+  for (int b = 0; b < blocks; ++b) {
+    if (u < base + block_sums_[b]) {
+      double cumulative = base;
+      const int end = std::min(vocab, (b + 1) * kBlock);
+      for (int t = b * kBlock; t < end; ++t) {
+        cumulative += weights_[t];
+        if (u < cumulative) return t;
+      }
+      // Rounding left the walk short of the block sum: the draw moves on to the next token
+      // with weight.
+    }
+    base += block_sums_[b];
+  }
+  for (int t = vocab - 1; t > 0; --t) {
+    if (weights_[t] > 0.0f) return t;  // u at the very top (rounding)
+  }
+  return 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 SampleResult Sampler::Sample(std::span<const float> logits) {
@@ -289,6 +330,8 @@ SampleResult Sampler::Sample(std::span<const float> logits) {
   if (IsGreedy() || max_logit_ == kNegInf) {
     // Greedy (also the fallback when every token is banned: id 0 with logprob -inf).
     result.token = Greedy();
+  } else if (KeepsWholeVocab()) {
+    result.token = DrawFromAll();
   } else {
     const int n = FilterCandidates();
     double total = 0.0;

@@ -84,6 +84,12 @@ class Sampler {
   // unnormalised probabilities in weights_ (indexed by token id). Returns the survivors' count.
   // Needs LogNormalizer() first (temperature 1 reuses its weights).
   int FilterCandidates();
+  // Whether steps 6-9 keep every token as it is (temperature 1, no top-k/top-p/min-p), so
+  // DrawFromAll() applies.
+  bool KeepsWholeVocab() const;
+  // Draws from weights_ over the whole vocab: finds the 64-token block where the running sum
+  // crosses the draw, then the token inside it (banned tokens weigh 0 and are never drawn).
+  int DrawFromAll();
   // Puts the top_k best non-banned ids in candidates_[0, k) (any order); returns k.
   int SelectTopK(int k);
   // Reorders candidates_[0, n) so that the smallest best-first prefix whose weight reaches
@@ -109,10 +115,11 @@ class Sampler {
   std::vector<int> seen_tokens_;          // distinct ids with seen_ == 1
   std::vector<int> generated_tokens_;     // distinct ids with generated_count_ > 0
   // Scratch reused across calls (avoids per-step allocation):
-  std::vector<float> logits_;    // [vocab] processed logits
-  std::vector<float> weights_;   // [vocab] exp((logit - max) / T) for candidates
-  float max_logit_ = 0.0f;       // max of logits_
-  std::vector<int> candidates_;  // [vocab] token ids still in the running
+  std::vector<float> logits_;       // [vocab] processed logits
+  std::vector<float> weights_;      // [vocab] exp((logit - max) / T) for candidates
+  float max_logit_ = 0.0f;          // max of logits_
+  std::vector<int> candidates_;     // [vocab] token ids still in the running
+  std::vector<double> block_sums_;  // [vocab / 64] weight of each 64-token block
 };
 
 }  // namespace textgen::model

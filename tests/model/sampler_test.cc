@@ -303,6 +303,40 @@ TEST(SamplerTest, EmpiricalFrequenciesMatchDistribution) {
   }
 }
 
+// Temperature 1 with no filter draws block by block (64 tokens): the mass spread over
+// several blocks, banned tokens inside them, and a ragged last block.
+TEST(SamplerTest, EmpiricalFrequenciesMatchAcrossBlocksOfLargeVocab) {
+  constexpr int kVocab = 300;
+  std::vector<double> probs(kVocab, 0.0);
+  const std::vector<int> heavy = {3, 70, 150, 299};
+  const std::vector<double> heavy_p = {0.3, 0.2, 0.15, 0.1};
+  for (size_t i = 0; i < heavy.size(); ++i) probs[heavy[i]] = heavy_p[i];
+  const double rest = 0.25 / (kVocab - heavy.size());
+  for (double& q : probs) q = q == 0.0 ? rest : q;
+  SamplingParams p = Params(1.0f, 99);
+  p.logit_bias = {{71, -kInf}, {200, -kInf}};  // banned: never drawn, the rest renormalised
+  const double kept = 1.0 - 2 * rest;
+  Sampler s(p, {});
+  const std::vector<float> logits = LogitsFromProbs(probs);
+  constexpr int kDraws = 40000;
+  std::vector<int> counts(kVocab, 0);
+  for (int i = 0; i < kDraws; ++i) ++counts[s.Sample(logits).token];
+  EXPECT_EQ(counts[71], 0);
+  EXPECT_EQ(counts[200], 0);
+  int light = 0;
+  for (int t = 0; t < kVocab; ++t) {
+    if (std::find(heavy.begin(), heavy.end(), t) == heavy.end()) light += counts[t];
+  }
+  for (size_t i = 0; i < heavy.size(); ++i) {
+    const double want = heavy_p[i] / kept;
+    const double se = std::sqrt(want * (1 - want) / kDraws);
+    EXPECT_NEAR(counts[heavy[i]] / static_cast<double>(kDraws), want, 4 * se) << heavy[i];
+  }
+  const double want_light = (0.25 - 2 * rest) / kept;
+  EXPECT_NEAR(light / static_cast<double>(kDraws), want_light,
+              4 * std::sqrt(want_light * (1 - want_light) / kDraws));
+}
+
 TEST(SamplerTest, SameSeedSameTokensDifferentSeedsDiffer) {
   std::mt19937 gen(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
