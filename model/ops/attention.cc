@@ -239,7 +239,12 @@ void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout
   const int hd = layout.head_dim;
   const int bt = layout.block_tokens;
   const bool avx512 = layout.f16 && CpuHasAvx512();
-  for (const AttentionChunk& chunk : chunks) {
+  const int n_chunks = static_cast<int>(chunks.size());
+  // Sequences write disjoint slots. Serial, this was 1.5-2% of a 64-stream step with the
+  // other thread waiting.
+#pragma omp parallel for schedule(dynamic, 4) if (n_chunks >= 8)
+  for (int i = 0; i < n_chunks; ++i) {
+    const AttentionChunk& chunk = chunks[i];
     for (int t = 0; t < chunk.n_tokens; ++t) {
       const int pos = chunk.start_pos + t;
       std::byte* block = chunk.blocks[pos / bt];
