@@ -4,7 +4,8 @@
 # each row paired with a llama.cpp run at the same batch right before it (the machine is
 # shared: only same-run ratios mean anything).
 # Usage: scripts/bench-server-vs-llamacpp.sh [ROUNDS=1]
-#   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh)
+#   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); ONLY=REGEX runs only the rows
+#        whose label matches (e.g. ONLY='^f32, 64').
 # Every textgen row starts a fresh server, runs one bench and prints the server's peak RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,7 @@ llama_stg() {
 # (on this shared machine either can move 20% between minutes).
 serve() {
   local label=$1 streams=$2 flags=$3 log stg
+  [[ $label =~ ${ONLY:-.} ]] || return 0
   stg=$(llama_stg "$streams")
   log=$(mktemp)
   # shellcheck disable=SC2086
