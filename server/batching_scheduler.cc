@@ -1,5 +1,7 @@
 #include "server/batching_scheduler.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -112,6 +114,9 @@ bool BatchingScheduler::WaitUntilIdle(absl::Duration timeout) {
 // ---------------------------------------------------------------------------------------
 
 void BatchingScheduler::Run() {
+  // Named before its first parallel region: the OpenMP workers it starts inherit the name,
+  // so `top -H` shows the engine's threads (and the e2e test counts them).
+  pthread_setname_np(pthread_self(), "textgen-engine");
   while (true) {
     // Sleeps only when nothing runs and nothing was freed since the last admission try:
     // then only a command, a waiting deadline or a session expiry can change anything.

@@ -1,5 +1,7 @@
 #include "server/logging.h"
 
+#include <pthread.h>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -49,6 +51,7 @@ void Logger::Log(LogLevel level, absl::string_view message) {
 }
 
 void Logger::WriterLoop() {
+  pthread_setname_np(pthread_self(), "textgen-log");
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !lines_.empty(); });

@@ -1,5 +1,6 @@
 // textgen-server: flags and wiring only. Starts the gRPC server (health NOT_SERVING), loads
 // the model, turns SERVING, and drains on SIGTERM / SIGINT.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -176,7 +177,10 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
 absl::StatusOr<std::unique_ptr<LoadedServer>> LoadOnPassingThread(const ServerOptions& o,
                                                                   Metrics* metrics) {
   absl::StatusOr<std::unique_ptr<LoadedServer>> loaded;
-  std::thread([&] { loaded = Load(o, metrics); }).join();
+  std::thread([&] {
+    pthread_setname_np(pthread_self(), "textgen-load");
+    loaded = Load(o, metrics);
+  }).join();
   return loaded;
 }
 

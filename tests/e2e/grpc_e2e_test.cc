@@ -2,6 +2,8 @@
 // gRPC. Reference text and ids: /work/shared/models/stories260K/PROVENANCE.md (llama.cpp and
 // llama2.c run.c, greedy).
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -167,6 +169,46 @@ TEST_F(GrpcEndToEndTest, NegativeTemperatureIsInvalidArgument) {
   const grpc::Status status = reader->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("sampling.temperature"));
+}
+
+// Thread names of a running process, from /proc/PID/task/*/comm.
+std::map<std::string, int> ThreadNames(pid_t pid) {
+  std::map<std::string, int> names;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    ++names[name];
+  }
+  return names;
+}
+
+// The process keeps one OpenMP pool, the engine thread's. A second one (e.g. from loading the
+// model on the main thread) makes libgomp stop spinning at barriers once the pools' threads
+// outnumber the cores, which cost 15-20% of the cores (docs/performance.md). Workers inherit
+// the name of the thread that started them, so the pools show in the thread names.
+TEST(ServerThreadsTest, OnlyTheEngineThreadHasAnOpenMpPool) {
+  const std::string model = SharedDir() + "/models/stories260K/stories260K.gguf";
+  if (!std::filesystem::exists(model)) {
+    GTEST_SKIP() << "stories260K.gguf not found at " << model
+                 << " (set TEXTGEN_SHARED_DIR to the shared/ directory)";
+  }
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(
+      TEXTGEN_SERVER_BIN,
+      {"--model", model, "--listen", "127.0.0.1:0", "--metrics-listen=", "--threads", "2"},
+      std::chrono::seconds(60)))
+      << server.log();
+  auto stub = v1::TextGeneration::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(GenerateGreedy(*stub, 8).status.ok());  // the engine has run parallel regions
+
+  std::map<std::string, int> names = ThreadNames(server.pid());
+  EXPECT_EQ(names["textgen-engine"], 2) << "the engine thread and its one OpenMP worker";
+  EXPECT_EQ(names["textgen-load"], 0) << "the loading thread ended and took its pool along";
+  EXPECT_EQ(names["textgen-server"], 1) << "the main thread alone: no OpenMP pool of its own";
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 // Runs last (gtest keeps declaration order): SIGTERM drains and exits 0.

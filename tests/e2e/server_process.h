@@ -54,6 +54,7 @@ class ServerProcess {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
 
   // SIGTERM, then waits for exit; returns the exit status (-1 if it had to be killed).
   int Stop(std::chrono::seconds timeout = std::chrono::seconds(30)) {
