@@ -160,8 +160,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
                           TransformerOptions{.threads = options.threads,
                                              .bf16 = options.bf16,
                                              .max_batch_tokens = options.max_batch_tokens,
-                                             .skinny_max_rows = options.skinny_max_rows,
-                                             .kv_f16 = options.kv_cache_f16});
+                                             .skinny_max_rows = options.skinny_max_rows});
   if (!transformer.ok()) return transformer.status();
   return std::unique_ptr<Engine>(new EngineImpl(std::move(*transformer), model.config, options));
 }

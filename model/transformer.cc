@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -78,7 +79,6 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   std::unique_ptr<Transformer> t(new Transformer(config));
   const ModelConfig& c = t->config_;
   t->max_rows_ = max_batch_tokens;
-  t->kv_f16_ = options.kv_f16;
   t->q_dim_ = c.n_heads * c.head_dim;
   t->kv_dim_ = c.kv_dim();
   t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
@@ -271,7 +271,8 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   kv.k_offset = cache.ElementOffset(layer, 0, 0, 0);
   kv.v_offset = cache.ElementOffset(layer, 1, 0, 0);
   kv.head_stride = static_cast<int64_t>(KvCache::kBlockTokens) * c.head_dim;
-  kv.f16 = kv_f16_;
+  // The cache's element size is the one record of how K/V are stored (2 bytes: IEEE half).
+  kv.f16 = cache.layout().bytes_per_element == sizeof(uint16_t);
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
                       scores_.data(), c.context_length);

@@ -30,7 +30,6 @@ struct TransformerOptions {
   bool bf16 = false;
   int max_batch_tokens = 512;
   int skinny_max_rows = -1;
-  bool kv_f16 = false;
 };
 
 // Weights of one block, prepared once for oneDNN. Immutable after Create.
@@ -72,7 +71,6 @@ class Transformer {
 
   ModelConfig config_;
   int max_rows_ = 0;
-  bool kv_f16_ = false;
   int q_dim_ = 0, kv_dim_ = 0, qkv_dim_ = 0;
   std::unique_ptr<ops::OnednnContext> context_;
   std::unique_ptr<ops::Rope> rope_;  // llama only

@@ -182,32 +182,21 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
 using AttendRowFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
                              int64_t, int, float, float*, float*);
 
+// One instance per head size 16, 32, ..., 128.
 template <bool kHalf>
 AttendRowFn PickAvx512(int head_dim) {
-  switch (head_dim / 16) {
-    case 1:
-      return AttendRowAvx512<1, kHalf>;
-    case 2:
-      return AttendRowAvx512<2, kHalf>;
-    case 3:
-      return AttendRowAvx512<3, kHalf>;
-    case 4:
-      return AttendRowAvx512<4, kHalf>;
-    case 5:
-      return AttendRowAvx512<5, kHalf>;
-    case 6:
-      return AttendRowAvx512<6, kHalf>;
-    case 7:
-      return AttendRowAvx512<7, kHalf>;
-    default:
-      return AttendRowAvx512<8, kHalf>;
-  }
+  static constexpr AttendRowFn kByHeadDim[] = {
+      AttendRowAvx512<1, kHalf>, AttendRowAvx512<2, kHalf>, AttendRowAvx512<3, kHalf>,
+      AttendRowAvx512<4, kHalf>, AttendRowAvx512<5, kHalf>, AttendRowAvx512<6, kHalf>,
+      AttendRowAvx512<7, kHalf>, AttendRowAvx512<8, kHalf>};
+  return kByHeadDim[head_dim / 16 - 1];  // PickAttendRow checks 16 <= head_dim <= 128
 }
 
 // The AVX-512 kernel for what it covers (head sizes multiples of 16 up to 128, 16-token
 // blocks), else the portable one. The choice depends on the CPU and model, never the batch.
 AttendRowFn PickAttendRow(int head_dim, int block_tokens, bool f16) {
-  if (head_dim % 16 != 0 || head_dim > 128 || block_tokens != 16 || !CpuHasAvx512()) {
+  if (head_dim % 16 != 0 || head_dim < 16 || head_dim > 128 || block_tokens != 16 ||
+      !CpuHasAvx512()) {
     return f16 ? AttendRowHalf : AttendRow;
   }
   return f16 ? PickAvx512<true>(head_dim) : PickAvx512<false>(head_dim);
