@@ -3,7 +3,8 @@
 # Usage: scripts/quickstart.sh [extra textgen-server flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/build-trees.sh
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEXTGEN_BUILD_TESTS=OFF >/dev/null
+configure_quickstart build
 cmake --build build --target textgen-server textgen -j"$(nproc)"
 exec build/bin/textgen-server --listen 127.0.0.1:50051 --metrics-listen 127.0.0.1:9090 "$@"

@@ -4,40 +4,40 @@
 #   2. ASan+UBSan build of the model and scheduler tests (no gRPC: Debian's is not instrumented).
 #   3. TSan build of the scheduler tests (fake engine; oneDNN/OpenMP are not TSan-instrumented).
 #   4. The GGUF fuzzer for a bounded time.
+# Every stage states all the build options it relies on (scripts/lib/build-trees.sh), refuses
+# to pass when no test ran, and checks that every test the build registered ran.
 # Usage: scripts/test.sh   (env: TEXTGEN_SKIP_SANITIZERS=1, TEXTGEN_FUZZ_SECONDS=60, JOBS=N)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/build-trees.sh
 jobs=${JOBS:-$(nproc)}
 scripts/install-deps.sh --test
 step() { printf '\n==== %s (%s)\n' "$1" "$(date +%T)"; }
 
 step "release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEXTGEN_WERROR=ON >/dev/null
+configure_release_tests build
 cmake --build build -j"$jobs"
 step "release tests"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900
+run_counted_ctest build -- -j"$jobs" --timeout 900
 
 if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
   step "ASan+UBSan build (engine, scheduler)"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE=address \
-    -DTEXTGEN_BUILD_SERVER=OFF -DTEXTGEN_BUILD_BENCH=OFF >/dev/null
+  configure_sanitizer_tests build-asan address
   cmake --build build-asan -j"$jobs"
   step "ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -E '^py_'
+    run_counted_ctest build-asan -E '^py_' -- -j"$jobs" --timeout 900
 
   step "TSan build (scheduler)"
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE=thread \
-    -DTEXTGEN_BUILD_SERVER=OFF -DTEXTGEN_BUILD_BENCH=OFF >/dev/null
+  configure_sanitizer_tests build-tsan thread
   cmake --build build-tsan --target scheduler_test -j"$jobs"
   step "TSan tests"
-  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure --timeout 900 \
-    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest)\.'
+  TSAN_OPTIONS=halt_on_error=1 run_counted_ctest build-tsan \
+    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest)\.' -- --timeout 900
 fi
 
 step "GGUF fuzzer"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTEXTGEN_FUZZ=ON -DTEXTGEN_BUILD_SERVER=OFF -DTEXTGEN_BUILD_BENCH=OFF >/dev/null
+configure_fuzz build-fuzz
 cmake --build build-fuzz --target textgen-fuzz-gguf textgen-make-random-gguf -j"$jobs"
 tests/fuzz/run_gguf_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}"
 step "all tests passed"
