@@ -12,6 +12,7 @@
 #include "client/commands.h"
 #include "client/generate_stream.h"
 #include "client/generation_flags.h"
+#include "client/prompt_input.h"
 
 namespace textgen::client {
 namespace {
@@ -73,6 +74,7 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
 
   std::unique_ptr<textgen::v1::TextGeneration::Stub> stub =
       textgen::v1::TextGeneration::NewStub(MakeChannel(connection));
+  RequestSizeGuard size_guard(*stub, connection);
   // A --session given on the command line is used as is (and kept on exit).
   bool own_session = generation.session_id.empty();
   if (own_session) generation.session_id = NewSessionId();
@@ -90,10 +92,21 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
       continue;
     }
     if (line.empty()) continue;
+    // A bad line is refused before sending and leaves the conversation as it was.
+    if (absl::Status utf8 = CheckUtf8Input(line); !utf8.ok()) {
+      io.err << "textgen chat: " << utf8.message() << " of the line; not sent\n";
+      result = kExitUsage;
+      continue;
+    }
     std::string prompt = conversation + user_prefix + line + "\n" + assistant_prefix;
     textgen::v1::GenerateRequest request;
     request.set_text(prompt);
     FillGenerateRequest(generation, &request);
+    if (absl::Status size = size_guard.Check(request.ByteSizeLong()); !size.ok()) {
+      io.err << "textgen chat: " << size.message() << " (or /reset)\n";
+      result = kExitUsage;
+      continue;
+    }
     grpc::ClientContext context;
     ApplyTimeout(connection, &context);
     StreamResult reply = StreamGenerate(*stub, context, request, print, io);

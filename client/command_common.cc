@@ -48,6 +48,11 @@ int UsageError(const CommandUsage& usage, absl::string_view message, CommandIo& 
   return kExitUsage;
 }
 
+int InputError(const CommandUsage& usage, absl::string_view message, CommandIo& io) {
+  io.err << "textgen " << usage.name << ": " << message << "\n";
+  return kExitUsage;
+}
+
 std::string StatusCodeName(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::OK:

@@ -66,6 +66,10 @@ std::optional<ParsedArgs> ParseCommandLine(const std::vector<std::string>& args,
 // Prints "textgen <command>: <message>" and a --help hint to io.err; returns kExitUsage.
 int UsageError(const CommandUsage& usage, absl::string_view message, CommandIo& io);
 
+// Prints "textgen <command>: <message>" to io.err for input the command cannot send (not UTF-8,
+// too large); returns kExitUsage. No --help hint: the command line itself was fine.
+int InputError(const CommandUsage& usage, absl::string_view message, CommandIo& io);
+
 // "OK", "CANCELLED", ..., "UNAUTHENTICATED"; "CODE_<n>" for anything else.
 std::string StatusCodeName(grpc::StatusCode code);
 

@@ -1,20 +1,21 @@
 // textgen generate: one prompt in, the generated text streamed to stdout.
 
-#include <istream>
-#include <iterator>
 #include <ostream>
 
 #include "client/commands.h"
 #include "client/generate_stream.h"
 #include "client/generation_flags.h"
+#include "client/prompt_input.h"
 
 namespace textgen::client {
 
 constexpr CommandUsage kGenerateUsage = {
     "generate", "--addr HOST:PORT [flags] [PROMPT | -]",
     "Streams the continuation of PROMPT to stdout as it is generated (just the text, no\n"
-    "trailing newline). With no PROMPT or '-', the prompt is read from stdin. Exit codes:\n"
-    "0 ok, 1 RPC error (code and message on stderr), 2 usage error."};
+    "trailing newline). With no PROMPT or '-', the prompt is read from stdin. The prompt must\n"
+    "be UTF-8 and fit the server's request size limit (textgen info: max_request_bytes); both\n"
+    "are checked before anything is sent. Exit codes: 0 ok, 1 RPC error (code and message on\n"
+    "stderr), 2 usage error or unusable input."};
 
 int RunGenerate(const std::vector<std::string>& args, CommandIo& io) {
   ConnectionFlags connection;
@@ -37,16 +38,18 @@ int RunGenerate(const std::vector<std::string>& args, CommandIo& io) {
   }
 
   textgen::v1::GenerateRequest request;
-  if (parsed->positional.empty() || parsed->positional[0] == "-") {
-    if (io.interactive) io.err << "(reading the prompt from stdin; end it with Ctrl-D)\n";
-    request.set_text(std::string(std::istreambuf_iterator<char>(io.in), {}));
-  } else {
-    request.set_text(parsed->positional[0]);
+  request.set_text(ReadTextArgument(parsed->positional.empty() ? "-" : parsed->positional[0], io));
+  if (absl::Status utf8 = CheckUtf8Input(request.text()); !utf8.ok()) {
+    return InputError(kGenerateUsage, utf8.message(), io);
   }
   FillGenerateRequest(generation, &request);
 
   std::unique_ptr<textgen::v1::TextGeneration::Stub> stub =
       textgen::v1::TextGeneration::NewStub(MakeChannel(connection));
+  RequestSizeGuard size_guard(*stub, connection);
+  if (absl::Status size = size_guard.Check(request.ByteSizeLong()); !size.ok()) {
+    return InputError(kGenerateUsage, size.message(), io);
+  }
   grpc::ClientContext context;
   ApplyTimeout(connection, &context);
   StreamResult result = StreamGenerate(*stub, context, request, print, io);

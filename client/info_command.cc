@@ -71,6 +71,11 @@ int RunInfo(const std::vector<std::string>& args, CommandIo& io) {
   Line(out, "eos", TokenText(info.special_tokens().eos_id(), info.special_tokens().eos()));
   Line(out, "max_new_tokens_limit", absl::StrCat(info.max_new_tokens_limit()));
   Line(out, "max_batch_size", absl::StrCat(info.max_batch_size()));
+  Line(out, "max_request_bytes",
+       info.max_request_bytes() > 0
+           ? absl::StrFormat("%d (%.1f MiB)", info.max_request_bytes(),
+                             static_cast<double>(info.max_request_bytes()) / (1 << 20))
+           : "(not published; gRPC's default is 4194304)");
   Line(out, "model_path", info.model_path());
   return kExitOk;
 }

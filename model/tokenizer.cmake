@@ -1,4 +1,10 @@
-# Owned by the tokenizer component; defines textgen_tokenizer.
+# Owned by the tokenizer component; defines textgen_utf8 and textgen_tokenizer.
+
+# Strict UTF-8 checks and repair: a leaf library (no other textgen code) that the CLI links too,
+# so it checks user input with the very rules the server applies.
+add_library(textgen_utf8 STATIC ${CMAKE_CURRENT_SOURCE_DIR}/utf8.cc)
+target_link_libraries(textgen_utf8 PRIVATE textgen_warnings)
+
 add_library(textgen_tokenizer STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_byte_mapping.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_pre_tokenizer.cc
@@ -8,8 +14,7 @@ add_library(textgen_tokenizer STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/llama2c_tokenizer_file.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/sentencepiece_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/utf8.cc
 )
 target_link_libraries(textgen_tokenizer
-  PUBLIC absl::status absl::statusor absl::strings absl::str_format absl::flat_hash_map
+  PUBLIC textgen_utf8 absl::status absl::statusor absl::strings absl::str_format absl::flat_hash_map
   PRIVATE PkgConfig::PCRE2 nlohmann_json::nlohmann_json textgen_warnings)

@@ -65,6 +65,9 @@ ABSL_FLAG(int, max_new_tokens, kDefaults.max_new_tokens,
           "Tokens generated when a request does not say (shortened to fit the context)");
 ABSL_FLAG(int, max_new_tokens_limit, kDefaults.max_new_tokens_limit,
           "Most tokens a request may ask for (larger: INVALID_ARGUMENT)");
+ABSL_FLAG(int, max_request_bytes, kDefaults.max_request_bytes,
+          "Largest request message accepted, in bytes (bigger: RESOURCE_EXHAUSTED from gRPC); "
+          "published in GetModelInfo so clients can check a prompt before sending it");
 ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
           "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
 ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
@@ -93,6 +96,7 @@ ServerOptions OptionsFromFlags() {
   o.kv_cache_bytes = bytes > 0 ? bytes : absl::GetFlag(FLAGS_kv_cache_mb) << 20;
   o.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
   o.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
+  o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
@@ -160,7 +164,8 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   backend.validation.add_bos = loaded->model.tokenizer.add_bos;
   backend.model_info = DescribeModel(loaded->model, *loaded->tokenizer, o.bf16,
                                      PublishedLimits{.max_new_tokens_limit = o.max_new_tokens_limit,
-                                                     .max_batch_size = o.max_batch});
+                                                     .max_batch_size = o.max_batch,
+                                                     .max_request_bytes = o.max_request_bytes});
   // The engine holds its own (reordered) copy of every weight: unmap the file so its pages
   // do not stay resident next to that copy.
   loaded->model.weights = {};
@@ -219,6 +224,7 @@ int Run(ServerOptions options) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

@@ -53,6 +53,7 @@ v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokeni
   info.set_n_kv_heads(config.n_kv_heads);
   info.set_max_new_tokens_limit(limits.max_new_tokens_limit);
   info.set_max_batch_size(limits.max_batch_size);
+  info.set_max_request_bytes(limits.max_request_bytes);
   info.set_model_path(model::SanitizeUtf8(model.path));
   return info;
 }

@@ -12,6 +12,7 @@ namespace textgen::server {
 struct PublishedLimits {
   int max_new_tokens_limit = 0;
   int max_batch_size = 0;
+  int max_request_bytes = 0;
 };
 
 // Counts the weights' elements; a tied output projection is counted once.

@@ -32,6 +32,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.kv_cache_bytes, 1, "kv-cache-bytes"},
         {o.max_new_tokens, 1, "max-new-tokens"},
         {o.max_new_tokens_limit, 1, "max-new-tokens-limit"},
+        {o.max_request_bytes, 1024, "max-request-bytes"},
         {o.max_sessions, 0, "max-sessions"}}) {
     if (absl::Status s = CheckAtLeast(value, min, flag); !s.ok()) return s;
   }

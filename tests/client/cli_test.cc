@@ -107,6 +107,56 @@ TEST_F(CliTest, TokenizeAndDetokenize) {
   EXPECT_EQ(r.out, "5|-3|7");
 }
 
+TEST_F(CliTest, TokenizeDashReadsStdin) {
+  CliResult r = Run({"tokenize", "--ids-only", "-"}, "from stdin");
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "1 10 11\n");  // two words, not the one-character text "-"
+}
+
+TEST_F(CliTest, InvalidUtf8IsRefusedBeforeSending) {
+  const std::string bad = std::string("ok \xff");  // byte 3 can never start a character
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"generate", "-"}, {"tokenize", "-"}}) {
+    CliResult r = Run(args, bad);
+    EXPECT_EQ(r.code, kExitUsage) << args[0];
+    EXPECT_NE(r.err.find("input is not valid UTF-8 at byte 3"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("libprotobuf"), std::string::npos) << r.err;
+  }
+  CliResult r = Run({"generate", "truncated \xe2\x82"});
+  EXPECT_NE(r.err.find("input is not valid UTF-8 at byte 10"), std::string::npos) << r.err;
+  EXPECT_TRUE(server_.service().requests().empty());
+}
+
+TEST_F(CliTest, ChatRefusesAnInvalidLineAndKeepsGoing) {
+  CliResult r = Run({"chat", "--max-tokens", "1"}, "bad \xc3\x28\nfine\n");
+  EXPECT_NE(r.err.find("input is not valid UTF-8 at byte 4 of the line; not sent"),
+            std::string::npos)
+      << r.err;
+  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].text(), "fine\n");
+}
+
+TEST_F(CliTest, PromptOverTheServersLimitIsRefusedNamingIt) {
+  const std::string big(testing::kFakeMaxRequestBytes + 10, 'a');
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"generate", "-"}, {"tokenize", "-"}}) {
+    CliResult r = Run(args, big);
+    EXPECT_EQ(r.code, kExitUsage) << args[0];
+    EXPECT_NE(r.err.find("over the server's limit of 65536 bytes"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--max-request-bytes"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(server_.service().requests().empty());
+  // Below the limit it is sent; small prompts do not ask the server for its limit at all.
+  const int calls = server_.service().model_info_calls;
+  CliResult r = Run({"generate", "--max-tokens", "1", "-"}, std::string(60000, 'b'));
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(server_.service().model_info_calls, calls + 1);
+  Run({"generate", "--max-tokens", "1", "short"});
+  EXPECT_EQ(server_.service().model_info_calls, calls + 1);
+  EXPECT_EQ(server_.service().requests().size(), 2u);
+}
+
 TEST_F(CliTest, InfoPrettyAndJson) {
   CliResult r = Run({"info"});
   EXPECT_EQ(r.code, kExitOk) << r.err;
@@ -114,6 +164,7 @@ TEST_F(CliTest, InfoPrettyAndJson) {
   EXPECT_NE(r.out.find("vocab_size:            500\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("heads:                 6 (kv 6)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("eos:                   2 \"</s>\"\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max_request_bytes:     65536 (0.1 MiB)\n"), std::string::npos) << r.out;
   r = Run({"info", "--json"});
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["context_length"], 256);

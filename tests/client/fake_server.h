@@ -7,8 +7,11 @@
 // then a last message with `finished` (LENGTH). A prompt text containing "FAIL" is rejected
 // with INVALID_ARGUMENT. Every request is recorded. Sessions remember their last prompt +
 // output length, which is reported back as cached_tokens.
+// GetModelInfo publishes max_request_bytes = kFakeMaxRequestBytes, the receive limit the
+// server really has.
 // Thread contract: thread-safe (gRPC calls handlers concurrently); accessors lock.
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -26,9 +29,12 @@
 
 namespace textgen::client::testing {
 
+inline constexpr int kFakeMaxRequestBytes = 64 << 10;
+
 class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
  public:
   int tokens_per_message = 1;
+  std::atomic<int> model_info_calls{0};
   std::chrono::microseconds token_delay{200};
 
   grpc::Status Generate(grpc::ServerContext* context, const textgen::v1::GenerateRequest* request,
@@ -117,6 +123,8 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     info->set_n_kv_heads(6);
     info->set_max_new_tokens_limit(128);
     info->set_max_batch_size(8);
+    info->set_max_request_bytes(kFakeMaxRequestBytes);
+    ++model_info_calls;
     return grpc::Status::OK;
   }
 
@@ -166,6 +174,7 @@ class FakeServer {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.SetMaxReceiveMessageSize(kFakeMaxRequestBytes);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
   }

@@ -156,6 +156,19 @@ TEST_F(GrpcEndToEndTest, ModelInfo) {
   EXPECT_EQ(info.file_dtype(), "f32");
   EXPECT_EQ(info.special_tokens().bos_id(), 1);
   EXPECT_EQ(info.special_tokens().eos_id(), 2);
+  EXPECT_EQ(info.max_request_bytes(), 4u << 20);  // --max-request-bytes default
+}
+
+// The published limit is the one gRPC enforces: one byte over is refused before any handler.
+TEST_F(GrpcEndToEndTest, RequestOverThePublishedLimitIsResourceExhausted) {
+  v1::GenerateRequest request;
+  request.set_text(std::string(4u << 20, 'a'));
+  ASSERT_GT(request.ByteSizeLong(), 4u << 20);
+  grpc::ClientContext context;
+  auto reader = stub_->Generate(&context, request);
+  v1::GenerateResponse message;
+  EXPECT_FALSE(reader->Read(&message));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
 TEST_F(GrpcEndToEndTest, NegativeTemperatureIsInvalidArgument) {
