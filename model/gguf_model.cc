@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/format/block_formats.h"
 #include "model/gguf_tokenizer.h"
 #include "model/loader_macros.h"
 
@@ -16,19 +17,6 @@ constexpr int64_t kMaxDim = 1 << 20;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxContext = 1 << 24;
 constexpr int64_t kMaxVocab = 1 << 24;
-
-int64_t RowBytes(DType dtype, int64_t cols) {
-  switch (dtype) {
-    case DType::kF32:
-      return cols * 4;
-    case DType::kF16:
-    case DType::kBF16:
-      return cols * 2;
-    case DType::kQ8_0:
-      return cols / 32 * 34;
-  }
-  return 0;
-}
 
 std::string DimsString(const GgufTensorInfo& t) {
   return absl::StrCat("[", absl::StrJoin(t.dims.begin(), t.dims.begin() + t.n_dims, ", "), "]");
@@ -78,18 +66,20 @@ class TensorFetcher {
 // Rows [begin, begin + count) of a matrix: a view, no copy.
 TensorView RowSlice(const TensorView& m, int64_t begin, int64_t count) {
   return TensorView{m.dtype, count, m.cols,
-                    static_cast<const uint8_t*>(m.data) + begin * RowBytes(m.dtype, m.cols)};
+                    static_cast<const uint8_t*>(m.data) + begin * BytesOf(m.dtype, m.cols)};
 }
 
 // Elements [begin, begin + count) of a vector [1, n] as a [1, count] view.
 absl::StatusOr<TensorView> VectorSlice(const TensorView& v, const std::string& name, int64_t begin,
                                        int64_t count) {
-  if (v.dtype == DType::kQ8_0 && (begin % 32 != 0 || count % 32 != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor ", name, ": cannot split a Q8_0 vector at ", begin, " (not a multiple of 32)"));
+  const int block = FormatOf(v.dtype).block_elements;
+  if (begin % block != 0 || count % block != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", name, ": cannot split a ", DTypeName(v.dtype), " vector at ", begin,
+                     " (not a multiple of its ", block, "-element block)"));
   }
   return TensorView{v.dtype, 1, count,
-                    static_cast<const uint8_t*>(v.data) + RowBytes(v.dtype, begin)};
+                    static_cast<const uint8_t*>(v.data) + BytesOf(v.dtype, begin)};
 }
 
 // Hyperparameters shared by both architectures, read under "<arch>.".

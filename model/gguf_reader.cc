@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/format/block_formats.h"
 #include "model/loader_macros.h"
 
 namespace textgen::model {
@@ -233,29 +235,20 @@ absl::Status ComputeTensorSize(GgufTensorInfo& tensor, const std::string& contex
     elements *= tensor.dims[d];
   }
   tensor.elements = elements;
-  switch (tensor.ggml_type) {
-    case kGgmlTypeF32:
-      tensor.dtype = DType::kF32;
-      tensor.nbytes = static_cast<uint64_t>(elements) * 4;
-      return absl::OkStatus();
-    case kGgmlTypeF16:
-    case kGgmlTypeBF16:
-      tensor.dtype = tensor.ggml_type == kGgmlTypeF16 ? DType::kF16 : DType::kBF16;
-      tensor.nbytes = static_cast<uint64_t>(elements) * 2;
-      return absl::OkStatus();
-    case kGgmlTypeQ8_0:
-      if (tensor.dims[0] % 32 != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(context, ": Q8_0 row length ",
-                                                       tensor.dims[0], " is not a multiple of 32"));
-      }
-      tensor.dtype = DType::kQ8_0;
-      tensor.nbytes = static_cast<uint64_t>(elements) / 32 * 34;
-      return absl::OkStatus();
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat(context, ": ggml type ", GgmlTypeName(tensor.ggml_type),
-                       " is not supported (supported: F32, F16, BF16, Q8_0)"));
+  const std::optional<BlockFormat> format = FindBlockFormat(tensor.ggml_type);
+  if (!format.has_value()) {
+    return absl::UnimplementedError(
+        absl::StrCat(context, ": ggml type ", GgmlTypeName(tensor.ggml_type),
+                     " is not supported (supported: ", SupportedTypeNames(), ")"));
   }
+  if (tensor.dims[0] % format->block_elements != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": ", format->name, " row length ",
+                                                   tensor.dims[0], " is not a multiple of its ",
+                                                   format->block_elements, "-element block"));
+  }
+  tensor.dtype = format->dtype;
+  tensor.nbytes = static_cast<uint64_t>(BytesOf(format->dtype, elements));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -302,19 +295,7 @@ std::string GgmlTypeName(uint32_t ggml_type) {
   return absl::StrCat("#", ggml_type);
 }
 
-uint32_t GgmlTypeOf(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return kGgmlTypeF32;
-    case DType::kF16:
-      return kGgmlTypeF16;
-    case DType::kBF16:
-      return kGgmlTypeBF16;
-    case DType::kQ8_0:
-      return kGgmlTypeQ8_0;
-  }
-  return kGgmlTypeF32;
-}
+uint32_t GgmlTypeOf(DType dtype) { return FormatOf(dtype).ggml_type; }
 
 GgufValue GgufValue::StringArray(const std::vector<std::string>& v) {
   std::vector<GgufValue> elements;

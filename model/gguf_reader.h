@@ -32,11 +32,8 @@ enum class GgufType : uint32_t {
 };
 const char* GgufTypeName(GgufType type);
 
-// ggml tensor type ids this project reads; other ids are rejected by name (GgmlTypeName).
-inline constexpr uint32_t kGgmlTypeF32 = 0;
-inline constexpr uint32_t kGgmlTypeF16 = 1;
-inline constexpr uint32_t kGgmlTypeQ8_0 = 8;
-inline constexpr uint32_t kGgmlTypeBF16 = 30;
+// The name of any ggml tensor type id ("Q4_K (12)"), also of types textgen cannot read (which
+// model/format/block_formats.h lists).
 std::string GgmlTypeName(uint32_t ggml_type);
 uint32_t GgmlTypeOf(DType dtype);
 

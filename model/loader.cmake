@@ -1,6 +1,7 @@
 # Owned by the loader component; defines textgen_loader.
 # GGUF / llama2.c readers, weight views and the GGUF writer (tests and tools).
 add_library(textgen_loader STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/block_formats.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_model.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_reader.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_tokenizer.cc
@@ -13,3 +14,7 @@ add_library(textgen_loader STATIC
 )
 target_link_libraries(textgen_loader PUBLIC absl::status absl::statusor absl::strings
                       textgen_tokenizer PRIVATE textgen_warnings)
+# Dequantization must round exactly as ggml / gguf-py do: no fused multiply-adds, whatever
+# -march a packager adds.
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/format/block_formats.cc PROPERTIES
+                            COMPILE_OPTIONS -ffp-contract=off)

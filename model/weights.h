@@ -6,15 +6,30 @@
 
 namespace textgen::model {
 
-// Element type of a tensor as stored in the model file.
-enum class DType { kF32, kF16, kBF16, kQ8_0 };
+// Element type of a tensor as stored in the model file. The quantized types are ggml's block
+// formats (model/format/block_formats.h has their layouts and sizes).
+enum class DType {
+  kF32,
+  kF16,
+  kBF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ2_K,
+  kQ3_K,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+};
 
 const char* DTypeName(DType dtype);
 
 // A read-only view of one 2-D (or 1-D: rows == 1) tensor inside a loaded model file.
 // Matrices are row-major [rows, cols] = [out_features, in_features], the PyTorch nn.Linear
 // layout (GGUF lists dims innermost-first, so GGUF [in, out] becomes rows=out, cols=in).
-// For kQ8_0, rows are stored as consecutive blocks of 32 (f16 scale + 32 int8).
+// Quantized rows are stored as consecutive blocks (32 or 256 elements each).
 // `data` points into memory owned by the LoadedModel (mmap or a dequantized buffer).
 struct TensorView {
   DType dtype = DType::kF32;

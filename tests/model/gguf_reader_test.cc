@@ -134,20 +134,29 @@ TEST(GgufReaderTest, HugeArrayCountDoesNotAllocate) {
 TEST(GgufReaderTest, RejectsUnsupportedTensorTypeByName) {
   std::string bytes = TinyFile();
   const size_t pos = PosAfterString(bytes, "blk.0.ffn_norm.weight");
-  Poke<uint32_t>(bytes, pos + 4 + 8, 12);  // n_dims, dims[0], then the type: Q4_K
+  Poke<uint32_t>(bytes, pos + 4 + 8, 16);  // n_dims, dims[0], then the type: IQ2_XXS
   auto file = ParseGguf(Bytes(bytes));
   EXPECT_EQ(file.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(file.status().message(),
-              HasSubstr("tensor blk.0.ffn_norm.weight: ggml type Q4_K (12) is not supported"));
+              HasSubstr("tensor blk.0.ffn_norm.weight: ggml type IQ2_XXS (16) is not supported "
+                        "(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, "
+                        "Q4_K, Q5_K, Q6_K)"));
 }
 
-TEST(GgufReaderTest, RejectsQ8_0RowsThatAreNotWholeBlocks) {
+TEST(GgufReaderTest, RejectsRowsThatAreNotWholeBlocks) {
   std::string bytes = TinyFile();
   const size_t pos = PosAfterString(bytes, "blk.0.ffn_norm.weight");
   Poke<uint64_t>(bytes, pos + 4, 48);
-  EXPECT_THAT(
-      ParseGguf(Bytes(bytes)).status().message(),
-      HasSubstr("tensor blk.0.ffn_norm.weight: Q8_0 row length 48 is not a multiple of 32"));
+  EXPECT_THAT(ParseGguf(Bytes(bytes)).status().message(),
+              HasSubstr("tensor blk.0.ffn_norm.weight: Q8_0 row length 48 is not a multiple of "
+                        "its 32-element block"));
+  // A K-quant row must hold whole 256-element super-blocks (llama-quantize falls back to
+  // Q5_0/Q8_0 for such rows, so a file that has one is corrupt).
+  bytes = TinyFile();
+  Poke<uint32_t>(bytes, pos + 4 + 8, 12);  // Q4_K with 64-element rows
+  EXPECT_THAT(ParseGguf(Bytes(bytes)).status().message(),
+              HasSubstr("tensor blk.0.ffn_norm.weight: Q4_K row length 64 is not a multiple of "
+                        "its 256-element block"));
 }
 
 TEST(GgufReaderTest, RejectsTooManyDimsAndOverflowingShapes) {

@@ -98,8 +98,9 @@ uint32_t FileType(DType dtype) {
       return 7;
     case DType::kBF16:
       return 32;
+    default:
+      return 0;  // the writer encodes only the types above
   }
-  return 0;
 }
 
 // Adds random tensors; matrices take spec.dtype, vectors stay F32.
