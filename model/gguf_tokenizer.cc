@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/bpe_pre_tokenizer.h"
 #include "model/loader_macros.h"
 
 namespace textgen::model {
@@ -41,7 +42,14 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_
     data.add_bos = true;
   } else if (model == "gpt2") {
     data.kind = TokenizerData::Kind::kGpt2ByteBpe;
-    data.add_bos = false;
+    // Without the key, llama.cpp uses its "default" pre-tokenizer (and warns); so does textgen.
+    data.pre_tokenizer = "default";
+    if (file.FindKey("tokenizer.ggml.pre")) {
+      TEXTGEN_ASSIGN_OR_RETURN(data.pre_tokenizer, file.GetString("tokenizer.ggml.pre"));
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(const BpePreTokenizer::Traits traits,
+                             BpePreTokenizer::TraitsOf(data.pre_tokenizer));
+    data.add_bos = traits.add_bos;  // unless tokenizer.ggml.add_bos_token says otherwise
   } else {
     return absl::UnimplementedError(absl::StrCat("tokenizer.ggml.model \"", model,
                                                  "\" is not supported (supported: llama, gpt2)"));

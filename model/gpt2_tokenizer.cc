@@ -6,8 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/bpe_pre_tokenizer.h"
 #include "model/gpt2_byte_mapping.h"
-#include "model/gpt2_pre_tokenizer.h"
 #include "model/utf8.h"
 
 namespace textgen::model {
@@ -41,7 +41,7 @@ struct CandidateOrder {
 absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerData data) {
   if (absl::Status valid = ValidateVocabulary(data, "gpt2"); !valid.ok()) return valid;
   const size_t n = data.tokens.size();
-  auto pre_tokenizer = Gpt2PreTokenizer::Create();
+  auto pre_tokenizer = BpePreTokenizer::Create(data.pre_tokenizer);
   if (!pre_tokenizer.ok()) return pre_tokenizer.status();
   auto tokenizer =
       std::unique_ptr<Gpt2Tokenizer>(new Gpt2Tokenizer(std::move(data), *std::move(pre_tokenizer)));
@@ -86,11 +86,36 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerDa
     // Added tokens that are not in byte-level form stand for their own text.
     tokenizer->bytes_[id] = Gpt2UnicodeToBytes(token).value_or(token);
   }
+  if (tokenizer->pre_tokenizer_->traits().ignore_merges) {
+    for (size_t id = 0; id < n; ++id) {
+      if (tokenizer->TokenType(static_cast<int>(id)) == TokenizerData::kNormal) {
+        tokenizer->whole_tokens_.try_emplace(tokenizer->bytes_[id], static_cast<int>(id));
+      }
+    }
+  }
   return tokenizer;
 }
 
-Gpt2Tokenizer::Gpt2Tokenizer(TokenizerData data, std::unique_ptr<Gpt2PreTokenizer> pre_tokenizer)
-    : data_(std::move(data)), pre_tokenizer_(std::move(pre_tokenizer)) {}
+namespace {
+
+// (text, id) of the user-defined tokens: llama.cpp matches them whole in any text.
+std::vector<std::pair<std::string, int>> UserDefinedTokens(const TokenizerData& data) {
+  std::vector<std::pair<std::string, int>> tokens;
+  for (size_t id = 0; id < data.token_types.size(); ++id) {
+    if (data.token_types[id] == TokenizerData::kUserDefined) {
+      const std::string& token = data.tokens[id];
+      tokens.emplace_back(Gpt2UnicodeToBytes(token).value_or(token), static_cast<int>(id));
+    }
+  }
+  return tokens;
+}
+
+}  // namespace
+
+Gpt2Tokenizer::Gpt2Tokenizer(TokenizerData data, std::unique_ptr<BpePreTokenizer> pre_tokenizer)
+    : data_(std::move(data)),
+      pre_tokenizer_(std::move(pre_tokenizer)),
+      user_defined_(UserDefinedTokens(data_)) {}
 
 Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 
@@ -107,6 +132,22 @@ std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) cons
     sanitized = SanitizeUtf8(text);
     text = sanitized;
   }
+  if (user_defined_.empty()) {
+    EncodeText(text, &ids);
+    return ids;
+  }
+  for (const SpecialTokenSplitter::Segment& segment : user_defined_.Split(text)) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+    } else {
+      EncodeText(segment.text, &ids);
+    }
+  }
+  return ids;
+}
+
+void Gpt2Tokenizer::EncodeText(std::string_view text, std::vector<int>* out) const {
+  std::vector<int>& ids = *out;
   // Words repeat a lot: reuse the ids of an identical earlier chunk of this call (they are
   // already in `ids`). Per call, so nothing mutable is shared between threads.
   absl::flat_hash_map<absl::string_view, std::pair<size_t, size_t>> seen;  // -> [begin, end)
@@ -121,10 +162,16 @@ std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) cons
     EncodeChunk(chunk, &ids);
     if (chunk.size() <= kMaxCachedChunkBytes) seen.emplace(key, std::make_pair(begin, ids.size()));
   }
-  return ids;
 }
 
 void Gpt2Tokenizer::EncodeChunk(std::string_view chunk, std::vector<int>* ids) const {
+  if (!whole_tokens_.empty()) {
+    if (auto it = whole_tokens_.find(absl::string_view(chunk.data(), chunk.size()));
+        it != whole_tokens_.end()) {
+      ids->push_back(it->second);
+      return;
+    }
+  }
   // symbols[i] = current token id of piece i; -1 once merged into its left neighbour.
   const int n = static_cast<int>(chunk.size());
   std::vector<int> symbols(n), prev(n), next(n);

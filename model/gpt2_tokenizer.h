@@ -8,18 +8,21 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "model/special_token_splitter.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_data.h"
 
 namespace textgen::model {
 
-// Compiled GPT-2 pre-tokenizer regex (PCRE2, UTF + UCP, JIT when available).
-class Gpt2PreTokenizer;
+class BpePreTokenizer;
 
-// GPT-2 byte-level BPE (GGUF "gpt2" vocabularies, OpenAI encoder.json + vocab.bpe): the text
-// is split by the GPT-2 regex, each chunk's bytes are mapped to GPT-2's printable
-// "bytes_to_unicode" characters, and adjacent pieces are merged by merge rank (lowest first,
-// leftmost on ties). Immutable after Create(); thread-safe (per-call PCRE2 match data).
+// GPT-2-style byte-level BPE (GGUF "gpt2" vocabularies: GPT-2, Llama 3, Qwen, SmolLM, ...;
+// OpenAI encoder.json + vocab.bpe): the text is split by the vocabulary's pre-tokenizer
+// (data.pre_tokenizer), each chunk's bytes are mapped to GPT-2's printable "bytes_to_unicode"
+// characters, and adjacent pieces are merged by merge rank (lowest first, leftmost on ties);
+// with ignore_merges (Llama 3), a chunk that is itself a token is taken whole. User-defined
+// tokens (MPT's whitespace runs, added tokens) are found whole first, as llama.cpp does.
+// Immutable after Create(); thread-safe (per-call PCRE2 match data).
 class Gpt2Tokenizer final : public Tokenizer {
  public:
   // Validates `data` (merges reference vocabulary entries, special ids in range) and compiles
@@ -35,7 +38,7 @@ class Gpt2Tokenizer final : public Tokenizer {
   std::string TokenText(int id) const override;
 
  private:
-  Gpt2Tokenizer(TokenizerData data, std::unique_ptr<Gpt2PreTokenizer> pre_tokenizer);
+  Gpt2Tokenizer(TokenizerData data, std::unique_ptr<BpePreTokenizer> pre_tokenizer);
 
   // Appends the BPE ids of one pre-tokenizer chunk (raw UTF-8 bytes).
   void EncodeChunk(std::string_view chunk, std::vector<int>* ids) const;
@@ -47,7 +50,11 @@ class Gpt2Tokenizer final : public Tokenizer {
   };
 
   TokenizerData data_;
-  std::unique_ptr<Gpt2PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<BpePreTokenizer> pre_tokenizer_;
+  absl::flat_hash_map<std::string, int> whole_tokens_;  // ignore_merges: raw bytes -> id
+  SpecialTokenSplitter user_defined_;                   // tokens matched before BPE
+  // Encodes ordinary text (no special tokens in it).
+  void EncodeText(std::string_view text, std::vector<int>* ids) const;
   std::vector<int> byte_ids_;                    // byte -> id of its single-char token
   absl::flat_hash_map<uint64_t, Merge> merges_;  // (left_id << 32 | right_id) -> merge
   std::vector<std::string> bytes_;               // id -> raw bytes the token stands for

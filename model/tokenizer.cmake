@@ -6,13 +6,14 @@ add_library(textgen_utf8 STATIC ${CMAKE_CURRENT_SOURCE_DIR}/utf8.cc)
 target_link_libraries(textgen_utf8 PRIVATE textgen_warnings)
 
 add_library(textgen_tokenizer STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/bpe_pre_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_byte_mapping.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_pre_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_vocab_files.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/incremental_detokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/llama2c_tokenizer_file.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/sentencepiece_tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/special_token_splitter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer.cc
 )
 target_link_libraries(textgen_tokenizer

@@ -27,8 +27,9 @@ struct TokenizerData {
   std::vector<std::string> tokens;  // id -> token text as stored (SentencePiece "▁" or GPT-2 "Ġ")
   std::vector<float> scores;        // SentencePiece merge priority; empty for gpt2
   std::vector<int> token_types;     // TokenType per id; may be empty (then all normal)
-  std::vector<std::string> merges;  // gpt2: "left right" in rank order
-  int bos_id = -1;                  // -1 when absent
+  std::vector<std::string> merges;      // gpt2: "left right" in rank order
+  std::string pre_tokenizer = "gpt-2";  // gpt2: GGUF tokenizer.ggml.pre (bpe_pre_tokenizer.h)
+  int bos_id = -1;                      // -1 when absent
   int eos_id = -1;
   int unk_id = -1;
   int pad_id = -1;

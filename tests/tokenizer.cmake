@@ -1,6 +1,7 @@
 # Owned by the tokenizer component: tests for textgen_tokenizer.
 textgen_test(tokenizer_test
   SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/bpe_pre_tokenizer_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/llama2c_tokenizer_file_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/utf8_test.cc
@@ -27,4 +28,4 @@ set_tests_properties(tokenizer_reference_ids PROPERTIES FIXTURES_REQUIRED tokeni
 
 # CLI for comparisons with reference tools and one-off throughput measurements.
 add_executable(textgen-tokenize ${CMAKE_CURRENT_SOURCE_DIR}/tools/tokenize_main.cc)
-target_link_libraries(textgen-tokenize PRIVATE textgen_tokenizer textgen_warnings)
+target_link_libraries(textgen-tokenize PRIVATE textgen_loader textgen_tokenizer textgen_warnings)

@@ -3,6 +3,9 @@
 //
 //   textgen-tokenize --llama2c tokenizer.bin [--vocab-size 32000] [--bos] < text
 //   textgen-tokenize --gpt2 encoder.json vocab.bpe [--bos] < text
+//   textgen-tokenize --gguf vocab.gguf [--bos] < text      (any GGUF with a vocabulary)
+//   ... --cases        stdin holds llama.cpp tokenizer test cases separated by
+//                      "\n__ggml_vocab_test__\n"; print one line of space-separated ids per case
 //   ... --decode      read ids (one per line) from stdin, print the decoded text
 //   ... --bench N     encode stdin N times, print throughput instead of ids
 
@@ -15,8 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "model/gguf_reader.h"
+#include "model/gguf_tokenizer.h"
 #include "model/gpt2_vocab_files.h"
 #include "model/llama2c_tokenizer_file.h"
+#include "model/mapped_file.h"
 #include "model/tokenizer.h"
 #include "model/utf8.h"
 
@@ -26,18 +32,31 @@ using textgen::model::TokenizerData;
 
 int Usage() {
   std::cerr << "usage: textgen-tokenize (--llama2c tokenizer.bin [--vocab-size N] | --gpt2 "
-               "encoder.json vocab.bpe) [--bos] [--decode | --bench N] < input\n";
+               "encoder.json vocab.bpe | --gguf FILE) [--bos] [--decode | --bench N | --cases] "
+               "< input\n";
   return 2;
+}
+
+// The vocabulary of a GGUF file, which may hold no tensors (llama.cpp's ggml-vocab-*.gguf).
+absl::StatusOr<TokenizerData> ReadGgufVocabulary(const std::string& path) {
+  auto mapped = textgen::model::MappedFile::Open(path);
+  if (!mapped.ok()) return mapped.status();
+  auto file = textgen::model::ParseGguf((*mapped)->bytes());
+  if (!file.ok()) return file.status();
+  auto tokens = file->GetArray("tokenizer.ggml.tokens", textgen::model::GgufType::kString);
+  if (!tokens.ok()) return tokens.status();
+  return textgen::model::ReadGgufTokenizer(*file, static_cast<int>((*tokens)->size()));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string llama2c_path, encoder_path, merges_path;
+  std::string llama2c_path, encoder_path, merges_path, gguf_path;
   int vocab_size = 32000;
   int bench_runs = 0;
   bool add_bos = false;
   bool decode = false;
+  bool cases = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -46,6 +65,10 @@ int main(int argc, char** argv) {
     } else if (arg == "--gpt2" && i + 2 < argc) {
       encoder_path = next();
       merges_path = next();
+    } else if (arg == "--gguf" && i + 1 < argc) {
+      gguf_path = next();
+    } else if (arg == "--cases") {
+      cases = true;
     } else if (arg == "--vocab-size" && i + 1 < argc) {
       vocab_size = std::atoi(next());
     } else if (arg == "--bench" && i + 1 < argc) {
@@ -58,11 +81,16 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (llama2c_path.empty() == encoder_path.empty()) return Usage();
+  if (!llama2c_path.empty() + !encoder_path.empty() + !gguf_path.empty() != 1) return Usage();
 
-  absl::StatusOr<TokenizerData> data =
-      llama2c_path.empty() ? textgen::model::ReadGpt2VocabFiles(encoder_path, merges_path)
-                           : textgen::model::ReadLlama2cTokenizer(llama2c_path, vocab_size);
+  absl::StatusOr<TokenizerData> data;
+  if (!gguf_path.empty()) {
+    data = ReadGgufVocabulary(gguf_path);
+  } else if (!encoder_path.empty()) {
+    data = textgen::model::ReadGpt2VocabFiles(encoder_path, merges_path);
+  } else {
+    data = textgen::model::ReadLlama2cTokenizer(llama2c_path, vocab_size);
+  }
   if (!data.ok()) {
     std::cerr << data.status() << "\n";
     return 1;
@@ -84,6 +112,19 @@ int main(int argc, char** argv) {
       pos = end - input.c_str();
     }
     std::cout << (*tokenizer)->Decode(ids);
+    return 0;
+  }
+  if (cases) {
+    constexpr std::string_view kSeparator = "\n__ggml_vocab_test__\n";
+    std::string_view rest = input;
+    while (!rest.empty()) {
+      const size_t end = rest.find(kSeparator);
+      const std::string_view text = rest.substr(0, end);
+      rest = end == std::string_view::npos ? "" : rest.substr(end + kSeparator.size());
+      const std::vector<int> ids = (*tokenizer)->Encode(text, add_bos);
+      for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
+      std::printf("\n");
+    }
     return 0;
   }
   if (!textgen::model::IsValidUtf8(input)) {

@@ -1,0 +1,70 @@
+"""textgen's tokenizers against llama.cpp's own tokenizer test suite: every vocabulary file
+models/ggml-vocab-*.gguf in llama.cpp's source that has test cases (.inp: texts separated by
+"\\n__ggml_vocab_test__\\n"; .out: one line of ids per case, made by the Hugging Face tokenizers,
+no special tokens added). Every case of every vocabulary whose tokenizer model textgen supports
+must match; the others must be refused with the error that names what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser(description=__doc__)
+ap.add_argument("--bin", required=True, help="directory with textgen-tokenize")
+ap.add_argument("--llamacpp", required=True, help="llama.cpp source (tests/reference/llamacpp_source.sh)")
+args = ap.parse_args()
+
+# Vocabularies textgen does not read yet, with the reason (and the error it must give).
+UNSUPPORTED = {
+    "bert-bge": ("WordPiece (BERT) vocabularies are for encoders, not decoder LMs",
+                 'tokenizer.ggml.model "bert" is not supported'),
+    "gemma-4": ("Gemma 4's \"gemma4\" tokenizer model is not implemented yet",
+                'tokenizer.ggml.model "gemma4" is not supported'),
+}
+
+tool = os.path.join(args.bin, "textgen-tokenize")
+files = sorted(glob.glob(os.path.join(args.llamacpp, "models", "ggml-vocab-*.gguf")))
+failures = 0
+matched_vocabs = 0
+for path in files:
+    name = os.path.basename(path)[len("ggml-vocab-"):-len(".gguf")]
+    if not os.path.exists(path + ".inp"):
+        print(f"skip {name}: llama.cpp ships no test cases for it")
+        continue
+    with open(path + ".inp", "rb") as f:
+        inp = f.read()
+    with open(path + ".out", encoding="utf-8") as f:
+        expected = [line.strip() for line in f.read().split("\n")]
+    run = subprocess.run([tool, "--gguf", path, "--cases"], input=inp, capture_output=True)
+    if name in UNSUPPORTED:
+        reason, error = UNSUPPORTED[name]
+        ok = run.returncode != 0 and error in run.stderr.decode()
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: not supported ({reason})"
+              + ("" if ok else f"; expected the error '{error}', got: {run.stderr.decode()!r}"))
+        failures += 0 if ok else 1
+        continue
+    if run.returncode != 0:
+        print(f"FAIL {name}: textgen-tokenize failed: {run.stderr.decode()}")
+        failures += 1
+        continue
+    got = run.stdout.decode().split("\n")
+    cases = inp.decode("utf-8").split("\n__ggml_vocab_test__\n")
+    n = len(cases) - (1 if cases[-1] == "" else 0)
+    bad = [i for i in range(n) if i >= len(got) or got[i].strip() != expected[i]]
+    if bad:
+        i = bad[0]
+        print(f"FAIL {name}: {len(bad)}/{n} cases differ; first: case {i} {cases[i][:60]!r}\n"
+              f"     textgen: {got[i] if i < len(got) else '(none)'}\n     HF:      {expected[i]}")
+        failures += 1
+    else:
+        print(f"ok   {name}: {n}/{n} cases match")
+        matched_vocabs += 1
+if matched_vocabs < 10:
+    print(f"FAIL only {matched_vocabs} vocabularies matched (expected at least 10)")
+    failures += 1
+print(f"{matched_vocabs} vocabularies match every case; {failures} failures")
+sys.exit(1 if failures else 0)
