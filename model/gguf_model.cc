@@ -1,11 +1,13 @@
 #include "model/gguf_model.h"
 
+#include <cmath>
 #include <map>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/arch/architectures.h"
 #include "model/format/block_formats.h"
 #include "model/gguf_tokenizer.h"
 #include "model/loader_macros.h"
@@ -82,130 +84,155 @@ absl::StatusOr<TensorView> VectorSlice(const TensorView& v, const std::string& n
                     static_cast<const uint8_t*>(v.data) + BytesOf(v.dtype, begin)};
 }
 
-// Hyperparameters shared by both architectures, read under "<arch>.".
-absl::StatusOr<ModelConfig> ReadCommonConfig(const GgufFile& file, const std::string& arch) {
+// The hyperparameters under "<arch>.", as llama.cpp's converter writes them.
+absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureSpec& spec) {
   ModelConfig c;
-  const std::string p = arch + ".";
+  c.architecture = spec.architecture;
+  c.rope_layout = spec.rope_layout;
+  const std::string p = std::string(spec.name) + ".";
   TEXTGEN_ASSIGN_OR_RETURN(c.dim, file.GetInt(p + "embedding_length", 1, kMaxDim));
   TEXTGEN_ASSIGN_OR_RETURN(c.hidden_dim, file.GetInt(p + "feed_forward_length", 1, kMaxDim));
   TEXTGEN_ASSIGN_OR_RETURN(c.n_layers, file.GetInt(p + "block_count", 1, kMaxLayers));
   TEXTGEN_ASSIGN_OR_RETURN(c.n_heads, file.GetInt(p + "attention.head_count", 1, c.dim));
   TEXTGEN_ASSIGN_OR_RETURN(c.context_length, file.GetInt(p + "context_length", 1, kMaxContext));
-  if (c.dim % c.n_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(p, "embedding_length ", c.dim,
-                                                   " is not a multiple of ", p,
-                                                   "attention.head_count ", c.n_heads));
-  }
-  c.head_dim = c.dim / c.n_heads;
   c.n_kv_heads = c.n_heads;
-  return c;
-}
-
-absl::StatusOr<ModelConfig> ReadLlamaConfig(const GgufFile& file) {
-  TEXTGEN_ASSIGN_OR_RETURN(ModelConfig c, ReadCommonConfig(file, "llama"));
-  c.architecture = Architecture::kLlama;
-  c.rope_layout = RopeLayout::kAdjacentPairs;  // llama.cpp "normal" rope for arch llama
-  if (file.FindKey("llama.attention.head_count_kv")) {
+  if (file.FindKey(p + "attention.head_count_kv")) {
     TEXTGEN_ASSIGN_OR_RETURN(c.n_kv_heads,
-                             file.GetInt("llama.attention.head_count_kv", 1, c.n_heads));
+                             file.GetInt(p + "attention.head_count_kv", 1, c.n_heads));
     if (c.n_heads % c.n_kv_heads != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("llama.attention.head_count ", c.n_heads,
-                       " is not a multiple of llama.attention.head_count_kv ", c.n_kv_heads));
+      return absl::InvalidArgumentError(absl::StrCat(p, "attention.head_count ", c.n_heads,
+                                                     " is not a multiple of ", p,
+                                                     "attention.head_count_kv ", c.n_kv_heads));
     }
   }
-  c.rope_dim = c.head_dim;
-  if (file.FindKey("llama.rope.dimension_count")) {
-    TEXTGEN_ASSIGN_OR_RETURN(c.rope_dim, file.GetInt("llama.rope.dimension_count", 2, c.head_dim));
-    if (c.rope_dim % 2 != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("llama.rope.dimension_count ", c.rope_dim, " is odd"));
+  // The head size: key_length when given (Qwen 3, Gemma: not dim / heads), else dim / heads.
+  if (file.FindKey(p + "attention.key_length")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.head_dim, file.GetInt(p + "attention.key_length", 1, kMaxDim));
+  } else if (c.dim % c.n_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        p, "embedding_length ", c.dim, " is not a multiple of ", p, "attention.head_count ",
+        c.n_heads, " and there is no ", p, "attention.key_length"));
+  } else {
+    c.head_dim = c.dim / c.n_heads;
+  }
+  if (file.FindKey(p + "attention.value_length")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int64_t value_length,
+                             file.GetInt(p + "attention.value_length", 1, kMaxDim));
+    if (value_length != c.head_dim) {
+      return absl::UnimplementedError(absl::StrCat(
+          p, "attention.value_length ", value_length, " differs from the key length ", c.head_dim,
+          ": attention with different key and value sizes is not supported"));
     }
   }
-  if (file.FindKey("llama.rope.freq_base")) {
-    TEXTGEN_ASSIGN_OR_RETURN(const double theta, file.GetFloat("llama.rope.freq_base"));
-    if (!(theta > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("llama.rope.freq_base ", theta, " is not positive"));
+  if (spec.learned_positions) {
+    c.rope_dim = 0;
+  } else {
+    c.rope_dim = c.head_dim;
+    if (file.FindKey(p + "rope.dimension_count")) {
+      TEXTGEN_ASSIGN_OR_RETURN(c.rope_dim, file.GetInt(p + "rope.dimension_count", 2, c.head_dim));
+      if (c.rope_dim % 2 != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(p, "rope.dimension_count ", c.rope_dim, " is odd"));
+      }
     }
-    c.rope_theta = static_cast<float>(theta);
+    if (file.FindKey(p + "rope.freq_base")) {
+      TEXTGEN_ASSIGN_OR_RETURN(const double theta, file.GetFloat(p + "rope.freq_base"));
+      if (!(theta > 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(p, "rope.freq_base ", theta, " is not positive"));
+      }
+      c.rope_theta = static_cast<float>(theta);
+    }
+    // Scaling that changes the rotation angles must not be ignored silently.
+    if (file.FindKey(p + "rope.scaling.type")) {
+      TEXTGEN_ASSIGN_OR_RETURN(const std::string type, file.GetString(p + "rope.scaling.type"));
+      if (type != "none") {
+        return absl::UnimplementedError(
+            absl::StrCat(p, "rope.scaling.type \"", type, "\" is not supported (supported: none)"));
+      }
+    }
   }
-  if (file.FindKey("llama.attention.layer_norm_rms_epsilon")) {
-    TEXTGEN_ASSIGN_OR_RETURN(const double eps,
-                             file.GetFloat("llama.attention.layer_norm_rms_epsilon"));
+  const std::string eps_key = spec.norm == NormKind::kRms ? p + "attention.layer_norm_rms_epsilon"
+                                                          : p + "attention.layer_norm_epsilon";
+  if (spec.norm == NormKind::kLayer || file.FindKey(eps_key)) {
+    TEXTGEN_ASSIGN_OR_RETURN(const double eps, file.GetFloat(eps_key));
     if (!(eps > 0 && eps < 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("llama.attention.layer_norm_rms_epsilon ", eps, " is not in (0, 1)"));
+      return absl::InvalidArgumentError(absl::StrCat(eps_key, " ", eps, " is not in (0, 1)"));
     }
     c.norm_eps = static_cast<float>(eps);
   }
   return c;
 }
 
-absl::StatusOr<ModelConfig> ReadGpt2Config(const GgufFile& file) {
-  TEXTGEN_ASSIGN_OR_RETURN(ModelConfig c, ReadCommonConfig(file, "gpt2"));
-  c.architecture = Architecture::kGpt2;
-  c.rope_dim = 0;
-  TEXTGEN_ASSIGN_OR_RETURN(const double eps, file.GetFloat("gpt2.attention.layer_norm_epsilon"));
-  if (!(eps > 0 && eps < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpt2.attention.layer_norm_epsilon ", eps, " is not in (0, 1)"));
-  }
-  c.norm_eps = static_cast<float>(eps);
-  return c;
-}
-
-absl::Status ReadLlamaWeights(const TensorFetcher& f, const ModelConfig& c, ModelWeights& w) {
+// The tensors of every block and the final norm, by the architecture's description.
+absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, const ModelConfig& c,
+                         ModelWeights& w) {
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
+  const int64_t kv_dim = c.kv_dim();
+  // Optional tensors become required where the architecture always has them.
+  auto get = [&f](bool required, const std::string& name, int64_t rows, int64_t cols) {
+    return required ? f.Required(name, rows, cols) : f.Optional(name, rows, cols);
+  };
+  if (spec.learned_positions) {
+    TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
+                             f.Required("position_embd.weight", c.context_length, c.dim));
+  }
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[l];
     const std::string b = absl::StrCat("blk.", l, ".");
+    const bool norm_bias = spec.norm == NormKind::kLayer;
     TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, f.Required(b + "attn_norm.weight", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.wq, f.Required(b + "attn_q.weight", q_dim, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.wk, f.Required(b + "attn_k.weight", c.kv_dim(), c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.wv, f.Required(b + "attn_v.weight", c.kv_dim(), c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm_bias, get(norm_bias, b + "attn_norm.bias", 1, c.dim));
+    if (spec.fused_qkv) {
+      // One [q_dim + 2 kv_dim, dim] tensor (and bias), split into row ranges q | k | v.
+      TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv,
+                               f.Required(b + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim));
+      L.wq = RowSlice(qkv, 0, q_dim);
+      L.wk = RowSlice(qkv, q_dim, kv_dim);
+      L.wv = RowSlice(qkv, q_dim + kv_dim, kv_dim);
+      const std::string bias_name = b + "attn_qkv.bias";
+      TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv_bias,
+                               get(spec.attention_bias, bias_name, 1, q_dim + 2 * kv_dim));
+      if (!qkv_bias.empty()) {
+        TEXTGEN_ASSIGN_OR_RETURN(L.bq, VectorSlice(qkv_bias, bias_name, 0, q_dim));
+        TEXTGEN_ASSIGN_OR_RETURN(L.bk, VectorSlice(qkv_bias, bias_name, q_dim, kv_dim));
+        TEXTGEN_ASSIGN_OR_RETURN(L.bv, VectorSlice(qkv_bias, bias_name, q_dim + kv_dim, kv_dim));
+      }
+    } else {
+      TEXTGEN_ASSIGN_OR_RETURN(L.wq, f.Required(b + "attn_q.weight", q_dim, c.dim));
+      TEXTGEN_ASSIGN_OR_RETURN(L.wk, f.Required(b + "attn_k.weight", kv_dim, c.dim));
+      TEXTGEN_ASSIGN_OR_RETURN(L.wv, f.Required(b + "attn_v.weight", kv_dim, c.dim));
+      TEXTGEN_ASSIGN_OR_RETURN(L.bq, get(spec.attention_bias, b + "attn_q.bias", 1, q_dim));
+      TEXTGEN_ASSIGN_OR_RETURN(L.bk, get(spec.attention_bias, b + "attn_k.bias", 1, kv_dim));
+      TEXTGEN_ASSIGN_OR_RETURN(L.bv, get(spec.attention_bias, b + "attn_v.bias", 1, kv_dim));
+      if (L.bq.empty() != L.bk.empty() || L.bq.empty() != L.bv.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "block ", l, " has some but not all of attn_q.bias, attn_k.bias, attn_v.bias"));
+      }
+    }
+    if (spec.qk_norm) {
+      TEXTGEN_ASSIGN_OR_RETURN(L.q_norm, f.Required(b + "attn_q_norm.weight", 1, c.head_dim));
+      TEXTGEN_ASSIGN_OR_RETURN(L.k_norm, f.Required(b + "attn_k_norm.weight", 1, c.head_dim));
+    }
     TEXTGEN_ASSIGN_OR_RETURN(L.wo, f.Required(b + "attn_output.weight", c.dim, q_dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.bo, get(spec.output_bias, b + "attn_output.bias", 1, c.dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, f.Required(b + "ffn_norm.weight", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm_bias, get(norm_bias, b + "ffn_norm.bias", 1, c.dim));
+    if (spec.feed_forward == FeedForwardKind::kSwiGlu) {
+      TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));
+    }
     TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.b_up, get(spec.output_bias, b + "ffn_up.bias", 1, c.hidden_dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.w_down, f.Required(b + "ffn_down.weight", c.dim, c.hidden_dim));
+    TEXTGEN_ASSIGN_OR_RETURN(L.b_down, get(spec.output_bias, b + "ffn_down.bias", 1, c.dim));
   }
   TEXTGEN_ASSIGN_OR_RETURN(w.output_norm, f.Required("output_norm.weight", 1, c.dim));
-  return absl::OkStatus();
-}
-
-absl::Status ReadGpt2Weights(const TensorFetcher& f, const ModelConfig& c, ModelWeights& w) {
-  TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
-                           f.Required("position_embd.weight", c.context_length, c.dim));
-  w.layers.resize(c.n_layers);
-  for (int l = 0; l < c.n_layers; ++l) {
-    LayerWeights& L = w.layers[l];
-    const std::string b = absl::StrCat("blk.", l, ".");
-    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, f.Required(b + "attn_norm.weight", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm_bias, f.Required(b + "attn_norm.bias", 1, c.dim));
-    // Fused [3*dim, dim] QKV and [3*dim] bias, split into row ranges q | k | v.
-    TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv,
-                             f.Required(b + "attn_qkv.weight", 3 * c.dim, c.dim));
-    L.wq = RowSlice(qkv, 0, c.dim);
-    L.wk = RowSlice(qkv, c.dim, c.dim);
-    L.wv = RowSlice(qkv, 2 * c.dim, c.dim);
-    const std::string bias_name = b + "attn_qkv.bias";
-    TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv_bias, f.Required(bias_name, 1, 3 * c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.bq, VectorSlice(qkv_bias, bias_name, 0, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.bk, VectorSlice(qkv_bias, bias_name, c.dim, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.bv, VectorSlice(qkv_bias, bias_name, 2 * c.dim, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.wo, f.Required(b + "attn_output.weight", c.dim, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.bo, f.Required(b + "attn_output.bias", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, f.Required(b + "ffn_norm.weight", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm_bias, f.Required(b + "ffn_norm.bias", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.b_up, f.Required(b + "ffn_up.bias", 1, c.hidden_dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.w_down, f.Required(b + "ffn_down.weight", c.dim, c.hidden_dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.b_down, f.Required(b + "ffn_down.bias", 1, c.dim));
+  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm_bias,
+                           get(spec.norm == NormKind::kLayer, "output_norm.bias", 1, c.dim));
+  if (spec.rope_freq_factors) {
+    TEXTGEN_ASSIGN_OR_RETURN(w.rope_freqs, f.Optional("rope_freqs.weight", 1, c.rope_dim / 2));
   }
-  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm, f.Required("output_norm.weight", 1, c.dim));
-  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm_bias, f.Required("output_norm.bias", 1, c.dim));
   return absl::OkStatus();
 }
 
@@ -229,15 +256,14 @@ DType DominantDType(const GgufFile& file) {
 absl::StatusOr<LoadedModel> BuildModelFromGguf(const GgufFile& file,
                                                std::string_view fallback_name) {
   TEXTGEN_ASSIGN_OR_RETURN(const std::string arch, file.GetString("general.architecture"));
-  LoadedModel model;
-  if (arch == "llama") {
-    TEXTGEN_ASSIGN_OR_RETURN(model.config, ReadLlamaConfig(file));
-  } else if (arch == "gpt2") {
-    TEXTGEN_ASSIGN_OR_RETURN(model.config, ReadGpt2Config(file));
-  } else {
-    return absl::UnimplementedError(absl::StrCat("general.architecture \"", arch,
-                                                 "\" is not supported (supported: llama, gpt2)"));
+  const ArchitectureSpec* spec = FindArchitecture(arch);
+  if (spec == nullptr) {
+    return absl::UnimplementedError(
+        absl::StrCat("general.architecture \"", arch,
+                     "\" is not supported (supported: ", SupportedArchitectureNames(), ")"));
   }
+  LoadedModel model;
+  TEXTGEN_ASSIGN_OR_RETURN(model.config, ReadConfig(file, *spec));
   ModelConfig& c = model.config;
   ModelWeights& w = model.weights;
   const TensorFetcher fetch(file);
@@ -257,8 +283,17 @@ absl::StatusOr<LoadedModel> BuildModelFromGguf(const GgufFile& file,
     w.output = w.token_embedding;
     c.tied_output = true;
   }
-  TEXTGEN_RETURN_IF_ERROR(c.architecture == Architecture::kLlama ? ReadLlamaWeights(fetch, c, w)
-                                                                 : ReadGpt2Weights(fetch, c, w));
+  TEXTGEN_RETURN_IF_ERROR(ReadWeights(fetch, *spec, c, w));
+  if (!w.rope_freqs.empty()) {
+    c.rope_freq_factors.resize(static_cast<size_t>(w.rope_freqs.elements()));
+    ToFloat(w.rope_freqs, c.rope_freq_factors.data());
+    for (float factor : c.rope_freq_factors) {
+      if (!(factor > 0) || !std::isfinite(factor)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor rope_freqs.weight: factor ", factor, " is not positive"));
+      }
+    }
+  }
   TEXTGEN_ASSIGN_OR_RETURN(model.tokenizer, ReadGgufTokenizer(file, c.vocab_size));
 
   c.name = std::string(fallback_name);

@@ -1,6 +1,7 @@
 # Owned by the loader component; defines textgen_loader.
 # GGUF / llama2.c readers, weight views and the GGUF writer (tests and tools).
 add_library(textgen_loader STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/arch/architectures.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/format/block_formats.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_model.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/gguf_reader.cc

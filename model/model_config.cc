@@ -1,15 +1,9 @@
 #include "model/model_config.h"
 
+#include "model/arch/architectures.h"
+
 namespace textgen::model {
 
-const char* ArchitectureName(Architecture architecture) {
-  switch (architecture) {
-    case Architecture::kLlama:
-      return "llama";
-    case Architecture::kGpt2:
-      return "gpt2";
-  }
-  return "unknown";
-}
+const char* ArchitectureName(Architecture architecture) { return SpecOf(architecture).name; }
 
 }  // namespace textgen::model

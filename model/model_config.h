@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace textgen::model {
 
-enum class Architecture { kLlama, kGpt2 };
+// The architecture families textgen runs (model/arch/architectures.h describes each).
+enum class Architecture { kLlama, kGpt2, kQwen2, kQwen3 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
 // (2i, 2i+1); NeoX-style models rotate (i, i + rope_dim/2).
@@ -19,7 +21,7 @@ struct ModelConfig {
   int n_layers = 0;
   int n_heads = 0;
   int n_kv_heads = 0;  // == n_heads without grouped-query attention
-  int head_dim = 0;    // dim / n_heads
+  int head_dim = 0;    // per head: attention.key_length, else dim / n_heads
   int vocab_size = 0;
   int context_length = 0;  // maximum positions the model supports
   float norm_eps = 1e-5f;  // RMSNorm / LayerNorm epsilon
@@ -27,6 +29,9 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   int rope_dim = 0;  // dimensions of each head that are rotated (== head_dim usually)
   RopeLayout rope_layout = RopeLayout::kAdjacentPairs;
+  // [rope_dim / 2] divisors of the rotation frequencies (GGUF rope_freqs.weight: Llama 3.1+
+  // context extension); empty = none.
+  std::vector<float> rope_freq_factors;
   bool tied_output = false;  // output projection shares the token embedding
   std::string name;          // general.name or file stem, for logs and GetModelInfo
 

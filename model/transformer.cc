@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "model/arch/architectures.h"
 #include "model/ops/activations.h"
 #include "model/ops/norms.h"
 
@@ -19,7 +20,9 @@ namespace {
     if (!status_.ok()) return status_;       \
   } while (0)
 
-bool IsLlama(const ModelConfig& c) { return c.architecture == Architecture::kLlama; }
+const ArchitectureSpec& Spec(const ModelConfig& c) { return SpecOf(c.architecture); }
+bool HasRope(const ModelConfig& c) { return !Spec(c).learned_positions; }
+bool IsSwiGlu(const ModelConfig& c) { return Spec(c).feed_forward == FeedForwardKind::kSwiGlu; }
 
 // Checks that `t` is present with the expected shape; names it in the error.
 absl::Status Expect(const TensorView& t, const std::string& name, int64_t rows, int64_t cols) {
@@ -52,11 +55,17 @@ absl::Status ValidateConfig(const ModelConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("n_heads ", c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads));
   }
-  if (IsLlama(c)) {
+  if (HasRope(c)) {
     const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
     if (rope_dim % 2 != 0 || rope_dim > c.head_dim) {
       return absl::InvalidArgumentError(
           absl::StrCat("rope_dim must be even and <= head_dim ", c.head_dim, ", got ", rope_dim));
+    }
+    if (!c.rope_freq_factors.empty() &&
+        static_cast<int>(c.rope_freq_factors.size()) != rope_dim / 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rope_freq_factors has ", c.rope_freq_factors.size(),
+                       " entries, expected rope_dim / 2 = ", rope_dim / 2));
     }
   }
   return absl::OkStatus();
@@ -88,10 +97,10 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   if (!context.ok()) return context.status();
   t->context_ = std::move(*context);
   if (options.skinny_max_rows >= 0) t->context_->set_skinny_max_rows(options.skinny_max_rows);
-  if (IsLlama(c)) {
+  if (HasRope(c)) {
     t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim,
                                            c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,
-                                           c.rope_layout);
+                                           c.rope_layout, c.rope_freq_factors);
   }
   TEXTGEN_ENGINE_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
 
@@ -102,20 +111,24 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->att_.resize(rows * t->q_dim_);
   t->proj_.resize(rows * c.dim);
   t->hidden_.resize(rows * 2 * c.hidden_dim);
-  if (IsLlama(c)) t->act_.resize(rows * c.hidden_dim);
+  if (IsSwiGlu(c)) t->act_.resize(rows * c.hidden_dim);
   t->scores_.resize(static_cast<size_t>(t->context_->threads()) * c.context_length);
   return t;
 }
 
 absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const ModelConfig& c = config_;
-  const bool llama = IsLlama(c);
+  const ArchitectureSpec& spec = Spec(c);
+  const bool swiglu = IsSwiGlu(c);
+  const bool layer_norm = spec.norm == NormKind::kLayer;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
   token_embedding_ = Vec(w.token_embedding);
-  if (!llama) {
+  if (spec.learned_positions) {
     TEXTGEN_ENGINE_RETURN_IF_ERROR(
         Expect(w.position_embedding, "position_embedding", c.context_length, c.dim));
     position_embedding_ = Vec(w.position_embedding);
+  }
+  if (layer_norm) {
     TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
   }
   TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
@@ -126,7 +139,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
                                                    " layers of weights, config says ", c.n_layers));
   }
 
-  const auto linear_act = llama ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
+  const auto linear_act = swiglu ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   std::vector<float> buf, bias;  // reused staging for concatenated f32 weights
   auto concat = [&](std::initializer_list<const TensorView*> parts) {
     int64_t total = 0;
@@ -151,17 +164,29 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
     TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
     TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
-    if (llama) {
+    if (swiglu) {
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
-    } else {
+    }
+    if (layer_norm) {
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
+    }
+    if (spec.output_bias) {
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
+    }
+    const bool has_qkv_bias = spec.attention_bias || !lw.bq.empty();
+    if (has_qkv_bias) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
+    }
+    if (spec.qk_norm) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.q_norm, p + "attn_q_norm", 1, c.head_dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.k_norm, p + "attn_k_norm", 1, c.head_dim));
+      pl.q_norm = Vec(lw.q_norm);
+      pl.k_norm = Vec(lw.k_norm);
     }
     pl.attn_norm = Vec(lw.attn_norm);
     pl.attn_norm_bias = Vec(lw.attn_norm_bias);
@@ -171,15 +196,15 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
     concat({&lw.wq, &lw.wk, &lw.wv});
     std::vector<float> qkv_bias;
-    if (!llama) {
+    if (has_qkv_bias) {
       qkv_bias.resize(qkv_dim_);
       ToFloat(lw.bq, qkv_bias.data());
       ToFloat(lw.bk, qkv_bias.data() + q_dim_);
       ToFloat(lw.bv, qkv_bias.data() + q_dim_ + kv_dim_);
     }
-    auto qkv =
-        ops::Linear::Create(*context_, p + "qkv", buf.data(), llama ? nullptr : qkv_bias.data(),
-                            qkv_dim_, c.dim, ops::LinearActivation::kNone, max_rows);
+    auto qkv = ops::Linear::Create(*context_, p + "qkv", buf.data(),
+                                   qkv_bias.empty() ? nullptr : qkv_bias.data(), qkv_dim_, c.dim,
+                                   ops::LinearActivation::kNone, max_rows);
     if (!qkv.ok()) return qkv.status();
     pl.qkv = std::move(*qkv);
 
@@ -192,7 +217,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     pl.wo = std::move(*wo);
 
     // SwiGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
-    if (llama) {
+    if (swiglu) {
       concat({&lw.w_gate, &lw.w_up});
     } else {
       concat({&lw.w_up});
@@ -200,7 +225,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     bias = Vec(lw.b_up);
     auto up = ops::Linear::Create(
         *context_, p + "ffn_up", buf.data(), bias.empty() ? nullptr : bias.data(),
-        llama ? 2 * c.hidden_dim : c.hidden_dim, c.dim, linear_act, max_rows);
+        swiglu ? 2 * c.hidden_dim : c.hidden_dim, c.dim, linear_act, max_rows);
     if (!up.ok()) return up.status();
     pl.up = std::move(*up);
 
@@ -244,7 +269,7 @@ void Transformer::Embed(const BatchPlan& plan) {
 
 void Transformer::Norm(const float* x, int rows, const std::vector<float>& w,
                        const std::vector<float>& b, float* out) const {
-  if (IsLlama(config_)) {
+  if (Spec(config_).norm == NormKind::kRms) {
     ops::RmsNorm(x, rows, config_.dim, w.data(), config_.norm_eps, out);
   } else {
     ops::LayerNorm(x, rows, config_.dim, w.data(), b.data(), config_.norm_eps, out);
@@ -260,6 +285,14 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x))
   Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
   TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
+  if (!pl.q_norm.empty()) {
+    // Qwen 3: RMSNorm over each head of q and k (row by row, so batch-invariant).
+    for (int r = 0; r < rows; ++r) {
+      float* q = qkv_.data() + static_cast<size_t>(r) * qkv_dim_;
+      ops::RmsNorm(q, c.n_heads, c.head_dim, pl.q_norm.data(), c.norm_eps, q);
+      ops::RmsNorm(q + q_dim_, c.n_kv_heads, c.head_dim, pl.k_norm.data(), c.norm_eps, q + q_dim_);
+    }
+  }
   if (rope_ != nullptr) {
     rope_->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
     rope_->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
@@ -283,7 +316,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
   TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
   const float* mlp_in = hidden_.data();
-  if (IsLlama(c)) {
+  if (IsSwiGlu(c)) {
     ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
     mlp_in = act_.data();
   }

@@ -36,6 +36,7 @@ struct TransformerOptions {
 struct PreparedLayer {
   std::vector<float> attn_norm, attn_norm_bias;  // [dim] (bias: gpt2 only)
   std::vector<float> ffn_norm, ffn_norm_bias;    // [dim]
+  std::vector<float> q_norm, k_norm;             // [head_dim] (qwen3), else empty
   std::unique_ptr<ops::Linear> qkv;              // [dim] -> [q_dim + 2 kv_dim] (+bias)
   std::unique_ptr<ops::Linear> wo;               // [q_dim] -> [dim]
   std::unique_ptr<ops::Linear> up;               // [dim] -> [2 hidden] gate|up (llama),
@@ -73,7 +74,7 @@ class Transformer {
   int max_rows_ = 0;
   int q_dim_ = 0, kv_dim_ = 0, qkv_dim_ = 0;
   std::unique_ptr<ops::OnednnContext> context_;
-  std::unique_ptr<ops::Rope> rope_;  // llama only
+  std::unique_ptr<ops::Rope> rope_;  // architectures with RoPE
 
   // ---- immutable weights ----
   std::vector<float> token_embedding_;                 // [vocab, dim]

@@ -51,7 +51,8 @@ struct LayerWeights {
   TensorView wq;              // [n_heads * head_dim, dim]
   TensorView wk;              // [n_kv_heads * head_dim, dim]
   TensorView wv;              // [n_kv_heads * head_dim, dim]
-  TensorView bq, bk, bv;      // [1, out]       gpt2
+  TensorView bq, bk, bv;      // [1, out]       gpt2, qwen2 (optional in llama)
+  TensorView q_norm, k_norm;  // [1, head_dim]  qwen3: per-head RMSNorm before RoPE
   TensorView wo;              // [dim, n_heads * head_dim]
   TensorView bo;              // [1, dim]       gpt2
   TensorView ffn_norm;        // [1, dim]
@@ -70,6 +71,7 @@ struct ModelWeights {
   TensorView output_norm;       // [1, dim]
   TensorView output_norm_bias;  // [1, dim]  gpt2
   TensorView output;            // [vocab, dim]; == token_embedding when tied
+  TensorView rope_freqs;        // [1, rope_dim / 2] llama (optional): frequency divisors
 };
 
 }  // namespace textgen::model

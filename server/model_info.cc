@@ -16,13 +16,15 @@ uint64_t CountParameters(const model::ModelWeights& weights) {
   add(weights.position_embedding);
   for (const model::LayerWeights& l : weights.layers) {
     for (const model::TensorView* t :
-         {&l.attn_norm, &l.attn_norm_bias, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.wo, &l.bo,
-          &l.ffn_norm, &l.ffn_norm_bias, &l.w_gate, &l.w_up, &l.b_up, &l.w_down, &l.b_down}) {
+         {&l.attn_norm, &l.attn_norm_bias, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm,
+          &l.k_norm, &l.wo, &l.bo, &l.ffn_norm, &l.ffn_norm_bias, &l.w_gate, &l.w_up, &l.b_up,
+          &l.w_down, &l.b_down}) {
       add(*t);
     }
   }
   add(weights.output_norm);
   add(weights.output_norm_bias);
+  add(weights.rope_freqs);
   // Tied: the output view points at the embedding's data.
   if (weights.output.data != weights.token_embedding.data) add(weights.output);
   return total;

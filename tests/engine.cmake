@@ -8,7 +8,7 @@ target_link_libraries(textgen-dump-logits PRIVATE textgen_engine textgen_loader 
 textgen_test(engine_test
              SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/engine_test.cc
                      ${CMAKE_CURRENT_SOURCE_DIR}/model/engine_synthetic_test.cc
-             LIBS textgen_engine textgen_loader)
+             LIBS textgen_engine textgen_loader textgen_random_gguf)
 
 if(TEXTGEN_BUILD_BENCH)
   add_executable(textgen-bench-engine ${CMAKE_CURRENT_SOURCE_DIR}/bench/engine_bench.cc)

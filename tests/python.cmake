@@ -35,3 +35,10 @@ add_test(NAME py_vocab_cases
                  --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp)
 set_tests_properties(py_vocab_cases PROPERTIES FIXTURES_REQUIRED llamacpp_source
                      ENVIRONMENT "${textgen_py_env}" TIMEOUT 300 LABELS "python;reference")
+add_test(NAME py_arch_logits
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_arch_logits.py
+                 --bin ${CMAKE_BINARY_DIR}/bin
+                 --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/py_arch_logits)
+set_tests_properties(py_arch_logits PROPERTIES FIXTURES_REQUIRED llamacpp_source
+                     ENVIRONMENT "${textgen_py_env}" TIMEOUT 300 LABELS "python;reference")

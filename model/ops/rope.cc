@@ -5,14 +5,16 @@
 
 namespace textgen::model::ops {
 
-Rope::Rope(int context_length, int head_dim, int rope_dim, float theta, RopeLayout layout)
+Rope::Rope(int context_length, int head_dim, int rope_dim, float theta, RopeLayout layout,
+           const std::vector<float>& freq_factors)
     : head_dim_(head_dim), rope_dim_(rope_dim), layout_(layout) {
   const int half = rope_dim / 2;
   cos_.resize(static_cast<size_t>(context_length) * half);
   sin_.resize(cos_.size());
   for (int p = 0; p < context_length; ++p) {
     for (int i = 0; i < half; ++i) {
-      const double freq = std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
+      double freq = std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
+      if (!freq_factors.empty()) freq /= freq_factors[i];
       const double angle = p * freq;
       cos_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(angle));
       sin_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(angle));

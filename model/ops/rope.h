@@ -10,8 +10,10 @@ namespace textgen::model::ops {
 // applied in place to the heads of each row. Immutable after construction; any thread.
 class Rope {
  public:
-  // Rotates the first `rope_dim` dims of each head; frequency i is theta^(-2i/rope_dim).
-  Rope(int context_length, int head_dim, int rope_dim, float theta, RopeLayout layout);
+  // Rotates the first `rope_dim` dims of each head; frequency i is theta^(-2i/rope_dim),
+  // divided by freq_factors[i] when given ([rope_dim / 2]: Llama 3.1's rope_freqs).
+  Rope(int context_length, int head_dim, int rope_dim, float theta, RopeLayout layout,
+       const std::vector<float>& freq_factors = {});
 
   // Rotates `n_heads` heads of `head_dim` floats starting at x + r*row_stride for each of
   // `rows` rows, row r being at position positions[r] (< context_length).

@@ -15,6 +15,7 @@
 #include "model/model_loader.h"
 #include "model/ops/onednn_matmul.h"
 #include "model/ops/reference.h"
+#include "tests/tools/random_gguf.h"
 
 namespace textgen::model {
 namespace {
@@ -204,6 +205,37 @@ TEST(BatchInvarianceTest, Stories260KF16KvCache) {
   ASSERT_TRUE(model.ok()) << model.status();
   CheckBatchInvariance(*model, /*bf16=*/false, /*kv_f16=*/true);
 }
+
+// Every architecture keeps the guarantee (random weights in each one's GGUF layout; a head
+// size that is not dim / heads where the architecture allows it).
+class ArchitectureInvarianceTest : public ::testing::TestWithParam<Architecture> {};
+
+TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
+  RandomModelSpec spec;
+  spec.architecture = GetParam();
+  if (spec.architecture != Architecture::kGpt2) spec.head_dim = 24;  // dim 64, 4 heads
+  if (spec.architecture == Architecture::kGpt2) spec.n_kv_heads = spec.n_heads;
+  spec.tied_output = false;
+  auto writer = BuildRandomModel(spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) /
+       (std::string("invariance_") + ArchitectureName(spec.architecture) + ".gguf"))
+          .string();
+  ASSERT_TRUE(writer->WriteFile(path).ok());
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  CheckBatchInvariance(*model, /*bf16=*/false);
+  CheckBatchInvariance(*model, /*bf16=*/false, /*kv_f16=*/true);
+  if (ops::CpuHasBf16()) CheckBatchInvariance(*model, /*bf16=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
+                         ::testing::Values(Architecture::kLlama, Architecture::kGpt2,
+                                           Architecture::kQwen2, Architecture::kQwen3),
+                         [](const ::testing::TestParamInfo<Architecture>& param_info) {
+                           return std::string(ArchitectureName(param_info.param));
+                         });
 
 // A half-precision KV cache rounds K and V to 11 significant bits: logits move a little,
 // greedy decoding of the reference prompt does not.

@@ -6,16 +6,18 @@
 #include <map>
 #include <string>
 
+#include "model/arch/architectures.h"
 #include "model/gguf_writer.h"
 #include "tests/tools/random_gguf.h"
 
 namespace {
 
 constexpr char kUsage[] =
-    "usage: textgen-make-random-gguf --arch llama|gpt2 --preset stories15M|stories110M|tiny\n"
+    "usage: textgen-make-random-gguf --arch llama|gpt2|qwen2|qwen3 --preset "
+    "stories15M|stories110M|tiny\n"
     "         --dtype f32|f16|bf16|q8_0 --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
-    "         [--context N] [--untied] [--name NAME]\n"
+    "         [--context N] [--head-dim N] [--untied] [--name NAME]\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -59,9 +61,12 @@ int main(int argc, char** argv) {
   };
   if (!args.count("out")) return Fail(std::string("--out is required\n") + kUsage);
 
-  const std::string arch_name = get("arch", "llama");
-  if (arch_name != "llama" && arch_name != "gpt2") return Fail("--arch must be llama or gpt2");
-  const Architecture arch = arch_name == "gpt2" ? Architecture::kGpt2 : Architecture::kLlama;
+  const textgen::model::ArchitectureSpec* arch_spec =
+      textgen::model::FindArchitecture(get("arch", "llama"));
+  if (arch_spec == nullptr) {
+    return Fail("--arch must be one of " + textgen::model::SupportedArchitectureNames());
+  }
+  const Architecture arch = arch_spec->architecture;
   auto spec = RandomModelPreset(get("preset", "tiny"), arch);
   if (!spec.ok()) return Fail(std::string(spec.status().message()));
 
@@ -77,7 +82,8 @@ int main(int argc, char** argv) {
                                             {"heads", &spec->n_heads},
                                             {"kv-heads", &spec->n_kv_heads},
                                             {"vocab", &spec->vocab_size},
-                                            {"context", &spec->context_length}};
+                                            {"context", &spec->context_length},
+                                            {"head-dim", &spec->head_dim}};
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
         key == "name" || key == "seed") {
@@ -106,7 +112,7 @@ int main(int argc, char** argv) {
   const std::string out = args["out"];
   if (absl::Status s = writer->WriteFile(out); !s.ok()) return Fail(std::string(s.message()));
   std::printf("wrote %s: %s dim %d hidden %d layers %d heads %d/%d vocab %d ctx %d %s\n",
-              out.c_str(), arch_name.c_str(), spec->dim, spec->hidden_dim, spec->n_layers,
+              out.c_str(), arch_spec->name, spec->dim, spec->hidden_dim, spec->n_layers,
               spec->n_heads, spec->n_kv_heads, spec->vocab_size, spec->context_length,
               DTypeName(spec->dtype));
   return 0;

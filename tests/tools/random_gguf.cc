@@ -138,17 +138,29 @@ class TensorMaker {
   std::normal_distribution<float> normal_;
 };
 
-absl::Status AddLlamaTensors(TensorMaker& m, const RandomModelSpec& s) {
-  const int64_t dim = s.dim, hidden = s.hidden_dim;
-  const int64_t kv_dim = dim / s.n_heads * s.n_kv_heads;
+int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads; }
+
+// Llama, Qwen 2 and Qwen 3 (SwiGLU, RMSNorm, separate Q/K/V) with each one's extras.
+absl::Status AddSwiGluTensors(TensorMaker& m, const RandomModelSpec& s) {
+  const int64_t dim = s.dim, hidden = s.hidden_dim, head_dim = HeadDim(s);
+  const int64_t q_dim = head_dim * s.n_heads, kv_dim = head_dim * s.n_kv_heads;
   TEXTGEN_RETURN_IF_ERROR(m.Random("token_embd.weight", {dim, s.vocab_size}));
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string b = absl::StrCat("blk.", l, ".");
     TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.weight", {dim}, 1.0f));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.weight", {dim, dim}));
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.weight", {dim, q_dim}));
     TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.weight", {dim, kv_dim}));
     TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.weight", {dim, kv_dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.weight", {dim, dim}));
+    if (s.architecture == Architecture::kQwen2) {
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.bias", {q_dim}));
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.bias", {kv_dim}));
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.bias", {kv_dim}));
+    }
+    if (s.architecture == Architecture::kQwen3) {
+      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_q_norm.weight", {head_dim}, 1.0f));
+      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_k_norm.weight", {head_dim}, 1.0f));
+    }
+    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.weight", {q_dim, dim}));
     TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.weight", {dim}, 1.0f));
     TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_gate.weight", {dim, hidden}));
     TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
@@ -188,9 +200,11 @@ absl::Status ValidateSpec(const RandomModelSpec& s) {
   const bool positive = s.dim > 0 && s.hidden_dim > 0 && s.n_layers > 0 && s.n_heads > 0 &&
                         s.n_kv_heads > 0 && s.vocab_size > 0 && s.context_length > 0;
   if (!positive) return absl::InvalidArgumentError("every model dimension must be positive");
-  if (s.dim % s.n_heads != 0 || (s.dim / s.n_heads) % 2 != 0) {
+  if (s.head_dim > 0 ? s.head_dim % 2 != 0 || s.architecture == Architecture::kGpt2
+                     : s.dim % s.n_heads != 0 || (s.dim / s.n_heads) % 2 != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("dim ", s.dim, " must be n_heads ", s.n_heads, " x an even head size"));
+        absl::StrCat("dim ", s.dim, " must be n_heads ", s.n_heads,
+                     " x an even head size, or an even head_dim must be given (not for gpt2)"));
   }
   if (s.n_heads % s.n_kv_heads != 0) {
     return absl::InvalidArgumentError(
@@ -313,14 +327,18 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     w.AddMetadata(p + "attention.layer_norm_epsilon", GgufValue::Float32(1e-5f));
   } else {
     w.AddMetadata(p + "attention.head_count_kv", GgufValue::Uint32(spec.n_kv_heads));
-    w.AddMetadata(p + "rope.dimension_count", GgufValue::Uint32(spec.dim / spec.n_heads));
+    w.AddMetadata(p + "rope.dimension_count", GgufValue::Uint32(HeadDim(spec)));
+    if (spec.head_dim > 0) {
+      w.AddMetadata(p + "attention.key_length", GgufValue::Uint32(spec.head_dim));
+      w.AddMetadata(p + "attention.value_length", GgufValue::Uint32(spec.head_dim));
+    }
     w.AddMetadata(p + "rope.freq_base", GgufValue::Float32(10000.0f));
     w.AddMetadata(p + "attention.layer_norm_rms_epsilon", GgufValue::Float32(1e-5f));
     w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
   }
   AddTokenizerMetadata(w, vocab);
   TensorMaker maker(w, spec);
-  TEXTGEN_RETURN_IF_ERROR(gpt2 ? AddGpt2Tensors(maker, spec) : AddLlamaTensors(maker, spec));
+  TEXTGEN_RETURN_IF_ERROR(gpt2 ? AddGpt2Tensors(maker, spec) : AddSwiGluTensors(maker, spec));
   return w;
 }
 

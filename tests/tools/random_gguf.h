@@ -18,7 +18,8 @@ struct RandomModelSpec {
   int hidden_dim = 160;
   int n_layers = 2;
   int n_heads = 4;
-  int n_kv_heads = 2;  // llama only; gpt2 uses n_heads
+  int n_kv_heads = 2;  // not gpt2 (it uses n_heads)
+  int head_dim = 0;    // 0 = dim / n_heads; else written as attention.key_length (not gpt2)
   int vocab_size = 300;
   int context_length = 128;
   DType dtype = DType::kF32;  // of 2-D tensors; norms and biases stay F32 like llama.cpp's
