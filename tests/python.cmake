@@ -32,7 +32,8 @@ set_tests_properties(py_block_formats PROPERTIES FIXTURES_REQUIRED llamacpp_sour
 add_test(NAME py_vocab_cases
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_vocab_cases.py
                  --bin ${CMAKE_BINARY_DIR}/bin
-                 --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp)
+                 --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/py_vocab_cases)
 set_tests_properties(py_vocab_cases PROPERTIES FIXTURES_REQUIRED llamacpp_source
                      ENVIRONMENT "${textgen_py_env}" TIMEOUT 300 LABELS "python;reference")
 add_test(NAME py_arch_logits

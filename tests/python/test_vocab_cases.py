@@ -3,6 +3,10 @@ models/ggml-vocab-*.gguf in llama.cpp's source that has test cases (.inp: texts 
 "\\n__ggml_vocab_test__\\n"; .out: one line of ids per case, made by the Hugging Face tokenizers,
 no special tokens added). Every case of every vocabulary whose tokenizer model textgen supports
 must match; the others must be refused with the error that names what is missing.
+
+Then llama.cpp itself (libllama through tests/reference/llamacpp_ref.c) tokenizes 120 kB of real
+text (Moby Dick) plus every test case, as a prompt (the vocabulary's BOS/EOS added, no special
+token parsing), and textgen must give the same ids for every supported vocabulary.
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ import sys
 ap = argparse.ArgumentParser(description=__doc__)
 ap.add_argument("--bin", required=True, help="directory with textgen-tokenize")
 ap.add_argument("--llamacpp", required=True, help="llama.cpp source (tests/reference/llamacpp_source.sh)")
+ap.add_argument("--work", required=True, help="scratch directory")
 args = ap.parse_args()
+reference_dir = os.path.dirname(os.path.abspath(args.llamacpp))
+llamacpp_ref = os.path.join(reference_dir, "bin", "llamacpp-ref")
+with open(os.path.join(reference_dir, "moby_dick.txt"), encoding="utf-8") as f:
+    real_text = f.read()[:120_000]
+os.makedirs(args.work, exist_ok=True)
 
 # Vocabularies textgen does not read yet, with the reason (and the error it must give).
 UNSUPPORTED = {
@@ -63,6 +73,30 @@ for path in files:
     else:
         print(f"ok   {name}: {n}/{n} cases match")
         matched_vocabs += 1
+    # The same text through llama.cpp and textgen, as a prompt.
+    text = real_text + "\n" + "\n".join(cases)
+    text_path = os.path.join(args.work, name + ".txt")
+    with open(text_path, "w", encoding="utf-8") as f:
+        f.write(text)
+    want = subprocess.run([llamacpp_ref, "tokenize", path, text_path], capture_output=True,
+                          text=True)
+    ours = subprocess.run([tool, "--gguf", path, "--add-special"], input=text.encode(),
+                          capture_output=True)
+    if want.returncode != 0 or ours.returncode != 0:
+        print(f"FAIL {name}: llama.cpp rc {want.returncode} {want.stderr[-300:]}; "
+              f"textgen rc {ours.returncode} {ours.stderr.decode()[-300:]}")
+        failures += 1
+        continue
+    want_ids, our_ids = want.stdout.split(), ours.stdout.decode().split()
+    first = next((i for i, (a, b) in enumerate(zip(want_ids, our_ids)) if a != b),
+                 None if len(want_ids) == len(our_ids) else min(len(want_ids), len(our_ids)))
+    if first is None:
+        print(f"ok   {name}: {len(text.encode())} bytes -> {len(want_ids)} ids, same as llama.cpp "
+              f"(first ids {' '.join(want_ids[:3])})")
+    else:
+        print(f"FAIL {name}: ids differ from llama.cpp at {first} of {len(want_ids)}: "
+              f"llama.cpp {want_ids[first:first + 5]} textgen {our_ids[first:first + 5]}")
+        failures += 1
 if matched_vocabs < 10:
     print(f"FAIL only {matched_vocabs} vocabularies matched (expected at least 10)")
     failures += 1

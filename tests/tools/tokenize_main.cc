@@ -4,6 +4,7 @@
 //   textgen-tokenize --llama2c tokenizer.bin [--vocab-size 32000] [--bos] < text
 //   textgen-tokenize --gpt2 encoder.json vocab.bpe [--bos] < text
 //   textgen-tokenize --gguf vocab.gguf [--bos] < text      (any GGUF with a vocabulary)
+//   ... --add-special  add BOS as the vocabulary says (as the server does) instead of --bos
 //   ... --cases        stdin holds llama.cpp tokenizer test cases separated by
 //                      "\n__ggml_vocab_test__\n"; print one line of space-separated ids per case
 //   ... --decode      read ids (one per line) from stdin, print the decoded text
@@ -31,9 +32,11 @@ namespace {
 using textgen::model::TokenizerData;
 
 int Usage() {
-  std::cerr << "usage: textgen-tokenize (--llama2c tokenizer.bin [--vocab-size N] | --gpt2 "
-               "encoder.json vocab.bpe | --gguf FILE) [--bos] [--decode | --bench N | --cases] "
-               "< input\n";
+  std::cerr
+      << "usage: textgen-tokenize (--llama2c tokenizer.bin [--vocab-size N] | --gpt2 "
+         "encoder.json vocab.bpe | --gguf FILE) [--bos | --add-special] [--decode | --bench N | "
+         "--cases] "
+         "< input\n";
   return 2;
 }
 
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
   bool add_bos = false;
   bool decode = false;
   bool cases = false;
+  bool add_special = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -69,6 +73,8 @@ int main(int argc, char** argv) {
       gguf_path = next();
     } else if (arg == "--cases") {
       cases = true;
+    } else if (arg == "--add-special") {
+      add_special = true;
     } else if (arg == "--vocab-size" && i + 1 < argc) {
       vocab_size = std::atoi(next());
     } else if (arg == "--bench" && i + 1 < argc) {
@@ -95,6 +101,7 @@ int main(int argc, char** argv) {
     std::cerr << data.status() << "\n";
     return 1;
   }
+  if (add_special) add_bos = data->add_bos;
   auto tokenizer = textgen::model::CreateTokenizer(*std::move(data));
   if (!tokenizer.ok()) {
     std::cerr << tokenizer.status() << "\n";

@@ -1,0 +1,126 @@
+/* llamacpp-ref: asks llama.cpp itself (the prebuilt libllama from the npm package
+ * @node-llama-cpp/linux-x64, built at test time against the same release's llama.h) what a GGUF
+ * file means, for textgen's reference tests. Never part of textgen.
+ *
+ *   llamacpp-ref logits MODEL IDS OUT      IDS "1,2,3": one batch, causal; writes f32 logits of
+ *                                          every position [n, vocab] to OUT. F32 KV cache, flash
+ *                                          attention off, 1 thread (deterministic).
+ *   llamacpp-ref tokenize MODEL TEXTFILE   prints the ids of the file's text, one per line, with
+ *                                          the vocabulary's special tokens added (BOS...) and no
+ *                                          special-token parsing, as a prompt is tokenized
+ *   llamacpp-ref quantize IN OUT FTYPE     FTYPE: a LLAMA_FTYPE_MOSTLY_* number (7 = Q8_0,
+ *                                          2 = Q4_0, 15 = Q4_K_M, 17 = Q5_K_M, 18 = Q6_K)
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml-backend.h"
+#include "llama.h"
+
+static void quiet(enum ggml_log_level level, const char* text, void* data) {
+  (void)data;
+  if (level >= GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
+}
+
+static struct llama_model* load(const char* path, bool vocab_only) {
+  struct llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.vocab_only = vocab_only;
+  struct llama_model* model = llama_model_load_from_file(path, mp);
+  if (model == NULL) fprintf(stderr, "llamacpp-ref: cannot load %s\n", path);
+  return model;
+}
+
+static int logits(const char* path, const char* ids_csv, const char* out_path) {
+  struct llama_model* model = load(path, false);
+  if (model == NULL) return 1;
+  int n = 1;
+  for (const char* c = ids_csv; *c; ++c) n += *c == ',';
+  llama_token* ids = malloc(sizeof(llama_token) * n);
+  char* copy = strdup(ids_csv);
+  int k = 0;
+  for (char* tok = strtok(copy, ","); tok != NULL; tok = strtok(NULL, ",")) ids[k++] = atoi(tok);
+  n = k;
+  struct llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = n < 64 ? 64 : (uint32_t)n;
+  cp.n_batch = cp.n_ctx;
+  cp.n_ubatch = cp.n_ctx;
+  cp.n_threads = cp.n_threads_batch = 1;
+  cp.type_k = cp.type_v = GGML_TYPE_F32;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.no_perf = true;
+  struct llama_context* ctx = llama_init_from_model(model, cp);
+  if (ctx == NULL) {
+    fprintf(stderr, "llamacpp-ref: cannot create a context\n");
+    return 1;
+  }
+  struct llama_batch batch = llama_batch_init(n, 0, 1);
+  for (int i = 0; i < n; ++i) {
+    batch.token[i] = ids[i];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = 1;
+  }
+  batch.n_tokens = n;
+  if (llama_decode(ctx, batch) != 0) {
+    fprintf(stderr, "llamacpp-ref: llama_decode failed\n");
+    return 1;
+  }
+  const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  FILE* out = fopen(out_path, "wb");
+  if (out == NULL) return 1;
+  for (int i = 0; i < n; ++i) fwrite(llama_get_logits_ith(ctx, i), sizeof(float), vocab, out);
+  fclose(out);
+  llama_batch_free(batch);
+  llama_free(ctx);
+  llama_model_free(model);
+  free(copy);
+  free(ids);
+  return 0;
+}
+
+static int tokenize(const char* path, const char* text_path) {
+  struct llama_model* model = load(path, true);
+  if (model == NULL) return 1;
+  FILE* f = fopen(text_path, "rb");
+  if (f == NULL) return 1;
+  fseek(f, 0, SEEK_END);
+  const long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* text = malloc(size + 1);
+  if (fread(text, 1, size, f) != (size_t)size) return 1;
+  fclose(f);
+  const int capacity = (int)size + 16;
+  llama_token* ids = malloc(sizeof(llama_token) * capacity);
+  const int n = llama_tokenize(llama_model_get_vocab(model), text, (int)size, ids, capacity,
+                               /*add_special=*/true, /*parse_special=*/false);
+  if (n < 0) return 1;
+  for (int i = 0; i < n; ++i) printf("%d\n", ids[i]);
+  free(ids);
+  free(text);
+  llama_model_free(model);
+  return 0;
+}
+
+static int quantize(const char* in, const char* out, int ftype) {
+  struct llama_model_quantize_params qp = llama_model_quantize_default_params();
+  qp.ftype = (enum llama_ftype)ftype;
+  qp.nthread = 2;
+  return llama_model_quantize(in, out, &qp) == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  llama_log_set(quiet, NULL);
+  /* The CPU backends (one per ISA level) sit next to libllama; it picks the best for this CPU. */
+  ggml_backend_load_all_from_path(LLAMACPP_BACKEND_DIR);
+  llama_backend_init();
+  if (argc == 5 && strcmp(argv[1], "logits") == 0) return logits(argv[2], argv[3], argv[4]);
+  if (argc == 4 && strcmp(argv[1], "tokenize") == 0) return tokenize(argv[2], argv[3]);
+  if (argc == 5 && strcmp(argv[1], "quantize") == 0) return quantize(argv[2], argv[3], atoi(argv[4]));
+  fprintf(stderr, "usage: llamacpp-ref logits MODEL IDS OUT | tokenize MODEL TEXTFILE | "
+                  "quantize IN OUT FTYPE\n");
+  return 2;
+}
