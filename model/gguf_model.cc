@@ -39,6 +39,8 @@ class TensorFetcher {
     return Check(*t, rows, cols);
   }
 
+  bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
+
   // Empty view when absent; shape-checked when present.
   absl::StatusOr<TensorView> Optional(const std::string& name, int64_t rows, int64_t cols) const {
     const GgufTensorInfo* t = file_.FindTensor(name);
@@ -146,10 +148,25 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     // Scaling that changes the rotation angles must not be ignored silently.
     if (file.FindKey(p + "rope.scaling.type")) {
       TEXTGEN_ASSIGN_OR_RETURN(const std::string type, file.GetString(p + "rope.scaling.type"));
-      if (type != "none") {
-        return absl::UnimplementedError(
-            absl::StrCat(p, "rope.scaling.type \"", type, "\" is not supported (supported: none)"));
+      if (type == "linear") {
+        TEXTGEN_ASSIGN_OR_RETURN(const double factor, file.GetFloat(p + "rope.scaling.factor"));
+        if (!(factor >= 1 && factor <= 1024)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(p, "rope.scaling.factor ", factor, " is not in [1, 1024]"));
+        }
+        c.rope_freq_scale = static_cast<float>(1 / factor);
+      } else if (type != "none") {
+        return absl::UnimplementedError(absl::StrCat(
+            p, "rope.scaling.type \"", type, "\" is not supported (supported: none, linear)"));
       }
+    }
+    if (file.FindKey(p + "rope.scaling.attn_factor")) {
+      TEXTGEN_ASSIGN_OR_RETURN(const double factor, file.GetFloat(p + "rope.scaling.attn_factor"));
+      if (!(factor > 0 && factor <= 16)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(p, "rope.scaling.attn_factor ", factor, " is not in (0, 16]"));
+      }
+      c.rope_attn_factor = static_cast<float>(factor);
     }
   }
   const std::string eps_key = spec.norm == NormKind::kRms ? p + "attention.layer_norm_rms_epsilon"
@@ -184,7 +201,7 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
     const bool norm_bias = spec.norm == NormKind::kLayer;
     TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, f.Required(b + "attn_norm.weight", 1, c.dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm_bias, get(norm_bias, b + "attn_norm.bias", 1, c.dim));
-    if (spec.fused_qkv) {
+    if (spec.fused_qkv || f.Has(b + "attn_qkv.weight")) {
       // One [q_dim + 2 kv_dim, dim] tensor (and bias), split into row ranges q | k | v.
       TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv,
                                f.Required(b + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim));
@@ -219,10 +236,18 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
     TEXTGEN_ASSIGN_OR_RETURN(L.bo, get(spec.output_bias, b + "attn_output.bias", 1, c.dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, f.Required(b + "ffn_norm.weight", 1, c.dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm_bias, get(norm_bias, b + "ffn_norm.bias", 1, c.dim));
-    if (spec.feed_forward == FeedForwardKind::kSwiGlu) {
-      TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));
+    if (spec.fused_gate_up) {
+      // One [2 hidden, dim] tensor: rows gate | up.
+      TEXTGEN_ASSIGN_OR_RETURN(const TensorView gate_up,
+                               f.Required(b + "ffn_up.weight", 2 * int64_t{c.hidden_dim}, c.dim));
+      L.w_gate = RowSlice(gate_up, 0, c.hidden_dim);
+      L.w_up = RowSlice(gate_up, c.hidden_dim, c.hidden_dim);
+    } else {
+      if (spec.feed_forward == FeedForwardKind::kSwiGlu) {
+        TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));
+      }
+      TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
     }
-    TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.b_up, get(spec.output_bias, b + "ffn_up.bias", 1, c.hidden_dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.w_down, f.Required(b + "ffn_down.weight", c.dim, c.hidden_dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.b_down, get(spec.output_bias, b + "ffn_down.bias", 1, c.dim));
@@ -232,6 +257,14 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
                            get(spec.norm == NormKind::kLayer, "output_norm.bias", 1, c.dim));
   if (spec.rope_freq_factors) {
     TEXTGEN_ASSIGN_OR_RETURN(w.rope_freqs, f.Optional("rope_freqs.weight", 1, c.rope_dim / 2));
+    TEXTGEN_ASSIGN_OR_RETURN(w.rope_factors_long,
+                             f.Optional("rope_factors_long.weight", 1, c.rope_dim / 2));
+    TEXTGEN_ASSIGN_OR_RETURN(w.rope_factors_short,
+                             f.Optional("rope_factors_short.weight", 1, c.rope_dim / 2));
+    if (w.rope_factors_long.empty() != w.rope_factors_short.empty()) {
+      return absl::InvalidArgumentError(
+          "rope_factors_long.weight and rope_factors_short.weight must come together");
+    }
   }
   return absl::OkStatus();
 }
@@ -284,13 +317,24 @@ absl::StatusOr<LoadedModel> BuildModelFromGguf(const GgufFile& file,
     c.tied_output = true;
   }
   TEXTGEN_RETURN_IF_ERROR(ReadWeights(fetch, *spec, c, w));
-  if (!w.rope_freqs.empty()) {
-    c.rope_freq_factors.resize(static_cast<size_t>(w.rope_freqs.elements()));
-    ToFloat(w.rope_freqs, c.rope_freq_factors.data());
+  // Frequency divisors: Llama 3.1's rope_freqs, or LongRoPE's long set when the context served
+  // (the model's whole context_length) exceeds the one it was trained at, as llama.cpp does.
+  const TensorView* factors = &w.rope_freqs;
+  if (factors->empty() && !w.rope_factors_long.empty()) {
+    int64_t original_context = c.context_length;
+    const std::string key = std::string(spec->name) + ".rope.scaling.original_context_length";
+    if (file.FindKey(key)) {
+      TEXTGEN_ASSIGN_OR_RETURN(original_context, file.GetInt(key, 1, kMaxContext));
+    }
+    factors = c.context_length > original_context ? &w.rope_factors_long : &w.rope_factors_short;
+  }
+  if (!factors->empty()) {
+    c.rope_freq_factors.resize(static_cast<size_t>(factors->elements()));
+    ToFloat(*factors, c.rope_freq_factors.data());
     for (float factor : c.rope_freq_factors) {
       if (!(factor > 0) || !std::isfinite(factor)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("tensor rope_freqs.weight: factor ", factor, " is not positive"));
+            absl::StrCat("RoPE frequency factor ", factor, " is not positive"));
       }
     }
   }

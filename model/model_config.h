@@ -7,7 +7,7 @@
 namespace textgen::model {
 
 // The architecture families textgen runs (model/arch/architectures.h describes each).
-enum class Architecture { kLlama, kGpt2, kQwen2, kQwen3 };
+enum class Architecture { kLlama, kGpt2, kQwen2, kQwen3, kPhi3 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
 // (2i, 2i+1); NeoX-style models rotate (i, i + rope_dim/2).
@@ -32,6 +32,8 @@ struct ModelConfig {
   // [rope_dim / 2] divisors of the rotation frequencies (GGUF rope_freqs.weight: Llama 3.1+
   // context extension); empty = none.
   std::vector<float> rope_freq_factors;
+  float rope_freq_scale = 1.0f;   // linear scaling: positions are multiplied by this
+  float rope_attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's attention scaling)
   bool tied_output = false;  // output projection shares the token embedding
   std::string name;          // general.name or file stem, for logs and GetModelInfo
 

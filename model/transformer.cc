@@ -98,9 +98,9 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->context_ = std::move(*context);
   if (options.skinny_max_rows >= 0) t->context_->set_skinny_max_rows(options.skinny_max_rows);
   if (HasRope(c)) {
-    t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim,
-                                           c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,
-                                           c.rope_layout, c.rope_freq_factors);
+    t->rope_ = std::make_unique<ops::Rope>(
+        c.context_length, c.head_dim, c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,
+        c.rope_layout, c.rope_freq_factors, c.rope_freq_scale, c.rope_attn_factor);
   }
   TEXTGEN_ENGINE_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
 

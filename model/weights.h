@@ -72,6 +72,7 @@ struct ModelWeights {
   TensorView output_norm_bias;  // [1, dim]  gpt2
   TensorView output;            // [vocab, dim]; == token_embedding when tied
   TensorView rope_freqs;        // [1, rope_dim / 2] llama (optional): frequency divisors
+  TensorView rope_factors_long, rope_factors_short;  // [1, rope_dim / 2] phi3 LongRoPE (optional)
 };
 
 }  // namespace textgen::model

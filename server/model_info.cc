@@ -25,6 +25,8 @@ uint64_t CountParameters(const model::ModelWeights& weights) {
   add(weights.output_norm);
   add(weights.output_norm_bias);
   add(weights.rope_freqs);
+  add(weights.rope_factors_long);
+  add(weights.rope_factors_short);
   // Tied: the output view points at the embedding's data.
   if (weights.output.data != weights.token_embedding.data) add(weights.output);
   return total;

@@ -17,6 +17,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_layout = RopeLayout::kAdjacentPairs,
      .learned_positions = false,
      .fused_qkv = false,
+     .fused_gate_up = false,
      .attention_bias = false,
      .output_bias = false,
      .qk_norm = false,
@@ -28,6 +29,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_layout = RopeLayout::kAdjacentPairs,  // unused: no RoPE
      .learned_positions = true,
      .fused_qkv = true,
+     .fused_gate_up = false,
      .attention_bias = true,
      .output_bias = true,
      .qk_norm = false,
@@ -40,6 +42,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_layout = RopeLayout::kNeox,
      .learned_positions = false,
      .fused_qkv = false,
+     .fused_gate_up = false,
      .attention_bias = true,
      .output_bias = false,
      .qk_norm = false,
@@ -52,13 +55,27 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_layout = RopeLayout::kNeox,
      .learned_positions = false,
      .fused_qkv = false,
+     .fused_gate_up = false,
      .attention_bias = false,
      .output_bias = false,
      .qk_norm = true,
      .rope_freq_factors = false},
+    // Phi-3 / 3.5 mini: fused QKV and gate|up, NeoX RoPE, LongRoPE factors in 128k variants.
+    {.architecture = Architecture::kPhi3,
+     .name = "phi3",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kNeox,
+     .learned_positions = false,
+     .fused_qkv = true,
+     .fused_gate_up = true,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = false,
+     .rope_freq_factors = true},
 };
 
-static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen3) + 1,
+static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kPhi3) + 1,
               "one spec per Architecture, in enum order");
 
 }  // namespace

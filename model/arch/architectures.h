@@ -28,10 +28,12 @@ struct ArchitectureSpec {
   RopeLayout rope_layout;
   bool learned_positions;  // position_embd.weight added to the token embedding (no RoPE)
   bool fused_qkv;          // one attn_qkv tensor (rows q | k | v) instead of attn_q/k/v
+  bool fused_gate_up;      // ffn_up holds gate and up (rows gate | up), no ffn_gate
   bool attention_bias;     // attn_{q,k,v}.bias: required when true, used when present otherwise
   bool output_bias;        // attn_output.bias, ffn_*.bias, norm biases (GPT-2)
   bool qk_norm;            // attn_q_norm / attn_k_norm: per-head RMSNorm of q and k before RoPE
-  bool rope_freq_factors;  // may hold rope_freqs.weight (Llama 3.1+ frequency divisors)
+  bool rope_freq_factors;  // may hold rope_freqs.weight (Llama 3.1+ frequency divisors) or
+                           // rope_factors_long/short.weight (LongRoPE)
 };
 
 // The description of `architecture`.

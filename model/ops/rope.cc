@@ -6,7 +6,7 @@
 namespace textgen::model::ops {
 
 Rope::Rope(int context_length, int head_dim, int rope_dim, float theta, RopeLayout layout,
-           const std::vector<float>& freq_factors)
+           const std::vector<float>& freq_factors, float freq_scale, float attn_factor)
     : head_dim_(head_dim), rope_dim_(rope_dim), layout_(layout) {
   const int half = rope_dim / 2;
   cos_.resize(static_cast<size_t>(context_length) * half);
@@ -15,9 +15,9 @@ Rope::Rope(int context_length, int head_dim, int rope_dim, float theta, RopeLayo
     for (int i = 0; i < half; ++i) {
       double freq = std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
       if (!freq_factors.empty()) freq /= freq_factors[i];
-      const double angle = p * freq;
-      cos_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(angle));
-      sin_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(angle));
+      const double angle = p * static_cast<double>(freq_scale) * freq;
+      cos_[static_cast<size_t>(p) * half + i] = static_cast<float>(attn_factor * std::cos(angle));
+      sin_[static_cast<size_t>(p) * half + i] = static_cast<float>(attn_factor * std::sin(angle));
     }
   }
 }

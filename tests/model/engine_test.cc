@@ -232,7 +232,8 @@ TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                          ::testing::Values(Architecture::kLlama, Architecture::kGpt2,
-                                           Architecture::kQwen2, Architecture::kQwen3),
+                                           Architecture::kQwen2, Architecture::kQwen3,
+                                           Architecture::kPhi3),
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
                            return std::string(ArchitectureName(param_info.param));
                          });

@@ -159,7 +159,78 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   writer.AddMetadata("general.architecture", GgufValue::String("mamba"));
   auto model = Build(writer.Serialize());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(model.status().message(), HasSubstr("\"mamba\""));
+  EXPECT_EQ(model.status().message(),
+            "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
+            "qwen3, phi3)");
+}
+
+// A tiny model of `arch` with extra metadata appended (later keys are read like any other).
+absl::StatusOr<LoadedModel> BuildWith(Architecture arch,
+                                      const std::vector<std::pair<std::string, GgufValue>>& kv,
+                                      int head_dim = 0) {
+  auto spec = RandomModelPreset("tiny", arch);
+  spec->head_dim = head_dim;
+  auto writer = BuildRandomModel(*spec);
+  for (const auto& [key, value] : kv) writer->AddMetadata(key, value);
+  return Build(writer->Serialize());
+}
+
+TEST(GgufModelTest, EveryArchitectureLoadsItsOwnLayout) {
+  for (Architecture arch : {Architecture::kQwen2, Architecture::kQwen3, Architecture::kPhi3}) {
+    auto model = BuildWith(arch, {}, /*head_dim=*/24);
+    ASSERT_TRUE(model.ok()) << ArchitectureName(arch) << ": " << model.status();
+    EXPECT_EQ(model->config.architecture, arch);
+    EXPECT_EQ(model->config.head_dim, 24);  // attention.key_length, not 64 / 4
+    EXPECT_EQ(model->config.rope_layout, RopeLayout::kNeox);
+    const LayerWeights& l = model->weights.layers[1];
+    EXPECT_EQ(l.wq.rows, 4 * 24);
+    EXPECT_EQ(l.wk.rows, 2 * 24);
+    EXPECT_EQ(l.bq.empty(), arch != Architecture::kQwen2);
+    EXPECT_EQ(l.q_norm.empty(), arch != Architecture::kQwen3);
+    EXPECT_EQ(l.w_gate.rows, 160);  // phi3: the first half of the fused ffn_up
+  }
+}
+
+TEST(GgufModelTest, UnsupportedOrBadRopeScalingIsNamed) {
+  auto model =
+      BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("yarn")}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(model.status().message(),
+            "llama.rope.scaling.type \"yarn\" is not supported (supported: none, linear)");
+  model =
+      BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("linear")},
+                                       {"llama.rope.scaling.factor", GgufValue::Float32(0.5f)}});
+  EXPECT_EQ(model.status().message(), "llama.rope.scaling.factor 0.5 is not in [1, 1024]");
+  model = BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("linear")},
+                                           {"llama.rope.scaling.factor", GgufValue::Float32(4)}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.rope_freq_scale, 0.25f);
+}
+
+TEST(GgufModelTest, DifferentKeyAndValueSizesAreUnimplemented) {
+  auto model =
+      BuildWith(Architecture::kQwen3, {{"qwen3.attention.key_length", GgufValue::Uint32(16)},
+                                       {"qwen3.attention.value_length", GgufValue::Uint32(32)}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(model.status().message(),
+              HasSubstr("qwen3.attention.value_length 32 differs from the key length 16"));
+}
+
+TEST(GgufModelTest, MissingArchitectureTensorsAreNamed) {
+  auto spec = RandomModelPreset("tiny", Architecture::kQwen3);
+  std::string bytes = BuildRandomModel(*spec)->Serialize();
+  const size_t pos = PosAfterString(bytes, "blk.1.attn_k_norm.weight");
+  ASSERT_NE(pos, std::string::npos);
+  bytes[pos - 1] = 'x';
+  EXPECT_EQ(Build(bytes).status().message(),
+            "missing tensor blk.1.attn_k_norm.weight (expected shape [16])");
+  spec = RandomModelPreset("tiny", Architecture::kQwen2);
+  bytes = BuildRandomModel(*spec)->Serialize();
+  const size_t bias = PosAfterString(bytes, "blk.0.attn_v.bias");
+  ASSERT_NE(bias, std::string::npos);
+  bytes[bias - 1] = 'x';
+  EXPECT_EQ(Build(bytes).status().message(),
+            "missing tensor blk.0.attn_v.bias (expected shape [32])");
 }
 
 TEST(GgufModelTest, MissingHyperparameterIsNamed) {

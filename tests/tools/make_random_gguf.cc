@@ -13,7 +13,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: textgen-make-random-gguf --arch llama|gpt2|qwen2|qwen3 --preset "
+    "usage: textgen-make-random-gguf --arch llama|gpt2|qwen2|qwen3|phi3 --preset "
     "stories15M|stories110M|tiny\n"
     "         --dtype f32|f16|bf16|q8_0 --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"

@@ -140,17 +140,22 @@ class TensorMaker {
 
 int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads; }
 
-// Llama, Qwen 2 and Qwen 3 (SwiGLU, RMSNorm, separate Q/K/V) with each one's extras.
+// Llama, Qwen 2, Qwen 3 and Phi-3 (SwiGLU, RMSNorm) with each one's extras and fusions.
 absl::Status AddSwiGluTensors(TensorMaker& m, const RandomModelSpec& s) {
   const int64_t dim = s.dim, hidden = s.hidden_dim, head_dim = HeadDim(s);
   const int64_t q_dim = head_dim * s.n_heads, kv_dim = head_dim * s.n_kv_heads;
+  const bool phi3 = s.architecture == Architecture::kPhi3;
   TEXTGEN_RETURN_IF_ERROR(m.Random("token_embd.weight", {dim, s.vocab_size}));
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string b = absl::StrCat("blk.", l, ".");
     TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.weight", {dim}, 1.0f));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.weight", {dim, q_dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.weight", {dim, kv_dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.weight", {dim, kv_dim}));
+    if (phi3) {  // fused: rows q | k | v
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_qkv.weight", {dim, q_dim + 2 * kv_dim}));
+    } else {
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.weight", {dim, q_dim}));
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.weight", {dim, kv_dim}));
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.weight", {dim, kv_dim}));
+    }
     if (s.architecture == Architecture::kQwen2) {
       TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.bias", {q_dim}));
       TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.bias", {kv_dim}));
@@ -162,8 +167,12 @@ absl::Status AddSwiGluTensors(TensorMaker& m, const RandomModelSpec& s) {
     }
     TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.weight", {q_dim, dim}));
     TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.weight", {dim}, 1.0f));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_gate.weight", {dim, hidden}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
+    if (phi3) {  // fused: rows gate | up
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, 2 * hidden}));
+    } else {
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_gate.weight", {dim, hidden}));
+      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
+    }
     TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.weight", {hidden, dim}));
   }
   TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.weight", {dim}, 1.0f));
