@@ -4,6 +4,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "google/protobuf/util/json_util.h"
 #include "textgen/v1/textgen.grpc.pb.h"
@@ -69,6 +70,14 @@ int RunInfo(const std::vector<std::string>& args, CommandIo& io) {
   Line(out, "compute_dtype", info.compute_dtype());
   Line(out, "bos", TokenText(info.special_tokens().bos_id(), info.special_tokens().bos()));
   Line(out, "eos", TokenText(info.special_tokens().eos_id(), info.special_tokens().eos()));
+  std::vector<std::string> eog;
+  const textgen::v1::SpecialTokens& special = info.special_tokens();
+  for (int i = 0; i < special.end_of_generation_ids_size(); ++i) {
+    eog.push_back(TokenText(special.end_of_generation_ids(i), i < special.end_of_generation_size()
+                                                                  ? special.end_of_generation(i)
+                                                                  : ""));
+  }
+  Line(out, "end_of_generation", eog.empty() ? "(none)" : absl::StrJoin(eog, ", "));
   Line(out, "max_new_tokens_limit", absl::StrCat(info.max_new_tokens_limit()));
   Line(out, "max_batch_size", absl::StrCat(info.max_batch_size()));
   Line(out, "max_request_bytes",

@@ -1,6 +1,8 @@
 #include "model/gguf_tokenizer.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -28,6 +30,58 @@ absl::Status CheckLength(const std::string& key, size_t got, int vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat("metadata key ", key, ": has ", got,
                                                    " entries, expected ", vocab_size,
                                                    " (rows of token_embd.weight)"));
+  }
+  return absl::OkStatus();
+}
+
+// Token texts that end a turn or a message in the vocabularies of the model families textgen
+// serves; llama.cpp recognizes the same texts (its converters do not record them all).
+constexpr const char* kEndOfGenerationTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",   "<|endoftext|>",      "</s>",
+    "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>", "<end_of_utterance>",
+};
+// Fill-in-the-middle padding, repository and file separators also end a generation; found by
+// their GGUF key, else by their text (the first listed text present wins).
+constexpr const char* kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
+constexpr const char* kFimRepoTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
+                                         "<reponame>"};
+constexpr const char* kFimSepTexts[] = {"<|file_sep|>"};
+
+template <size_t N>
+int FindByText(const TokenizerData& data, const char* const (&texts)[N]) {
+  for (const char* text : texts) {
+    for (size_t id = 0; id < data.tokens.size(); ++id) {
+      if (data.tokens[id] == text) return static_cast<int>(id);
+    }
+  }
+  return -1;
+}
+
+// EOS, end-of-turn, end-of-message and FIM-separator ids (from their keys or texts), and every
+// token whose text is a known end-of-turn marker; those become control tokens (never printed),
+// as llama.cpp does.
+absl::Status DeriveEndOfGeneration(const GgufFile& file, TokenizerData& data) {
+  const int vocab_size = static_cast<int>(data.tokens.size());
+  std::vector<int>& ids = data.end_of_generation_ids;
+  if (data.eos_id >= 0) ids.push_back(data.eos_id);
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int id, SpecialId(file, key, vocab_size));
+    if (id >= 0) ids.push_back(id);
+  }
+  const std::pair<const char*, int> fim[] = {
+      {"tokenizer.ggml.fim_pad_token_id", FindByText(data, kFimPadTexts)},
+      {"tokenizer.ggml.fim_rep_token_id", FindByText(data, kFimRepoTexts)},
+      {"tokenizer.ggml.fim_sep_token_id", FindByText(data, kFimSepTexts)}};
+  for (const auto& [key, by_text] : fim) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int id, SpecialId(file, key, vocab_size));
+    if (id >= 0 || by_text >= 0) ids.push_back(id >= 0 ? id : by_text);
+  }
+  for (size_t id = 0; id < data.tokens.size(); ++id) {
+    for (const char* text : kEndOfGenerationTexts) {
+      if (data.tokens[id] != text) continue;
+      ids.push_back(static_cast<int>(id));
+      if (!data.token_types.empty()) data.token_types[id] = TokenizerData::kControl;
+    }
   }
   return absl::OkStatus();
 }
@@ -96,6 +150,7 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_
                            SpecialId(file, "tokenizer.ggml.unknown_token_id", vocab_size));
   TEXTGEN_ASSIGN_OR_RETURN(data.pad_id,
                            SpecialId(file, "tokenizer.ggml.padding_token_id", vocab_size));
+  TEXTGEN_RETURN_IF_ERROR(DeriveEndOfGeneration(file, data));
   if (file.FindKey("tokenizer.ggml.add_bos_token")) {
     TEXTGEN_ASSIGN_OR_RETURN(data.add_bos, file.GetBool("tokenizer.ggml.add_bos_token"));
   }

@@ -34,8 +34,8 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;
   float rope_freq_scale = 1.0f;   // linear scaling: positions are multiplied by this
   float rope_attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's attention scaling)
-  bool tied_output = false;  // output projection shares the token embedding
-  std::string name;          // general.name or file stem, for logs and GetModelInfo
+  bool tied_output = false;       // output projection shares the token embedding
+  std::string name;               // general.name or file stem, for logs and GetModelInfo
 
   int kv_dim() const { return n_kv_heads * head_dim; }
 };

@@ -29,6 +29,9 @@ class SentencePieceTokenizer final : public Tokenizer {
   int vocab_size() const override { return static_cast<int>(data_.tokens.size()); }
   int bos_id() const override { return data_.bos_id; }
   int eos_id() const override { return data_.eos_id; }
+  const std::vector<int>& end_of_generation_ids() const override {
+    return data_.end_of_generation_ids;
+  }
   std::string TokenText(int id) const override;
 
  private:

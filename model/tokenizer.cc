@@ -1,5 +1,6 @@
 #include "model/tokenizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -19,6 +20,12 @@ absl::Status ValidateVocabulary(const TokenizerData& data, const char* kind) {
   if (!data.token_types.empty() && data.token_types.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(kind, " vocabulary: ", data.token_types.size(),
                                                    " token types for ", n, " tokens"));
+  }
+  for (int id : data.end_of_generation_ids) {
+    if (id < 0 || id >= static_cast<int>(n)) {
+      return absl::InvalidArgumentError(absl::StrCat(kind, " vocabulary: end-of-generation token ",
+                                                     id, " is outside [0, ", n, ")"));
+    }
   }
   for (const auto& [name, id] : {std::pair<const char*, int>{"bos_id", data.bos_id},
                                  {"eos_id", data.eos_id},
@@ -42,7 +49,19 @@ std::string Tokenizer::Decode(const std::vector<int>& ids) const {
   return text;
 }
 
+bool Tokenizer::IsEndOfGeneration(int id) const {
+  const std::vector<int>& ids = end_of_generation_ids();
+  return std::binary_search(ids.begin(), ids.end(), id);
+}
+
 absl::StatusOr<std::unique_ptr<Tokenizer>> CreateTokenizer(TokenizerData data) {
+  if (data.end_of_generation_ids.empty() && data.eos_id >= 0) {
+    data.end_of_generation_ids = {data.eos_id};
+  }
+  std::sort(data.end_of_generation_ids.begin(), data.end_of_generation_ids.end());
+  data.end_of_generation_ids.erase(
+      std::unique(data.end_of_generation_ids.begin(), data.end_of_generation_ids.end()),
+      data.end_of_generation_ids.end());
   switch (data.kind) {
     case TokenizerData::Kind::kSentencePieceBpe: {
       auto tokenizer = SentencePieceTokenizer::Create(std::move(data));

@@ -30,6 +30,9 @@ class Tokenizer {
   virtual int vocab_size() const = 0;
   virtual int bos_id() const = 0;  // -1 when absent
   virtual int eos_id() const = 0;  // -1 when absent
+  // Every token that ends a generation (EOS, end-of-turn, ...), ascending; may be empty.
+  virtual const std::vector<int>& end_of_generation_ids() const = 0;
+  bool IsEndOfGeneration(int id) const;
   // Printable token text, for logs, GetModelInfo and logprobs.
   virtual std::string TokenText(int id) const = 0;
 };

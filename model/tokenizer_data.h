@@ -34,6 +34,9 @@ struct TokenizerData {
   int unk_id = -1;
   int pad_id = -1;
   bool add_bos = true;  // prepend BOS when encoding a prompt
+  // Tokens that end a generation (EOS, end-of-turn, end-of-message...), ascending; when empty,
+  // CreateTokenizer uses {eos_id}. model/gguf_tokenizer.cc derives it as llama.cpp does.
+  std::vector<int> end_of_generation_ids;
 };
 
 // Checks what every tokenizer needs of `data`: a non-empty vocabulary of at most 2^24

@@ -51,6 +51,10 @@ v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokeni
     special->set_bos(model::SanitizeUtf8(tokenizer.TokenText(tokenizer.bos_id())));
   if (tokenizer.eos_id() >= 0)
     special->set_eos(model::SanitizeUtf8(tokenizer.TokenText(tokenizer.eos_id())));
+  for (int id : tokenizer.end_of_generation_ids()) {
+    special->add_end_of_generation_ids(id);
+    special->add_end_of_generation(model::SanitizeUtf8(tokenizer.TokenText(id)));
+  }
   info.set_n_layers(config.n_layers);
   info.set_dim(config.dim);
   info.set_n_heads(config.n_heads);

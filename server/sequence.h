@@ -89,7 +89,8 @@ class Sequence {
   std::unique_ptr<model::Sampler> sampler_;
   std::optional<model::IncrementalDetokenizer> detokenizer_;
   StopMatcher stop_matcher_;
-  int eos_id_ = -1;
+  // The model's end-of-generation ids (EOS, end-of-turn...), ascending; owned by the tokenizer.
+  const std::vector<int>* end_of_generation_ = nullptr;
   std::vector<float> masked_;  // [vocab] scratch for MaskEarlyStops
 
   std::vector<int> generated_;

@@ -156,6 +156,8 @@ TEST_F(GrpcEndToEndTest, ModelInfo) {
   EXPECT_EQ(info.file_dtype(), "f32");
   EXPECT_EQ(info.special_tokens().bos_id(), 1);
   EXPECT_EQ(info.special_tokens().eos_id(), 2);
+  EXPECT_THAT(info.special_tokens().end_of_generation_ids(), ElementsAreArray({2}));
+  EXPECT_THAT(info.special_tokens().end_of_generation(), ElementsAreArray({"</s>"}));
   EXPECT_EQ(info.max_request_bytes(), 4u << 20);  // --max-request-bytes default
 }
 

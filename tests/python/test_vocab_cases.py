@@ -6,7 +6,8 @@ must match; the others must be refused with the error that names what is missing
 
 Then llama.cpp itself (libllama through tests/reference/llamacpp_ref.c) tokenizes 120 kB of real
 text (Moby Dick) plus every test case, as a prompt (the vocabulary's BOS/EOS added, no special
-token parsing), and textgen must give the same ids for every supported vocabulary.
+token parsing), and textgen must give the same ids for every supported vocabulary; and the set
+of tokens that end a generation (EOS, end-of-turn...) must be the one llama.cpp uses.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ for path in files:
     else:
         print(f"ok   {name}: {n}/{n} cases match")
         matched_vocabs += 1
+    want_eog = subprocess.run([llamacpp_ref, "eog", path], capture_output=True, text=True)
+    our_eog = subprocess.run([tool, "--gguf", path, "--eog"], capture_output=True, text=True)
+    ok = want_eog.returncode == 0 and want_eog.stdout.split() == our_eog.stdout.split()
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: end-of-generation ids "
+          f"{our_eog.stdout.split()}" + ("" if ok else f", llama.cpp {want_eog.stdout.split()}"))
+    failures += 0 if ok else 1
     # The same text through llama.cpp and textgen, as a prompt.
     text = real_text + "\n" + "\n".join(cases)
     text_path = os.path.join(args.work, name + ".txt")

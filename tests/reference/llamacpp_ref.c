@@ -8,6 +8,7 @@
  *   llamacpp-ref tokenize MODEL TEXTFILE   prints the ids of the file's text, one per line, with
  *                                          the vocabulary's special tokens added (BOS...) and no
  *                                          special-token parsing, as a prompt is tokenized
+ *   llamacpp-ref eog MODEL                 prints the ids llama.cpp treats as end of generation
  *   llamacpp-ref quantize IN OUT FTYPE     FTYPE: a LLAMA_FTYPE_MOSTLY_* number (7 = Q8_0,
  *                                          2 = Q4_0, 15 = Q4_K_M, 17 = Q5_K_M, 18 = Q6_K)
  */
@@ -105,6 +106,17 @@ static int tokenize(const char* path, const char* text_path) {
   return 0;
 }
 
+static int eog(const char* path) {
+  struct llama_model* model = load(path, true);
+  if (model == NULL) return 1;
+  const struct llama_vocab* vocab = llama_model_get_vocab(model);
+  for (int id = 0; id < llama_vocab_n_tokens(vocab); ++id) {
+    if (llama_vocab_is_eog(vocab, id)) printf("%d\n", id);
+  }
+  llama_model_free(model);
+  return 0;
+}
+
 static int quantize(const char* in, const char* out, int ftype) {
   struct llama_model_quantize_params qp = llama_model_quantize_default_params();
   qp.ftype = (enum llama_ftype)ftype;
@@ -119,8 +131,9 @@ int main(int argc, char** argv) {
   llama_backend_init();
   if (argc == 5 && strcmp(argv[1], "logits") == 0) return logits(argv[2], argv[3], argv[4]);
   if (argc == 4 && strcmp(argv[1], "tokenize") == 0) return tokenize(argv[2], argv[3]);
+  if (argc == 3 && strcmp(argv[1], "eog") == 0) return eog(argv[2]);
   if (argc == 5 && strcmp(argv[1], "quantize") == 0) return quantize(argv[2], argv[3], atoi(argv[4]));
-  fprintf(stderr, "usage: llamacpp-ref logits MODEL IDS OUT | tokenize MODEL TEXTFILE | "
+  fprintf(stderr, "usage: llamacpp-ref logits MODEL IDS OUT | tokenize MODEL TEXTFILE | eog MODEL | "
                   "quantize IN OUT FTYPE\n");
   return 2;
 }

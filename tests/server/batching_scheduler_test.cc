@@ -620,6 +620,26 @@ TEST_F(SchedulerTest, EosStopsUnlessIgnoredAndNotBeforeMinNewTokens) {
   EXPECT_EQ(ignored.text, "aaaa");
 }
 
+// Every end-of-generation token of the model (EOS, end of turn: Llama 3's <|eot_id|>, ChatML's
+// <|im_end|>) ends the stream as EOS does, adds no text, and is masked below min_new_tokens.
+TEST_F(SchedulerTest, AnyEndOfGenerationTokenStops) {
+  const int a = testing::Letter('a'), end_of_turn = testing::kBang;
+  tokenizer_.eog_ids = {1, end_of_turn};
+  Start({}, 64, 1024, Script(3, {a, end_of_turn, a, a, a, a, a, a}));
+  Outcome out = RunOne(MakeRequest(Prompt(2, 3), 10));
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->reason, FinishReason::kEos);
+  EXPECT_THAT(out.tokens, ElementsAreArray({a, end_of_turn}));
+  EXPECT_EQ(out.text, "a");
+  ValidatedRequest min_new = MakeRequest(Prompt(2, 3), 4);
+  min_new.stopping.min_new_tokens = 4;
+  Outcome masked = RunOne(std::move(min_new));
+  ASSERT_TRUE(masked.finished);
+  EXPECT_EQ(masked.finished->reason, FinishReason::kLength);
+  ASSERT_EQ(masked.tokens.size(), 4u);
+  EXPECT_NE(masked.tokens[1], end_of_turn);  // the scripted end of turn was masked
+}
+
 TEST_F(SchedulerTest, ContextFull) {
   Start({}, 64, /*context=*/32);
   Outcome out = RunOne(MakeRequest(Prompt(2, 20), 50));

@@ -59,7 +59,10 @@ class FakeTokenizer final : public model::Tokenizer {
   int vocab_size() const override { return kFakeVocab; }
   int bos_id() const override { return 0; }
   int eos_id() const override { return 1; }
+  const std::vector<int>& end_of_generation_ids() const override { return eog_ids; }
   std::string TokenText(int id) const override { return TokenBytes(id, -1); }
+  // EOS plus the tests' choice of end-of-turn tokens, ascending.
+  std::vector<int> eog_ids = {1};
 };
 
 // ---- Engine ----

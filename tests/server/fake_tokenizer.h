@@ -27,12 +27,16 @@ class FakeTokenizer final : public model::Tokenizer {
   int vocab_size() const override { return 259; }
   int bos_id() const override { return kBos; }
   int eos_id() const override { return kEos; }
+  const std::vector<int>& end_of_generation_ids() const override { return eog_ids_; }
   std::string TokenText(int id) const override {
     if (id == kBos) return "<s>";
     if (id == kEos) return "</s>";
     if (id == 0) return "<unk>";
     return TokenBytes(id, -1);
   }
+
+ private:
+  std::vector<int> eog_ids_ = {kEos};
 };
 
 }  // namespace textgen::server::testing

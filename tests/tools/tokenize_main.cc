@@ -4,6 +4,7 @@
 //   textgen-tokenize --llama2c tokenizer.bin [--vocab-size 32000] [--bos] < text
 //   textgen-tokenize --gpt2 encoder.json vocab.bpe [--bos] < text
 //   textgen-tokenize --gguf vocab.gguf [--bos] < text      (any GGUF with a vocabulary)
+//   ... --eog          print the end-of-generation ids, one per line, and nothing else
 //   ... --add-special  add BOS as the vocabulary says (as the server does) instead of --bos
 //   ... --cases        stdin holds llama.cpp tokenizer test cases separated by
 //                      "\n__ggml_vocab_test__\n"; print one line of space-separated ids per case
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   bool decode = false;
   bool cases = false;
   bool add_special = false;
+  bool eog = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -73,6 +75,8 @@ int main(int argc, char** argv) {
       gguf_path = next();
     } else if (arg == "--cases") {
       cases = true;
+    } else if (arg == "--eog") {
+      eog = true;
     } else if (arg == "--add-special") {
       add_special = true;
     } else if (arg == "--vocab-size" && i + 1 < argc) {
@@ -106,6 +110,10 @@ int main(int argc, char** argv) {
   if (!tokenizer.ok()) {
     std::cerr << tokenizer.status() << "\n";
     return 1;
+  }
+  if (eog) {
+    for (int id : (*tokenizer)->end_of_generation_ids()) std::printf("%d\n", id);
+    return 0;
   }
   const std::string input((std::istreambuf_iterator<char>(std::cin)),
                           std::istreambuf_iterator<char>());
