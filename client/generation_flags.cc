@@ -48,7 +48,10 @@ void AddGenerationFlags(GenerationFlags* f, std::vector<FlagSpec>* specs) {
   specs->push_back(RepeatedStringFlag("stop", &f->stop, "STR", "stop string (repeatable)"));
   specs->push_back(
       RepeatedIntFlag("stop-token", &f->stop_token_ids, "stop after token ID (repeatable)"));
-  specs->push_back(BoolFlag("ignore-eos", &f->ignore_eos, "keep generating past EOS"));
+  specs->push_back(BoolFlag("ignore-eos", &f->ignore_eos,
+                            "keep generating past end-of-generation tokens (EOS, end of turn)"));
+  specs->push_back(BoolFlag("parse-special", &f->parse_special,
+                            "control tokens written in the prompt (<|im_start|>) become tokens"));
   specs->push_back(IntFlag("logprobs", &f->logprobs, 0, 20,
                            "return logprobs and the N most likely alternatives"));
   specs->push_back(BoolFlag("echo", &f->echo, "send the prompt back first"));
@@ -85,6 +88,7 @@ void FillGenerateRequest(const GenerationFlags& f, textgen::v1::GenerateRequest*
     output->set_top_logprobs(static_cast<uint32_t>(f.logprobs));
   }
   output->set_echo(f.echo);
+  request->set_parse_special(f.parse_special);
   request->set_session_id(f.session_id);
   request->set_request_id(f.request_id);
 }

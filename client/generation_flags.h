@@ -30,6 +30,7 @@ struct GenerationFlags {
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
+  bool parse_special = false;
   int64_t logprobs = -1;  // -1 = off; N >= 0 = logprobs plus N alternatives
   bool echo = false;
   std::string session_id;

@@ -11,7 +11,7 @@
 namespace textgen::client {
 
 constexpr CommandUsage kTokenizeUsage = {
-    "tokenize", "--addr HOST:PORT [--no-bos] [--ids-only] TEXT | -",
+    "tokenize", "--addr HOST:PORT [--no-bos] [--ids-only] [--parse-special] TEXT | -",
     "Prints one line per token: the id, a tab and the piece as a quoted C-escaped string.\n"
     "With --ids-only, prints the ids on one line separated by spaces. TEXT '-' reads stdin.\n"
     "The text must be UTF-8 and fit the server's request size limit (checked before sending)."};
@@ -20,10 +20,13 @@ int RunTokenize(const std::vector<std::string>& args, CommandIo& io) {
   ConnectionFlags connection;
   bool no_bos = false;
   bool ids_only = false;
+  bool parse_special = false;
   std::vector<FlagSpec> specs;
   AddConnectionFlags(&connection, &specs);
   specs.push_back(BoolFlag("no-bos", &no_bos, "do not prepend the BOS token"));
   specs.push_back(BoolFlag("ids-only", &ids_only, "print only the ids, on one line"));
+  specs.push_back(BoolFlag("parse-special", &parse_special,
+                           "control tokens written in TEXT (<|im_start|>) become tokens"));
   int exit_code = kExitOk;
   std::optional<ParsedArgs> parsed = ParseCommandLine(args, specs, kTokenizeUsage, io, &exit_code);
   if (!parsed) return exit_code;
@@ -38,6 +41,7 @@ int RunTokenize(const std::vector<std::string>& args, CommandIo& io) {
     return InputError(kTokenizeUsage, utf8.message(), io);
   }
   if (no_bos) request.set_add_bos(false);
+  request.set_parse_special(parse_special);
   std::unique_ptr<textgen::v1::TextGeneration::Stub> stub =
       textgen::v1::TextGeneration::NewStub(MakeChannel(connection));
   RequestSizeGuard size_guard(*stub, connection);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "model/bpe_pre_tokenizer.h"
 #include "model/loader_macros.h"
@@ -37,8 +38,29 @@ absl::Status CheckLength(const std::string& key, size_t got, int vocab_size) {
 // Token texts that end a turn or a message in the vocabularies of the model families textgen
 // serves; llama.cpp recognizes the same texts (its converters do not record them all).
 constexpr const char* kEndOfGenerationTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",   "<|endoftext|>",      "</s>",
-    "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>", "<end_of_utterance>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "[EOT]",
+    "<\uFF5Cend\u2581of\u2581sentence\uFF5C>",  // DeepSeek
+};
+// Fill-in-the-middle prefix / suffix / middle markers: control tokens whatever the file says
+// (llama.cpp overrides their type too), so user text cannot produce them.
+constexpr const char* kFimMarkerTexts[] = {
+    "<|fim_prefix|>",  "<fim-prefix>", "<fim_prefix>",  "<\uFF5Cfim\u2581begin\uFF5C>",
+    "<PRE>",           "\u2581<PRE>", "<|code_prefix|>", "<|prefix|>",
+    "<|fim_suffix|>",  "<fim-suffix>", "<fim_suffix>",  "<\uFF5Cfim\u2581hole\uFF5C>",
+    "<SUF>",           "\u2581<SUF>", "<|code_suffix|>", "<|suffix|>",
+    "<|fim_middle|>",  "<fim-middle>", "<fim_middle>",  "<\uFF5Cfim\u2581end\uFF5C>",
+    "<MID>",           "\u2581<MID>", "<|code_middle|>", "<|middle|>",
 };
 // Fill-in-the-middle padding, repository and file separators also end a generation; found by
 // their GGUF key, else by their text (the first listed text present wins).
@@ -58,8 +80,8 @@ int FindByText(const TokenizerData& data, const char* const (&texts)[N]) {
 }
 
 // EOS, end-of-turn, end-of-message and FIM-separator ids (from their keys or texts), and every
-// token whose text is a known end-of-turn marker; those become control tokens (never printed),
-// as llama.cpp does.
+// token whose text is a known end-of-turn marker; those found by text, and the FIM markers,
+// become control tokens (never printed, never matched in user text), as llama.cpp does.
 absl::Status DeriveEndOfGeneration(const GgufFile& file, TokenizerData& data) {
   const int vocab_size = static_cast<int>(data.tokens.size());
   std::vector<int>& ids = data.end_of_generation_ids;
@@ -72,15 +94,49 @@ absl::Status DeriveEndOfGeneration(const GgufFile& file, TokenizerData& data) {
       {"tokenizer.ggml.fim_pad_token_id", FindByText(data, kFimPadTexts)},
       {"tokenizer.ggml.fim_rep_token_id", FindByText(data, kFimRepoTexts)},
       {"tokenizer.ggml.fim_sep_token_id", FindByText(data, kFimSepTexts)}};
+  auto make_control = [&data](int id) {
+    if (!data.token_types.empty()) data.token_types[id] = TokenizerData::kControl;
+  };
   for (const auto& [key, by_text] : fim) {
     TEXTGEN_ASSIGN_OR_RETURN(const int id, SpecialId(file, key, vocab_size));
-    if (id >= 0 || by_text >= 0) ids.push_back(id >= 0 ? id : by_text);
+    if (id >= 0) {
+      ids.push_back(id);
+    } else if (by_text >= 0) {
+      ids.push_back(by_text);
+      make_control(by_text);
+    }
+  }
+  for (size_t id = 0; id < data.tokens.size(); ++id) {
+    for (const char* text : kFimMarkerTexts) {
+      if (data.tokens[id] == text) make_control(static_cast<int>(id));
+    }
   }
   for (size_t id = 0; id < data.tokens.size(); ++id) {
     for (const char* text : kEndOfGenerationTexts) {
       if (data.tokens[id] != text) continue;
       ids.push_back(static_cast<int>(id));
-      if (!data.token_types.empty()) data.token_types[id] = TokenizerData::kControl;
+      make_control(static_cast<int>(id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Phi-3's special tokens eat the whitespace after them; llama.cpp recognizes Phi-3 by its
+// general.name ("Phi-3-mini-4k-instruct"), so textgen does too.
+absl::Status MarkStrippingTokens(const GgufFile& file, TokenizerData& data) {
+  if (!file.FindKey("general.name")) return absl::OkStatus();
+  TEXTGEN_ASSIGN_OR_RETURN(const std::string name, file.GetString("general.name"));
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower.find("phi-3") == std::string::npos && lower.find("phi3") == std::string::npos) {
+    return absl::OkStatus();
+  }
+  for (size_t id = 0; id < data.tokens.size(); ++id) {
+    const int type = data.token_types.empty() ? TokenizerData::kNormal : data.token_types[id];
+    const std::string& text = data.tokens[id];
+    const bool special = type == TokenizerData::kControl || type == TokenizerData::kUserDefined ||
+                         type == TokenizerData::kUnknown || text == "</s>";
+    if (special && text != "<unk>" && text != "<s>" && text != "<|endoftext|>") {
+      data.rstrip_ids.push_back(static_cast<int>(id));
     }
   }
   return absl::OkStatus();
@@ -151,6 +207,11 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_
   TEXTGEN_ASSIGN_OR_RETURN(data.pad_id,
                            SpecialId(file, "tokenizer.ggml.padding_token_id", vocab_size));
   TEXTGEN_RETURN_IF_ERROR(DeriveEndOfGeneration(file, data));
+  TEXTGEN_RETURN_IF_ERROR(MarkStrippingTokens(file, data));
+  if (file.FindKey("tokenizer.ggml.add_space_prefix")) {
+    TEXTGEN_ASSIGN_OR_RETURN(data.add_space_prefix,
+                             file.GetBool("tokenizer.ggml.add_space_prefix"));
+  }
   if (file.FindKey("tokenizer.ggml.add_bos_token")) {
     TEXTGEN_ASSIGN_OR_RETURN(data.add_bos, file.GetBool("tokenizer.ggml.add_bos_token"));
   }

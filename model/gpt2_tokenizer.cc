@@ -83,8 +83,12 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerDa
   tokenizer->bytes_.resize(n);
   for (size_t id = 0; id < n; ++id) {
     const std::string& token = tokenizer->data_.tokens[id];
-    // Added tokens that are not in byte-level form stand for their own text.
-    tokenizer->bytes_[id] = Gpt2UnicodeToBytes(token).value_or(token);
+    // Added (user-defined, control) tokens stand for their own text, as do tokens that are not
+    // in byte-level form.
+    const int type = tokenizer->TokenType(static_cast<int>(id));
+    tokenizer->bytes_[id] = type == TokenizerData::kUserDefined || type == TokenizerData::kControl
+                                ? token
+                                : Gpt2UnicodeToBytes(token).value_or(token);
   }
   if (tokenizer->pre_tokenizer_->traits().ignore_merges) {
     for (size_t id = 0; id < n; ++id) {
@@ -98,13 +102,16 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerDa
 
 namespace {
 
-// (text, id) of the user-defined tokens: llama.cpp matches them whole in any text.
-std::vector<std::pair<std::string, int>> UserDefinedTokens(const TokenizerData& data) {
-  std::vector<std::pair<std::string, int>> tokens;
+// The user-defined tokens (llama.cpp matches them whole in any text), and the control tokens
+// too when `control`; by their stored text.
+std::vector<SpecialTokenSplitter::Token> SpecialTokens(const TokenizerData& data, bool control) {
+  std::vector<SpecialTokenSplitter::Token> tokens;
   for (size_t id = 0; id < data.token_types.size(); ++id) {
-    if (data.token_types[id] == TokenizerData::kUserDefined) {
-      const std::string& token = data.tokens[id];
-      tokens.emplace_back(Gpt2UnicodeToBytes(token).value_or(token), static_cast<int>(id));
+    const int type = data.token_types[id];
+    if (type == TokenizerData::kUserDefined || (control && type == TokenizerData::kControl)) {
+      tokens.push_back({data.tokens[id], static_cast<int>(id),
+                        std::binary_search(data.rstrip_ids.begin(), data.rstrip_ids.end(),
+                                           static_cast<int>(id))});
     }
   }
   return tokens;
@@ -115,7 +122,8 @@ std::vector<std::pair<std::string, int>> UserDefinedTokens(const TokenizerData& 
 Gpt2Tokenizer::Gpt2Tokenizer(TokenizerData data, std::unique_ptr<BpePreTokenizer> pre_tokenizer)
     : data_(std::move(data)),
       pre_tokenizer_(std::move(pre_tokenizer)),
-      user_defined_(UserDefinedTokens(data_)) {}
+      user_defined_(SpecialTokens(data_, /*control=*/false)),
+      user_defined_and_control_(SpecialTokens(data_, /*control=*/true)) {}
 
 Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 
@@ -124,6 +132,15 @@ int Gpt2Tokenizer::TokenType(int id) const {
 }
 
 std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) const {
+  return EncodeSplitting(text, add_bos, user_defined_);
+}
+
+std::vector<int> Gpt2Tokenizer::EncodeWithSpecialTokens(std::string_view text, bool add_bos) const {
+  return EncodeSplitting(text, add_bos, user_defined_and_control_);
+}
+
+std::vector<int> Gpt2Tokenizer::EncodeSplitting(std::string_view text, bool add_bos,
+                                                const SpecialTokenSplitter& splitter) const {
   std::vector<int> ids;
   ids.reserve(text.size() / 3 + 1);
   if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
@@ -132,11 +149,11 @@ std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) cons
     sanitized = SanitizeUtf8(text);
     text = sanitized;
   }
-  if (user_defined_.empty()) {
+  if (splitter.empty()) {
     EncodeText(text, &ids);
     return ids;
   }
-  for (const SpecialTokenSplitter::Segment& segment : user_defined_.Split(text)) {
+  for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text)) {
     if (segment.id >= 0) {
       ids.push_back(segment.id);
     } else {

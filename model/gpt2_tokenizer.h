@@ -31,6 +31,10 @@ class Gpt2Tokenizer final : public Tokenizer {
   ~Gpt2Tokenizer() override;
 
   std::vector<int> Encode(std::string_view text, bool add_bos) const override;
+  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const override;
+  bool IsControl(int id) const override {
+    return id >= 0 && id < vocab_size() && TokenType(id) == TokenizerData::kControl;
+  }
   std::string TokenBytes(int id, int previous_id) const override;
   int vocab_size() const override { return static_cast<int>(data_.tokens.size()); }
   int bos_id() const override { return data_.bos_id; }
@@ -56,6 +60,9 @@ class Gpt2Tokenizer final : public Tokenizer {
   std::unique_ptr<BpePreTokenizer> pre_tokenizer_;
   absl::flat_hash_map<std::string, int> whole_tokens_;  // ignore_merges: raw bytes -> id
   SpecialTokenSplitter user_defined_;                   // tokens matched before BPE
+  SpecialTokenSplitter user_defined_and_control_;       // ... when parsing special tokens
+  std::vector<int> EncodeSplitting(std::string_view text, bool add_bos,
+                                   const SpecialTokenSplitter& splitter) const;
   // Encodes ordinary text (no special tokens in it).
   void EncodeText(std::string_view text, std::vector<int>* ids) const;
   std::vector<int> byte_ids_;                    // byte -> id of its single-char token

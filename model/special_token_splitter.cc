@@ -3,14 +3,22 @@
 #include <algorithm>
 
 namespace textgen::model {
+namespace {
 
-SpecialTokenSplitter::SpecialTokenSplitter(std::vector<std::pair<std::string, int>> tokens) {
-  for (auto& token : tokens) {
-    if (!token.first.empty()) tokens_.push_back(std::move(token));
+// llama.cpp strips with C isspace(): ASCII whitespace only.
+bool IsAsciiSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+}  // namespace
+
+SpecialTokenSplitter::SpecialTokenSplitter(std::vector<Token> tokens) {
+  for (Token& token : tokens) {
+    if (!token.text.empty()) tokens_.push_back(std::move(token));
   }
   // Longest first, so a token that contains a shorter one wins; ties by id for a fixed order.
-  std::stable_sort(tokens_.begin(), tokens_.end(), [](const auto& a, const auto& b) {
-    return a.first.size() != b.first.size() ? a.first.size() > b.first.size() : a.second < b.second;
+  std::stable_sort(tokens_.begin(), tokens_.end(), [](const Token& a, const Token& b) {
+    return a.text.size() != b.text.size() ? a.text.size() > b.text.size() : a.id < b.id;
   });
 }
 
@@ -18,8 +26,8 @@ std::vector<SpecialTokenSplitter::Segment> SpecialTokenSplitter::Split(
     std::string_view text) const {
   std::vector<Segment> segments;
   if (!text.empty()) segments.push_back({text, -1});
-  for (const auto& [token, id] : tokens_) {
-    if (text.find(token) == std::string_view::npos) continue;  // most tokens never occur
+  for (const Token& token : tokens_) {
+    if (text.find(token.text) == std::string_view::npos) continue;  // most never occur
     std::vector<Segment> next;
     next.reserve(segments.size());
     for (const Segment& segment : segments) {
@@ -28,10 +36,13 @@ std::vector<SpecialTokenSplitter::Segment> SpecialTokenSplitter::Split(
         continue;
       }
       std::string_view rest = segment.text;
-      for (size_t at; (at = rest.find(token)) != std::string_view::npos;) {
+      for (size_t at; (at = rest.find(token.text)) != std::string_view::npos;) {
         if (at > 0) next.push_back({rest.substr(0, at), -1});
-        next.push_back({rest.substr(at, token.size()), id});
-        rest.remove_prefix(at + token.size());
+        next.push_back({rest.substr(at, token.text.size()), token.id});
+        rest.remove_prefix(at + token.text.size());
+        if (token.rstrip) {
+          while (!rest.empty() && IsAsciiSpace(rest.front())) rest.remove_prefix(1);
+        }
       }
       if (!rest.empty()) next.push_back({rest, -1});
     }

@@ -2,7 +2,6 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace textgen::model {
@@ -12,13 +11,19 @@ namespace textgen::model {
 // Immutable after construction; thread-safe.
 class SpecialTokenSplitter {
  public:
+  struct Token {
+    std::string text;  // as stored in the vocabulary (not byte-decoded)
+    int id = -1;
+    bool rstrip = false;  // whitespace right after it is dropped (Phi-3's special tokens)
+  };
   struct Segment {
     std::string_view text;  // a view into the input
     int id;                 // the special token's id, or -1 for ordinary text
   };
 
-  // `tokens`: (text, id) of the tokens to find; empty texts are ignored.
-  explicit SpecialTokenSplitter(std::vector<std::pair<std::string, int>> tokens);
+  SpecialTokenSplitter() = default;
+  // The tokens to find; empty texts are ignored.
+  explicit SpecialTokenSplitter(std::vector<Token> tokens);
 
   bool empty() const { return tokens_.empty(); }
 
@@ -26,7 +31,7 @@ class SpecialTokenSplitter {
   std::vector<Segment> Split(std::string_view text) const;
 
  private:
-  std::vector<std::pair<std::string, int>> tokens_;  // longest first
+  std::vector<Token> tokens_;  // longest first
 };
 
 }  // namespace textgen::model

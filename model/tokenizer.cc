@@ -39,11 +39,11 @@ absl::Status ValidateVocabulary(const TokenizerData& data, const char* kind) {
   return absl::OkStatus();
 }
 
-std::string Tokenizer::Decode(const std::vector<int>& ids) const {
+std::string Tokenizer::Decode(const std::vector<int>& ids, bool render_control) const {
   std::string text;
   int previous_id = -1;
   for (int id : ids) {
-    text += TokenBytes(id, previous_id);
+    text += render_control && IsControl(id) ? TokenText(id) : TokenBytes(id, previous_id);
     previous_id = id;
   }
   return text;

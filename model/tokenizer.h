@@ -16,16 +16,24 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Encodes UTF-8 text (invalid UTF-8 is rejected by callers beforehand). Prepends BOS when
-  // add_bos is true and the vocabulary has one.
+  // add_bos is true and the vocabulary has one. User-defined tokens written in the text are
+  // taken whole (as llama.cpp does); control tokens ("<|im_start|>") are not: their text is
+  // encoded like any other, so user text cannot inject them.
   virtual std::vector<int> Encode(std::string_view text, bool add_bos) const = 0;
+
+  // As Encode, but control tokens written in the text become those tokens (chat templates'
+  // rendered prompts; llama.cpp's parse_special).
+  virtual std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const = 0;
 
   // The raw bytes token `id` stands for when it follows `previous_id` (SentencePiece drops
   // the leading space of the first piece after BOS). Control tokens decode to "".
   virtual std::string TokenBytes(int id, int previous_id) const = 0;
 
   // Decodes a whole id sequence to text (bytes joined; may hold invalid UTF-8 only if the
-  // ids themselves split a character).
-  std::string Decode(const std::vector<int>& ids) const;
+  // ids themselves split a character). Control tokens decode to "" unless render_control,
+  // which writes their text ("<|im_end|>").
+  std::string Decode(const std::vector<int>& ids, bool render_control = false) const;
+  virtual bool IsControl(int id) const = 0;
 
   virtual int vocab_size() const = 0;
   virtual int bos_id() const = 0;  // -1 when absent

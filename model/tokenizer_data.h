@@ -33,10 +33,14 @@ struct TokenizerData {
   int eos_id = -1;
   int unk_id = -1;
   int pad_id = -1;
-  bool add_bos = true;  // prepend BOS when encoding a prompt
+  bool add_bos = true;           // prepend BOS when encoding a prompt
+  bool add_space_prefix = true;  // sentencepiece: the dummy "▁" before the text (not Gemma)
   // Tokens that end a generation (EOS, end-of-turn, end-of-message...), ascending; when empty,
   // CreateTokenizer uses {eos_id}. model/gguf_tokenizer.cc derives it as llama.cpp does.
   std::vector<int> end_of_generation_ids;
+  // Special tokens after which whitespace is dropped when they are found in text, ascending
+  // (llama.cpp's RSTRIP attribute: all of Phi-3's but <unk>, <s>, <|endoftext|>).
+  std::vector<int> rstrip_ids;
 };
 
 // Checks what every tokenizer needs of `data`: a non-empty vocabulary of at most 2^24

@@ -81,7 +81,9 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerCo
                                     "text is not valid UTF-8 (invalid byte at offset ", bad, ")")));
   }
   const bool add_bos = request->has_add_bos() ? request->add_bos() : ready->validation.add_bos;
-  for (int id : ready->tokenizer->Encode(text, add_bos)) {
+  const model::Tokenizer& tokenizer = *ready->tokenizer;
+  for (int id : request->parse_special() ? tokenizer.EncodeWithSpecialTokens(text, add_bos)
+                                         : tokenizer.Encode(text, add_bos)) {
     response->add_ids(id);
     response->add_tokens(model::SanitizeUtf8(ready->tokenizer->TokenText(id)));
   }
@@ -102,12 +104,8 @@ grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServer
       !status.ok()) {
     return FinishUnary(context, status);
   }
-  std::string text;
-  int previous = -1;
-  for (int id : request->ids()) {
-    text += ready->tokenizer->TokenBytes(id, previous);
-    previous = id;
-  }
+  const std::string text = ready->tokenizer->Decode(
+      std::vector<int>(request->ids().begin(), request->ids().end()), request->render_control());
   // Ids may split a UTF-8 character; a proto3 string must stay valid.
   response->set_text(model::SanitizeUtf8(text));
   return FinishUnary(context, absl::OkStatus());

@@ -113,6 +113,21 @@ TEST_F(CliTest, TokenizeDashReadsStdin) {
   EXPECT_EQ(r.out, "1 10 11\n");  // two words, not the one-character text "-"
 }
 
+TEST_F(CliTest, ParseSpecialIsSentOnlyWhenAsked) {
+  Run({"tokenize", "<s>"});
+  Run({"tokenize", "--parse-special", "<s>"});
+  Run({"generate", "--max-tokens", "1", "--parse-special", "<s>hi"});
+  Run({"generate", "--max-tokens", "1", "hi"});
+  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_TRUE(requests[0].parse_special());
+  EXPECT_FALSE(requests[1].parse_special());
+  std::vector<textgen::v1::TokenizeRequest> tokenizes = server_.service().tokenize_requests();
+  ASSERT_EQ(tokenizes.size(), 2u);
+  EXPECT_FALSE(tokenizes[0].parse_special());
+  EXPECT_TRUE(tokenizes[1].parse_special());
+}
+
 TEST_F(CliTest, InvalidUtf8IsRefusedBeforeSending) {
   const std::string bad = std::string("ok \xff");  // byte 3 can never start a character
   for (const std::vector<std::string>& args :

@@ -86,6 +86,10 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
 
   grpc::Status Tokenize(grpc::ServerContext*, const textgen::v1::TokenizeRequest* request,
                         textgen::v1::TokenizeResponse* response) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tokenize_requests_.push_back(*request);
+    }
     if (!request->has_add_bos() || request->add_bos()) {
       response->add_ids(1);
       response->add_tokens("<s>");
@@ -146,6 +150,10 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
   }
+  std::vector<textgen::v1::TokenizeRequest> tokenize_requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return tokenize_requests_;
+  }
   std::vector<std::string> deleted() {
     std::lock_guard<std::mutex> lock(mu_);
     return deleted_;
@@ -163,6 +171,7 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
 
   std::mutex mu_;
   std::vector<textgen::v1::GenerateRequest> requests_;
+  std::vector<textgen::v1::TokenizeRequest> tokenize_requests_;
   std::map<std::string, uint32_t> sessions_;
   std::vector<std::string> deleted_;
 };

@@ -83,5 +83,13 @@ TEST(SpecialTokenSplitterTest, LongestTokensClaimTheirTextFirst) {
   EXPECT_TRUE(Segments(splitter, "").empty());
 }
 
+TEST(SpecialTokenSplitterTest, RstripDropsTheWhitespaceAfterTheToken) {
+  const SpecialTokenSplitter splitter(
+      {{"<|end|>", 7, /*rstrip=*/true}, {"<|user|>", 8, /*rstrip=*/false}});
+  using P = std::pair<std::string, int>;
+  EXPECT_THAT(Segments(splitter, "a <|end|> \n b<|user|> c"),
+              ElementsAre(P{"a ", -1}, P{"<|end|>", 7}, P{"b", -1}, P{"<|user|>", 8}, P{" c", -1}));
+}
+
 }  // namespace
 }  // namespace textgen::model

@@ -6,8 +6,10 @@ must match; the others must be refused with the error that names what is missing
 
 Then llama.cpp itself (libllama through tests/reference/llamacpp_ref.c) tokenizes 120 kB of real
 text (Moby Dick) plus every test case, as a prompt (the vocabulary's BOS/EOS added, no special
-token parsing), and textgen must give the same ids for every supported vocabulary; and the set
-of tokens that end a generation (EOS, end-of-turn...) must be the one llama.cpp uses.
+token parsing), and textgen must give the same ids for every supported vocabulary; the same for
+text that writes the vocabulary's special tokens, with and without parsing them (a chat
+template's output vs a user's text); and the set of tokens that end a generation (EOS,
+end-of-turn...) must be the one llama.cpp uses.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ ap.add_argument("--bin", required=True, help="directory with textgen-tokenize")
 ap.add_argument("--llamacpp", required=True, help="llama.cpp source (tests/reference/llamacpp_source.sh)")
 ap.add_argument("--work", required=True, help="scratch directory")
 args = ap.parse_args()
+sys.path.insert(0, os.path.join(args.llamacpp, "gguf-py"))
+import gguf  # noqa: E402
+
 reference_dir = os.path.dirname(os.path.abspath(args.llamacpp))
 llamacpp_ref = os.path.join(reference_dir, "bin", "llamacpp-ref")
 with open(os.path.join(reference_dir, "moby_dick.txt"), encoding="utf-8") as f:
@@ -80,8 +85,30 @@ for path in files:
     print(f"{'ok  ' if ok else 'FAIL'} {name}: end-of-generation ids "
           f"{our_eog.stdout.split()}" + ("" if ok else f", llama.cpp {want_eog.stdout.split()}"))
     failures += 0 if ok else 1
-    # The same text through llama.cpp and textgen, as a prompt.
-    text = real_text + "\n" + "\n".join(cases)
+    # The same text through llama.cpp and textgen, as a prompt; with every control and
+    # user-defined token written into it (up to 64 of them), parsed and not.
+    reader = gguf.GGUFReader(path)
+    tokens = reader.fields["tokenizer.ggml.tokens"].contents()
+    types = reader.fields["tokenizer.ggml.token_type"].contents()
+    specials = [tokens[i] for i in range(len(tokens)) if types[i] in (3, 4)][:64]
+    special_text = "".join(f"x{t}y {t}\n{t} z " for t in specials)
+    text = real_text + "\n" + "\n".join(cases) + "\n" + special_text
+    for parse in (False, True):
+        text_path = os.path.join(args.work, name + "-special.txt")
+        with open(text_path, "w", encoding="utf-8") as f:
+            f.write(special_text)
+        want = subprocess.run([llamacpp_ref, "tokenize", path, text_path]
+                              + (["parse-special"] if parse else []), capture_output=True, text=True)
+        ours = subprocess.run([tool, "--gguf", path, "--add-special"]
+                              + (["--parse-special"] if parse else []),
+                              input=special_text.encode(), capture_output=True)
+        same = want.returncode == 0 and want.stdout.split() == ours.stdout.decode().split()
+        print(f"{'ok  ' if same else 'FAIL'} {name}: {len(specials)} special tokens written in "
+              f"text, {'parsed' if parse else 'not parsed'}: "
+              + ("same ids as llama.cpp" if same else
+                 f"differ: llama.cpp {want.stdout.split()[:12]} textgen "
+                 f"{ours.stdout.decode().split()[:12]} {want.stderr[-200:]}"))
+        failures += 0 if same else 1
     text_path = os.path.join(args.work, name + ".txt")
     with open(text_path, "w", encoding="utf-8") as f:
         f.write(text)

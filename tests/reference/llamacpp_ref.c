@@ -5,9 +5,10 @@
  *   llamacpp-ref logits MODEL IDS OUT      IDS "1,2,3": one batch, causal; writes f32 logits of
  *                                          every position [n, vocab] to OUT. F32 KV cache, flash
  *                                          attention off, 1 thread (deterministic).
- *   llamacpp-ref tokenize MODEL TEXTFILE   prints the ids of the file's text, one per line, with
- *                                          the vocabulary's special tokens added (BOS...) and no
- *                                          special-token parsing, as a prompt is tokenized
+ *   llamacpp-ref tokenize MODEL TEXTFILE [parse-special]
+ *                                          prints the ids of the file's text, one per line, with
+ *                                          the vocabulary's special tokens added (BOS...); control
+ *                                          tokens written in the text are parsed only when asked
  *   llamacpp-ref eog MODEL                 prints the ids llama.cpp treats as end of generation
  *   llamacpp-ref quantize IN OUT FTYPE     FTYPE: a LLAMA_FTYPE_MOSTLY_* number (7 = Q8_0,
  *                                          2 = Q4_0, 15 = Q4_K_M, 17 = Q5_K_M, 18 = Q6_K)
@@ -83,7 +84,7 @@ static int logits(const char* path, const char* ids_csv, const char* out_path) {
   return 0;
 }
 
-static int tokenize(const char* path, const char* text_path) {
+static int tokenize(const char* path, const char* text_path, bool parse_special) {
   struct llama_model* model = load(path, true);
   if (model == NULL) return 1;
   FILE* f = fopen(text_path, "rb");
@@ -97,7 +98,7 @@ static int tokenize(const char* path, const char* text_path) {
   const int capacity = (int)size + 16;
   llama_token* ids = malloc(sizeof(llama_token) * capacity);
   const int n = llama_tokenize(llama_model_get_vocab(model), text, (int)size, ids, capacity,
-                               /*add_special=*/true, /*parse_special=*/false);
+                               /*add_special=*/true, parse_special);
   if (n < 0) return 1;
   for (int i = 0; i < n; ++i) printf("%d\n", ids[i]);
   free(ids);
@@ -130,10 +131,14 @@ int main(int argc, char** argv) {
   ggml_backend_load_all_from_path(LLAMACPP_BACKEND_DIR);
   llama_backend_init();
   if (argc == 5 && strcmp(argv[1], "logits") == 0) return logits(argv[2], argv[3], argv[4]);
-  if (argc == 4 && strcmp(argv[1], "tokenize") == 0) return tokenize(argv[2], argv[3]);
+  if (argc == 4 && strcmp(argv[1], "tokenize") == 0) return tokenize(argv[2], argv[3], false);
+  if (argc == 5 && strcmp(argv[1], "tokenize") == 0 && strcmp(argv[4], "parse-special") == 0) {
+    return tokenize(argv[2], argv[3], true);
+  }
   if (argc == 3 && strcmp(argv[1], "eog") == 0) return eog(argv[2]);
   if (argc == 5 && strcmp(argv[1], "quantize") == 0) return quantize(argv[2], argv[3], atoi(argv[4]));
-  fprintf(stderr, "usage: llamacpp-ref logits MODEL IDS OUT | tokenize MODEL TEXTFILE | eog MODEL | "
+  fprintf(stderr, "usage: llamacpp-ref logits MODEL IDS OUT | tokenize MODEL TEXTFILE [parse-special] | "
+                  "eog MODEL | "
                   "quantize IN OUT FTYPE\n");
   return 2;
 }

@@ -27,6 +27,22 @@ class FakeTokenizer final : public model::Tokenizer {
   int vocab_size() const override { return 259; }
   int bos_id() const override { return kBos; }
   int eos_id() const override { return kEos; }
+  // "<s>" and "</s>" written in the text become BOS / EOS.
+  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const override {
+    std::vector<int> ids;
+    if (add_bos) ids.push_back(kBos);
+    for (size_t i = 0; i < text.size();) {
+      if (text.substr(i, 3) == "<s>") {
+        ids.push_back(kBos), i += 3;
+      } else if (text.substr(i, 4) == "</s>") {
+        ids.push_back(kEos), i += 4;
+      } else {
+        ids.push_back(static_cast<unsigned char>(text[i++]) + 3);
+      }
+    }
+    return ids;
+  }
+  bool IsControl(int id) const override { return id == kBos || id == kEos; }
   const std::vector<int>& end_of_generation_ids() const override { return eog_ids_; }
   std::string TokenText(int id) const override {
     if (id == kBos) return "<s>";

@@ -340,6 +340,52 @@ TEST_F(ServiceTest, UnavailableWhileLoading) {
             grpc::StatusCode::UNAVAILABLE);
 }
 
+// Control tokens typed in text stay text unless the caller asks (a chat template's output).
+TEST_F(ServiceTest, ParseSpecialIsOptInForTokenizeAndGenerate) {
+  grpc::ClientContext c1;
+  v1::TokenizeRequest tokenize;
+  tokenize.set_text("a</s>");
+  tokenize.set_add_bos(false);
+  v1::TokenizeResponse tokens;
+  ASSERT_TRUE(stub_->Tokenize(&c1, tokenize, &tokens).ok());
+  EXPECT_THAT(tokens.ids(), ElementsAre('a' + 3, '<' + 3, '/' + 3, 's' + 3, '>' + 3));
+  grpc::ClientContext c2;
+  tokenize.set_parse_special(true);
+  ASSERT_TRUE(stub_->Tokenize(&c2, tokenize, &tokens).ok());
+  EXPECT_THAT(tokens.ids(), ElementsAre('a' + 3, 2));
+
+  for (bool parse : {false, true}) {
+    v1::GenerateRequest request = TextRequest("<s>x");
+    request.set_parse_special(parse);
+    grpc::ClientContext context;
+    auto reader = stub_->Generate(&context, request);
+    FakeScheduler::Submitted submitted;
+    ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+    if (parse) {
+      EXPECT_THAT(submitted.request.prompt_tokens, ElementsAre(1, 1, 'x' + 3));
+    } else {
+      EXPECT_THAT(submitted.request.prompt_tokens,
+                  ElementsAre(1, '<' + 3, 's' + 3, '>' + 3, 'x' + 3));
+    }
+    EXPECT_TRUE(submitted.sink->Push(Finished(FinishReason::kLength, 3, 0)));
+    scheduler_.MarkDone();
+    ReadAll(*reader);
+  }
+}
+
+TEST_F(ServiceTest, DetokenizeRendersControlTokensOnlyWhenAsked) {
+  v1::DetokenizeRequest detokenize;
+  for (int id : {'o' + 3, 2}) detokenize.add_ids(id);
+  v1::DetokenizeResponse text;
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub_->Detokenize(&c1, detokenize, &text).ok());
+  EXPECT_EQ(text.text(), "o");
+  detokenize.set_render_control(true);
+  grpc::ClientContext c2;
+  ASSERT_TRUE(stub_->Detokenize(&c2, detokenize, &text).ok());
+  EXPECT_EQ(text.text(), "o</s>");
+}
+
 TEST_F(ServiceTest, TokenizeAndDetokenize) {
   grpc::ClientContext c1;
   v1::TokenizeRequest tokenize;

@@ -4,6 +4,7 @@
 //   textgen-tokenize --llama2c tokenizer.bin [--vocab-size 32000] [--bos] < text
 //   textgen-tokenize --gpt2 encoder.json vocab.bpe [--bos] < text
 //   textgen-tokenize --gguf vocab.gguf [--bos] < text      (any GGUF with a vocabulary)
+//   ... --parse-special  control tokens written in the text become those tokens
 //   ... --eog          print the end-of-generation ids, one per line, and nothing else
 //   ... --add-special  add BOS as the vocabulary says (as the server does) instead of --bos
 //   ... --cases        stdin holds llama.cpp tokenizer test cases separated by
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   bool cases = false;
   bool add_special = false;
   bool eog = false;
+  bool parse_special = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -75,6 +77,8 @@ int main(int argc, char** argv) {
       gguf_path = next();
     } else if (arg == "--cases") {
       cases = true;
+    } else if (arg == "--parse-special") {
+      parse_special = true;
     } else if (arg == "--eog") {
       eog = true;
     } else if (arg == "--add-special") {
@@ -158,6 +162,10 @@ int main(int argc, char** argv) {
                 input.size(), n_tokens, seconds, input.size() / seconds / 1e6, n_tokens / seconds);
     return 0;
   }
-  for (int id : (*tokenizer)->Encode(input, add_bos)) std::printf("%d\n", id);
+  const textgen::model::Tokenizer& t = **tokenizer;
+  for (int id :
+       parse_special ? t.EncodeWithSpecialTokens(input, add_bos) : t.Encode(input, add_bos)) {
+    std::printf("%d\n", id);
+  }
   return 0;
 }
