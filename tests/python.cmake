@@ -22,24 +22,16 @@ set_tests_properties(py_fetch_llamacpp_source PROPERTIES FIXTURES_SETUP llamacpp
 
 add_executable(textgen-dequantize ${CMAKE_CURRENT_SOURCE_DIR}/tools/dequantize_main.cc)
 target_link_libraries(textgen-dequantize PRIVATE textgen_loader textgen_warnings)
-add_test(NAME py_block_formats
-         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_block_formats.py
-                 --bin ${CMAKE_BINARY_DIR}/bin
-                 --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
-                 --work ${CMAKE_CURRENT_BINARY_DIR}/py_block_formats)
-set_tests_properties(py_block_formats PROPERTIES FIXTURES_REQUIRED llamacpp_source
-                     ENVIRONMENT "${textgen_py_env}" TIMEOUT 300 LABELS "python;reference")
-add_test(NAME py_vocab_cases
-         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_vocab_cases.py
-                 --bin ${CMAKE_BINARY_DIR}/bin
-                 --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
-                 --work ${CMAKE_CURRENT_BINARY_DIR}/py_vocab_cases)
-set_tests_properties(py_vocab_cases PROPERTIES FIXTURES_REQUIRED llamacpp_source
-                     ENVIRONMENT "${textgen_py_env}" TIMEOUT 300 LABELS "python;reference")
-add_test(NAME py_arch_logits
-         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_arch_logits.py
-                 --bin ${CMAKE_BINARY_DIR}/bin
-                 --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
-                 --work ${CMAKE_CURRENT_BINARY_DIR}/py_arch_logits)
-set_tests_properties(py_arch_logits PROPERTIES FIXTURES_REQUIRED llamacpp_source
-                     ENVIRONMENT "${textgen_py_env}" TIMEOUT 300 LABELS "python;reference")
+# py_NAME: tests/python/test_NAME.py against llama.cpp's source (needs the fixture above).
+function(textgen_llamacpp_reference_test name)
+  add_test(NAME py_${name}
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/python/test_${name}.py
+                   --bin ${CMAKE_BINARY_DIR}/bin
+                   --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                   --work ${CMAKE_CURRENT_BINARY_DIR}/py_${name})
+  set_tests_properties(py_${name} PROPERTIES FIXTURES_REQUIRED llamacpp_source
+                       ENVIRONMENT "${textgen_py_env}" TIMEOUT 300 LABELS "python;reference")
+endfunction()
+textgen_llamacpp_reference_test(block_formats)  # tensor types vs gguf-py's dequantizers
+textgen_llamacpp_reference_test(vocab_cases)    # tokenizers vs llama.cpp's tests and llama.cpp
+textgen_llamacpp_reference_test(arch_logits)    # architectures vs PyTorch and llama.cpp
