@@ -55,12 +55,12 @@ constexpr const char* kEndOfGenerationTexts[] = {
 // Fill-in-the-middle prefix / suffix / middle markers: control tokens whatever the file says
 // (llama.cpp overrides their type too), so user text cannot produce them.
 constexpr const char* kFimMarkerTexts[] = {
-    "<|fim_prefix|>",  "<fim-prefix>", "<fim_prefix>",  "<\uFF5Cfim\u2581begin\uFF5C>",
-    "<PRE>",           "\u2581<PRE>", "<|code_prefix|>", "<|prefix|>",
-    "<|fim_suffix|>",  "<fim-suffix>", "<fim_suffix>",  "<\uFF5Cfim\u2581hole\uFF5C>",
-    "<SUF>",           "\u2581<SUF>", "<|code_suffix|>", "<|suffix|>",
-    "<|fim_middle|>",  "<fim-middle>", "<fim_middle>",  "<\uFF5Cfim\u2581end\uFF5C>",
-    "<MID>",           "\u2581<MID>", "<|code_middle|>", "<|middle|>",
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",    "<\uFF5Cfim\u2581begin\uFF5C>",
+    "<PRE>",          "\u2581<PRE>",  "<|code_prefix|>", "<|prefix|>",
+    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",    "<\uFF5Cfim\u2581hole\uFF5C>",
+    "<SUF>",          "\u2581<SUF>",  "<|code_suffix|>", "<|suffix|>",
+    "<|fim_middle|>", "<fim-middle>", "<fim_middle>",    "<\uFF5Cfim\u2581end\uFF5C>",
+    "<MID>",          "\u2581<MID>",  "<|code_middle|>", "<|middle|>",
 };
 // Fill-in-the-middle padding, repository and file separators also end a generation; found by
 // their GGUF key, else by their text (the first listed text present wins).
