@@ -8,4 +8,4 @@ textgen_test(scheduler_test
   LIBS textgen_scheduler)
 textgen_test(scheduler_real_engine_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler_real_engine_test.cc
-  LIBS textgen_scheduler)
+  LIBS textgen_scheduler textgen_random_gguf)
