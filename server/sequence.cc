@@ -38,7 +38,7 @@ void Sequence::Start(KvSequence kv, int cached_tokens, const model::Tokenizer* t
   }
   sampler_ = std::make_unique<model::Sampler>(params, request_.prompt_tokens);
   detokenizer_.emplace(tokenizer, request_.prompt_tokens.back());
-  end_of_generation_ = &tokenizer->end_of_generation_ids();
+  tokenizer_ = tokenizer;
   if (request_.output.echo) {
     TokenEvent echo;
     echo.text = request_.prompt_text.empty() ? tokenizer->Decode(request_.prompt_tokens)
@@ -68,7 +68,7 @@ std::span<const float> Sequence::MaskEarlyStops(std::span<const float> logits) {
     if (id >= 0 && id < static_cast<int>(masked_.size())) masked_[id] = kBanned;
   };
   if (!stop.ignore_eos) {
-    for (int id : *end_of_generation_) ban(id);
+    for (int id : tokenizer_->end_of_generation_ids()) ban(id);
   }
   for (int id : stop.stop_token_ids) ban(id);
   return masked_;
@@ -96,8 +96,7 @@ bool Sequence::Emit(model::SampleResult sample, int context_length, absl::Time n
   const StoppingParams& stop = request_.stopping;
   pending_ids_.push_back(token);
   if (request_.output.logprobs) pending_logprobs_.push_back(std::move(sample));
-  if (!stop.ignore_eos &&
-      std::binary_search(end_of_generation_->begin(), end_of_generation_->end(), token)) {
+  if (!stop.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     finish_reason_ = FinishReason::kEos;  // an end-of-generation token adds no text
   } else {
     StopMatcher::Result released = stop_matcher_.Push(detokenizer_->Push(token));

@@ -89,9 +89,8 @@ class Sequence {
   std::unique_ptr<model::Sampler> sampler_;
   std::optional<model::IncrementalDetokenizer> detokenizer_;
   StopMatcher stop_matcher_;
-  // The model's end-of-generation ids (EOS, end-of-turn...), ascending; owned by the tokenizer.
-  const std::vector<int>* end_of_generation_ = nullptr;
-  std::vector<float> masked_;  // [vocab] scratch for MaskEarlyStops
+  const model::Tokenizer* tokenizer_ = nullptr;  // set by Start; knows the end-of-generation ids
+  std::vector<float> masked_;                    // [vocab] scratch for MaskEarlyStops
 
   std::vector<int> generated_;
   // Output not yet pushed: text released by the stop matcher, with its tokens.
