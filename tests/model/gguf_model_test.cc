@@ -207,6 +207,35 @@ TEST(GgufModelTest, UnsupportedOrBadRopeScalingIsNamed) {
   EXPECT_EQ(model->config.rope_freq_scale, 0.25f);
 }
 
+TEST(GgufModelTest, BadRopeAttentionFactorAndLoneLongRopeFactorsAreNamed) {
+  auto model = BuildWith(Architecture::kPhi3,
+                         {{"phi3.rope.scaling.attn_factor", GgufValue::Float32(-1.0f)}});
+  EXPECT_EQ(model.status().message(), "phi3.rope.scaling.attn_factor -1 is not in (0, 16]");
+
+  auto spec = RandomModelPreset("tiny", Architecture::kPhi3);
+  auto writer = BuildRandomModel(*spec);
+  ASSERT_TRUE(writer
+                  ->AddFloatTensor("rope_factors_long.weight", DType::kF32, {8},
+                                   std::vector<float>(8, 2.0f))
+                  .ok());
+  model = Build(writer->Serialize());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "rope_factors_long.weight and rope_factors_short.weight must come together");
+}
+
+TEST(GgufModelTest, UnknownPreTokenizerIsNamed) {
+  auto spec = RandomModelPreset("tiny", Architecture::kGpt2);
+  std::string bytes = BuildRandomModel(*spec)->Serialize();
+  const size_t pos = PosAfterString(bytes, "gpt-2");  // the tokenizer.ggml.pre value
+  ASSERT_NE(pos, std::string::npos);
+  bytes[pos - 1] = '3';  // "gpt-3": same length, unknown
+  auto model = Build(bytes);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(),
+              HasSubstr("tokenizer.ggml.pre \"gpt-3\" is not a pre-tokenizer textgen knows"));
+}
+
 TEST(GgufModelTest, DifferentKeyAndValueSizesAreUnimplemented) {
   auto model =
       BuildWith(Architecture::kQwen3, {{"qwen3.attention.key_length", GgufValue::Uint32(16)},

@@ -55,6 +55,10 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
               HasSubstr("--kv-cache-dtype must be f32 or f16, got \"bf16\""));
   o.kv_cache_dtype = "f16";
   EXPECT_TRUE(ValidateServerOptions(o).ok());
+  o = {};
+  o.max_request_bytes = 1000;  // below the 1 KiB the CLI relies on as every server's floor
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--max-request-bytes must be >= 1024, got 1000"));
 }
 
 TEST(ServerOptionsTest, ResolvesTheModelPath) {
