@@ -1,10 +1,14 @@
 #include "model/engine.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "model/ops/attention.h"
+#include "model/system_memory.h"
 #include "model/transformer.h"
 
 namespace textgen::model {
@@ -143,6 +147,36 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
   return ForwardResult{transformer_->logits(), static_cast<int>(logit_rows_.size()), vocab};
 }
 
+std::string GiB(int64_t bytes) {
+  return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / (int64_t{1} << 30));
+}
+
+// Refuses a model that cannot fit before spending minutes packing weights into memory the
+// kernel would then kill the process for.
+absl::Status CheckMemory(const ModelConfig& config, const TransformerOptions& transformer_options,
+                         const EngineOptions& options) {
+  std::optional<int64_t> available;
+  if (options.available_memory_bytes >= 0) {
+    available = options.available_memory_bytes;
+  } else {
+    available = AvailableMemoryBytes();
+  }
+  if (!available) return absl::OkStatus();
+  const int64_t transformer = Transformer::MemoryNeeded(config, transformer_options);
+  const int64_t needed = transformer + options.kv_cache_bytes;
+  if (needed <= *available) return absl::OkStatus();
+  // The advice that helps most: about the larger of the two parts.
+  const char* advice = options.kv_cache_bytes > transformer ? "a smaller KV cache budget"
+                       : !transformer_options.bf16
+                           ? "computing in bf16 halves the weights"
+                           : "this model needs more memory than that even in bf16";
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the model needs about ", GiB(needed), " (weights packed in ",
+                   transformer_options.bf16 ? "bf16" : "f32", " with scratch: ", GiB(transformer),
+                   ", KV cache budget: ", GiB(options.kv_cache_bytes), ") but ", GiB(*available),
+                   " is available; ", advice));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
@@ -155,12 +189,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
     return absl::InvalidArgumentError(
         absl::StrCat("kv_cache_bytes must be > 0, got ", options.kv_cache_bytes));
   }
+  const TransformerOptions transformer_options{.threads = options.threads,
+                                               .bf16 = options.bf16,
+                                               .max_batch_tokens = options.max_batch_tokens,
+                                               .skinny_max_rows = options.skinny_max_rows};
+  if (absl::Status s = CheckMemory(model.config, transformer_options, options); !s.ok()) return s;
   auto transformer =
-      Transformer::Create(model.config, model.weights,
-                          TransformerOptions{.threads = options.threads,
-                                             .bf16 = options.bf16,
-                                             .max_batch_tokens = options.max_batch_tokens,
-                                             .skinny_max_rows = options.skinny_max_rows});
+      Transformer::Create(model.config, model.weights, model.storage, transformer_options);
   if (!transformer.ok()) return transformer.status();
   return std::unique_ptr<Engine>(new EngineImpl(std::move(*transformer), model.config, options));
 }

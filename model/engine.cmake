@@ -5,6 +5,8 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/engine.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kv_cache.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/transformer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/weight_staging.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/system_memory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/activations.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/attention.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/ops/cpu_features.cc

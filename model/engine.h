@@ -25,6 +25,10 @@ struct EngineOptions {
   // Matmuls of up to this many rows use the weight-streaming kernel (same results as
   // oneDNN, faster while reading the weights dominates); -1 keeps the measured default.
   int skinny_max_rows = -1;
+  // Memory Create may assume it can take; -1 reads it from the system (MemAvailable, the
+  // cgroup's limit). Create refuses, before loading anything, a model whose weights, scratch
+  // and KV cache budget would not fit.
+  int64_t available_memory_bytes = -1;
 };
 
 // Tokens of one sequence in a batch: appended at positions [Length(seq), Length(seq)+n).

@@ -67,12 +67,6 @@ class TensorFetcher {
   const GgufFile& file_;
 };
 
-// Rows [begin, begin + count) of a matrix: a view, no copy.
-TensorView RowSlice(const TensorView& m, int64_t begin, int64_t count) {
-  return TensorView{m.dtype, count, m.cols,
-                    static_cast<const uint8_t*>(m.data) + begin * BytesOf(m.dtype, m.cols)};
-}
-
 // Elements [begin, begin + count) of a vector [1, n] as a [1, count] view.
 absl::StatusOr<TensorView> VectorSlice(const TensorView& v, const std::string& name, int64_t begin,
                                        int64_t count) {
@@ -205,9 +199,9 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
       // One [q_dim + 2 kv_dim, dim] tensor (and bias), split into row ranges q | k | v.
       TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv,
                                f.Required(b + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim));
-      L.wq = RowSlice(qkv, 0, q_dim);
-      L.wk = RowSlice(qkv, q_dim, kv_dim);
-      L.wv = RowSlice(qkv, q_dim + kv_dim, kv_dim);
+      L.wq = RowsOf(qkv, 0, q_dim);
+      L.wk = RowsOf(qkv, q_dim, kv_dim);
+      L.wv = RowsOf(qkv, q_dim + kv_dim, kv_dim);
       const std::string bias_name = b + "attn_qkv.bias";
       TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv_bias,
                                get(spec.attention_bias, bias_name, 1, q_dim + 2 * kv_dim));
@@ -240,8 +234,8 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
       // One [2 hidden, dim] tensor: rows gate | up.
       TEXTGEN_ASSIGN_OR_RETURN(const TensorView gate_up,
                                f.Required(b + "ffn_up.weight", 2 * int64_t{c.hidden_dim}, c.dim));
-      L.w_gate = RowSlice(gate_up, 0, c.hidden_dim);
-      L.w_up = RowSlice(gate_up, c.hidden_dim, c.hidden_dim);
+      L.w_gate = RowsOf(gate_up, 0, c.hidden_dim);
+      L.w_up = RowsOf(gate_up, c.hidden_dim, c.hidden_dim);
     } else {
       if (spec.feed_forward == FeedForwardKind::kSwiGlu) {
         TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));

@@ -60,4 +60,17 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& 
 
 MappedFile::~MappedFile() { ::munmap(const_cast<uint8_t*>(data_), size_); }
 
+void MappedFile::DoneReading(const void* data, size_t bytes) const {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const auto mapped_begin = reinterpret_cast<uintptr_t>(data_);
+  if (begin < mapped_begin || begin + bytes > mapped_begin + size_) return;
+  // Only pages wholly inside the range: a neighbour sharing a page may still be wanted.
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + bytes) / page * page;
+  if (last <= first) return;
+  // Advice on a read-only private file mapping: failure only means the pages stay.
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace textgen::model

@@ -21,7 +21,7 @@ struct LoadedModel {
   TokenizerData tokenizer;
   DType file_dtype = DType::kF32;  // dominant weight type in the file, for GetModelInfo
   std::string path;
-  std::shared_ptr<const void> storage;  // keeps mmap + owned buffers alive
+  std::shared_ptr<const WeightStorage> storage;  // keeps mmap + owned buffers alive
 };
 
 struct LoadOptions {

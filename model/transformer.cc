@@ -10,6 +10,7 @@
 #include "model/arch/architectures.h"
 #include "model/ops/activations.h"
 #include "model/ops/norms.h"
+#include "model/weight_staging.h"
 
 namespace textgen::model {
 namespace {
@@ -78,14 +79,19 @@ absl::Status ValidateConfig(const ModelConfig& c) {
 // ============================================================================
 
 absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
-    const ModelConfig& config, const ModelWeights& weights, const TransformerOptions& options) {
+    const ModelConfig& config, const ModelWeights& weights,
+    std::shared_ptr<const WeightStorage> storage, const TransformerOptions& options) {
   const int max_batch_tokens = options.max_batch_tokens;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(ValidateConfig(config));
+  if (storage == nullptr) {
+    return absl::InvalidArgumentError("Transformer::Create: the weights' storage is null");
+  }
   if (max_batch_tokens <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_batch_tokens must be > 0, got ", max_batch_tokens));
   }
   std::unique_ptr<Transformer> t(new Transformer(config));
+  t->storage_ = std::move(storage);
   const ModelConfig& c = t->config_;
   t->max_rows_ = max_batch_tokens;
   t->q_dim_ = c.n_heads * c.head_dim;
@@ -116,13 +122,34 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   return t;
 }
 
+int64_t Transformer::MemoryNeeded(const ModelConfig& c, const TransformerOptions& options) {
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
+  const int64_t kv_dim = c.kv_dim();
+  const int64_t qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t up_rows = (IsSwiGlu(c) ? 2 : 1) * int64_t{c.hidden_dim};
+  const int64_t per_layer =
+      qkv_dim * c.dim + c.dim * q_dim + up_rows * c.dim + int64_t{c.dim} * c.hidden_dim;
+  const int64_t head = int64_t{c.vocab_size} * c.dim;
+  const int64_t weight_bytes = options.bf16 ? 2 : 4;
+  const int64_t packed = (per_layer * c.n_layers + head) * weight_bytes;
+  const int64_t staging = std::max({qkv_dim * c.dim, up_rows * c.dim, head}) * weight_bytes;
+  const int64_t rows = options.max_batch_tokens;
+  const int64_t positions = Spec(c).learned_positions ? int64_t{c.context_length} * c.dim : 0;
+  const int64_t threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  const int64_t activations =
+      rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows + c.hidden_dim + c.vocab_size) +
+      threads * c.context_length + positions;
+  return packed + staging + activations * static_cast<int64_t>(sizeof(float));
+}
+
 absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const ModelConfig& c = config_;
   const ArchitectureSpec& spec = Spec(c);
   const bool swiglu = IsSwiGlu(c);
   const bool layer_norm = spec.norm == NormKind::kLayer;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
-  token_embedding_ = Vec(w.token_embedding);
+  // Read in place, a row per token: a copy would be the biggest tensor in f32.
+  token_embedding_ = w.token_embedding;
   if (spec.learned_positions) {
     TEXTGEN_ENGINE_RETURN_IF_ERROR(
         Expect(w.position_embedding, "position_embedding", c.context_length, c.dim));
@@ -140,16 +167,16 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   }
 
   const auto linear_act = swiglu ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
-  std::vector<float> buf, bias;  // reused staging for concatenated f32 weights
-  auto concat = [&](std::initializer_list<const TensorView*> parts) {
-    int64_t total = 0;
-    for (const TensorView* p : parts) total += p->elements();
-    buf.resize(total);
-    int64_t off = 0;
-    for (const TensorView* p : parts) {
-      ToFloat(*p, buf.data() + off);
-      off += p->elements();
-    }
+  WeightStaging staging(context_->bf16(), storage_.get(), token_embedding_);
+  std::vector<float> bias;
+  // One Linear from the staged weights: bf16 staging when the context packs bf16.
+  auto linear = [&](const std::string& name, const std::vector<float>& b, int n, int k,
+                    ops::LinearActivation act) {
+    const float* bias_data = b.empty() ? nullptr : b.data();
+    return staging.bf16() ? ops::Linear::Create(*context_, name, staging.bf16_data(), bias_data, n,
+                                                k, act, max_rows)
+                          : ops::Linear::Create(*context_, name, staging.f32_data(), bias_data, n,
+                                                k, act, max_rows);
   };
   layers_.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -194,46 +221,37 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     pl.ffn_norm_bias = Vec(lw.ffn_norm_bias);
 
     // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
-    concat({&lw.wq, &lw.wk, &lw.wv});
-    std::vector<float> qkv_bias;
+    staging.Gather({&lw.wq, &lw.wk, &lw.wv});
+    bias.clear();
     if (has_qkv_bias) {
-      qkv_bias.resize(qkv_dim_);
-      ToFloat(lw.bq, qkv_bias.data());
-      ToFloat(lw.bk, qkv_bias.data() + q_dim_);
-      ToFloat(lw.bv, qkv_bias.data() + q_dim_ + kv_dim_);
+      bias.resize(qkv_dim_);
+      ToFloat(lw.bq, bias.data());
+      ToFloat(lw.bk, bias.data() + q_dim_);
+      ToFloat(lw.bv, bias.data() + q_dim_ + kv_dim_);
     }
-    auto qkv = ops::Linear::Create(*context_, p + "qkv", buf.data(),
-                                   qkv_bias.empty() ? nullptr : qkv_bias.data(), qkv_dim_, c.dim,
-                                   ops::LinearActivation::kNone, max_rows);
+    auto qkv = linear(p + "qkv", bias, qkv_dim_, c.dim, ops::LinearActivation::kNone);
     if (!qkv.ok()) return qkv.status();
     pl.qkv = std::move(*qkv);
 
-    concat({&lw.wo});
-    bias = Vec(lw.bo);
-    auto wo = ops::Linear::Create(*context_, p + "attn_output", buf.data(),
-                                  bias.empty() ? nullptr : bias.data(), c.dim, q_dim_,
-                                  ops::LinearActivation::kNone, max_rows);
+    staging.Gather({&lw.wo});
+    auto wo = linear(p + "attn_output", Vec(lw.bo), c.dim, q_dim_, ops::LinearActivation::kNone);
     if (!wo.ok()) return wo.status();
     pl.wo = std::move(*wo);
 
     // SwiGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
     if (swiglu) {
-      concat({&lw.w_gate, &lw.w_up});
+      staging.Gather({&lw.w_gate, &lw.w_up});
     } else {
-      concat({&lw.w_up});
+      staging.Gather({&lw.w_up});
     }
-    bias = Vec(lw.b_up);
-    auto up = ops::Linear::Create(
-        *context_, p + "ffn_up", buf.data(), bias.empty() ? nullptr : bias.data(),
-        swiglu ? 2 * c.hidden_dim : c.hidden_dim, c.dim, linear_act, max_rows);
+    auto up = linear(p + "ffn_up", Vec(lw.b_up), swiglu ? 2 * c.hidden_dim : c.hidden_dim, c.dim,
+                     linear_act);
     if (!up.ok()) return up.status();
     pl.up = std::move(*up);
 
-    concat({&lw.w_down});
-    bias = Vec(lw.b_down);
-    auto down = ops::Linear::Create(*context_, p + "ffn_down", buf.data(),
-                                    bias.empty() ? nullptr : bias.data(), c.dim, c.hidden_dim,
-                                    ops::LinearActivation::kNone, max_rows);
+    staging.Gather({&lw.w_down});
+    auto down =
+        linear(p + "ffn_down", Vec(lw.b_down), c.dim, c.hidden_dim, ops::LinearActivation::kNone);
     if (!down.ok()) return down.status();
     pl.down = std::move(*down);
   }
@@ -241,9 +259,8 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
-  concat({&out});
-  auto head = ops::Linear::Create(*context_, "output", buf.data(), nullptr, c.vocab_size, c.dim,
-                                  ops::LinearActivation::kNone, max_rows);
+  staging.Gather({&out});
+  auto head = linear("output", {}, c.vocab_size, c.dim, ops::LinearActivation::kNone);
   if (!head.ok()) return head.status();
   lm_head_ = std::move(*head);
   return absl::OkStatus();
@@ -258,8 +275,7 @@ void Transformer::Embed(const BatchPlan& plan) {
   const int rows = static_cast<int>(plan.tokens.size());
   for (int r = 0; r < rows; ++r) {
     float* x = x_.data() + static_cast<size_t>(r) * dim;
-    std::memcpy(x, token_embedding_.data() + static_cast<size_t>(plan.tokens[r]) * dim,
-                sizeof(float) * dim);
+    ToFloat(RowsOf(token_embedding_, plan.tokens[r], 1), x);
     if (!position_embedding_.empty()) {
       ops::AddInPlace(position_embedding_.data() + static_cast<size_t>(plan.positions[r]) * dim,
                       dim, x);

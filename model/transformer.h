@@ -49,9 +49,16 @@ struct PreparedLayer {
 // Forward does not allocate once every batch size has been seen). Engine thread only.
 class Transformer {
  public:
-  static absl::StatusOr<std::unique_ptr<Transformer>> Create(const ModelConfig& config,
-                                                             const ModelWeights& weights,
-                                                             const TransformerOptions& options);
+  // `storage` owns the memory `weights` point into; the transformer keeps it (it reads the
+  // token embedding from there at every step) and tells it which ranges it has copied.
+  static absl::StatusOr<std::unique_ptr<Transformer>> Create(
+      const ModelConfig& config, const ModelWeights& weights,
+      std::shared_ptr<const WeightStorage> storage, const TransformerOptions& options);
+
+  // About how many bytes Create and Forward allocate for `config`: the packed weights, the
+  // largest staging buffer and the activations (Engine::Create checks it against the memory
+  // available before any of the work).
+  static int64_t MemoryNeeded(const ModelConfig& config, const TransformerOptions& options);
 
   // Runs the batch, writing K/V of every row into the cache blocks of its chunk, and the
   // logits of `plan.logit_rows` into logits() rows [0, logit_rows.size()).
@@ -77,7 +84,9 @@ class Transformer {
   std::unique_ptr<ops::Rope> rope_;  // architectures with RoPE
 
   // ---- immutable weights ----
-  std::vector<float> token_embedding_;                 // [vocab, dim]
+  std::shared_ptr<const WeightStorage> storage_;  // owns token_embedding_'s bytes
+  TensorView token_embedding_;                    // [vocab, dim] as in the file
+
   std::vector<float> position_embedding_;              // [context, dim] (gpt2)
   std::vector<float> output_norm_, output_norm_bias_;  // [dim]
   std::vector<PreparedLayer> layers_;

@@ -44,6 +44,23 @@ struct TensorView {
 // Converts `tensor` to f32 into `out` (tensor.elements() floats). Works for every DType.
 void ToFloat(const TensorView& tensor, float* out);
 
+// Rows [begin, begin + count) of a matrix: a view, no copy.
+TensorView RowsOf(const TensorView& matrix, int64_t begin, int64_t count);
+
+// The bytes `tensor` occupies.
+size_t ByteSize(const TensorView& tensor);
+
+// Owns the memory weight views point into (a file mapping, or buffers). Engines keep it alive
+// for as long as they read views, and say when they are done with a range: a file mapping
+// then gives those pages back, so loading does not hold the whole file resident next to the
+// engine's own copy of the weights. Reading a range again stays valid. Thread-safe.
+class WeightStorage {
+ public:
+  virtual ~WeightStorage() = default;
+  // `data` lies inside this storage. The default keeps everything (owned buffers).
+  virtual void DoneReading(const void* data, size_t bytes) const;
+};
+
 // Per-block weights. Empty views mean "absent" (e.g. biases in llama models).
 struct LayerWeights {
   TensorView attn_norm;       // [1, dim]

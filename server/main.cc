@@ -142,6 +142,11 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   engine_options.max_batch_tokens = o.max_batch_tokens;
   absl::StatusOr<std::unique_ptr<model::Engine>> engine =
       model::Engine::Create(loaded->model, engine_options);
+  if (absl::IsResourceExhausted(engine.status())) {
+    // The engine's message names what would fit; here are the flags that set it.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        engine.status().message(), " (flags: --bf16, --kv-cache-mb, --max-batch-tokens)"));
+  }
   if (!engine.ok()) return engine.status();
   loaded->engine = *std::move(engine);
 

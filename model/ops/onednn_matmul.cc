@@ -253,6 +253,22 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
                                                        const std::string& name, const float* weight,
                                                        const float* bias, int n, int k,
                                                        LinearActivation act, int max_rows) {
+  return CreateFrom(context, name, weight, /*weight_bf16=*/false, bias, n, k, act, max_rows);
+}
+
+absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
+                                                       const std::string& name,
+                                                       const uint16_t* weight_bf16,
+                                                       const float* bias, int n, int k,
+                                                       LinearActivation act, int max_rows) {
+  return CreateFrom(context, name, weight_bf16, /*weight_bf16=*/true, bias, n, k, act, max_rows);
+}
+
+absl::StatusOr<std::unique_ptr<Linear>> Linear::CreateFrom(OnednnContext& context,
+                                                           const std::string& name,
+                                                           const void* weight, bool weight_bf16,
+                                                           const float* bias, int n, int k,
+                                                           LinearActivation act, int max_rows) {
   if (n <= 0 || k <= 0 || max_rows <= 0 || weight == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": bad linear shape n=", n, " k=", k, " max_rows=", max_rows));
@@ -283,7 +299,8 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
     if (!storage.ok()) return storage.status();
     impl->weights = memory(impl->weights_md, eng, *storage);
     // W is [n, k] row-major == [k, n] in "ba" order; reorder (and convert to bf16) once.
-    memory user({{k, n}, Dt::f32, Tag::ba}, eng, const_cast<float*>(weight));
+    memory user({{k, n}, weight_bf16 ? Dt::bf16 : Dt::f32, Tag::ba}, eng,
+                const_cast<void*>(weight));
     dnnl::reorder(user, impl->weights).execute(impl->ctx->stream, user, impl->weights);
     impl->ctx->stream.wait();
   } catch (const dnnl::error& e) {

@@ -61,6 +61,13 @@ class Linear {
                                                         const float* weight, const float* bias,
                                                         int n, int k, LinearActivation act,
                                                         int max_rows);
+  // The same from bf16 weights (round-to-nearest-even of the f32 ones: the packed copy is
+  // then identical to the f32 overload's in a bf16 context, from half the staging memory).
+  static absl::StatusOr<std::unique_ptr<Linear>> Create(OnednnContext& context,
+                                                        const std::string& name,
+                                                        const uint16_t* weight_bf16,
+                                                        const float* bias, int n, int k,
+                                                        LinearActivation act, int max_rows);
   ~Linear();
 
   // y[m, N] = act(x[m, K] W^T + b); x and y are dense row-major f32, 1 <= m <= max_rows.
@@ -78,6 +85,11 @@ class Linear {
 
  private:
   explicit Linear(std::unique_ptr<Impl> impl);
+  static absl::StatusOr<std::unique_ptr<Linear>> CreateFrom(OnednnContext& context,
+                                                            const std::string& name,
+                                                            const void* weight, bool weight_bf16,
+                                                            const float* bias, int n, int k,
+                                                            LinearActivation act, int max_rows);
   std::unique_ptr<Impl> impl_;
 };
 

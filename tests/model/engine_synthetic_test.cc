@@ -17,18 +17,23 @@ namespace {
 using ::testing::HasSubstr;
 namespace ref = ops::reference;
 
+// Weights in owned buffers (the engine must keep them alive, as it does a file mapping).
+struct FloatBuffers : WeightStorage {
+  std::vector<std::vector<float>> tensors;
+};
+
 struct Synthetic {
   LoadedModel model;
-  std::shared_ptr<std::vector<std::vector<float>>> buffers;
+  std::shared_ptr<FloatBuffers> buffers;
 };
 
 Synthetic MakeModel(const ModelConfig& config, uint32_t seed) {
   Synthetic s;
-  s.buffers = std::make_shared<std::vector<std::vector<float>>>();
+  s.buffers = std::make_shared<FloatBuffers>();
   std::mt19937 rng(seed);
   auto tensor = [&](int64_t rows, int64_t cols, float scale, float offset = 0.0f) {
     std::uniform_real_distribution<float> dist(offset - scale, offset + scale);
-    auto& buf = s.buffers->emplace_back(rows * cols);
+    auto& buf = s.buffers->tensors.emplace_back(rows * cols);
     for (float& x : buf) x = dist(rng);
     return TensorView{DType::kF32, rows, cols, buf.data()};
   };

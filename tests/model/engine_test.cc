@@ -238,6 +238,39 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                            return std::string(ArchitectureName(param_info.param));
                          });
 
+// A model that cannot fit is refused before any weight is packed, with the numbers and what
+// would make it fit.
+TEST(EngineMemoryTest, RefusesAModelThatDoesNotFitInTheMemoryAvailable) {
+  const std::string path = SharedModel("stories260K.gguf");
+  REQUIRE_SHARED(path);
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EngineOptions options;
+  options.kv_cache_bytes = int64_t{64} << 20;
+  options.available_memory_bytes = int64_t{32} << 20;  // less than the KV budget alone
+  auto engine = Engine::Create(*model, options);
+  ASSERT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted) << engine.status();
+  EXPECT_THAT(engine.status().message(), HasSubstr("KV cache budget: 0.1 GiB"));
+  EXPECT_THAT(engine.status().message(), HasSubstr("but 0.0 GiB is available"));
+  EXPECT_THAT(engine.status().message(), HasSubstr("a smaller KV cache budget"));
+  // The weights dominate: f32 is told about bf16, bf16 that it is out of room.
+  options.kv_cache_bytes = 1024;
+  options.available_memory_bytes = 1024;
+  engine = Engine::Create(*model, options);
+  ASSERT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(engine.status().message(), HasSubstr("computing in bf16 halves the weights"));
+  options.bf16 = true;
+  engine = Engine::Create(*model, options);
+  ASSERT_EQ(engine.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(engine.status().message(), HasSubstr("needs more memory than that even in bf16"));
+  // Enough for the budget and the weights (stories260K packs to well under 16 MiB).
+  options.bf16 = false;
+  options.kv_cache_bytes = int64_t{64} << 20;
+  options.available_memory_bytes = int64_t{80} << 20;
+  engine = Engine::Create(*model, options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+}
+
 // A half-precision KV cache rounds K and V to 11 significant bits: logits move a little,
 // greedy decoding of the reference prompt does not.
 TEST(F16KvCacheTest, CloseToF32CacheAndSameGreedyTokens) {

@@ -1,11 +1,16 @@
 // LoadModel on the real stories260K files (GGUF and llama2.c) and on bad inputs.
 #include "model/model_loader.h"
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/mapped_file.h"
 #include "tests/model/loader_test_util.h"
 
 namespace textgen::model {
@@ -161,6 +166,49 @@ TEST(ModelLoaderTest, Llama2cVersionedExportIsUnimplemented) {
   auto model = LoadModel(path);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(model.status().message(), HasSubstr("version 2"));
+}
+
+// Kilobytes of `mapping` resident in this process, from /proc/self/smaps.
+int64_t ResidentKb(const MappedFile& mapping) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto start = reinterpret_cast<uintptr_t>(mapping.data());
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2) {
+      inside = begin == start;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      return std::stoll(line.substr(4));
+    }
+  }
+  return -1;
+}
+
+// The engine tells the mapping when it has copied a tensor: those pages leave the process,
+// and reading them again still gives the file's bytes.
+TEST(MappedFileTest, DoneReadingDropsResidentPagesAndKeepsTheBytes) {
+  const std::string path = ::testing::TempDir() + "/done_reading.bin";
+  std::vector<uint8_t> bytes(size_t{4} << 20);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+  }
+  auto mapping = MappedFile::Open(path);
+  ASSERT_TRUE(mapping.ok()) << mapping.status();
+  const MappedFile& file = **mapping;
+  ASSERT_EQ(0, std::memcmp(file.data(), bytes.data(), bytes.size()));  // all pages touched
+  const int64_t before = ResidentKb(file);
+  ASSERT_GE(before, 4000) << "smaps did not list the mapping as resident";
+  // Not page-aligned at either end: only the pages wholly inside go.
+  file.DoneReading(file.data() + 100, (size_t{3} << 20) - 200);
+  // (Neighbouring pages may go too: the kernel maps file pages in 2 MiB units where it can
+  // and unmaps a whole unit it is asked to split; they fault back in when read.)
+  EXPECT_LE(ResidentKb(file), before - 3000);
+  file.DoneReading(file.data() - 4096, 8192);  // outside the mapping: ignored
+  EXPECT_EQ(0, std::memcmp(file.data(), bytes.data(), bytes.size()));
 }
 
 }  // namespace

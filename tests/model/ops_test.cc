@@ -181,6 +181,33 @@ INSTANTIATE_TEST_SUITE_P(
                       SkinnyCase{70, 1024, false, false}, SkinnyCase{130, 1025, true, false},
                       SkinnyCase{96, 2048, true, true}, SkinnyCase{64, 3001, false, false}));
 
+// The loader stages bf16 weights for a bf16 context (half the memory): the packed weights,
+// and so every result, must be those packed from the f32 weights.
+TEST(LinearTest, Bf16StagedWeightsPackLikeF32Weights) {
+  if (!CpuHasBf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  const int n = 200, k = 320, rows = 24;
+  auto ctx = OnednnContext::Create(0, /*bf16=*/true, rows, k);
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  auto w = Random(static_cast<size_t>(n) * k, 31, 0.5f);
+  w[5] = 1.0f + 0x1.0p-8f;  // exactly halfway between two bf16 values: rounds to even
+  w[6] = 1.0f + 0x3.0p-8f;
+  std::vector<uint16_t> w_bf16(w.size());
+  ConvertToBf16(w.data(), static_cast<int64_t>(w.size()), w_bf16.data());
+  const auto b = Random(n, 32);
+  auto from_f32 =
+      Linear::Create(**ctx, "f32", w.data(), b.data(), n, k, LinearActivation::kNone, rows);
+  auto from_bf16 =
+      Linear::Create(**ctx, "bf16", w_bf16.data(), b.data(), n, k, LinearActivation::kNone, rows);
+  ASSERT_TRUE(from_f32.ok() && from_bf16.ok());
+  const auto x = Random(static_cast<size_t>(rows) * k, 33);
+  for (int m : {1, 3, rows}) {  // the weight-streaming kernel and oneDNN
+    std::vector<float> a(static_cast<size_t>(m) * n), c(a.size());
+    ASSERT_TRUE((*from_f32)->Run(x.data(), m, a.data()).ok());
+    ASSERT_TRUE((*from_bf16)->Run(x.data(), m, c.data()).ok());
+    ASSERT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * sizeof(float))) << "m=" << m;
+  }
+}
+
 TEST(LinearTest, RejectsRowsOutOfRange) {
   auto ctx = OnednnContext::Create(0, false, 8, 16);
   ASSERT_TRUE(ctx.ok());
