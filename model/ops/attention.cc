@@ -51,24 +51,44 @@ TEXTGEN_INLINE void AddScaled(float p, const uint16_t* v, int n, float* out) {
   for (int d = 0; d < n; ++d) out[d] += p * HalfToFloat(v[d]);
 }
 
-// One query row and head over positions [0, n_pos), K/V read straight from the blocks as
+// Positions [first, n_pos) of one query row, and how their scores are made.
+struct RowSpan {
+  int first = 0;
+  int n_pos = 0;
+  float scale = 1.0f;
+  float softcap = 0.0f;
+};
+
+// softcap * tanh(s / softcap) over scores [first, n_pos); returns their new maximum.
+float CapScores(float* scores, const RowSpan& span) {
+  const float inv = 1.0f / span.softcap;
+  float max_score = -INFINITY;
+  for (int j = span.first; j < span.n_pos; ++j) {
+    scores[j] = span.softcap * std::tanh(scores[j] * inv);
+    max_score = std::max(max_score, scores[j]);
+  }
+  return max_score;
+}
+
+// One query row and head over positions [first, n_pos), K/V read straight from the blocks as
 // elements of type T (float, or IEEE half as uint16_t). The portable kernel.
 template <typename T>
 TEXTGEN_INLINE void AttendRowPortable(const float* q, std::byte* const* blocks,
                                       const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
-                                      int n_pos, float scale, float* scores, float* out) {
+                                      const RowSpan& span, float* scores, float* out) {
   const int hd = layout.head_dim;
   const int bt = layout.block_tokens;
   float max_score = -INFINITY;
-  for (int j = 0; j < n_pos; ++j) {
+  for (int j = span.first; j < span.n_pos; ++j) {
     // K is stored dimension-major: element d of slot s at d * bt + s.
     const T* k = reinterpret_cast<const T*>(blocks[j / bt]) + k_base + (j % bt);
-    scores[j] = DotStrided(q, k, hd, bt) * scale;
+    scores[j] = DotStrided(q, k, hd, bt) * span.scale;
     max_score = std::max(max_score, scores[j]);
   }
-  Softmax(scores, n_pos, max_score);
+  if (span.softcap > 0) max_score = CapScores(scores, span);
+  Softmax(scores + span.first, span.n_pos - span.first, max_score);
   for (int d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (int j = 0; j < n_pos; ++j) {
+  for (int j = span.first; j < span.n_pos; ++j) {
     const T* v = reinterpret_cast<const T*>(blocks[j / bt]) + v_base + (j % bt) * hd;
     AddScaled(scores[j], v, hd, out);
   }
@@ -76,15 +96,14 @@ TEXTGEN_INLINE void AttendRowPortable(const float* q, std::byte* const* blocks,
 
 TEXTGEN_SIMD_CLONES void AttendRow(const float* q, std::byte* const* blocks,
                                    const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
-                                   int n_pos, float scale, float* scores, float* out) {
-  AttendRowPortable<float>(q, blocks, layout, k_base, v_base, n_pos, scale, scores, out);
+                                   const RowSpan& span, float* scores, float* out) {
+  AttendRowPortable<float>(q, blocks, layout, k_base, v_base, span, scores, out);
 }
 
 // For CPUs without AVX-512 and an f16 cache: widens element by element.
 void AttendRowHalf(const float* q, std::byte* const* blocks, const PagedKvLayout& layout,
-                   int64_t k_base, int64_t v_base, int n_pos, float scale, float* scores,
-                   float* out) {
-  AttendRowPortable<uint16_t>(q, blocks, layout, k_base, v_base, n_pos, scale, scores, out);
+                   int64_t k_base, int64_t v_base, const RowSpan& span, float* scores, float* out) {
+  AttendRowPortable<uint16_t>(q, blocks, layout, k_base, v_base, span, scores, out);
 }
 
 #define TEXTGEN_AVX512 __attribute__((target("avx512f")))
@@ -114,20 +133,25 @@ TEXTGEN_AVX512 inline void PrefetchElement(const std::byte* base, int64_t index)
 template <int NV, bool kHalf>
 TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
                                     const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
-                                    int n_pos, float scale, float* scores, float* out) {
+                                    const RowSpan& span, float* scores, float* out) {
   constexpr int hd = 16 * NV;
   constexpr int bt = 16;  // PickAttendRow checks the layout
-  const __m512 scale_v = _mm512_set1_ps(scale);
+  const int first = span.first;
+  const int n_pos = span.n_pos;
+  const int first_block_start = first / bt * bt;
+  const __m512 scale_v = _mm512_set1_ps(span.scale);
   __m512 max_v = _mm512_set1_ps(-INFINITY);
-  for (int j0 = 0; j0 < n_pos; j0 += bt) {
+  for (int j0 = first_block_start; j0 < n_pos; j0 += bt) {
     const std::byte* block = blocks[j0 / bt];
     // Blocks are scattered 4 KiB slabs, too short for the hardware prefetcher to follow, so
     // while this block's keys are scored, the keys two blocks ahead and this block's values
     // (read after the softmax) are requested: the loads overlap instead of queueing.
     // textgen-bench-attention: 0.63-0.69x the time at 16-64 sequences.
     const std::byte* ahead = j0 + 2 * bt < n_pos ? blocks[j0 / bt + 2] : block;
-    if (j0 == 0 && bt < n_pos) {
-      for (int d = 0; d < hd; ++d) PrefetchElement<kHalf>(blocks[1], k_base + int64_t{d} * bt);
+    if (j0 == first_block_start && j0 + bt < n_pos) {
+      for (int d = 0; d < hd; ++d) {
+        PrefetchElement<kHalf>(blocks[j0 / bt + 1], k_base + int64_t{d} * bt);
+      }
     }
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                      _mm512_setzero_ps()};
@@ -144,23 +168,26 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
     }
     const __m512 s = _mm512_mul_ps(
         _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])), scale_v);
-    // Slots past the sequence's end hold stale data: neither stored nor counted.
+    // Slots past the sequence's end hold stale data, slots before the window are not seen:
+    // neither stored nor counted.
     const int count = std::min(bt, n_pos - j0);
-    const __mmask16 live = static_cast<__mmask16>((1u << count) - 1);
+    const int skip = std::max(0, first - j0);
+    const __mmask16 live = static_cast<__mmask16>(((1u << count) - 1) & ~((1u << skip) - 1));
     _mm512_mask_storeu_ps(scores + j0, live, s);
     max_v = _mm512_mask_max_ps(max_v, live, max_v, s);
   }
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, max_v);
-  const float max_score = *std::max_element(lanes, lanes + 16);
-  Softmax(scores, n_pos, max_score);
+  float max_score = *std::max_element(lanes, lanes + 16);
+  if (span.softcap > 0) max_score = CapScores(scores, span);
+  Softmax(scores + first, n_pos - first, max_score);
 
   __m512 even[NV], odd[NV];
   for (int v = 0; v < NV; ++v) even[v] = odd[v] = _mm512_setzero_ps();
-  for (int j0 = 0; j0 < n_pos; j0 += bt) {
+  for (int j0 = first_block_start; j0 < n_pos; j0 += bt) {
     const std::byte* block = blocks[j0 / bt];
     const int count = std::min(bt, n_pos - j0);
-    int t = 0;
+    int t = std::max(0, first - j0);
     for (; t + 2 <= count; t += 2) {
       const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
       const __m512 p1 = _mm512_set1_ps(scores[j0 + t + 1]);
@@ -180,7 +207,7 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
 }
 
 using AttendRowFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
-                             int64_t, int, float, float*, float*);
+                             int64_t, const RowSpan&, float*, float*);
 
 // One instance per head size 16, 32, ..., 128.
 template <bool kHalf>
@@ -266,10 +293,10 @@ void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout
 
 void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout,
                     int n_heads, const float* q, int q_stride, float* out, int out_stride,
-                    float* scores, int max_positions) {
+                    float* scores, int max_positions, const AttentionScoring& scoring) {
   const int hd = layout.head_dim;
   const int group = n_heads / layout.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = scoring.scale > 0 ? scoring.scale : 1.0f / std::sqrt(static_cast<float>(hd));
   const AttendRowFn attend_row = PickAttendRow(hd, layout.block_tokens, layout.f16);
   const int n_chunks = static_cast<int>(chunks.size());
   // Work items are (chunk, head, row) flattened; dynamic scheduling balances long and
@@ -303,9 +330,14 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
       const int h = local % n_heads;
       const int g = h / group;
       const int64_t row = c.first_row + t;
+      const int n_pos = c.start_pos + t + 1;
+      const RowSpan span{.first = scoring.window > 0 ? std::max(0, n_pos - scoring.window) : 0,
+                         .n_pos = n_pos,
+                         .scale = scale,
+                         .softcap = scoring.softcap};
       attend_row(q + row * q_stride + h * hd, c.blocks, layout,
                  layout.k_offset + g * layout.head_stride, layout.v_offset + g * layout.head_stride,
-                 c.start_pos + t + 1, scale, my_scores, out + row * out_stride + h * hd);
+                 span, my_scores, out + row * out_stride + h * hd);
     }
   }
 }

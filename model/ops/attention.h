@@ -35,6 +35,15 @@ struct AttentionChunk {
 void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout, const float* k,
              const float* v, int stride);
 
+// How a layer turns q.k into scores: s = q.k * scale, then softcap * tanh(s / softcap) when
+// softcap > 0 (Gemma 2); a row at position p sees positions (p - window, p] when window > 0
+// (sliding-window layers), else [0, p].
+struct AttentionScoring {
+  float scale = 0.0f;  // 0: 1 / sqrt(head_dim)
+  float softcap = 0.0f;
+  int window = 0;
+};
+
 // Causal multi-head attention of every row over its own sequence's cached keys/values
 // [0, position]: out[r, h*hd:(h+1)*hd] = softmax(q_h . K^T / sqrt(hd)) V for head h, with
 // query head h reading kv head h / (n_heads / n_kv_heads) (GQA). q row r is at q + r*q_stride.
@@ -42,6 +51,6 @@ void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout
 // by one thread in a fixed order, so results do not depend on the rest of the batch.
 void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout,
                     int n_heads, const float* q, int q_stride, float* out, int out_stride,
-                    float* scores, int max_positions);
+                    float* scores, int max_positions, const AttentionScoring& scoring = {});
 
 }  // namespace textgen::model::ops

@@ -68,28 +68,34 @@ float GeluTanh(float x) {
 }
 
 void Attention(const float* q, const float* k, const float* v, int t_rows, int start_pos,
-               int n_heads, int n_kv_heads, int head_dim, float* out) {
+               int n_heads, int n_kv_heads, int head_dim, float* out, float scale, float softcap,
+               int window) {
   const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
   const int group = n_heads / n_kv_heads;
+  const double score_scale = scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
   std::vector<double> att(start_pos + t_rows);
   for (int t = 0; t < t_rows; ++t) {
     const int n_pos = start_pos + t + 1;  // causal: keys up to and including this row
+    const int first = window > 0 ? std::max(0, n_pos - window) : 0;
     for (int h = 0; h < n_heads; ++h) {
       const float* qh = q + t * q_dim + h * head_dim;
       const int g = h / group;
       double max_s = -1e300;
-      for (int j = 0; j < n_pos; ++j) {
+      for (int j = first; j < n_pos; ++j) {
         double s = 0;
         for (int d = 0; d < head_dim; ++d)
           s += static_cast<double>(qh[d]) * k[j * kv_dim + g * head_dim + d];
-        att[j] = s / std::sqrt(static_cast<double>(head_dim));
+        att[j] = s * score_scale;
+        if (softcap > 0) att[j] = softcap * std::tanh(att[j] / softcap);
         max_s = std::max(max_s, att[j]);
       }
       double sum = 0;
-      for (int j = 0; j < n_pos; ++j) sum += att[j] = std::exp(att[j] - max_s);
+      for (int j = first; j < n_pos; ++j) sum += att[j] = std::exp(att[j] - max_s);
       for (int d = 0; d < head_dim; ++d) {
         double acc = 0;
-        for (int j = 0; j < n_pos; ++j) acc += att[j] / sum * v[j * kv_dim + g * head_dim + d];
+        for (int j = first; j < n_pos; ++j) {
+          acc += att[j] / sum * v[j * kv_dim + g * head_dim + d];
+        }
         out[t * q_dim + h * head_dim + d] = static_cast<float>(acc);
       }
     }

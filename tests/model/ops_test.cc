@@ -335,6 +335,7 @@ TEST(RopeReferenceTest, AdjacentPairsRotateByPositionTimesFrequency) {
 struct AttentionCase {
   int head_dim, block_tokens;
   bool f16;  // half-precision cache: the reference gets K/V rounded the same way
+  AttentionScoring scoring = {};  // scale, softcap, sliding window
 };
 
 class PagedAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
@@ -388,7 +389,9 @@ TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
   }
   StoreKv(chunks, layout, new_k.data(), new_v.data(), kv_dim);
   std::vector<float> scores(64 * 64), got(rows * q_dim);
-  PagedAttention(chunks, layout, n_heads, q.data(), q_dim, got.data(), q_dim, scores.data(), 64);
+  const AttentionScoring scoring = GetParam().scoring;
+  PagedAttention(chunks, layout, n_heads, q.data(), q_dim, got.data(), q_dim, scores.data(), 64,
+                 scoring);
 
   std::vector<float> want(rows * q_dim);
   for (int s = 0; s < 2; ++s) {
@@ -398,20 +401,24 @@ TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
     }
     reference::Attention(q.data() + chunks[s].first_row * q_dim, full_k[s].data(), full_v[s].data(),
                          seqs[s].n, seqs[s].start, n_heads, n_kv, hd,
-                         want.data() + chunks[s].first_row * q_dim);
+                         want.data() + chunks[s].first_row * q_dim, scoring.scale, scoring.softcap,
+                         scoring.window);
   }
   ExpectNear(got, want, 1e-5f, 1e-5f);
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadSizes, PagedAttentionTest,
-                         ::testing::Values(AttentionCase{8, 4, false}, AttentionCase{16, 4, false},
-                                           AttentionCase{48, 16, false},
-                                           AttentionCase{64, 16, false},
-                                           AttentionCase{128, 16, false},
-                                           AttentionCase{80, 16, false},
-                                           AttentionCase{256, 16, false}, AttentionCase{8, 4, true},
-                                           AttentionCase{64, 16, true}, AttentionCase{80, 16, true},
-                                           AttentionCase{256, 16, true}));
+INSTANTIATE_TEST_SUITE_P(
+    HeadSizes, PagedAttentionTest,
+    ::testing::Values(
+        AttentionCase{8, 4, false}, AttentionCase{16, 4, false}, AttentionCase{48, 16, false},
+        AttentionCase{64, 16, false}, AttentionCase{128, 16, false}, AttentionCase{80, 16, false},
+        AttentionCase{256, 16, false}, AttentionCase{8, 4, true}, AttentionCase{64, 16, true},
+        AttentionCase{80, 16, true}, AttentionCase{256, 16, true},
+        // Gemma's scoring: sliding windows that start inside
+        // a block and inside the chunk, softcaps, a scale.
+        AttentionCase{64, 16, false, {0.3f, 3.0f, 5}}, AttentionCase{128, 16, true, {0, 0, 20}},
+        AttentionCase{8, 4, false, {0, 2.0f, 3}}, AttentionCase{256, 16, false, {0, 2.0f, 7}},
+        AttentionCase{48, 16, true, {0.25f, 1.5f, 0}}));
 
 }  // namespace
 }  // namespace textgen::model::ops
