@@ -80,6 +80,77 @@ absl::StatusOr<TensorView> VectorSlice(const TensorView& v, const std::string& n
                     static_cast<const uint8_t*>(v.data) + BytesOf(v.dtype, begin)};
 }
 
+// Which layers slide: attention.sliding_window_pattern as a period n (every n-th layer, the
+// last of each period, is global) or as one bool per layer; else the architecture's period.
+absl::StatusOr<std::vector<bool>> ReadSlidingLayers(const GgufFile& file, const std::string& p,
+                                                    const GemmaTraits& gemma, int n_layers) {
+  const std::string key = p + "attention.sliding_window_pattern";
+  std::vector<bool> sliding(static_cast<size_t>(n_layers));
+  const GgufKv* kv = file.FindKey(key);
+  if (kv != nullptr && kv->value.type == GgufType::kArray) {
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<GgufValue>* flags,
+                             file.GetArray(key, GgufType::kBool));
+    if (static_cast<int>(flags->size()) != n_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          key, " has ", flags->size(), " entries, expected one per layer (", n_layers, ")"));
+    }
+    for (int l = 0; l < n_layers; ++l) sliding[l] = std::get<bool>((*flags)[l].data);
+    return sliding;
+  }
+  int64_t period = gemma.sliding_window_pattern;
+  if (kv != nullptr) {
+    TEXTGEN_ASSIGN_OR_RETURN(period, file.GetInt(key, 0, kMaxLayers));
+  }
+  // As llama.cpp: period 0 makes every layer slide; otherwise layer l slides unless it ends
+  // its period.
+  for (int l = 0; l < n_layers; ++l) sliding[l] = period == 0 || l % period < period - 1;
+  return sliding;
+}
+
+// A positive float key, or `fallback` when absent.
+absl::StatusOr<float> PositiveFloatOr(const GgufFile& file, const std::string& key,
+                                      float fallback) {
+  if (file.FindKey(key) == nullptr) return fallback;
+  TEXTGEN_ASSIGN_OR_RETURN(const double value, file.GetFloat(key));
+  if (!(value > 0 && value < 1e9)) {
+    return absl::InvalidArgumentError(absl::StrCat(key, " ", value, " is not positive"));
+  }
+  return static_cast<float>(value);
+}
+
+// Gemma's embedding scale, attention scale, softcaps and sliding window, with llama.cpp's
+// defaults (the architecture's traits) for keys the file leaves out.
+absl::Status ReadGemmaConfig(const GgufFile& file, const ArchitectureSpec& spec, ModelConfig& c) {
+  const GemmaTraits& gemma = spec.gemma;
+  const std::string p = std::string(spec.name) + ".";
+  c.embedding_scale = std::sqrt(static_cast<float>(c.dim));
+  if (c.n_layers == gemma.layers_of_27b) {
+    c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.dim / c.n_heads));
+  }
+  if (gemma.default_attention_softcap > 0) {
+    TEXTGEN_ASSIGN_OR_RETURN(
+        c.attention_softcap,
+        PositiveFloatOr(file, p + "attn_logit_softcapping", gemma.default_attention_softcap));
+  }
+  if (gemma.default_final_logit_softcap > 0 || file.FindKey(p + "final_logit_softcapping")) {
+    TEXTGEN_ASSIGN_OR_RETURN(
+        c.final_logit_softcap,
+        PositiveFloatOr(file, p + "final_logit_softcapping", gemma.default_final_logit_softcap));
+  }
+  int64_t window = gemma.default_sliding_window;
+  if (file.FindKey(p + "attention.sliding_window")) {
+    TEXTGEN_ASSIGN_OR_RETURN(window, file.GetInt(p + "attention.sliding_window", 0, kMaxContext));
+  }
+  if (window == 0) return absl::OkStatus();  // every layer global
+  c.sliding_window = static_cast<int>(window);
+  TEXTGEN_ASSIGN_OR_RETURN(c.sliding_window_layers, ReadSlidingLayers(file, p, gemma, c.n_layers));
+  c.rope_theta_local = gemma.local_rope_inherits_global ? c.rope_theta : 10000.0f;
+  c.rope_freq_scale_local = gemma.local_rope_inherits_global ? c.rope_freq_scale : 1.0f;
+  TEXTGEN_ASSIGN_OR_RETURN(c.rope_theta_local,
+                           PositiveFloatOr(file, p + "rope.freq_base_swa", c.rope_theta_local));
+  return absl::OkStatus();
+}
+
 // The hyperparameters under "<arch>.", as llama.cpp's converter writes them.
 absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureSpec& spec) {
   ModelConfig c;
@@ -172,6 +243,7 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     }
     c.norm_eps = static_cast<float>(eps);
   }
+  if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
   return c;
 }
 
@@ -237,7 +309,7 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
       L.w_gate = RowsOf(gate_up, 0, c.hidden_dim);
       L.w_up = RowsOf(gate_up, c.hidden_dim, c.hidden_dim);
     } else {
-      if (spec.feed_forward == FeedForwardKind::kSwiGlu) {
+      if (spec.feed_forward != FeedForwardKind::kGelu) {
         TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));
       }
       TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
@@ -245,6 +317,11 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
     TEXTGEN_ASSIGN_OR_RETURN(L.b_up, get(spec.output_bias, b + "ffn_up.bias", 1, c.hidden_dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.w_down, f.Required(b + "ffn_down.weight", c.dim, c.hidden_dim));
     TEXTGEN_ASSIGN_OR_RETURN(L.b_down, get(spec.output_bias, b + "ffn_down.bias", 1, c.dim));
+    if (spec.post_norms) {
+      TEXTGEN_ASSIGN_OR_RETURN(L.attn_post_norm,
+                               f.Required(b + "post_attention_norm.weight", 1, c.dim));
+      TEXTGEN_ASSIGN_OR_RETURN(L.ffn_post_norm, f.Required(b + "post_ffw_norm.weight", 1, c.dim));
+    }
   }
   TEXTGEN_ASSIGN_OR_RETURN(w.output_norm, f.Required("output_norm.weight", 1, c.dim));
   TEXTGEN_ASSIGN_OR_RETURN(w.output_norm_bias,

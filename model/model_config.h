@@ -7,7 +7,7 @@
 namespace textgen::model {
 
 // The architecture families textgen runs (model/arch/architectures.h describes each).
-enum class Architecture { kLlama, kGpt2, kQwen2, kQwen3, kPhi3 };
+enum class Architecture { kLlama, kGpt2, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
 // (2i, 2i+1); NeoX-style models rotate (i, i + rope_dim/2).
@@ -34,10 +34,25 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;
   float rope_freq_scale = 1.0f;   // linear scaling: positions are multiplied by this
   float rope_attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's attention scaling)
-  bool tied_output = false;       // output projection shares the token embedding
-  std::string name;               // general.name or file stem, for logs and GetModelInfo
+  // Layers that attend over a sliding window (Gemma: the rest attend over everything), with
+  // their own RoPE base and scaling. Empty = every layer is global.
+  std::vector<bool> sliding_window_layers;  // [n_layers]
+  int sliding_window = 0;                   // positions a local layer sees, itself included
+  float rope_theta_local = 10000.0f;
+  float rope_freq_scale_local = 1.0f;
+  // q.k is multiplied by this (0: 1 / sqrt(head_dim)).
+  float attention_scale = 0.0f;
+  // cap * tanh(x / cap) of attention scores / final logits; 0 = none (Gemma 2).
+  float attention_softcap = 0.0f;
+  float final_logit_softcap = 0.0f;
+  float embedding_scale = 1.0f;  // the token embedding is multiplied by this (Gemma: sqrt(dim))
+  bool tied_output = false;      // output projection shares the token embedding
+  std::string name;              // general.name or file stem, for logs and GetModelInfo
 
   int kv_dim() const { return n_kv_heads * head_dim; }
+  bool is_sliding(int layer) const {
+    return !sliding_window_layers.empty() && sliding_window_layers[layer];
+  }
 };
 
 const char* ArchitectureName(Architecture architecture);

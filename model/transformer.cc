@@ -23,7 +23,8 @@ namespace {
 
 const ArchitectureSpec& Spec(const ModelConfig& c) { return SpecOf(c.architecture); }
 bool HasRope(const ModelConfig& c) { return !Spec(c).learned_positions; }
-bool IsSwiGlu(const ModelConfig& c) { return Spec(c).feed_forward == FeedForwardKind::kSwiGlu; }
+// SwiGLU and GeGLU: gate and up in one matmul, then act(gate) * up.
+bool IsGated(const ModelConfig& c) { return Spec(c).feed_forward != FeedForwardKind::kGelu; }
 
 // Checks that `t` is present with the expected shape; names it in the error.
 absl::Status Expect(const TensorView& t, const std::string& name, int64_t rows, int64_t cols) {
@@ -55,6 +56,12 @@ absl::Status ValidateConfig(const ModelConfig& c) {
   if (c.n_heads % c.n_kv_heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("n_heads ", c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads));
+  }
+  if (!c.sliding_window_layers.empty() &&
+      (static_cast<int>(c.sliding_window_layers.size()) != c.n_layers || c.sliding_window <= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sliding_window_layers has ", c.sliding_window_layers.size(), " entries for ",
+                     c.n_layers, " layers (window ", c.sliding_window, ")"));
   }
   if (HasRope(c)) {
     const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
@@ -104,9 +111,16 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->context_ = std::move(*context);
   if (options.skinny_max_rows >= 0) t->context_->set_skinny_max_rows(options.skinny_max_rows);
   if (HasRope(c)) {
-    t->rope_ = std::make_unique<ops::Rope>(
-        c.context_length, c.head_dim, c.rope_dim > 0 ? c.rope_dim : c.head_dim, c.rope_theta,
-        c.rope_layout, c.rope_freq_factors, c.rope_freq_scale, c.rope_attn_factor);
+    const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
+    t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim, rope_dim, c.rope_theta,
+                                           c.rope_layout, c.rope_freq_factors, c.rope_freq_scale,
+                                           c.rope_attn_factor);
+    if (!c.sliding_window_layers.empty() &&
+        (c.rope_theta_local != c.rope_theta || c.rope_freq_scale_local != c.rope_freq_scale)) {
+      t->local_rope_ = std::make_unique<ops::Rope>(
+          c.context_length, c.head_dim, rope_dim, c.rope_theta_local, c.rope_layout,
+          c.rope_freq_factors, c.rope_freq_scale_local, c.rope_attn_factor);
+    }
   }
   TEXTGEN_ENGINE_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
 
@@ -117,7 +131,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->att_.resize(rows * t->q_dim_);
   t->proj_.resize(rows * c.dim);
   t->hidden_.resize(rows * 2 * c.hidden_dim);
-  if (IsSwiGlu(c)) t->act_.resize(rows * c.hidden_dim);
+  if (IsGated(c)) t->act_.resize(rows * c.hidden_dim);
   t->scores_.resize(static_cast<size_t>(t->context_->threads()) * c.context_length);
   return t;
 }
@@ -126,7 +140,7 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const TransformerOptions
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
   const int64_t kv_dim = c.kv_dim();
   const int64_t qkv_dim = q_dim + 2 * kv_dim;
-  const int64_t up_rows = (IsSwiGlu(c) ? 2 : 1) * int64_t{c.hidden_dim};
+  const int64_t up_rows = (IsGated(c) ? 2 : 1) * int64_t{c.hidden_dim};
   const int64_t per_layer =
       qkv_dim * c.dim + c.dim * q_dim + up_rows * c.dim + int64_t{c.dim} * c.hidden_dim;
   const int64_t head = int64_t{c.vocab_size} * c.dim;
@@ -145,7 +159,7 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const TransformerOptions
 absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const ModelConfig& c = config_;
   const ArchitectureSpec& spec = Spec(c);
-  const bool swiglu = IsSwiGlu(c);
+  const bool gated = IsGated(c);
   const bool layer_norm = spec.norm == NormKind::kLayer;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
   // Read in place, a row per token: a copy would be the biggest tensor in f32.
@@ -166,7 +180,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
                                                    " layers of weights, config says ", c.n_layers));
   }
 
-  const auto linear_act = swiglu ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
+  const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   WeightStaging staging(context_->bf16(), storage_.get(), token_embedding_);
   std::vector<float> bias;
   // One Linear from the staged weights: bf16 staging when the context packs bf16.
@@ -191,9 +205,21 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
     TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
     TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
-    if (swiglu) {
+    if (gated) {
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
     }
+    if (spec.post_norms) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(
+          Expect(lw.attn_post_norm, p + "post_attention_norm", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_post_norm, p + "post_ffw_norm", 1, c.dim));
+      pl.attn_post_norm = Vec(lw.attn_post_norm);
+      pl.ffn_post_norm = Vec(lw.ffn_post_norm);
+    }
+    const bool sliding = c.is_sliding(l);
+    pl.scoring = ops::AttentionScoring{.scale = c.attention_scale,
+                                       .softcap = c.attention_softcap,
+                                       .window = sliding ? c.sliding_window : 0};
+    pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
     if (layer_norm) {
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
       TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
@@ -238,13 +264,13 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     if (!wo.ok()) return wo.status();
     pl.wo = std::move(*wo);
 
-    // SwiGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
-    if (swiglu) {
+    // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
+    if (gated) {
       staging.Gather({&lw.w_gate, &lw.w_up});
     } else {
       staging.Gather({&lw.w_up});
     }
-    auto up = linear(p + "ffn_up", Vec(lw.b_up), swiglu ? 2 * c.hidden_dim : c.hidden_dim, c.dim,
+    auto up = linear(p + "ffn_up", Vec(lw.b_up), gated ? 2 * c.hidden_dim : c.hidden_dim, c.dim,
                      linear_act);
     if (!up.ok()) return up.status();
     pl.up = std::move(*up);
@@ -276,6 +302,9 @@ void Transformer::Embed(const BatchPlan& plan) {
   for (int r = 0; r < rows; ++r) {
     float* x = x_.data() + static_cast<size_t>(r) * dim;
     ToFloat(RowsOf(token_embedding_, plan.tokens[r], 1), x);
+    if (config_.embedding_scale != 1.0f) {
+      for (int i = 0; i < dim; ++i) x[i] *= config_.embedding_scale;
+    }
     if (!position_embedding_.empty()) {
       ops::AddInPlace(position_embedding_.data() + static_cast<size_t>(plan.positions[r]) * dim,
                       dim, x);
@@ -302,16 +331,16 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
   TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
   if (!pl.q_norm.empty()) {
-    // Qwen 3: RMSNorm over each head of q and k (row by row, so batch-invariant).
+    // Qwen 3, Gemma 3: RMSNorm over each head of q and k (row by row, so batch-invariant).
     for (int r = 0; r < rows; ++r) {
       float* q = qkv_.data() + static_cast<size_t>(r) * qkv_dim_;
       ops::RmsNorm(q, c.n_heads, c.head_dim, pl.q_norm.data(), c.norm_eps, q);
       ops::RmsNorm(q + q_dim_, c.n_kv_heads, c.head_dim, pl.k_norm.data(), c.norm_eps, q + q_dim_);
     }
   }
-  if (rope_ != nullptr) {
-    rope_->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
-    rope_->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
+  if (pl.rope != nullptr) {
+    pl.rope->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
+    pl.rope->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
   }
   ops::PagedKvLayout kv;
   kv.block_tokens = KvCache::kBlockTokens;
@@ -324,19 +353,29 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   kv.f16 = cache.layout().bytes_per_element == sizeof(uint16_t);
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
-                      scores_.data(), c.context_length);
+                      scores_.data(), c.context_length, pl.scoring);
   TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
+  if (!pl.attn_post_norm.empty()) {
+    ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());
+  }
   ops::AddInPlace(proj_.data(), n, x_.data());
 
-  // MLP: x += W2 · (silu(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
+  // MLP: x += W2 · (act(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
+  // (Gemma: the attention and MLP outputs are RMS-normalized before they are added)
   Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
   TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
   const float* mlp_in = hidden_.data();
-  if (IsSwiGlu(c)) {
+  if (Spec(c).feed_forward == FeedForwardKind::kSwiGlu) {
     ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
+    mlp_in = act_.data();
+  } else if (Spec(c).feed_forward == FeedForwardKind::kGeGlu) {
+    ops::GeluTanhMul(hidden_.data(), rows, c.hidden_dim, act_.data());
     mlp_in = act_.data();
   }
   TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
+  if (!pl.ffn_post_norm.empty()) {
+    ops::RmsNorm(proj_.data(), rows, c.dim, pl.ffn_post_norm.data(), c.norm_eps, proj_.data());
+  }
   ops::AddInPlace(proj_.data(), n, x_.data());
   return absl::OkStatus();
 }
@@ -363,7 +402,11 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
   Norm(proj_.data(), wanted, output_norm_, output_norm_bias_, xn_.data());
   const size_t need = static_cast<size_t>(wanted) * config_.vocab_size;
   if (logits_.size() < need) logits_.resize(need);  // grows to the largest batch once
-  return lm_head_->Run(xn_.data(), wanted, logits_.data());
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(lm_head_->Run(xn_.data(), wanted, logits_.data()));
+  if (config_.final_logit_softcap > 0) {
+    ops::SoftCap(logits_.data(), static_cast<int64_t>(need), config_.final_logit_softcap);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace textgen::model

@@ -36,7 +36,11 @@ struct TransformerOptions {
 struct PreparedLayer {
   std::vector<float> attn_norm, attn_norm_bias;  // [dim] (bias: gpt2 only)
   std::vector<float> ffn_norm, ffn_norm_bias;    // [dim]
-  std::vector<float> q_norm, k_norm;             // [head_dim] (qwen3), else empty
+  std::vector<float> q_norm, k_norm;             // [head_dim] (qwen3, gemma3), else empty
+  std::vector<float> attn_post_norm;             // [dim] (gemma), else empty
+  std::vector<float> ffn_post_norm;              // [dim] (gemma), else empty
+  ops::AttentionScoring scoring;                 // scale, softcap, sliding window
+  const ops::Rope* rope = nullptr;               // this layer's (global or local) RoPE
   std::unique_ptr<ops::Linear> qkv;              // [dim] -> [q_dim + 2 kv_dim] (+bias)
   std::unique_ptr<ops::Linear> wo;               // [q_dim] -> [dim]
   std::unique_ptr<ops::Linear> up;               // [dim] -> [2 hidden] gate|up (llama),
@@ -81,7 +85,8 @@ class Transformer {
   int max_rows_ = 0;
   int q_dim_ = 0, kv_dim_ = 0, qkv_dim_ = 0;
   std::unique_ptr<ops::OnednnContext> context_;
-  std::unique_ptr<ops::Rope> rope_;  // architectures with RoPE
+  std::unique_ptr<ops::Rope> rope_;        // architectures with RoPE
+  std::unique_ptr<ops::Rope> local_rope_;  // sliding-window layers' (Gemma), when it differs
 
   // ---- immutable weights ----
   std::shared_ptr<const WeightStorage> storage_;  // owns token_embedding_'s bytes
@@ -99,7 +104,7 @@ class Transformer {
   std::vector<float> att_;     // [rows, q_dim]
   std::vector<float> proj_;    // [rows, dim] (output of wo / down)
   std::vector<float> hidden_;  // [rows, 2 hidden] (gate|up, or gelu(up))
-  std::vector<float> act_;     // [rows, hidden] silu(gate) * up
+  std::vector<float> act_;     // [rows, hidden] silu(gate) * up, or gelu(gate) * up
   std::vector<float> scores_;  // [threads, context] attention probabilities
   std::vector<float> logits_;  // [rows wanted, vocab], grown on demand
 };

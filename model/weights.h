@@ -79,6 +79,8 @@ struct LayerWeights {
   TensorView b_up;            // [1, hidden]    gpt2
   TensorView w_down;          // [dim, hidden]  llama "w2", gpt2 c_proj
   TensorView b_down;          // [1, dim]       gpt2
+  TensorView attn_post_norm;  // [1, dim]       gemma: RMSNorm of the attention output
+  TensorView ffn_post_norm;   // [1, dim]       gemma: RMSNorm of the feed-forward output
 };
 
 struct ModelWeights {

@@ -16,9 +16,27 @@ namespace textgen::model {
 
 enum class NormKind { kRms, kLayer };
 
-// The feed-forward block: SwiGLU down(silu(gate(x)) * up(x)), or GPT-2's
-// down(gelu_tanh(up(x) + b)) + b.
-enum class FeedForwardKind { kSwiGlu, kGelu };
+// The feed-forward block: SwiGLU down(silu(gate(x)) * up(x)), GeGLU down(gelu_tanh(gate(x)) *
+// up(x)) (Gemma), or GPT-2's down(gelu_tanh(up(x) + b)) + b.
+enum class FeedForwardKind { kSwiGlu, kGeGlu, kGelu };
+
+// Gemma's extras, with llama.cpp's defaults for keys a file may leave out.
+struct GemmaTraits {
+  bool enabled = false;
+  // Every n-th layer is global, the others slide (attention.sliding_window_pattern overrides).
+  int sliding_window_pattern = 0;
+  // Window when attention.sliding_window is absent; 0: no sliding window without the key.
+  int default_sliding_window = 0;
+  // attn_logit_softcapping when absent; 0: attention scores are never capped.
+  float default_attention_softcap = 0;
+  float default_final_logit_softcap = 0;  // final_logit_softcapping when absent
+  // Local layers' RoPE when rope.freq_base_swa is absent: the global base and scaling (Gemma 2),
+  // or base 10000 without scaling (Gemma 3).
+  bool local_rope_inherits_global = false;
+  // The 27B model scales q.k by 1/sqrt(dim / heads), not 1/sqrt(head_dim); llama.cpp tells it
+  // by its layer count.
+  int layers_of_27b = 0;
+};
 
 struct ArchitectureSpec {
   Architecture architecture;
@@ -34,6 +52,9 @@ struct ArchitectureSpec {
   bool qk_norm;            // attn_q_norm / attn_k_norm: per-head RMSNorm of q and k before RoPE
   bool rope_freq_factors;  // may hold rope_freqs.weight (Llama 3.1+ frequency divisors) or
                            // rope_factors_long/short.weight (LongRoPE)
+  bool post_norms;         // post_attention_norm / post_ffw_norm: RMSNorm of each sublayer's
+                           // output before the residual add
+  GemmaTraits gemma;       // embedding scale, sliding window, softcaps
 };
 
 // The description of `architecture`.

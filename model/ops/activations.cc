@@ -32,6 +32,11 @@ TEXTGEN_SIMD_CLONES void SiluMulRow(const float* gate, const float* up, int n, f
   }
 }
 
+inline float GeluTanhOf(float v) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+}
+
 TEXTGEN_SIMD_CLONES void AddSpan(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -57,11 +62,22 @@ void SiluMul(const float* gate_up, int rows, int hidden, float* out) {
 }
 
 void GeluTanh(const float* x, int64_t n, float* out) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    out[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+  for (int64_t i = 0; i < n; ++i) out[i] = GeluTanhOf(x[i]);
+}
+
+void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out) {
+#pragma omp parallel for schedule(static) if (int64_t{rows} * hidden >= kParallelMin)
+  for (int r = 0; r < rows; ++r) {
+    const float* gate = gate_up + static_cast<int64_t>(r) * 2 * hidden;
+    const float* up = gate + hidden;
+    float* row_out = out + static_cast<int64_t>(r) * hidden;
+    for (int i = 0; i < hidden; ++i) row_out[i] = GeluTanhOf(gate[i]) * up[i];
   }
+}
+
+void SoftCap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
 }
 
 void AddInPlace(const float* x, int64_t n, float* y) {

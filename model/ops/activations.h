@@ -16,6 +16,13 @@ void SiluMul(const float* gate_up, int rows, int hidden, float* out);
 // out[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), GPT-2's GELU (in place allowed).
 void GeluTanh(const float* x, int64_t n, float* out);
 
+// GeGLU (Gemma): out[r, i] = gelu_tanh(gate_up[r, i]) * gate_up[r, hidden + i], the layout
+// of SiluMul.
+void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out);
+
+// x[i] = cap * tanh(x[i] / cap) (Gemma's logit softcapping).
+void SoftCap(float* x, int64_t n, float cap);
+
 // y[i] += x[i] (residual connections).
 void AddInPlace(const float* x, int64_t n, float* y);
 

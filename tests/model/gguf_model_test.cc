@@ -161,7 +161,7 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
-            "qwen3, phi3)");
+            "qwen3, phi3, gemma2, gemma3)");
 }
 
 // A tiny model of `arch` with extra metadata appended (later keys are read like any other).
@@ -189,6 +189,64 @@ TEST(GgufModelTest, EveryArchitectureLoadsItsOwnLayout) {
     EXPECT_EQ(l.q_norm.empty(), arch != Architecture::kQwen3);
     EXPECT_EQ(l.w_gate.rows, 160);  // phi3: the first half of the fused ffn_up
   }
+}
+
+// Gemma's keys, and llama.cpp's defaults where a file leaves them out.
+TEST(GgufModelTest, GemmaReadsSlidingWindowSoftcapsAndLocalRope) {
+  auto model = BuildWith(Architecture::kGemma2, {}, /*head_dim=*/24);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ModelConfig c = model->config;
+  EXPECT_FLOAT_EQ(c.embedding_scale, 8.0f);  // sqrt(64)
+  EXPECT_EQ(c.attention_scale, 0.0f);        // 1 / sqrt(head_dim)
+  EXPECT_EQ(c.attention_softcap, 50.0f);
+  EXPECT_EQ(c.final_logit_softcap, 30.0f);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.sliding_window_layers, (std::vector<bool>{true, false}));  // period 2
+  EXPECT_EQ(c.rope_theta_local, c.rope_theta);                           // inherited
+  EXPECT_FALSE(model->weights.layers[0].attn_post_norm.empty());
+  EXPECT_FALSE(model->weights.layers[0].ffn_post_norm.empty());
+  EXPECT_TRUE(model->weights.layers[0].q_norm.empty());
+
+  model = BuildWith(
+      Architecture::kGemma2,
+      {{"gemma2.attn_logit_softcapping", GgufValue::Float32(20.0f)},
+       {"gemma2.final_logit_softcapping", GgufValue::Float32(15.0f)},
+       {"gemma2.attention.sliding_window", GgufValue::Uint32(9)},
+       {"gemma2.attention.sliding_window_pattern",
+        GgufValue::Array(GgufType::kBool, {GgufValue::Bool(false), GgufValue::Bool(true)})}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  c = model->config;
+  EXPECT_EQ(c.attention_softcap, 20.0f);
+  EXPECT_EQ(c.final_logit_softcap, 15.0f);
+  EXPECT_EQ(c.sliding_window, 9);
+  EXPECT_EQ(c.sliding_window_layers, (std::vector<bool>{false, true}));
+
+  // Gemma 3: no sliding window without the key, no caps, Q/K norms.
+  model = BuildWith(Architecture::kGemma3, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  c = model->config;
+  EXPECT_TRUE(c.sliding_window_layers.empty());
+  EXPECT_EQ(c.attention_softcap, 0.0f);
+  EXPECT_EQ(c.final_logit_softcap, 0.0f);
+  EXPECT_FALSE(model->weights.layers[1].q_norm.empty());
+  model = BuildWith(Architecture::kGemma3,
+                    {{"gemma3.attention.sliding_window", GgufValue::Uint32(512)},
+                     {"gemma3.attention.sliding_window_pattern", GgufValue::Uint32(2)}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  c = model->config;
+  EXPECT_EQ(c.sliding_window, 512);
+  EXPECT_EQ(c.sliding_window_layers, (std::vector<bool>{true, false}));
+  EXPECT_EQ(c.rope_theta_local, 10000.0f);  // Gemma 3's local default, not the global base
+
+  model = BuildWith(Architecture::kGemma2,
+                    {{"gemma2.attention.sliding_window_pattern",
+                      GgufValue::Array(GgufType::kBool, {GgufValue::Bool(true)})}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "gemma2.attention.sliding_window_pattern has 1 entries, expected one per layer (2)");
+  model = BuildWith(Architecture::kGemma2,
+                    {{"gemma2.final_logit_softcapping", GgufValue::Float32(-3.0f)}});
+  EXPECT_EQ(model.status().message(), "gemma2.final_logit_softcapping -3 is not positive");
 }
 
 TEST(GgufModelTest, UnsupportedOrBadRopeScalingIsNamed) {

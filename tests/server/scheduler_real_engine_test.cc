@@ -55,6 +55,7 @@ absl::StatusOr<std::string> ModelFor(const std::string& name) {
   if (arch->learned_positions) spec.n_kv_heads = spec.n_heads;
   spec.context_length = 512;
   spec.tied_output = false;
+  if (arch->gemma.enabled) spec.sliding_window = 7;  // shorter than the prompts: it slides
   absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
   if (!writer.ok()) return writer.status();
   const std::string path =
@@ -183,8 +184,8 @@ TEST_P(RealEngineSchedulerTest, SameTokensAfterASessionPrefixHit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
-                         ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3",
-                                           "phi3"),
+                         ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
+                                           "gemma2", "gemma3"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            return param_info.param;
                          });

@@ -13,11 +13,11 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: textgen-make-random-gguf --arch llama|gpt2|qwen2|qwen3|phi3 --preset "
+    "usage: textgen-make-random-gguf --arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma3 --preset "
     "stories15M|stories110M|tiny\n"
     "         --dtype f32|f16|bf16|q8_0 --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
-    "         [--context N] [--head-dim N] [--untied] [--name NAME]\n"
+    "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
 
   const std::map<std::string, int*> ints = {{"dim", &spec->dim},
                                             {"hidden", &spec->hidden_dim},
+                                            {"sliding-window", &spec->sliding_window},
                                             {"layers", &spec->n_layers},
                                             {"heads", &spec->n_heads},
                                             {"kv-heads", &spec->n_kv_heads},

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/arch/architectures.h"
 #include "model/llama2c_tokenizer_file.h"
 #include "model/loader_macros.h"
 
@@ -140,11 +141,13 @@ class TensorMaker {
 
 int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads; }
 
-// Llama, Qwen 2, Qwen 3 and Phi-3 (SwiGLU, RMSNorm) with each one's extras and fusions.
-absl::Status AddSwiGluTensors(TensorMaker& m, const RandomModelSpec& s) {
+// Llama, Qwen 2, Qwen 3, Phi-3 and Gemma 2/3 (gated feed-forward, RMSNorm) with each one's
+// extras and fusions.
+absl::Status AddGatedTensors(TensorMaker& m, const RandomModelSpec& s) {
   const int64_t dim = s.dim, hidden = s.hidden_dim, head_dim = HeadDim(s);
   const int64_t q_dim = head_dim * s.n_heads, kv_dim = head_dim * s.n_kv_heads;
   const bool phi3 = s.architecture == Architecture::kPhi3;
+  const ArchitectureSpec& arch = SpecOf(s.architecture);
   TEXTGEN_RETURN_IF_ERROR(m.Random("token_embd.weight", {dim, s.vocab_size}));
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string b = absl::StrCat("blk.", l, ".");
@@ -161,7 +164,7 @@ absl::Status AddSwiGluTensors(TensorMaker& m, const RandomModelSpec& s) {
       TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.bias", {kv_dim}));
       TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.bias", {kv_dim}));
     }
-    if (s.architecture == Architecture::kQwen3) {
+    if (arch.qk_norm) {
       TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_q_norm.weight", {head_dim}, 1.0f));
       TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_k_norm.weight", {head_dim}, 1.0f));
     }
@@ -174,6 +177,10 @@ absl::Status AddSwiGluTensors(TensorMaker& m, const RandomModelSpec& s) {
       TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
     }
     TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.weight", {hidden, dim}));
+    if (arch.post_norms) {
+      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "post_attention_norm.weight", {dim}, 1.0f));
+      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "post_ffw_norm.weight", {dim}, 1.0f));
+    }
   }
   TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.weight", {dim}, 1.0f));
   if (!s.tied_output) TEXTGEN_RETURN_IF_ERROR(m.Random("output.weight", {dim, s.vocab_size}));
@@ -345,9 +352,14 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     w.AddMetadata(p + "attention.layer_norm_rms_epsilon", GgufValue::Float32(1e-5f));
     w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
   }
+  if (spec.sliding_window > 0) {
+    w.AddMetadata(p + "attention.sliding_window", GgufValue::Uint32(spec.sliding_window));
+    // Local layers with their own RoPE base (Gemma 3 models carry one).
+    w.AddMetadata(p + "rope.freq_base_swa", GgufValue::Float32(1000.0f));
+  }
   AddTokenizerMetadata(w, vocab);
   TensorMaker maker(w, spec);
-  TEXTGEN_RETURN_IF_ERROR(gpt2 ? AddGpt2Tensors(maker, spec) : AddSwiGluTensors(maker, spec));
+  TEXTGEN_RETURN_IF_ERROR(gpt2 ? AddGpt2Tensors(maker, spec) : AddGatedTensors(maker, spec));
   return w;
 }
 

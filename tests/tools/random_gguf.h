@@ -25,6 +25,7 @@ struct RandomModelSpec {
   DType dtype = DType::kF32;  // of 2-D tensors; norms and biases stay F32 like llama.cpp's
   uint64_t seed = 1;
   bool tied_output = true;     // false: write an explicit output.weight
+  int sliding_window = 0;      // gemma2/gemma3: attention.sliding_window (0: key not written)
   std::string tokenizer_path;  // llama2.c tokenizer.bin to embed; empty: synthetic vocab
   std::string name = "random";
 };
