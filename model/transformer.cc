@@ -146,14 +146,17 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const TransformerOptions
   const int64_t head = int64_t{c.vocab_size} * c.dim;
   const int64_t weight_bytes = options.bf16 ? 2 : 4;
   const int64_t packed = (per_layer * c.n_layers + head) * weight_bytes;
-  const int64_t staging = std::max({qkv_dim * c.dim, up_rows * c.dim, head}) * weight_bytes;
+  // PrepareWeights packs the head first (its staging then freed), then the layers.
+  const int64_t layer_staging =
+      std::max({qkv_dim * c.dim, up_rows * c.dim, int64_t{c.dim} * c.hidden_dim}) * weight_bytes;
+  const int64_t weights_peak = std::max(2 * head * weight_bytes, packed + layer_staging);
   const int64_t rows = options.max_batch_tokens;
   const int64_t positions = Spec(c).learned_positions ? int64_t{c.context_length} * c.dim : 0;
   const int64_t threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   const int64_t activations =
       rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows + c.hidden_dim + c.vocab_size) +
       threads * c.context_length + positions;
-  return packed + staging + activations * static_cast<int64_t>(sizeof(float));
+  return weights_peak + activations * static_cast<int64_t>(sizeof(float));
 }
 
 absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
@@ -192,6 +195,18 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
                           : ops::Linear::Create(*context_, name, staging.f32_data(), bias_data, n,
                                                 k, act, max_rows);
   };
+  // The LM head first: it is usually the largest matrix (vocab x dim), and its staging buffer
+  // is given back before the layers are packed, so the peak is the packed weights plus one
+  // layer's staging, not plus the head's.
+  // Tied output: the loader points `output` at the token embedding; fall back to it too.
+  const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
+  staging.Gather({&out});
+  auto head = linear("output", {}, c.vocab_size, c.dim, ops::LinearActivation::kNone);
+  if (!head.ok()) return head.status();
+  lm_head_ = std::move(*head);
+  staging.Release();
+
   layers_.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
@@ -282,13 +297,6 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     pl.down = std::move(*down);
   }
 
-  // Tied output: the loader points `output` at the token embedding; fall back to it too.
-  const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
-  staging.Gather({&out});
-  auto head = linear("output", {}, c.vocab_size, c.dim, ops::LinearActivation::kNone);
-  if (!head.ok()) return head.status();
-  lm_head_ = std::move(*head);
   return absl::OkStatus();
 }
 

@@ -51,4 +51,10 @@ void WeightStaging::Gather(std::initializer_list<const TensorView*> parts) {
   }
 }
 
+void WeightStaging::Release() {
+  // (Assigning {} would keep the capacity.)
+  std::vector<float>().swap(staged_f32_);
+  std::vector<uint16_t>().swap(staged_bf16_);
+}
+
 }  // namespace textgen::model

@@ -23,6 +23,9 @@ class WeightStaging {
   // Stages the rows of `parts` one after another (all must have the same cols).
   void Gather(std::initializer_list<const TensorView*> parts);
 
+  // Frees the buffers (the next Gather allocates what it needs).
+  void Release();
+
   bool bf16() const { return bf16_; }
   const float* f32_data() const { return staged_f32_.data(); }
   const uint16_t* bf16_data() const { return staged_bf16_.data(); }
