@@ -184,7 +184,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   }
 
   const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
-  WeightStaging staging(context_->bf16(), storage_.get(), token_embedding_);
+  WeightStaging staging(context_->bf16(), storage_.get());
   std::vector<float> bias;
   // One Linear from the staged weights: bf16 staging when the context packs bf16.
   auto linear = [&](const std::string& name, const std::vector<float>& b, int n, int k,

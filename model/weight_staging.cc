@@ -11,12 +11,6 @@ namespace {
 // next to any weight matrix.
 constexpr int64_t kChunkElements = int64_t{1} << 20;
 
-bool Overlaps(const TensorView& a, const TensorView& b) {
-  const auto* a0 = static_cast<const uint8_t*>(a.data);
-  const auto* b0 = static_cast<const uint8_t*>(b.data);
-  return a0 < b0 + ByteSize(b) && b0 < a0 + ByteSize(a);
-}
-
 }  // namespace
 
 void WeightStaging::Gather(std::initializer_list<const TensorView*> parts) {
@@ -44,11 +38,7 @@ void WeightStaging::Gather(std::initializer_list<const TensorView*> parts) {
     offset += p->elements();
   }
   if (storage_ == nullptr) return;
-  for (const TensorView* p : parts) {
-    if (keep_reading_.empty() || !Overlaps(*p, keep_reading_)) {
-      storage_->DoneReading(p->data, ByteSize(*p));
-    }
-  }
+  for (const TensorView* p : parts) storage_->DoneReading(p->data, ByteSize(*p));
 }
 
 void WeightStaging::Release() {

@@ -13,12 +13,11 @@ namespace textgen::model {
 // halves the transient memory of loading (the LM head of a 128k vocabulary is 1 GiB in f32 at
 // dim 2048), and quantized rows are dequantized a few at a time, so no whole f32 copy exists.
 // After gathering, the storage is told the parts are done with (a file mapping drops their
-// pages), except `keep_reading` (the token embedding, which the engine reads at every step).
+// pages; the token embedding's rows, read a few per step, fault back in from the page cache).
 // One buffer, reused: it grows to the largest Linear. Not thread-safe.
 class WeightStaging {
  public:
-  WeightStaging(bool bf16, const WeightStorage* storage, TensorView keep_reading)
-      : bf16_(bf16), storage_(storage), keep_reading_(keep_reading) {}
+  WeightStaging(bool bf16, const WeightStorage* storage) : bf16_(bf16), storage_(storage) {}
 
   // Stages the rows of `parts` one after another (all must have the same cols).
   void Gather(std::initializer_list<const TensorView*> parts);
@@ -33,7 +32,6 @@ class WeightStaging {
  private:
   bool bf16_;
   const WeightStorage* storage_;
-  TensorView keep_reading_;
   std::vector<float> staged_f32_;      // the staged weights (f32), or one row chunk (bf16)
   std::vector<uint16_t> staged_bf16_;  // the staged weights (bf16)
 };
