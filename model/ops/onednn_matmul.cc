@@ -39,6 +39,16 @@ struct MatmulEntry {
 
 using EntryKey = std::tuple<int, int, bool, int>;  // n, k, has_bias, m
 
+// The N block of a packed [k, n] weight layout (rows of W per block); 1 when N is not blocked.
+int PackedRowBlock(const memory::desc& md) {
+  const auto& blocking = md.data.format_desc.blocking;
+  int block = 1;
+  for (int i = 0; i < blocking.inner_nblks; ++i) {
+    if (blocking.inner_idxs[i] == 1) block *= static_cast<int>(blocking.inner_blks[i]);
+  }
+  return block;
+}
+
 // Deterministic probe values in [-1, 1) for checking the skinny kernel against oneDNN.
 std::vector<float> ProbeValues(size_t count, uint32_t seed) {
   std::vector<float> v(count);
@@ -253,7 +263,8 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
                                                        const std::string& name, const float* weight,
                                                        const float* bias, int n, int k,
                                                        LinearActivation act, int max_rows) {
-  return CreateFrom(context, name, weight, /*weight_bf16=*/false, bias, n, k, act, max_rows);
+  return CreateFrom(context, name, weight, nullptr, /*weight_bf16=*/false, bias, n, k, act,
+                    max_rows);
 }
 
 absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
@@ -261,15 +272,22 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
                                                        const uint16_t* weight_bf16,
                                                        const float* bias, int n, int k,
                                                        LinearActivation act, int max_rows) {
-  return CreateFrom(context, name, weight_bf16, /*weight_bf16=*/true, bias, n, k, act, max_rows);
+  return CreateFrom(context, name, weight_bf16, nullptr, /*weight_bf16=*/true, bias, n, k, act,
+                    max_rows);
 }
 
-absl::StatusOr<std::unique_ptr<Linear>> Linear::CreateFrom(OnednnContext& context,
-                                                           const std::string& name,
-                                                           const void* weight, bool weight_bf16,
-                                                           const float* bias, int n, int k,
-                                                           LinearActivation act, int max_rows) {
-  if (n <= 0 || k <= 0 || max_rows <= 0 || weight == nullptr) {
+absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(OnednnContext& context,
+                                                       const std::string& name,
+                                                       const WeightRows& rows, bool rows_bf16,
+                                                       const float* bias, int n, int k,
+                                                       LinearActivation act, int max_rows) {
+  return CreateFrom(context, name, nullptr, &rows, rows_bf16, bias, n, k, act, max_rows);
+}
+
+absl::StatusOr<std::unique_ptr<Linear>> Linear::CreateFrom(
+    OnednnContext& context, const std::string& name, const void* weight, const WeightRows* rows,
+    bool weight_bf16, const float* bias, int n, int k, LinearActivation act, int max_rows) {
+  if (n <= 0 || k <= 0 || max_rows <= 0 || (weight == nullptr && rows == nullptr)) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": bad linear shape n=", n, " k=", k, " max_rows=", max_rows));
   }
@@ -299,9 +317,27 @@ absl::StatusOr<std::unique_ptr<Linear>> Linear::CreateFrom(OnednnContext& contex
     if (!storage.ok()) return storage.status();
     impl->weights = memory(impl->weights_md, eng, *storage);
     // W is [n, k] row-major == [k, n] in "ba" order; reorder (and convert to bf16) once.
-    memory user({{k, n}, weight_bf16 ? Dt::bf16 : Dt::f32, Tag::ba}, eng,
-                const_cast<void*>(weight));
-    dnnl::reorder(user, impl->weights).execute(impl->ctx->stream, user, impl->weights);
+    const Dt user_dt = weight_bf16 ? Dt::bf16 : Dt::f32;
+    if (weight != nullptr) {
+      memory user({{k, n}, user_dt, Tag::ba}, eng, const_cast<void*>(weight));
+      dnnl::reorder(user, impl->weights).execute(impl->ctx->stream, user, impl->weights);
+    } else {
+      // Row blocks into the matching slices of the packed layout: each slice starts on a
+      // multiple of the layout's N block, as a sub-memory must.
+      const int block = PackedRowBlock(impl->weights_md);
+      const int64_t per_chunk = std::max<int64_t>(1, (int64_t{1} << 22) / k / block) * block;
+      const int chunk_rows = static_cast<int>(std::min<int64_t>(per_chunk, n));
+      std::vector<uint8_t> chunk(static_cast<size_t>(chunk_rows) * k * (weight_bf16 ? 2 : 4));
+      for (int begin = 0; begin < n; begin += chunk_rows) {
+        const int count = std::min(chunk_rows, n - begin);
+        (*rows)(begin, count, chunk.data());
+        memory user({{k, count}, user_dt, Tag::ba}, eng, chunk.data());
+        memory slice(impl->weights_md.submemory_desc({k, count}, {0, begin}), eng,
+                     impl->weights.get_data_handle());
+        dnnl::reorder(user, slice).execute(impl->ctx->stream, user, slice);
+        impl->ctx->stream.wait();
+      }
+    }
     impl->ctx->stream.wait();
   } catch (const dnnl::error& e) {
     return DnnlError(absl::StrCat(name, ": preparing weights [", n, ", ", k, "]"), e);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -61,6 +62,17 @@ class Linear {
                                                         const float* weight, const float* bias,
                                                         int n, int k, LinearActivation act,
                                                         int max_rows);
+  // Writes rows [begin, begin + count) of W ([n, k] row-major) to `out` (count * k values, f32
+  // or bf16 as the Create call says).
+  using WeightRows = std::function<void(int begin, int count, void* out)>;
+  // The same from a source of rows, packed a block of rows at a time: no whole copy of W is
+  // ever staged (the LM head of a large vocabulary is the largest matrix of a model). The
+  // result is identical to packing the whole matrix at once.
+  static absl::StatusOr<std::unique_ptr<Linear>> Create(OnednnContext& context,
+                                                        const std::string& name,
+                                                        const WeightRows& rows, bool rows_bf16,
+                                                        const float* bias, int n, int k,
+                                                        LinearActivation act, int max_rows);
   // The same from bf16 weights (round-to-nearest-even of the f32 ones: the packed copy is
   // then identical to the f32 overload's in a bf16 context, from half the staging memory).
   static absl::StatusOr<std::unique_ptr<Linear>> Create(OnednnContext& context,
@@ -85,11 +97,10 @@ class Linear {
 
  private:
   explicit Linear(std::unique_ptr<Impl> impl);
-  static absl::StatusOr<std::unique_ptr<Linear>> CreateFrom(OnednnContext& context,
-                                                            const std::string& name,
-                                                            const void* weight, bool weight_bf16,
-                                                            const float* bias, int n, int k,
-                                                            LinearActivation act, int max_rows);
+  // From `weight` (whole) when not null, else from `rows`.
+  static absl::StatusOr<std::unique_ptr<Linear>> CreateFrom(
+      OnednnContext& context, const std::string& name, const void* weight, const WeightRows* rows,
+      bool weight_bf16, const float* bias, int n, int k, LinearActivation act, int max_rows);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -208,6 +208,46 @@ TEST(LinearTest, Bf16StagedWeightsPackLikeF32Weights) {
   }
 }
 
+// The LM head is packed from a source of row blocks (no whole staged copy): same packed
+// weights, so the same results, as packing it at once; 3000 rows of 4096 are three blocks,
+// the last one partial and not a multiple of the layout's N block.
+TEST(LinearTest, PackingFromRowBlocksEqualsPackingAtOnce) {
+  const int n = 3000, k = 4096, rows = 4;
+  const auto w = Random(static_cast<size_t>(n) * k, 41, 0.5f);
+  const auto x = Random(static_cast<size_t>(rows) * k, 42);
+  for (bool bf16 : {false, true}) {
+    if (bf16 && !CpuHasBf16()) continue;
+    auto ctx = OnednnContext::Create(0, bf16, rows, k);
+    ASSERT_TRUE(ctx.ok()) << ctx.status();
+    auto whole =
+        Linear::Create(**ctx, "whole", w.data(), nullptr, n, k, LinearActivation::kNone, rows);
+    int calls = 0, covered = 0;
+    const Linear::WeightRows source = [&](int begin, int count, void* out) {
+      EXPECT_EQ(begin, covered);
+      covered += count;
+      ++calls;
+      const float* from = w.data() + static_cast<size_t>(begin) * k;
+      if (bf16) {
+        ConvertToBf16(from, int64_t{count} * k, static_cast<uint16_t*>(out));
+      } else {
+        std::memcpy(out, from, sizeof(float) * count * k);
+      }
+    };
+    auto blocks =
+        Linear::Create(**ctx, "blocks", source, bf16, nullptr, n, k, LinearActivation::kNone, rows);
+    ASSERT_TRUE(whole.ok() && blocks.ok()) << blocks.status();
+    EXPECT_EQ(covered, n);
+    EXPECT_GE(calls, 3) << "bf16=" << bf16;
+    for (int m : {1, rows}) {
+      std::vector<float> a(static_cast<size_t>(m) * n), b(a.size());
+      ASSERT_TRUE((*whole)->Run(x.data(), m, a.data()).ok());
+      ASSERT_TRUE((*blocks)->Run(x.data(), m, b.data()).ok());
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << "m=" << m << " bf16=" << bf16;
+    }
+  }
+}
+
 TEST(LinearTest, RejectsRowsOutOfRange) {
   auto ctx = OnednnContext::Create(0, false, 8, 16);
   ASSERT_TRUE(ctx.ok());
