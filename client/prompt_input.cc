@@ -5,7 +5,7 @@
 #include <ostream>
 
 #include "absl/strings/str_format.h"
-#include "model/utf8.h"
+#include "model/tokenizer/utf8.h"
 
 namespace textgen::client {
 namespace {

@@ -2,20 +2,20 @@
 #Only model / ops/* include dnnl.hpp.
 find_package(OpenMP REQUIRED)
 add_library(textgen_engine STATIC
-  ${CMAKE_CURRENT_SOURCE_DIR}/engine.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/kv_cache.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/transformer.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/weight_staging.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/system_memory.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/activations.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/attention.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/cpu_features.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/norms.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/onednn_matmul.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/reference.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/rope.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/skinny_matmul.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/ops/huge_page_arena.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/weight_staging.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/system_memory.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/activations.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/attention.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/cpu_features.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/norms.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/onednn_matmul.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/reference.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/rope.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/skinny_matmul.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/huge_page_arena.cc
 )
 target_link_libraries(textgen_engine
   PUBLIC textgen_loader absl::status absl::statusor absl::strings absl::flat_hash_map

@@ -3,15 +3,15 @@
 add_library(textgen_loader STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/architectures.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/format/block_formats.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_model.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_reader.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_tokenizer.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/gguf_writer.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/llama2c_loader.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/mapped_file.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/model_config.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/model_loader.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/weights.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/gguf_model.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/gguf_reader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/gguf_tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/gguf_writer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/llama2c_loader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/mapped_file.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/arch/model_config.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/model_loader.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/format/weights.cc
 )
 target_link_libraries(textgen_loader PUBLIC absl::status absl::statusor absl::strings
                       textgen_tokenizer PRIVATE textgen_warnings)

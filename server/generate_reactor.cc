@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "model/utf8.h"
+#include "model/tokenizer/utf8.h"
 #include "server/status_mapping.h"
 
 namespace textgen::server {

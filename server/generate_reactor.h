@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 #include "server/logging.h"
 #include "server/request_observer.h"
 #include "server/scheduler.h"

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "model/kv_cache.h"
+#include "model/runtime/kv_cache.h"
 
 namespace textgen::server {
 

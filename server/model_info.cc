@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
-#include "model/utf8.h"
+#include "model/tokenizer/utf8.h"
 
 namespace textgen::server {
 

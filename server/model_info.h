@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "model/model_loader.h"
-#include "model/tokenizer.h"
+#include "model/format/model_loader.h"
+#include "model/tokenizer/tokenizer.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {

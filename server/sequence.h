@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "model/sampler.h"
-#include "model/tokenizer.h"
+#include "model/runtime/sampler.h"
+#include "model/tokenizer/tokenizer.h"
 #include "server/kv_sequence.h"
 #include "server/scheduler_observer.h"
 #include "server/stop_matcher.h"

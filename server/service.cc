@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "model/utf8.h"
+#include "model/tokenizer/utf8.h"
 #include "server/generate_reactor.h"
 #include "server/status_mapping.h"
 

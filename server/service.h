@@ -5,7 +5,7 @@
 
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 #include "server/logging.h"
 #include "server/request_observer.h"
 #include "server/scheduler.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "model/sampler.h"
+#include "model/runtime/sampler.h"
 
 namespace textgen::server {
 

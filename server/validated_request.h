@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "model/sampler.h"
+#include "model/runtime/sampler.h"
 
 namespace textgen::server {
 

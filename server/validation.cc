@@ -9,7 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "model/utf8.h"
+#include "model/tokenizer/utf8.h"
 
 namespace textgen::server {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 #include "server/validated_request.h"
 #include "textgen/v1/textgen.pb.h"
 

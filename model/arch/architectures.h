@@ -5,12 +5,12 @@
 // loader reads a file by its description and the transformer computes from it; there is one
 // forward pass for all of them. To add an architecture, add a row to the table in
 // architectures.cc (and, only if it needs a new kind of step, a flag here and its use in
-// model/transformer.cc). Immutable; thread-safe.
+// model/runtime/transformer.cc). Immutable; thread-safe.
 
 #include <string_view>
 #include <vector>
 
-#include "model/model_config.h"
+#include "model/arch/model_config.h"
 
 namespace textgen::model {
 

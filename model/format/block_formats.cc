@@ -3,7 +3,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "model/float16.h"
+#include "model/format/float16.h"
 
 namespace textgen::model {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "model/weights.h"
+#include "model/format/weights.h"
 
 namespace textgen::model {
 

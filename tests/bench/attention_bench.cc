@@ -6,7 +6,7 @@
 //           the cache keeps keys dimension-major), then oneDNN matmul (q K^T, scaled), softmax and
 //           matmul (P V) primitives, created per L beforehand (a warm cache: the best case;
 //           creating one costs 60-140 us, paid at every new L in a real server).
-// The only file outside model/ops that uses oneDNN directly: it measures the alternative.
+// The only file outside model/kernels that uses oneDNN directly: it measures the alternative.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -15,8 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/ops/attention.h"
-#include "model/ops/huge_page_arena.h"
+#include "model/kernels/attention.h"
+#include "model/kernels/huge_page_arena.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace {

@@ -17,8 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "model/engine.h"
-#include "model/model_loader.h"
+#include "model/format/model_loader.h"
+#include "model/runtime/engine.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "model/ops/onednn_matmul.h"
+#include "model/kernels/onednn_matmul.h"
 
 namespace {
 

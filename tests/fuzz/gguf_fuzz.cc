@@ -6,10 +6,10 @@
 #include <span>
 #include <vector>
 
-#include "model/gguf_model.h"
-#include "model/gguf_reader.h"
-#include "model/llama2c_loader.h"
-#include "model/weights.h"
+#include "model/format/gguf_model.h"
+#include "model/format/gguf_reader.h"
+#include "model/format/llama2c_loader.h"
+#include "model/format/weights.h"
 
 namespace {
 

@@ -1,14 +1,14 @@
 // The BPE pre-tokenizers by name and the special-token splitter. Whole vocabularies are checked
 // against llama.cpp's tokenizer test cases in tests/python/test_vocab_cases.py.
 
-#include "model/bpe_pre_tokenizer.h"
+#include "model/tokenizer/bpe_pre_tokenizer.h"
 
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/special_token_splitter.h"
+#include "model/tokenizer/special_token_splitter.h"
 
 namespace textgen::model {
 namespace {

@@ -1,6 +1,6 @@
 // The engine on small random-weight llama (GQA, NeoX RoPE over part of the head, untied
 // output) and gpt2 (LayerNorm, biases, learned positions, GELU, tied output) models,
-// against a naive forward pass built from model/ops/reference.cc; plus input validation.
+// against a naive forward pass built from model/kernels/reference.cc; plus input validation.
 #include <cmath>
 #include <memory>
 #include <random>
@@ -8,8 +8,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/engine.h"
-#include "model/ops/reference.h"
+#include "model/kernels/reference.h"
+#include "model/runtime/engine.h"
 
 namespace textgen::model {
 namespace {

@@ -1,7 +1,7 @@
 // Engine tests: greedy golden ids of a real model (stories260K, ids from llama.cpp in its
 // PROVENANCE.md), batch invariance (bitwise), synthetic llama/gpt2 models against a naive
 // forward built from the reference ops, and input validation.
-#include "model/engine.h"
+#include "model/runtime/engine.h"
 
 #include <cmath>
 #include <cstring>
@@ -13,9 +13,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/arch/architectures.h"
-#include "model/model_loader.h"
-#include "model/ops/onednn_matmul.h"
-#include "model/ops/reference.h"
+#include "model/format/model_loader.h"
+#include "model/kernels/onednn_matmul.h"
+#include "model/kernels/reference.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::model {

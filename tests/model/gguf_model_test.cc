@@ -1,12 +1,12 @@
 // BuildModelFromGguf / LoadModel on files made by the writer: llama and gpt2 in every dtype,
 // the gpt2 QKV split, and precise errors for missing or mis-shaped tensors.
-#include "model/gguf_model.h"
+#include "model/format/gguf_model.h"
 
 #include <cstring>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/model_loader.h"
+#include "model/format/model_loader.h"
 #include "tests/model/loader_test_util.h"
 #include "tests/tools/random_gguf.h"
 

@@ -1,14 +1,14 @@
 // ParseGguf on the real stories260K.gguf, on truncated / corrupted copies, and on crafted
 // files with one bad field each.
-#include "model/gguf_reader.h"
+#include "model/format/gguf_reader.h"
 
 #include <random>
 #include <regex>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/gguf_model.h"
-#include "model/gguf_writer.h"
+#include "model/format/gguf_model.h"
+#include "model/format/gguf_writer.h"
 #include "tests/model/loader_test_util.h"
 
 namespace textgen::model {

@@ -1,12 +1,12 @@
 // GgufWriter -> ParseGguf round trips of every metadata type and tensor type.
-#include "model/gguf_writer.h"
+#include "model/format/gguf_writer.h"
 
 #include <cstring>
 #include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/gguf_reader.h"
+#include "model/format/gguf_reader.h"
 #include "tests/model/loader_test_util.h"
 
 namespace textgen::model {

@@ -1,4 +1,4 @@
-#include "model/kv_cache.h"
+#include "model/runtime/kv_cache.h"
 
 #include <cstring>
 

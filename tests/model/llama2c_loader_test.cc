@@ -1,6 +1,6 @@
 // llama2.c legacy checkpoints: layout on a synthetic file, header/size validation, tokenizer
 // discovery.
-#include "model/llama2c_loader.h"
+#include "model/format/llama2c_loader.h"
 
 #include <cstring>
 #include <filesystem>

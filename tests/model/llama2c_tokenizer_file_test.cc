@@ -1,4 +1,4 @@
-#include "model/llama2c_tokenizer_file.h"
+#include "model/tokenizer/llama2c_tokenizer_file.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "model/weights.h"
+#include "model/format/weights.h"
 
 namespace textgen::model::testing {
 

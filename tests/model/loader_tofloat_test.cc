@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "model/float16.h"
-#include "model/gguf_writer.h"
-#include "model/weights.h"
+#include "model/format/float16.h"
+#include "model/format/gguf_writer.h"
+#include "model/format/weights.h"
 
 namespace textgen::model {
 namespace {

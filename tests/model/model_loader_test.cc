@@ -1,5 +1,5 @@
 // LoadModel on the real stories260K files (GGUF and llama2.c) and on bad inputs.
-#include "model/model_loader.h"
+#include "model/format/model_loader.h"
 
 #include <cstdio>
 #include <cstring>
@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/mapped_file.h"
+#include "model/format/mapped_file.h"
 #include "tests/model/loader_test_util.h"
 
 namespace textgen::model {

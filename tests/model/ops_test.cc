@@ -1,4 +1,4 @@
-// Every optimized op against its naive twin in model/ops/reference.cc.
+// Every optimized op against its naive twin in model/kernels/reference.cc.
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "model/float16.h"
-#include "model/ops/activations.h"
-#include "model/ops/attention.h"
-#include "model/ops/fast_math.h"
-#include "model/ops/norms.h"
-#include "model/ops/onednn_matmul.h"
-#include "model/ops/reference.h"
-#include "model/ops/rope.h"
-#include "model/ops/skinny_matmul.h"
+#include "model/format/float16.h"
+#include "model/kernels/activations.h"
+#include "model/kernels/attention.h"
+#include "model/kernels/fast_math.h"
+#include "model/kernels/norms.h"
+#include "model/kernels/onednn_matmul.h"
+#include "model/kernels/reference.h"
+#include "model/kernels/rope.h"
+#include "model/kernels/skinny_matmul.h"
 
 namespace textgen::model::ops {
 namespace {

@@ -1,6 +1,6 @@
 // Sampler tests: each processor against a straightforward independent computation of the
 // documented formula (HF / OpenAI), plus seeded statistical and reproducibility checks.
-#include "model/sampler.h"
+#include "model/runtime/sampler.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,7 +1,7 @@
 // Unit tests of the tokenizers on the real vocabularies in ../shared (exact-id comparisons
 // on long text are in tokenizer_reference_test.cc).
 
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 #include <filesystem>
 #include <fstream>
@@ -10,9 +10,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/gpt2_vocab_files.h"
-#include "model/llama2c_tokenizer_file.h"
-#include "model/utf8.h"
+#include "model/tokenizer/gpt2_vocab_files.h"
+#include "model/tokenizer/llama2c_tokenizer_file.h"
+#include "model/tokenizer/utf8.h"
 #include "tests/model/tokenizer_test_util.h"
 
 namespace textgen::model {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "model/gpt2_vocab_files.h"
-#include "model/llama2c_tokenizer_file.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/gpt2_vocab_files.h"
+#include "model/tokenizer/llama2c_tokenizer_file.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace textgen::model::testing {
 

@@ -19,9 +19,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "model/engine.h"
-#include "model/kv_cache.h"
-#include "model/tokenizer.h"
+#include "model/runtime/engine.h"
+#include "model/runtime/kv_cache.h"
+#include "model/tokenizer/tokenizer.h"
 #include "server/stream_sink.h"
 
 namespace textgen::server::testing {

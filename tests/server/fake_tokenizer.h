@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace textgen::server::testing {
 

@@ -2,7 +2,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "model/kv_cache.h"
+#include "model/runtime/kv_cache.h"
 
 namespace textgen::server {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf_reader.h"
-#include "model/mapped_file.h"
-#include "model/weights.h"
+#include "model/format/gguf_reader.h"
+#include "model/format/mapped_file.h"
+#include "model/format/weights.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

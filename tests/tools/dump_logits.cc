@@ -11,8 +11,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "model/engine.h"
-#include "model/model_loader.h"
+#include "model/format/model_loader.h"
+#include "model/runtime/engine.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model/arch/architectures.h"
-#include "model/gguf_writer.h"
+#include "model/format/gguf_writer.h"
 #include "tests/tools/random_gguf.h"
 
 namespace {

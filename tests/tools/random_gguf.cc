@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/arch/architectures.h"
-#include "model/llama2c_tokenizer_file.h"
-#include "model/loader_macros.h"
+#include "model/format/loader_macros.h"
+#include "model/tokenizer/llama2c_tokenizer_file.h"
 
 namespace textgen::model {
 namespace {

@@ -4,10 +4,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "model/gguf_writer.h"
-#include "model/model_config.h"
-#include "model/tokenizer_data.h"
-#include "model/weights.h"
+#include "model/arch/model_config.h"
+#include "model/format/gguf_writer.h"
+#include "model/format/weights.h"
+#include "model/tokenizer/tokenizer_data.h"
 
 namespace textgen::model {
 

@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf_reader.h"
-#include "model/gguf_tokenizer.h"
-#include "model/gpt2_vocab_files.h"
-#include "model/llama2c_tokenizer_file.h"
-#include "model/mapped_file.h"
-#include "model/tokenizer.h"
-#include "model/utf8.h"
+#include "model/format/gguf_reader.h"
+#include "model/format/gguf_tokenizer.h"
+#include "model/format/mapped_file.h"
+#include "model/tokenizer/gpt2_vocab_files.h"
+#include "model/tokenizer/llama2c_tokenizer_file.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/utf8.h"
 
 namespace {
 

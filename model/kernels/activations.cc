@@ -1,0 +1,93 @@
+#include "model/kernels/activations.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "model/kernels/fast_math.h"
+#include "model/kernels/simd.h"
+
+namespace textgen::model::ops {
+namespace {
+
+// Below this many elements a parallel region costs more than it saves.
+constexpr int64_t kParallelMin = 1 << 14;
+
+TEXTGEN_SIMD_CLONES void ConvertSpan(const float* x, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &x[i], sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      out[i] = static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
+    } else {
+      out[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+  }
+}
+
+TEXTGEN_SIMD_CLONES void SiluMulRow(const float* gate, const float* up, int n, float* out) {
+#pragma omp simd
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + FastExp(-g)) * up[i];
+  }
+}
+
+inline float GeluTanhOf(float v) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+}
+
+TEXTGEN_SIMD_CLONES void AddSpan(const float* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace
+
+void ConvertToBf16(const float* x, int64_t n, uint16_t* out) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    ConvertSpan(x + begin, std::min(kChunk, n - begin), out + begin);
+  }
+}
+
+void SiluMul(const float* gate_up, int rows, int hidden, float* out) {
+#pragma omp parallel for schedule(static) if (int64_t{rows} * hidden >= kParallelMin)
+  for (int r = 0; r < rows; ++r) {
+    const float* row = gate_up + static_cast<int64_t>(r) * 2 * hidden;
+    SiluMulRow(row, row + hidden, hidden, out + static_cast<int64_t>(r) * hidden);
+  }
+}
+
+void GeluTanh(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = GeluTanhOf(x[i]);
+}
+
+void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out) {
+#pragma omp parallel for schedule(static) if (int64_t{rows} * hidden >= kParallelMin)
+  for (int r = 0; r < rows; ++r) {
+    const float* gate = gate_up + static_cast<int64_t>(r) * 2 * hidden;
+    const float* up = gate + hidden;
+    float* row_out = out + static_cast<int64_t>(r) * hidden;
+    for (int i = 0; i < hidden; ++i) row_out[i] = GeluTanhOf(gate[i]) * up[i];
+  }
+}
+
+void SoftCap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
+void AddInPlace(const float* x, int64_t n, float* y) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    AddSpan(x + begin, std::min(kChunk, n - begin), y + begin);
+  }
+}
+
+}  // namespace textgen::model::ops

@@ -1,0 +1,203 @@
+#include "model/runtime/engine.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "model/kernels/attention.h"
+#include "model/runtime/system_memory.h"
+#include "model/runtime/transformer.h"
+
+namespace textgen::model {
+namespace {
+
+// Engine over a Transformer and a KvCache: validates a batch completely before touching any
+// sequence, reserves KV room, runs the forward pass, then advances the sequences.
+// Engine thread only. Per-batch bookkeeping lives in vectors reserved for max_batch_tokens.
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(std::unique_ptr<Transformer> transformer, const ModelConfig& config,
+             const EngineOptions& options)
+      : transformer_(std::move(transformer)),
+        options_(options),
+        cache_(KvCacheLayout{.n_layers = config.n_layers,
+                             .n_kv_heads = config.n_kv_heads,
+                             .head_dim = config.head_dim,
+                             .bytes_per_element = options.kv_cache_f16 ? 2 : 4},
+               options.kv_cache_bytes) {
+    const size_t rows = static_cast<size_t>(options.max_batch_tokens);
+    chunks_.reserve(rows);
+    tokens_.reserve(rows);
+    positions_.reserve(rows);
+    logit_rows_.reserve(rows);
+    seen_.reserve(rows);
+  }
+
+  absl::StatusOr<ForwardResult> Forward(std::span<const SequenceChunk> batch) override;
+  void ParallelFor(int n, absl::FunctionRef<void(int)> body) override {
+    // Dynamic: items differ in cost (top-k, logprobs); the pool size is the engine thread's.
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+    for (int i = 0; i < n; ++i) body(i);
+  }
+
+  KvCache& kv_cache() override { return cache_; }
+  const ModelConfig& config() const override { return transformer_->config(); }
+
+ private:
+  absl::Status Validate(std::span<const SequenceChunk> batch);
+
+  std::unique_ptr<Transformer> transformer_;
+  EngineOptions options_;
+  KvCache cache_;
+  std::vector<ops::AttentionChunk> chunks_;  // [chunks]
+  std::vector<int> tokens_;                  // [rows]
+  std::vector<int> positions_;               // [rows]
+  std::vector<int> logit_rows_;              // [chunks wanting logits]
+  std::vector<SequenceId> seen_;             // [chunks] sorted ids, duplicate check
+};
+
+absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
+  const ModelConfig& c = transformer_->config();
+  int64_t total = 0;
+  int64_t new_bytes = 0;
+  seen_.clear();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SequenceChunk& chunk = batch[i];
+    const int length = cache_.Length(chunk.sequence);
+    if (length < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch[", i, "]: unknown sequence id ", chunk.sequence));
+    }
+    seen_.push_back(chunk.sequence);
+    if (chunk.tokens.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("batch[", i, "]: chunk has no tokens"));
+    }
+    for (size_t t = 0; t < chunk.tokens.size(); ++t) {
+      if (chunk.tokens[t] < 0 || chunk.tokens[t] >= c.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("batch[", i, "].tokens[", t, "]: token id ",
+                                                       chunk.tokens[t], " outside [0, ",
+                                                       c.vocab_size, ")"));
+      }
+    }
+    total += static_cast<int64_t>(chunk.tokens.size());
+    const int64_t end = length + static_cast<int64_t>(chunk.tokens.size());
+    if (end > c.context_length) {
+      return absl::OutOfRangeError(
+          absl::StrCat("batch[", i, "]: sequence ", chunk.sequence, " would reach ", end,
+                       " tokens, past the model context of ", c.context_length));
+    }
+    new_bytes += std::max<int64_t>(0, cache_.BytesForTokens(static_cast<int>(end)) -
+                                          cache_.BytesForTokens(cache_.Capacity(chunk.sequence)));
+  }
+  // Sorting a reserved vector instead of a hash set: no allocation per batch.
+  std::sort(seen_.begin(), seen_.end());
+  if (auto dup = std::adjacent_find(seen_.begin(), seen_.end()); dup != seen_.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence ", *dup, " appears more than once in one batch"));
+  }
+  if (total > options_.max_batch_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch has ", total, " tokens, more than max_batch_tokens ", options_.max_batch_tokens));
+  }
+  // Check the whole batch against the budget first so that no sequence grows on failure.
+  if (new_bytes > 0 && cache_.bytes_in_use() + new_bytes > cache_.budget_bytes()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("KV cache budget exceeded: batch needs ", new_bytes, " more bytes, ",
+                     cache_.budget_bytes() - cache_.bytes_in_use(), " of ", cache_.budget_bytes(),
+                     " bytes available"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk> batch) {
+  const int vocab = transformer_->config().vocab_size;
+  if (batch.empty()) return ForwardResult{nullptr, 0, vocab};
+  if (absl::Status s = Validate(batch); !s.ok()) return s;
+
+  chunks_.clear();
+  tokens_.clear();
+  positions_.clear();
+  logit_rows_.clear();
+  for (const SequenceChunk& chunk : batch) {
+    const int start = cache_.Length(chunk.sequence);
+    const int n = static_cast<int>(chunk.tokens.size());
+    if (absl::Status s = cache_.Reserve(chunk.sequence, start + n); !s.ok()) return s;
+    chunks_.push_back(ops::AttentionChunk{.blocks = nullptr,
+                                          .start_pos = start,
+                                          .n_tokens = n,
+                                          .first_row = static_cast<int>(tokens_.size())});
+    for (int t = 0; t < n; ++t) {
+      tokens_.push_back(chunk.tokens[t]);
+      positions_.push_back(start + t);
+    }
+    if (chunk.want_logits) logit_rows_.push_back(static_cast<int>(tokens_.size()) - 1);
+  }
+  // Block tables are read after every Reserve (a Reserve may reallocate a table).
+  for (size_t i = 0; i < batch.size(); ++i)
+    chunks_[i].blocks = cache_.BlockTable(batch[i].sequence);
+
+  BatchPlan plan{chunks_, tokens_, positions_, logit_rows_};
+  if (absl::Status s = transformer_->Forward(plan, cache_); !s.ok()) return s;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (absl::Status s = cache_.Append(batch[i].sequence, chunks_[i].n_tokens); !s.ok()) return s;
+  }
+  return ForwardResult{transformer_->logits(), static_cast<int>(logit_rows_.size()), vocab};
+}
+
+std::string GiB(int64_t bytes) {
+  return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / (int64_t{1} << 30));
+}
+
+// Refuses a model that cannot fit before spending minutes packing weights into memory the
+// kernel would then kill the process for.
+absl::Status CheckMemory(const ModelConfig& config, const TransformerOptions& transformer_options,
+                         const EngineOptions& options) {
+  std::optional<int64_t> available;
+  if (options.available_memory_bytes >= 0) {
+    available = options.available_memory_bytes;
+  } else {
+    available = AvailableMemoryBytes();
+  }
+  if (!available) return absl::OkStatus();
+  const int64_t transformer = Transformer::MemoryNeeded(config, transformer_options);
+  const int64_t needed = transformer + options.kv_cache_bytes;
+  if (needed <= *available) return absl::OkStatus();
+  // The advice that helps most: about the larger of the two parts.
+  const char* advice = options.kv_cache_bytes > transformer ? "a smaller KV cache budget"
+                       : !transformer_options.bf16
+                           ? "computing in bf16 halves the weights"
+                           : "this model needs more memory than that even in bf16";
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the model needs about ", GiB(needed), " (weights packed in ",
+                   transformer_options.bf16 ? "bf16" : "f32", " with scratch: ", GiB(transformer),
+                   ", KV cache budget: ", GiB(options.kv_cache_bytes), ") but ", GiB(*available),
+                   " is available; ", advice));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
+                                                       const EngineOptions& options) {
+  if (options.max_batch_tokens <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_tokens must be > 0, got ", options.max_batch_tokens));
+  }
+  if (options.kv_cache_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv_cache_bytes must be > 0, got ", options.kv_cache_bytes));
+  }
+  const TransformerOptions transformer_options{.threads = options.threads,
+                                               .bf16 = options.bf16,
+                                               .max_batch_tokens = options.max_batch_tokens,
+                                               .skinny_max_rows = options.skinny_max_rows};
+  if (absl::Status s = CheckMemory(model.config, transformer_options, options); !s.ok()) return s;
+  auto transformer =
+      Transformer::Create(model.config, model.weights, model.storage, transformer_options);
+  if (!transformer.ok()) return transformer.status();
+  return std::unique_ptr<Engine>(new EngineImpl(std::move(*transformer), model.config, options));
+}
+
+}  // namespace textgen::model

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "model/format/model_loader.h"
+#include "model/runtime/kv_cache.h"
+
+namespace textgen::model {
+
+struct EngineOptions {
+  // Threads for oneDNN / OpenMP; 0 = all cores.
+  int threads = 0;
+  // Compute in bf16 (weights and activations) instead of f32. Needs AVX512-BF16.
+  bool bf16 = false;
+  // Byte budget of the KV cache pool.
+  int64_t kv_cache_bytes = int64_t{1} << 30;
+  // Store K/V as IEEE half instead of f32: half the memory per token and half the bytes
+  // attention reads (llama.cpp's default); f32 keeps logits exact against references.
+  bool kv_cache_f16 = false;
+  // Largest number of tokens (summed over sequences) one Forward call may carry.
+  int max_batch_tokens = 512;
+  // Matmuls of up to this many rows use the weight-streaming kernel (same results as
+  // oneDNN, faster while reading the weights dominates); -1 keeps the measured default.
+  int skinny_max_rows = -1;
+  // Memory Create may assume it can take; -1 reads it from the system (MemAvailable, the
+  // cgroup's limit). Create refuses, before loading anything, a model whose weights, scratch
+  // and KV cache budget would not fit.
+  int64_t available_memory_bytes = -1;
+};
+
+// Tokens of one sequence in a batch: appended at positions [Length(seq), Length(seq)+n).
+struct SequenceChunk {
+  SequenceId sequence = -1;
+  std::span<const int> tokens;
+  // Whether to return the logits of the chunk's last token.
+  bool want_logits = true;
+};
+
+// Logits of the chunks that asked for them, in batch order: row i is [vocab_size] floats.
+// Valid until the next Forward call.
+struct ForwardResult {
+  const float* logits = nullptr;
+  int rows = 0;
+  int vocab_size = 0;
+  std::span<const float> Row(int i) const {
+    return {logits + static_cast<int64_t>(i) * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+};
+
+// The batched transformer forward pass over a loaded model. Owns no threads besides
+// oneDNN's; one calling thread (the engine thread) only. Immutable weights, mutable
+// KV cache and scratch buffers.
+class Engine {
+ public:
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const LoadedModel& model,
+                                                        const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Runs one forward pass over all chunks (different sequences, any mix of prefill and
+  // decode) and appends their K/V to the cache. Fails with RESOURCE_EXHAUSTED when the
+  // cache cannot grow, INVALID_ARGUMENT for bad token ids or too many tokens, and
+  // OUT_OF_RANGE past the model's context. On failure no sequence has advanced.
+  virtual absl::StatusOr<ForwardResult> Forward(std::span<const SequenceChunk> batch) = 0;
+
+  // Runs body(i) for every i in [0, n), in no set order, on the engine's thread pool (the
+  // OpenMP threads that otherwise wait between forward passes). For per-sequence work after
+  // a forward pass, such as sampling: body must not share mutable state between different i.
+  virtual void ParallelFor(int n, absl::FunctionRef<void(int)> body) = 0;
+
+  virtual KvCache& kv_cache() = 0;
+  virtual const ModelConfig& config() const = 0;
+};
+
+}  // namespace textgen::model

@@ -1,0 +1,434 @@
+#include "model/runtime/transformer.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "model/arch/architectures.h"
+#include "model/kernels/activations.h"
+#include "model/kernels/norms.h"
+#include "model/runtime/weight_staging.h"
+
+namespace textgen::model {
+namespace {
+
+#define TEXTGEN_ENGINE_RETURN_IF_ERROR(expr) \
+  do {                                       \
+    absl::Status status_ = (expr);           \
+    if (!status_.ok()) return status_;       \
+  } while (0)
+
+const ArchitectureSpec& Spec(const ModelConfig& c) { return SpecOf(c.architecture); }
+bool HasRope(const ModelConfig& c) { return !Spec(c).learned_positions; }
+// SwiGLU and GeGLU: gate and up in one matmul, then act(gate) * up.
+bool IsGated(const ModelConfig& c) { return Spec(c).feed_forward != FeedForwardKind::kGelu; }
+
+// Checks that `t` is present with the expected shape; names it in the error.
+absl::Status Expect(const TensorView& t, const std::string& name, int64_t rows, int64_t cols) {
+  if (t.empty()) return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " is missing"));
+  if (t.rows * t.cols != rows * cols || t.cols != cols) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", name, ": expected ", rows, "x", cols,
+                                                   ", got ", t.rows, "x", t.cols));
+  }
+  return absl::OkStatus();
+}
+
+// Dequantizes a [1, n] tensor (or returns an empty vector when absent).
+std::vector<float> Vec(const TensorView& t) {
+  std::vector<float> v;
+  if (t.empty()) return v;
+  v.resize(t.elements());
+  ToFloat(t, v.data());
+  return v;
+}
+
+absl::Status ValidateConfig(const ModelConfig& c) {
+  if (c.dim <= 0 || c.hidden_dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
+      c.head_dim <= 0 || c.vocab_size <= 0 || c.context_length <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model config has a non-positive size: dim=", c.dim, " hidden_dim=", c.hidden_dim,
+        " n_layers=", c.n_layers, " n_heads=", c.n_heads, " n_kv_heads=", c.n_kv_heads,
+        " head_dim=", c.head_dim, " vocab=", c.vocab_size, " context=", c.context_length));
+  }
+  if (c.n_heads % c.n_kv_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_heads ", c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads));
+  }
+  if (!c.sliding_window_layers.empty() &&
+      (static_cast<int>(c.sliding_window_layers.size()) != c.n_layers || c.sliding_window <= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sliding_window_layers has ", c.sliding_window_layers.size(), " entries for ",
+                     c.n_layers, " layers (window ", c.sliding_window, ")"));
+  }
+  if (HasRope(c)) {
+    const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
+    if (rope_dim % 2 != 0 || rope_dim > c.head_dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rope_dim must be even and <= head_dim ", c.head_dim, ", got ", rope_dim));
+    }
+    if (!c.rope_freq_factors.empty() &&
+        static_cast<int>(c.rope_freq_factors.size()) != rope_dim / 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rope_freq_factors has ", c.rope_freq_factors.size(),
+                       " entries, expected rope_dim / 2 = ", rope_dim / 2));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ============================================================================
+// Loading: dequantize, concatenate QKV (and gate|up), reorder for oneDNN once
+// ============================================================================
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
+    const ModelConfig& config, const ModelWeights& weights,
+    std::shared_ptr<const WeightStorage> storage, const TransformerOptions& options) {
+  const int max_batch_tokens = options.max_batch_tokens;
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(ValidateConfig(config));
+  if (storage == nullptr) {
+    return absl::InvalidArgumentError("Transformer::Create: the weights' storage is null");
+  }
+  if (max_batch_tokens <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_tokens must be > 0, got ", max_batch_tokens));
+  }
+  std::unique_ptr<Transformer> t(new Transformer(config));
+  t->storage_ = std::move(storage);
+  const ModelConfig& c = t->config_;
+  t->max_rows_ = max_batch_tokens;
+  t->q_dim_ = c.n_heads * c.head_dim;
+  t->kv_dim_ = c.kv_dim();
+  t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
+  const int widest = std::max({c.dim, t->q_dim_, c.hidden_dim});
+  auto context =
+      ops::OnednnContext::Create(options.threads, options.bf16, max_batch_tokens, widest);
+  if (!context.ok()) return context.status();
+  t->context_ = std::move(*context);
+  if (options.skinny_max_rows >= 0) t->context_->set_skinny_max_rows(options.skinny_max_rows);
+  if (HasRope(c)) {
+    const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
+    t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim, rope_dim, c.rope_theta,
+                                           c.rope_layout, c.rope_freq_factors, c.rope_freq_scale,
+                                           c.rope_attn_factor);
+    if (!c.sliding_window_layers.empty() &&
+        (c.rope_theta_local != c.rope_theta || c.rope_freq_scale_local != c.rope_freq_scale)) {
+      t->local_rope_ = std::make_unique<ops::Rope>(
+          c.context_length, c.head_dim, rope_dim, c.rope_theta_local, c.rope_layout,
+          c.rope_freq_factors, c.rope_freq_scale_local, c.rope_attn_factor);
+    }
+  }
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
+
+  const size_t rows = static_cast<size_t>(max_batch_tokens);
+  t->x_.resize(rows * c.dim);
+  t->xn_.resize(rows * c.dim);
+  t->qkv_.resize(rows * t->qkv_dim_);
+  t->att_.resize(rows * t->q_dim_);
+  t->proj_.resize(rows * c.dim);
+  t->hidden_.resize(rows * 2 * c.hidden_dim);
+  if (IsGated(c)) t->act_.resize(rows * c.hidden_dim);
+  t->scores_.resize(static_cast<size_t>(t->context_->threads()) * c.context_length);
+  return t;
+}
+
+int64_t Transformer::MemoryNeeded(const ModelConfig& c, const TransformerOptions& options) {
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
+  const int64_t kv_dim = c.kv_dim();
+  const int64_t qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t up_rows = (IsGated(c) ? 2 : 1) * int64_t{c.hidden_dim};
+  const int64_t per_layer =
+      qkv_dim * c.dim + c.dim * q_dim + up_rows * c.dim + int64_t{c.dim} * c.hidden_dim;
+  const int64_t head = int64_t{c.vocab_size} * c.dim;
+  const int64_t weight_bytes = options.bf16 ? 2 : 4;
+  const int64_t packed = (per_layer * c.n_layers + head) * weight_bytes;
+  // PrepareWeights stages one layer matrix at a time and the head in blocks of ~4M values.
+  const int64_t layer_staging =
+      std::max({qkv_dim * c.dim, up_rows * c.dim, int64_t{c.dim} * c.hidden_dim}) * weight_bytes;
+  const int64_t head_block = std::min(head, int64_t{1} << 22) * (weight_bytes + 4);
+  const int64_t weights_peak = packed + std::max(layer_staging, head_block);
+  const int64_t rows = options.max_batch_tokens;
+  const int64_t positions = Spec(c).learned_positions ? int64_t{c.context_length} * c.dim : 0;
+  const int64_t threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  const int64_t activations =
+      rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows + c.hidden_dim + c.vocab_size) +
+      threads * c.context_length + positions;
+  return weights_peak + activations * static_cast<int64_t>(sizeof(float));
+}
+
+absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
+  const ModelConfig& c = config_;
+  const ArchitectureSpec& spec = Spec(c);
+  const bool gated = IsGated(c);
+  const bool layer_norm = spec.norm == NormKind::kLayer;
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
+  // Read in place, a row per token: a copy would be the biggest tensor in f32.
+  token_embedding_ = w.token_embedding;
+  if (spec.learned_positions) {
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(
+        Expect(w.position_embedding, "position_embedding", c.context_length, c.dim));
+    position_embedding_ = Vec(w.position_embedding);
+  }
+  if (layer_norm) {
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
+  }
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
+  output_norm_ = Vec(w.output_norm);
+  output_norm_bias_ = Vec(w.output_norm_bias);
+  if (static_cast<int>(w.layers.size()) != c.n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("model has ", w.layers.size(),
+                                                   " layers of weights, config says ", c.n_layers));
+  }
+
+  const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
+  WeightStaging staging(context_->bf16(), storage_.get());
+  std::vector<float> bias;
+  // One Linear from the staged weights: bf16 staging when the context packs bf16.
+  auto linear = [&](const std::string& name, const std::vector<float>& b, int n, int k,
+                    ops::LinearActivation act) {
+    const float* bias_data = b.empty() ? nullptr : b.data();
+    return staging.bf16() ? ops::Linear::Create(*context_, name, staging.bf16_data(), bias_data, n,
+                                                k, act, max_rows)
+                          : ops::Linear::Create(*context_, name, staging.f32_data(), bias_data, n,
+                                                k, act, max_rows);
+  };
+  layers_.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    PreparedLayer& pl = layers_[l];
+    const std::string p = absl::StrCat("blk.", l, ".");
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm, p + "attn_norm", 1, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm, p + "ffn_norm", 1, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wq, p + "attn_q", q_dim_, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wk, p + "attn_k", kv_dim_, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wv, p + "attn_v", kv_dim_, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
+    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
+    if (gated) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
+    }
+    if (spec.post_norms) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(
+          Expect(lw.attn_post_norm, p + "post_attention_norm", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_post_norm, p + "post_ffw_norm", 1, c.dim));
+      pl.attn_post_norm = Vec(lw.attn_post_norm);
+      pl.ffn_post_norm = Vec(lw.ffn_post_norm);
+    }
+    const bool sliding = c.is_sliding(l);
+    pl.scoring = ops::AttentionScoring{.scale = c.attention_scale,
+                                       .softcap = c.attention_softcap,
+                                       .window = sliding ? c.sliding_window : 0};
+    pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
+    if (layer_norm) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
+    }
+    if (spec.output_bias) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
+    }
+    const bool has_qkv_bias = spec.attention_bias || !lw.bq.empty();
+    if (has_qkv_bias) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
+    }
+    if (spec.qk_norm) {
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.q_norm, p + "attn_q_norm", 1, c.head_dim));
+      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.k_norm, p + "attn_k_norm", 1, c.head_dim));
+      pl.q_norm = Vec(lw.q_norm);
+      pl.k_norm = Vec(lw.k_norm);
+    }
+    pl.attn_norm = Vec(lw.attn_norm);
+    pl.attn_norm_bias = Vec(lw.attn_norm_bias);
+    pl.ffn_norm = Vec(lw.ffn_norm);
+    pl.ffn_norm_bias = Vec(lw.ffn_norm_bias);
+
+    // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
+    staging.Gather({&lw.wq, &lw.wk, &lw.wv});
+    bias.clear();
+    if (has_qkv_bias) {
+      bias.resize(qkv_dim_);
+      ToFloat(lw.bq, bias.data());
+      ToFloat(lw.bk, bias.data() + q_dim_);
+      ToFloat(lw.bv, bias.data() + q_dim_ + kv_dim_);
+    }
+    auto qkv = linear(p + "qkv", bias, qkv_dim_, c.dim, ops::LinearActivation::kNone);
+    if (!qkv.ok()) return qkv.status();
+    pl.qkv = std::move(*qkv);
+
+    staging.Gather({&lw.wo});
+    auto wo = linear(p + "attn_output", Vec(lw.bo), c.dim, q_dim_, ops::LinearActivation::kNone);
+    if (!wo.ok()) return wo.status();
+    pl.wo = std::move(*wo);
+
+    // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
+    if (gated) {
+      staging.Gather({&lw.w_gate, &lw.w_up});
+    } else {
+      staging.Gather({&lw.w_up});
+    }
+    auto up = linear(p + "ffn_up", Vec(lw.b_up), gated ? 2 * c.hidden_dim : c.hidden_dim, c.dim,
+                     linear_act);
+    if (!up.ok()) return up.status();
+    pl.up = std::move(*up);
+
+    staging.Gather({&lw.w_down});
+    auto down =
+        linear(p + "ffn_down", Vec(lw.b_down), c.dim, c.hidden_dim, ops::LinearActivation::kNone);
+    if (!down.ok()) return down.status();
+    pl.down = std::move(*down);
+  }
+
+  // The LM head last (packing it first made decoding ~13% slower on the 110M bench,
+  // reproducibly: the arena's placement matters), from row blocks dequantized as they are
+  // packed: it is usually the largest matrix (vocab x dim, 1 GiB in bf16 for a 128k
+  // vocabulary at dim 4096) and is never staged whole.
+  staging.Release();
+  // Tied output: the loader points `output` at the token embedding; fall back to it too.
+  const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
+  const bool bf16 = context_->bf16();
+  std::vector<float> rows_f32;
+  const ops::Linear::WeightRows head_rows = [&](int begin, int count, void* dst) {
+    const TensorView rows = RowsOf(out, begin, count);
+    if (!bf16) {
+      ToFloat(rows, static_cast<float*>(dst));
+      return;
+    }
+    rows_f32.resize(static_cast<size_t>(rows.elements()));
+    ToFloat(rows, rows_f32.data());
+    ops::ConvertToBf16(rows_f32.data(), rows.elements(), static_cast<uint16_t*>(dst));
+  };
+  auto head = ops::Linear::Create(*context_, "output", head_rows, bf16, nullptr, c.vocab_size,
+                                  c.dim, ops::LinearActivation::kNone, max_rows);
+  if (!head.ok()) return head.status();
+  lm_head_ = std::move(*head);
+  if (storage_ != nullptr) storage_->DoneReading(out.data, ByteSize(out));
+  return absl::OkStatus();
+}
+
+// ============================================================================
+// Forward
+// ============================================================================
+
+void Transformer::Embed(const BatchPlan& plan) {
+  const int dim = config_.dim;
+  const int rows = static_cast<int>(plan.tokens.size());
+  for (int r = 0; r < rows; ++r) {
+    float* x = x_.data() + static_cast<size_t>(r) * dim;
+    ToFloat(RowsOf(token_embedding_, plan.tokens[r], 1), x);
+    if (config_.embedding_scale != 1.0f) {
+      for (int i = 0; i < dim; ++i) x[i] *= config_.embedding_scale;
+    }
+    if (!position_embedding_.empty()) {
+      ops::AddInPlace(position_embedding_.data() + static_cast<size_t>(plan.positions[r]) * dim,
+                      dim, x);
+    }
+  }
+}
+
+void Transformer::Norm(const float* x, int rows, const std::vector<float>& w,
+                       const std::vector<float>& b, float* out) const {
+  if (Spec(config_).norm == NormKind::kRms) {
+    ops::RmsNorm(x, rows, config_.dim, w.data(), config_.norm_eps, out);
+  } else {
+    ops::LayerNorm(x, rows, config_.dim, w.data(), b.data(), config_.norm_eps, out);
+  }
+}
+
+absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache& cache) {
+  const ModelConfig& c = config_;
+  PreparedLayer& pl = layers_[layer];
+  const int rows = static_cast<int>(plan.tokens.size());
+  const int64_t n = static_cast<int64_t>(rows) * c.dim;
+
+  // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x))
+  Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
+  if (!pl.q_norm.empty()) {
+    // Qwen 3, Gemma 3: RMSNorm over each head of q and k (row by row, so batch-invariant).
+    for (int r = 0; r < rows; ++r) {
+      float* q = qkv_.data() + static_cast<size_t>(r) * qkv_dim_;
+      ops::RmsNorm(q, c.n_heads, c.head_dim, pl.q_norm.data(), c.norm_eps, q);
+      ops::RmsNorm(q + q_dim_, c.n_kv_heads, c.head_dim, pl.k_norm.data(), c.norm_eps, q + q_dim_);
+    }
+  }
+  if (pl.rope != nullptr) {
+    pl.rope->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
+    pl.rope->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
+  }
+  ops::PagedKvLayout kv;
+  kv.block_tokens = KvCache::kBlockTokens;
+  kv.n_kv_heads = c.n_kv_heads;
+  kv.head_dim = c.head_dim;
+  kv.k_offset = cache.ElementOffset(layer, 0, 0, 0);
+  kv.v_offset = cache.ElementOffset(layer, 1, 0, 0);
+  kv.head_stride = static_cast<int64_t>(KvCache::kBlockTokens) * c.head_dim;
+  // The cache's element size is the one record of how K/V are stored (2 bytes: IEEE half).
+  kv.f16 = cache.layout().bytes_per_element == sizeof(uint16_t);
+  ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
+  ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
+                      scores_.data(), c.context_length, pl.scoring);
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
+  if (!pl.attn_post_norm.empty()) {
+    ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());
+  }
+  ops::AddInPlace(proj_.data(), n, x_.data());
+
+  // MLP: x += W2 · (act(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
+  // (Gemma: the attention and MLP outputs are RMS-normalized before they are added)
+  Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
+  const float* mlp_in = hidden_.data();
+  if (Spec(c).feed_forward == FeedForwardKind::kSwiGlu) {
+    ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
+    mlp_in = act_.data();
+  } else if (Spec(c).feed_forward == FeedForwardKind::kGeGlu) {
+    ops::GeluTanhMul(hidden_.data(), rows, c.hidden_dim, act_.data());
+    mlp_in = act_.data();
+  }
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
+  if (!pl.ffn_post_norm.empty()) {
+    ops::RmsNorm(proj_.data(), rows, c.dim, pl.ffn_post_norm.data(), c.norm_eps, proj_.data());
+  }
+  ops::AddInPlace(proj_.data(), n, x_.data());
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
+  const int rows = static_cast<int>(plan.tokens.size());
+  if (rows <= 0 || rows > max_rows_) {
+    return absl::InternalError(
+        absl::StrCat("Transformer::Forward: ", rows, " rows outside [1, ", max_rows_, "]"));
+  }
+  // The OpenMP pool size is per calling thread: set it on the engine thread every time.
+  omp_set_num_threads(context_->threads());
+  Embed(plan);
+  for (int l = 0; l < config_.n_layers; ++l) TEXTGEN_ENGINE_RETURN_IF_ERROR(Block(l, plan, cache));
+
+  // Final norm and LM head only for the rows whose logits are wanted.
+  const int wanted = static_cast<int>(plan.logit_rows.size());
+  if (wanted == 0) return absl::OkStatus();
+  const int dim = config_.dim;
+  for (int i = 0; i < wanted; ++i) {
+    std::memcpy(proj_.data() + static_cast<size_t>(i) * dim,
+                x_.data() + static_cast<size_t>(plan.logit_rows[i]) * dim, sizeof(float) * dim);
+  }
+  Norm(proj_.data(), wanted, output_norm_, output_norm_bias_, xn_.data());
+  const size_t need = static_cast<size_t>(wanted) * config_.vocab_size;
+  if (logits_.size() < need) logits_.resize(need);  // grows to the largest batch once
+  TEXTGEN_ENGINE_RETURN_IF_ERROR(lm_head_->Run(xn_.data(), wanted, logits_.data()));
+  if (config_.final_logit_softcap > 0) {
+    ops::SoftCap(logits_.data(), static_cast<int64_t>(need), config_.final_logit_softcap);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace textgen::model

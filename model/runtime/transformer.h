@@ -1,0 +1,112 @@
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/arch/model_config.h"
+#include "model/format/weights.h"
+#include "model/kernels/attention.h"
+#include "model/kernels/onednn_matmul.h"
+#include "model/kernels/rope.h"
+#include "model/runtime/kv_cache.h"
+
+namespace textgen::model {
+
+// A batch already validated and with KV room reserved: rows are the batch's tokens in
+// order, chunk by chunk.
+struct BatchPlan {
+  std::span<const ops::AttentionChunk> chunks;
+  std::span<const int> tokens;      // [rows]
+  std::span<const int> positions;   // [rows]
+  std::span<const int> logit_rows;  // rows whose logits are wanted, in output order
+};
+
+// How the transformer computes; EngineOptions documents each field.
+struct TransformerOptions {
+  int threads = 0;
+  bool bf16 = false;
+  int max_batch_tokens = 512;
+  int skinny_max_rows = -1;
+};
+
+// Weights of one block, prepared once for oneDNN. Immutable after Create.
+struct PreparedLayer {
+  std::vector<float> attn_norm, attn_norm_bias;  // [dim] (bias: gpt2 only)
+  std::vector<float> ffn_norm, ffn_norm_bias;    // [dim]
+  std::vector<float> q_norm, k_norm;             // [head_dim] (qwen3, gemma3), else empty
+  std::vector<float> attn_post_norm;             // [dim] (gemma), else empty
+  std::vector<float> ffn_post_norm;              // [dim] (gemma), else empty
+  ops::AttentionScoring scoring;                 // scale, softcap, sliding window
+  const ops::Rope* rope = nullptr;               // this layer's (global or local) RoPE
+  std::unique_ptr<ops::Linear> qkv;              // [dim] -> [q_dim + 2 kv_dim] (+bias)
+  std::unique_ptr<ops::Linear> wo;               // [q_dim] -> [dim]
+  std::unique_ptr<ops::Linear> up;               // [dim] -> [2 hidden] gate|up (llama),
+                                                 //          [hidden] GELU(up + b) (gpt2)
+  std::unique_ptr<ops::Linear> down;             // [hidden] -> [dim]
+};
+
+// The transformer math over a batch: embeddings, blocks, final norm, LM head. Owns the
+// prepared weights and the scratch activations (sized for max_batch_tokens at Create, so
+// Forward does not allocate once every batch size has been seen). Engine thread only.
+class Transformer {
+ public:
+  // `storage` owns the memory `weights` point into; the transformer keeps it (it reads the
+  // token embedding from there at every step) and tells it which ranges it has copied.
+  static absl::StatusOr<std::unique_ptr<Transformer>> Create(
+      const ModelConfig& config, const ModelWeights& weights,
+      std::shared_ptr<const WeightStorage> storage, const TransformerOptions& options);
+
+  // About how many bytes Create and Forward allocate for `config`: the packed weights, the
+  // largest staging buffer and the activations (Engine::Create checks it against the memory
+  // available before any of the work).
+  static int64_t MemoryNeeded(const ModelConfig& config, const TransformerOptions& options);
+
+  // Runs the batch, writing K/V of every row into the cache blocks of its chunk, and the
+  // logits of `plan.logit_rows` into logits() rows [0, logit_rows.size()).
+  absl::Status Forward(const BatchPlan& plan, const KvCache& cache);
+
+  const float* logits() const { return logits_.data(); }
+  const ModelConfig& config() const { return config_; }
+  ops::Linear& lm_head() { return *lm_head_; }
+  ops::Linear& layer_qkv(int layer) { return *layers_[layer].qkv; }
+
+ private:
+  explicit Transformer(const ModelConfig& config) : config_(config) {}
+  absl::Status PrepareWeights(const ModelWeights& weights, int max_rows);
+  void Embed(const BatchPlan& plan);
+  void Norm(const float* x, int rows, const std::vector<float>& w, const std::vector<float>& b,
+            float* out) const;
+  absl::Status Block(int layer, const BatchPlan& plan, const KvCache& cache);
+
+  ModelConfig config_;
+  int max_rows_ = 0;
+  int q_dim_ = 0, kv_dim_ = 0, qkv_dim_ = 0;
+  std::unique_ptr<ops::OnednnContext> context_;
+  std::unique_ptr<ops::Rope> rope_;        // architectures with RoPE
+  std::unique_ptr<ops::Rope> local_rope_;  // sliding-window layers' (Gemma), when it differs
+
+  // ---- immutable weights ----
+  std::shared_ptr<const WeightStorage> storage_;  // owns token_embedding_'s bytes
+  TensorView token_embedding_;                    // [vocab, dim] as in the file
+
+  std::vector<float> position_embedding_;              // [context, dim] (gpt2)
+  std::vector<float> output_norm_, output_norm_bias_;  // [dim]
+  std::vector<PreparedLayer> layers_;
+  std::unique_ptr<ops::Linear> lm_head_;  // [dim] -> [vocab]
+
+  // ---- scratch, rows = max_batch_tokens ----
+  std::vector<float> x_;       // [rows, dim] residual stream
+  std::vector<float> xn_;      // [rows, dim] normalized
+  std::vector<float> qkv_;     // [rows, q_dim + 2 kv_dim]
+  std::vector<float> att_;     // [rows, q_dim]
+  std::vector<float> proj_;    // [rows, dim] (output of wo / down)
+  std::vector<float> hidden_;  // [rows, 2 hidden] (gate|up, or gelu(up))
+  std::vector<float> act_;     // [rows, hidden] silu(gate) * up, or gelu(gate) * up
+  std::vector<float> scores_;  // [threads, context] attention probabilities
+  std::vector<float> logits_;  // [rows wanted, vocab], grown on demand
+};
+
+}  // namespace textgen::model

@@ -1,0 +1,54 @@
+#include "model/tokenizer/special_token_splitter.h"
+
+#include <algorithm>
+
+namespace textgen::model {
+namespace {
+
+// llama.cpp strips with C isspace(): ASCII whitespace only.
+bool IsAsciiSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+}  // namespace
+
+SpecialTokenSplitter::SpecialTokenSplitter(std::vector<Token> tokens) {
+  for (Token& token : tokens) {
+    if (!token.text.empty()) tokens_.push_back(std::move(token));
+  }
+  // Longest first, so a token that contains a shorter one wins; ties by id for a fixed order.
+  std::stable_sort(tokens_.begin(), tokens_.end(), [](const Token& a, const Token& b) {
+    return a.text.size() != b.text.size() ? a.text.size() > b.text.size() : a.id < b.id;
+  });
+}
+
+std::vector<SpecialTokenSplitter::Segment> SpecialTokenSplitter::Split(
+    std::string_view text) const {
+  std::vector<Segment> segments;
+  if (!text.empty()) segments.push_back({text, -1});
+  for (const Token& token : tokens_) {
+    if (text.find(token.text) == std::string_view::npos) continue;  // most never occur
+    std::vector<Segment> next;
+    next.reserve(segments.size());
+    for (const Segment& segment : segments) {
+      if (segment.id >= 0) {
+        next.push_back(segment);
+        continue;
+      }
+      std::string_view rest = segment.text;
+      for (size_t at; (at = rest.find(token.text)) != std::string_view::npos;) {
+        if (at > 0) next.push_back({rest.substr(0, at), -1});
+        next.push_back({rest.substr(at, token.text.size()), token.id});
+        rest.remove_prefix(at + token.text.size());
+        if (token.rstrip) {
+          while (!rest.empty() && IsAsciiSpace(rest.front())) rest.remove_prefix(1);
+        }
+      }
+      if (!rest.empty()) next.push_back({rest, -1});
+    }
+    segments = std::move(next);
+  }
+  return segments;
+}
+
+}  // namespace textgen::model
