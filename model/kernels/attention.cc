@@ -182,12 +182,25 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
   if (span.softcap > 0) max_score = CapScores(scores, span);
   Softmax(scores + first, n_pos - first, max_score);
 
-  __m512 even[NV], odd[NV];
-  for (int v = 0; v < NV; ++v) even[v] = odd[v] = _mm512_setzero_ps();
+  // Up to 128 dims two accumulator sets (even/odd positions) hide the FMA latency; wider heads
+  // (Gemma's 256) keep one set, as two would not fit in the 32 vector registers.
+  constexpr bool kTwoSets = NV <= 8;
+  __m512 even[NV], odd[kTwoSets ? NV : 1];
+  for (int v = 0; v < NV; ++v) even[v] = _mm512_setzero_ps();
+  for (__m512& acc : odd) acc = _mm512_setzero_ps();
   for (int j0 = first_block_start; j0 < n_pos; j0 += bt) {
     const std::byte* block = blocks[j0 / bt];
     const int count = std::min(bt, n_pos - j0);
     int t = std::max(0, first - j0);
+    if constexpr (!kTwoSets) {
+      for (; t < count; ++t) {
+        const __m512 p = _mm512_set1_ps(scores[j0 + t]);
+        for (int v = 0; v < NV; ++v) {
+          even[v] = _mm512_fmadd_ps(p, Load16<kHalf>(block, v_base + t * hd + 16 * v), even[v]);
+        }
+      }
+      continue;
+    }
     for (; t + 2 <= count; t += 2) {
       const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
       const __m512 p1 = _mm512_set1_ps(scores[j0 + t + 1]);
@@ -203,26 +216,35 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
       }
     }
   }
-  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, _mm512_add_ps(even[v], odd[v]));
+  for (int v = 0; v < NV; ++v) {
+    if constexpr (kTwoSets) {
+      _mm512_storeu_ps(out + 16 * v, _mm512_add_ps(even[v], odd[v]));
+    } else {
+      _mm512_storeu_ps(out + 16 * v, even[v]);
+    }
+  }
 }
 
 using AttendRowFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
                              int64_t, const RowSpan&, float*, float*);
 
-// One instance per head size 16, 32, ..., 128.
+// One instance per head size 16, 32, ..., 256.
 template <bool kHalf>
 AttendRowFn PickAvx512(int head_dim) {
   static constexpr AttendRowFn kByHeadDim[] = {
-      AttendRowAvx512<1, kHalf>, AttendRowAvx512<2, kHalf>, AttendRowAvx512<3, kHalf>,
-      AttendRowAvx512<4, kHalf>, AttendRowAvx512<5, kHalf>, AttendRowAvx512<6, kHalf>,
-      AttendRowAvx512<7, kHalf>, AttendRowAvx512<8, kHalf>};
-  return kByHeadDim[head_dim / 16 - 1];  // PickAttendRow checks 16 <= head_dim <= 128
+      AttendRowAvx512<1, kHalf>,  AttendRowAvx512<2, kHalf>,  AttendRowAvx512<3, kHalf>,
+      AttendRowAvx512<4, kHalf>,  AttendRowAvx512<5, kHalf>,  AttendRowAvx512<6, kHalf>,
+      AttendRowAvx512<7, kHalf>,  AttendRowAvx512<8, kHalf>,  AttendRowAvx512<9, kHalf>,
+      AttendRowAvx512<10, kHalf>, AttendRowAvx512<11, kHalf>, AttendRowAvx512<12, kHalf>,
+      AttendRowAvx512<13, kHalf>, AttendRowAvx512<14, kHalf>, AttendRowAvx512<15, kHalf>,
+      AttendRowAvx512<16, kHalf>};
+  return kByHeadDim[head_dim / 16 - 1];  // PickAttendRow checks 16 <= head_dim <= 256
 }
 
-// The AVX-512 kernel for what it covers (head sizes multiples of 16 up to 128, 16-token
+// The AVX-512 kernel for what it covers (head sizes multiples of 16 up to 256, 16-token
 // blocks), else the portable one. The choice depends on the CPU and model, never the batch.
 AttendRowFn PickAttendRow(int head_dim, int block_tokens, bool f16) {
-  if (head_dim % 16 != 0 || head_dim < 16 || head_dim > 128 || block_tokens != 16 ||
+  if (head_dim % 16 != 0 || head_dim < 16 || head_dim > 256 || block_tokens != 16 ||
       !CpuHasAvx512()) {
     return f16 ? AttendRowHalf : AttendRow;
   }

@@ -27,17 +27,19 @@ using textgen::model::ops::PagedKvLayout;
 constexpr int kHeads = 12, kHeadDim = 64, kBlockTokens = 16;
 constexpr int kQDim = kHeads * kHeadDim;
 
-// B sequences of L cached tokens in paged blocks (one layer), and one query row each.
+// B sequences of L cached tokens in paged blocks (one layer), and one query row each; heads of
+// head_dim (64 by default; 256 as Gemma has).
 struct Setup {
-  Setup(int batch, int length) : batch(batch), length(length) {
+  Setup(int batch, int length, int head_dim = kHeadDim)
+      : batch(batch), length(length), head_dim(head_dim) {
     layout = PagedKvLayout{.block_tokens = kBlockTokens,
                            .n_kv_heads = kHeads,
-                           .head_dim = kHeadDim,
+                           .head_dim = head_dim,
                            .k_offset = 0,
-                           .v_offset = int64_t{kHeads} * kBlockTokens * kHeadDim,
-                           .head_stride = int64_t{kBlockTokens} * kHeadDim};
+                           .v_offset = int64_t{kHeads} * kBlockTokens * head_dim,
+                           .head_stride = int64_t{kBlockTokens} * head_dim};
     const int blocks_per_seq = (length + kBlockTokens - 1) / kBlockTokens;
-    const size_t block_floats = size_t{2} * kHeads * kBlockTokens * kHeadDim;
+    const size_t block_floats = size_t{2} * kHeads * kBlockTokens * head_dim;
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     // Blocks come from huge pages as in the engine's KV cache (with 4 KiB pages every
@@ -55,12 +57,12 @@ struct Setup {
       }
       chunks.push_back(AttentionChunk{tables[s].data(), length - 1, 1, s});
     }
-    q.resize(static_cast<size_t>(batch) * kQDim);
+    q.resize(static_cast<size_t>(batch) * kHeads * head_dim);
     for (float& x : q) x = dist(rng);
     out.resize(q.size());
     scores.resize(size_t{8} * length);
   }
-  int batch, length;
+  int batch, length, head_dim;
   PagedKvLayout layout;
   textgen::model::ops::HugePageArena arena;
   std::vector<float*> storage;
@@ -142,7 +144,24 @@ void Args(benchmark::internal::Benchmark* b) {
     for (int context : {192, 1024}) b->Args({batch, context});
 }
 
+// Head size as an argument: 64, 128 (the AVX-512 kernel's range before), 256 (Gemma).
+void BM_PagedAttentionHeadDim(benchmark::State& state) {
+  const int head_dim = static_cast<int>(state.range(2));
+  Setup s(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), head_dim);
+  const int q_dim = kHeads * head_dim;
+  for (auto _ : state) {
+    textgen::model::ops::PagedAttention(s.chunks, s.layout, kHeads, s.q.data(), q_dim, s.out.data(),
+                                        q_dim, s.scores.data(), s.length);
+    benchmark::DoNotOptimize(s.out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * s.batch);
+}
+
 BENCHMARK(BM_PagedAttention)->Apply(Args)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PagedAttentionHeadDim)
+    ->ArgNames({"batch", "context", "head_dim"})
+    ->ArgsProduct({{1, 16}, {1024}, {128, 192, 256}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OnednnAttention)->Apply(Args)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -458,7 +458,7 @@ INSTANTIATE_TEST_SUITE_P(
         // a block and inside the chunk, softcaps, a scale.
         AttentionCase{64, 16, false, {0.3f, 3.0f, 5}}, AttentionCase{128, 16, true, {0, 0, 20}},
         AttentionCase{8, 4, false, {0, 2.0f, 3}}, AttentionCase{256, 16, false, {0, 2.0f, 7}},
-        AttentionCase{48, 16, true, {0.25f, 1.5f, 0}}));
+        AttentionCase{48, 16, true, {0.25f, 1.5f, 0}}, AttentionCase{192, 16, true, {0, 0, 9}}));
 
 }  // namespace
 }  // namespace textgen::model::ops
