@@ -1,5 +1,5 @@
 #Owned by the engine component; defines textgen_engine(oneDNN forward pass + KV cache).
-#Only model / ops/* include dnnl.hpp.
+# Only model/kernels/* includes dnnl.hpp.
 find_package(OpenMP REQUIRED)
 add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc

@@ -41,6 +41,17 @@ TEXTGEN_SIMD_CLONES void AddSpan(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+// row_fn(gate, up, hidden, out) over every row of a [rows, 2 * hidden] gate|up input; rows in
+// parallel (each row is computed alike, whichever thread runs it).
+template <typename RowFn>
+void ForEachGatedRow(const float* gate_up, int rows, int hidden, float* out, RowFn row_fn) {
+#pragma omp parallel for schedule(static) if (int64_t{rows} * hidden >= kParallelMin)
+  for (int r = 0; r < rows; ++r) {
+    const float* row = gate_up + static_cast<int64_t>(r) * 2 * hidden;
+    row_fn(row, row + hidden, hidden, out + static_cast<int64_t>(r) * hidden);
+  }
+}
+
 }  // namespace
 
 void ConvertToBf16(const float* x, int64_t n, uint16_t* out) {
@@ -54,11 +65,10 @@ void ConvertToBf16(const float* x, int64_t n, uint16_t* out) {
 }
 
 void SiluMul(const float* gate_up, int rows, int hidden, float* out) {
-#pragma omp parallel for schedule(static) if (int64_t{rows} * hidden >= kParallelMin)
-  for (int r = 0; r < rows; ++r) {
-    const float* row = gate_up + static_cast<int64_t>(r) * 2 * hidden;
-    SiluMulRow(row, row + hidden, hidden, out + static_cast<int64_t>(r) * hidden);
-  }
+  ForEachGatedRow(gate_up, rows, hidden, out,
+                  [](const float* gate, const float* up, int n, float* row_out) {
+                    SiluMulRow(gate, up, n, row_out);  // a direct call keeps the SIMD clone
+                  });
 }
 
 void GeluTanh(const float* x, int64_t n, float* out) {
@@ -66,13 +76,10 @@ void GeluTanh(const float* x, int64_t n, float* out) {
 }
 
 void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out) {
-#pragma omp parallel for schedule(static) if (int64_t{rows} * hidden >= kParallelMin)
-  for (int r = 0; r < rows; ++r) {
-    const float* gate = gate_up + static_cast<int64_t>(r) * 2 * hidden;
-    const float* up = gate + hidden;
-    float* row_out = out + static_cast<int64_t>(r) * hidden;
-    for (int i = 0; i < hidden; ++i) row_out[i] = GeluTanhOf(gate[i]) * up[i];
-  }
+  ForEachGatedRow(gate_up, rows, hidden, out,
+                  [](const float* gate, const float* up, int n, float* row_out) {
+                    for (int i = 0; i < n; ++i) row_out[i] = GeluTanhOf(gate[i]) * up[i];
+                  });
 }
 
 void SoftCap(float* x, int64_t n, float cap) {
