@@ -294,23 +294,14 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
-  const bool bf16 = context_->bf16();
-  std::vector<float> rows_f32;
   const ops::Linear::WeightRows head_rows = [&](int begin, int count, void* dst) {
-    const TensorView rows = RowsOf(out, begin, count);
-    if (!bf16) {
-      ToFloat(rows, static_cast<float*>(dst));
-      return;
-    }
-    rows_f32.resize(static_cast<size_t>(rows.elements()));
-    ToFloat(rows, rows_f32.data());
-    ops::ConvertToBf16(rows_f32.data(), rows.elements(), static_cast<uint16_t*>(dst));
+    staging.ConvertRows(RowsOf(out, begin, count), dst);
   };
-  auto head = ops::Linear::Create(*context_, "output", head_rows, bf16, nullptr, c.vocab_size,
-                                  c.dim, ops::LinearActivation::kNone, max_rows);
+  auto head = ops::Linear::Create(*context_, "output", head_rows, staging.bf16(), nullptr,
+                                  c.vocab_size, c.dim, ops::LinearActivation::kNone, max_rows);
   if (!head.ok()) return head.status();
   lm_head_ = std::move(*head);
-  if (storage_ != nullptr) storage_->DoneReading(out.data, ByteSize(out));
+  storage_->DoneReading(out.data, ByteSize(out));  // Create refused a null storage
   return absl::OkStatus();
 }
 

@@ -27,18 +27,25 @@ void WeightStaging::Gather(std::initializer_list<const TensorView*> parts) {
       ToFloat(*p, staged_f32_.data() + offset);
     } else {
       const int64_t chunk_rows = std::max<int64_t>(1, kChunkElements / p->cols);
-      staged_f32_.resize(static_cast<size_t>(std::min(chunk_rows, p->rows) * p->cols));
       for (int64_t row = 0; row < p->rows; row += chunk_rows) {
-        const TensorView rows = RowsOf(*p, row, std::min(chunk_rows, p->rows - row));
-        ToFloat(rows, staged_f32_.data());
-        ops::ConvertToBf16(staged_f32_.data(), rows.elements(),
-                           staged_bf16_.data() + offset + row * p->cols);
+        ConvertRows(RowsOf(*p, row, std::min(chunk_rows, p->rows - row)),
+                    staged_bf16_.data() + offset + row * p->cols);
       }
     }
     offset += p->elements();
   }
   if (storage_ == nullptr) return;
   for (const TensorView* p : parts) storage_->DoneReading(p->data, ByteSize(*p));
+}
+
+void WeightStaging::ConvertRows(const TensorView& rows, void* out) {
+  if (!bf16_) {
+    ToFloat(rows, static_cast<float*>(out));
+    return;
+  }
+  staged_f32_.resize(static_cast<size_t>(rows.elements()));
+  ToFloat(rows, staged_f32_.data());
+  ops::ConvertToBf16(staged_f32_.data(), rows.elements(), static_cast<uint16_t*>(out));
 }
 
 void WeightStaging::Release() {

@@ -22,6 +22,10 @@ class WeightStaging {
   // Stages the rows of `parts` one after another (all must have the same cols).
   void Gather(std::initializer_list<const TensorView*> parts);
 
+  // Writes the rows of `rows` to `out` in the staging type (f32, or bf16 rounded to nearest
+  // even): the LM head is packed from blocks of rows this way, never staged whole.
+  void ConvertRows(const TensorView& rows, void* out);
+
   // Frees the buffers (the next Gather allocates what it needs).
   void Release();
 
