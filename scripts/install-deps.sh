@@ -8,7 +8,7 @@ packages=(cmake ninja-build g++ pkg-config git libgrpc++-dev protobuf-compiler-g
 if [[ "${1:-}" == "--test" ]]; then
   # Reference implementations the tests compare against, other-language clients, fuzzing.
   packages+=(python3 python3-torch python3-numpy python3-yaml python3-sentencepiece python3-grpcio
-    python3-protobuf clang libclang-rt-14-dev curl)
+    python3-protobuf python3-jinja2 clang libclang-rt-14-dev curl)
   # Node.js for the Node client test and the reference tokenizer; keep an existing install.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi

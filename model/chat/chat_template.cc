@@ -1,0 +1,100 @@
+#include "model/chat/chat_template.h"
+
+#include "absl/strings/str_cat.h"
+#include "model/chat/json_value.h"
+
+namespace textgen::model {
+namespace {
+
+using jinja::Value;
+
+// Variables the request sets through dedicated fields, so `variables_json` may not.
+constexpr absl::string_view kReservedVariables[] = {"messages", "add_generation_prompt", "tools",
+                                                    "bos_token", "eos_token"};
+
+absl::StatusOr<Value> MessageValue(const ChatMessage& message, size_t index) {
+  jinja::Dict dict;
+  // Everything from the request is tainted, roles included.
+  dict.Set(Value::String("role"), Value::Tainted(message.role));
+  dict.Set(Value::String("content"), Value::Tainted(message.content));
+  if (!message.reasoning_content.empty()) {
+    dict.Set(Value::String("reasoning_content"), Value::Tainted(message.reasoning_content));
+  }
+  if (!message.name.empty()) dict.Set(Value::String("name"), Value::Tainted(message.name));
+  if (!message.tool_call_id.empty()) {
+    dict.Set(Value::String("tool_call_id"), Value::Tainted(message.tool_call_id));
+  }
+  if (!message.tool_calls_json.empty()) {
+    absl::StatusOr<Value> calls = ParseJsonValue(message.tool_calls_json, /*tainted=*/true,
+                                                 absl::StrCat("messages[", index, "].tool_calls"));
+    if (!calls.ok()) return calls.status();
+    if (!calls->is_list()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("messages[", index, "].tool_calls must be a JSON array"));
+    }
+    dict.Set(Value::String("tool_calls"), *std::move(calls));
+  }
+  return Value::MakeDict(std::move(dict));
+}
+
+}  // namespace
+
+absl::StatusOr<ChatTemplate> ChatTemplate::Create(absl::string_view source, std::string bos_token,
+                                                  std::string eos_token) {
+  if (source.size() > kMaxChatTemplateBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the chat template is ", source.size(),
+                                                   " bytes; at most ", kMaxChatTemplateBytes,
+                                                   " are allowed"));
+  }
+  absl::StatusOr<jinja::Template> parsed = jinja::Template::Parse(source);
+  if (!parsed.ok()) return parsed.status();
+  return ChatTemplate(*std::move(parsed), std::move(bos_token), std::move(eos_token));
+}
+
+absl::StatusOr<ChatPrompt> ChatTemplate::Render(const ChatInput& input,
+                                                const jinja::RenderOptions& options) const {
+  jinja::Dict context;
+  if (!input.variables_json.empty()) {
+    absl::StatusOr<Value> variables =
+        ParseJsonValue(input.variables_json, /*tainted=*/true, "template_variables");
+    if (!variables.ok()) return variables.status();
+    if (!variables->is_dict()) {
+      return absl::InvalidArgumentError("template_variables must be a JSON object");
+    }
+    for (const auto& [key, value] : variables->dict().entries()) {
+      for (absl::string_view reserved : kReservedVariables) {
+        if (key.str() == reserved) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "template_variables may not set '", reserved, "'; it has its own request field"));
+        }
+      }
+      context.Set(Value::String(key.str()), value);
+    }
+  }
+  jinja::List messages;
+  for (size_t i = 0; i < input.messages.size(); ++i) {
+    absl::StatusOr<Value> message = MessageValue(input.messages[i], i);
+    if (!message.ok()) return message.status();
+    messages.push_back(*std::move(message));
+  }
+  context.Set(Value::String("messages"), Value::MakeList(std::move(messages)));
+  context.Set(Value::String("add_generation_prompt"), Value::Bool(input.add_generation_prompt));
+  context.Set(Value::String("bos_token"), Value::String(bos_token_));
+  context.Set(Value::String("eos_token"), Value::String(eos_token_));
+  if (!input.tools_json.empty()) {
+    absl::StatusOr<Value> tools = ParseJsonValue(input.tools_json, /*tainted=*/true, "tools");
+    if (!tools.ok()) return tools.status();
+    if (!tools->is_list()) return absl::InvalidArgumentError("tools must be a JSON array");
+    context.Set(Value::String("tools"), *std::move(tools));
+  }
+  absl::StatusOr<jinja::TaintedString> rendered = template_.Render(context, options);
+  if (!rendered.ok()) return rendered.status();
+  ChatPrompt prompt;
+  prompt.text = std::move(rendered->bytes);
+  for (const jinja::TaintRange& range : rendered->taint) {
+    prompt.untrusted.push_back({range.begin, range.end});
+  }
+  return prompt;
+}
+
+}  // namespace textgen::model

@@ -1,0 +1,867 @@
+#include "model/chat/jinja/parser.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <initializer_list>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+
+namespace textgen::model::jinja {
+namespace {
+
+using Type = Token::Type;
+
+class Parser {
+ public:
+  Parser(const std::vector<Token>& tokens, const Source& source)
+      : tokens_(tokens), source_(source) {}
+
+  absl::StatusOr<Body> ParseTemplate() {
+    Body body;
+    std::string end_tag;
+    if (absl::Status s = ParseBody({}, &body, &end_tag); !s.ok()) return s;
+    return body;
+  }
+
+ private:
+  const Token& Current() const { return tokens_[pos_]; }
+  const Token& Peek(size_t ahead = 1) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
+  void Advance() {
+    if (pos_ + 1 < tokens_.size()) ++pos_;
+  }
+  bool IsName(absl::string_view name) const {
+    return Current().type == Type::kName && Current().value == name;
+  }
+  bool IsOp(absl::string_view op) const {
+    return Current().type == Type::kOperator && Current().value == op;
+  }
+  bool SkipName(absl::string_view name) {
+    if (!IsName(name)) return false;
+    Advance();
+    return true;
+  }
+  bool SkipOp(absl::string_view op) {
+    if (!IsOp(op)) return false;
+    Advance();
+    return true;
+  }
+
+  absl::Status Error(size_t offset, absl::string_view message) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("template syntax error at ", source_.Describe(offset), ": ", message));
+  }
+  std::string Describe(const Token& token) const {
+    switch (token.type) {
+      case Type::kEof:
+        return "end of template";
+      case Type::kBlockEnd:
+        return "'%}'";
+      case Type::kVariableEnd:
+        return "'}}'";
+      case Type::kText:
+        return "template text";
+      default:
+        return absl::StrCat("'", token.value, "'");
+    }
+  }
+  absl::Status Unexpected(absl::string_view expected) const {
+    return Error(Current().offset,
+                 absl::StrCat("expected ", expected, ", got ", Describe(Current())));
+  }
+  absl::Status ExpectOp(absl::string_view op) {
+    if (SkipOp(op)) return absl::OkStatus();
+    return Unexpected(absl::StrCat("'", op, "'"));
+  }
+  absl::Status ExpectBlockEnd() {
+    if (Current().type == Type::kBlockEnd) {
+      Advance();
+      return absl::OkStatus();
+    }
+    return Unexpected("'%}'");
+  }
+  absl::StatusOr<std::string> ExpectName() {
+    if (Current().type != Type::kName) return Unexpected("a name");
+    std::string name = Current().value;
+    Advance();
+    return name;
+  }
+
+  // Nesting guard: every recursive production holds one.
+  class Depth {
+   public:
+    explicit Depth(Parser* parser) : parser_(parser) { ++parser_->depth_; }
+    ~Depth() { --parser_->depth_; }
+    Depth(const Depth&) = delete;
+    Depth& operator=(const Depth&) = delete;
+    bool exceeded() const { return parser_->depth_ > kMaxNestingDepth; }
+
+   private:
+    Parser* parser_;
+  };
+  absl::Status TooDeep() const {
+    return Error(Current().offset,
+                 absl::StrCat("template nests deeper than ", kMaxNestingDepth, " levels"));
+  }
+
+  static ExprPtr MakeExpr(Expr::Kind kind, size_t offset) {
+    auto expr = std::make_unique<Expr>();
+    expr->kind = kind;
+    expr->offset = offset;
+    return expr;
+  }
+  static StmtPtr MakeStmt(Stmt::Kind kind, size_t offset) {
+    auto stmt = std::make_unique<Stmt>();
+    stmt->kind = kind;
+    stmt->offset = offset;
+    return stmt;
+  }
+
+  // Parses statements until a block tag named in `ends` (left unconsumed after its name, which
+  // goes to *end_tag) or the end of the template (only when `ends` is empty).
+  absl::Status ParseBody(std::initializer_list<absl::string_view> ends, Body* body,
+                         std::string* end_tag);
+  absl::StatusOr<StmtPtr> ParseStatement();
+  absl::StatusOr<StmtPtr> ParseIf(size_t offset);
+  absl::StatusOr<StmtPtr> ParseFor(size_t offset);
+  absl::StatusOr<StmtPtr> ParseSet(size_t offset);
+  absl::StatusOr<StmtPtr> ParseMacro(size_t offset);
+  absl::StatusOr<StmtPtr> ParseCallBlock(size_t offset);
+  absl::StatusOr<StmtPtr> ParseFilterBlock(size_t offset);
+  absl::Status ParseParams(std::vector<MacroParam>* params);
+  absl::Status ParseTargets(Stmt* stmt);
+
+  absl::StatusOr<ExprPtr> ParseTuple(bool with_condexpr);
+  absl::StatusOr<ExprPtr> ParseExpression(bool with_condexpr = true);
+  absl::StatusOr<ExprPtr> ParseConditional();
+  absl::StatusOr<ExprPtr> ParseOr();
+  absl::StatusOr<ExprPtr> ParseAnd();
+  absl::StatusOr<ExprPtr> ParseNot();
+  absl::StatusOr<ExprPtr> ParseCompare();
+  absl::StatusOr<ExprPtr> ParseMath1();
+  absl::StatusOr<ExprPtr> ParseConcat();
+  absl::StatusOr<ExprPtr> ParseMath2();
+  absl::StatusOr<ExprPtr> ParsePow();
+  absl::StatusOr<ExprPtr> ParseUnary(bool with_filter);
+  absl::StatusOr<ExprPtr> ParsePrimary();
+  absl::StatusOr<ExprPtr> ParsePostfix(ExprPtr node);
+  absl::StatusOr<ExprPtr> ParseFilterExpr(ExprPtr node);
+  absl::StatusOr<ExprPtr> ParseSubscript(ExprPtr node);
+  absl::Status ParseCallArgs(Expr* call);
+  absl::StatusOr<ExprPtr> ParseFilter(ExprPtr node);
+
+  const std::vector<Token>& tokens_;
+  const Source& source_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+};
+
+absl::Status Parser::ParseBody(std::initializer_list<absl::string_view> ends, Body* body,
+                               std::string* end_tag) {
+  Depth depth(this);
+  if (depth.exceeded()) return TooDeep();
+  while (true) {
+    const Token& token = Current();
+    switch (token.type) {
+      case Type::kEof:
+        if (ends.size() == 0) return absl::OkStatus();
+        return Error(
+            token.offset,
+            absl::StrCat("unexpected end of template; expected ",
+                         absl::StrJoin(ends, " or ", [](std::string* out, absl::string_view end) {
+                           absl::StrAppend(out, "'{% ", end, " %}'");
+                         })));
+      case Type::kText:
+        body->push_back(MakeStmt(Stmt::Kind::kText, token.offset));
+        body->back()->text = token.value;
+        Advance();
+        break;
+      case Type::kVariableBegin: {
+        Advance();
+        auto stmt = MakeStmt(Stmt::Kind::kOutput, token.offset);
+        absl::StatusOr<ExprPtr> expr = ParseTuple(/*with_condexpr=*/true);
+        if (!expr.ok()) return expr.status();
+        stmt->expr = *std::move(expr);
+        if (Current().type != Type::kVariableEnd) return Unexpected("'}}'");
+        Advance();
+        body->push_back(std::move(stmt));
+        break;
+      }
+      case Type::kBlockBegin: {
+        const Token& name = Peek();
+        if (name.type == Type::kName) {
+          for (absl::string_view end : ends) {
+            if (name.value == end) {
+              Advance();
+              Advance();
+              *end_tag = name.value;
+              return absl::OkStatus();
+            }
+          }
+        }
+        absl::StatusOr<StmtPtr> stmt = ParseStatement();
+        if (!stmt.ok()) return stmt.status();
+        body->push_back(*std::move(stmt));
+        break;
+      }
+      default:
+        return Unexpected("template text or a tag");
+    }
+  }
+}
+
+absl::StatusOr<StmtPtr> Parser::ParseStatement() {
+  const size_t offset = Current().offset;
+  Advance();  // {%
+  if (Current().type != Type::kName) return Unexpected("a tag name");
+  const std::string tag = Current().value;
+  Advance();
+  if (tag == "if") return ParseIf(offset);
+  if (tag == "for") return ParseFor(offset);
+  if (tag == "set") return ParseSet(offset);
+  if (tag == "macro") return ParseMacro(offset);
+  if (tag == "call") return ParseCallBlock(offset);
+  if (tag == "filter") return ParseFilterBlock(offset);
+  if (tag == "break" || tag == "continue") {
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    return MakeStmt(tag == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue, offset);
+  }
+  if (tag == "generation") {
+    // Hugging Face's AssistantTracker extension: marks assistant text; renders its body.
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    auto stmt = MakeStmt(Stmt::Kind::kScope, offset);
+    std::string end;
+    if (absl::Status s = ParseBody({"endgeneration"}, &stmt->body, &end); !s.ok()) return s;
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    return stmt;
+  }
+  return Error(offset, absl::StrCat("unknown tag '", tag, "'"));
+}
+
+absl::StatusOr<StmtPtr> Parser::ParseIf(size_t offset) {
+  auto stmt = MakeStmt(Stmt::Kind::kIf, offset);
+  while (true) {
+    absl::StatusOr<ExprPtr> condition = ParseTuple(/*with_condexpr=*/false);
+    if (!condition.ok()) return condition.status();
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    stmt->conditions.push_back(*std::move(condition));
+    stmt->bodies.emplace_back();
+    std::string end;
+    if (absl::Status s = ParseBody({"elif", "else", "endif"}, &stmt->bodies.back(), &end);
+        !s.ok()) {
+      return s;
+    }
+    if (end == "elif") continue;
+    if (end == "else") {
+      if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+      if (absl::Status s = ParseBody({"endif"}, &stmt->else_body, &end); !s.ok()) return s;
+    }
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    return stmt;
+  }
+}
+
+absl::Status Parser::ParseTargets(Stmt* stmt) {
+  const bool parenthesized = SkipOp("(");
+  while (true) {
+    absl::StatusOr<std::string> name = ExpectName();
+    if (!name.ok()) return name.status();
+    stmt->targets.push_back(*std::move(name));
+    if (!SkipOp(",")) break;
+    stmt->unpack = true;
+    if (Current().type != Type::kName) break;  // trailing comma
+  }
+  if (parenthesized) {
+    stmt->unpack = true;
+    return ExpectOp(")");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StmtPtr> Parser::ParseFor(size_t offset) {
+  auto stmt = MakeStmt(Stmt::Kind::kFor, offset);
+  if (absl::Status s = ParseTargets(stmt.get()); !s.ok()) return s;
+  if (!SkipName("in")) return Unexpected("'in'");
+  absl::StatusOr<ExprPtr> iterable = ParseTuple(/*with_condexpr=*/false);
+  if (!iterable.ok()) return iterable.status();
+  stmt->expr = *std::move(iterable);
+  if (SkipName("if")) {
+    absl::StatusOr<ExprPtr> filter = ParseExpression();
+    if (!filter.ok()) return filter.status();
+    stmt->loop_filter = *std::move(filter);
+  }
+  if (IsName("recursive")) return Error(Current().offset, "recursive loops are not supported");
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  std::string end;
+  if (absl::Status s = ParseBody({"else", "endfor"}, &stmt->body, &end); !s.ok()) return s;
+  if (end == "else") {
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    if (absl::Status s = ParseBody({"endfor"}, &stmt->else_body, &end); !s.ok()) return s;
+  }
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  return stmt;
+}
+
+absl::StatusOr<StmtPtr> Parser::ParseSet(size_t offset) {
+  auto stmt = MakeStmt(Stmt::Kind::kSet, offset);
+  // "set ns.attr = value"
+  if (Current().type == Type::kName && Peek().type == Type::kOperator && Peek().value == "." &&
+      Peek(2).type == Type::kName) {
+    auto object = MakeExpr(Expr::Kind::kName, Current().offset);
+    object->name = Current().value;
+    Advance();
+    Advance();
+    stmt->attribute = Current().value;
+    Advance();
+    stmt->expr = std::move(object);
+    if (absl::Status s = ExpectOp("="); !s.ok()) return s;
+    absl::StatusOr<ExprPtr> value = ParseTuple(/*with_condexpr=*/true);
+    if (!value.ok()) return value.status();
+    stmt->value = *std::move(value);
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    return stmt;
+  }
+  if (absl::Status s = ParseTargets(stmt.get()); !s.ok()) return s;
+  if (SkipOp("=")) {
+    absl::StatusOr<ExprPtr> value = ParseTuple(/*with_condexpr=*/true);
+    if (!value.ok()) return value.status();
+    stmt->expr = *std::move(value);
+    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    return stmt;
+  }
+  // Block set: {% set name %}...{% endset %}, optionally with a filter chain.
+  if (stmt->unpack) return Unexpected("'='");
+  stmt->kind = Stmt::Kind::kSetBlock;
+  if (IsOp("|")) {
+    absl::StatusOr<ExprPtr> chain = ParseFilterExpr(MakeExpr(Expr::Kind::kBlockInput, offset));
+    if (!chain.ok()) return chain.status();
+    stmt->expr = *std::move(chain);
+  }
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  std::string end;
+  if (absl::Status s = ParseBody({"endset"}, &stmt->body, &end); !s.ok()) return s;
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  return stmt;
+}
+
+absl::Status Parser::ParseParams(std::vector<MacroParam>* params) {
+  if (absl::Status s = ExpectOp("("); !s.ok()) return s;
+  while (!SkipOp(")")) {
+    if (!params->empty()) {
+      if (absl::Status s = ExpectOp(","); !s.ok()) return s;
+      if (SkipOp(")")) break;
+    }
+    MacroParam param;
+    absl::StatusOr<std::string> name = ExpectName();
+    if (!name.ok()) return name.status();
+    param.name = *std::move(name);
+    if (SkipOp("=")) {
+      absl::StatusOr<ExprPtr> value = ParseExpression();
+      if (!value.ok()) return value.status();
+      param.default_value = *std::move(value);
+    }
+    params->push_back(std::move(param));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StmtPtr> Parser::ParseMacro(size_t offset) {
+  auto stmt = MakeStmt(Stmt::Kind::kMacro, offset);
+  absl::StatusOr<std::string> name = ExpectName();
+  if (!name.ok()) return name.status();
+  stmt->name = *std::move(name);
+  if (absl::Status s = ParseParams(&stmt->params); !s.ok()) return s;
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  std::string end;
+  if (absl::Status s = ParseBody({"endmacro"}, &stmt->body, &end); !s.ok()) return s;
+  if (Current().type == Type::kName && Current().value == stmt->name) Advance();
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  return stmt;
+}
+
+absl::StatusOr<StmtPtr> Parser::ParseCallBlock(size_t offset) {
+  auto stmt = MakeStmt(Stmt::Kind::kCallBlock, offset);
+  if (IsOp("(")) {
+    if (absl::Status s = ParseParams(&stmt->params); !s.ok()) return s;
+  }
+  absl::StatusOr<ExprPtr> call = ParseExpression();
+  if (!call.ok()) return call.status();
+  if ((*call)->kind != Expr::Kind::kCall) {
+    return Error(offset, "{% call %} needs a macro call, e.g. {% call m(x) %}");
+  }
+  stmt->expr = *std::move(call);
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  std::string end;
+  if (absl::Status s = ParseBody({"endcall"}, &stmt->body, &end); !s.ok()) return s;
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  return stmt;
+}
+
+absl::StatusOr<StmtPtr> Parser::ParseFilterBlock(size_t offset) {
+  auto stmt = MakeStmt(Stmt::Kind::kFilterBlock, offset);
+  auto input = MakeExpr(Expr::Kind::kBlockInput, offset);
+  absl::StatusOr<ExprPtr> chain = ParseFilter(std::move(input));
+  if (!chain.ok()) return chain.status();
+  while (IsOp("|")) {
+    chain = ParseFilter(*std::move(chain));
+    if (!chain.ok()) return chain.status();
+  }
+  stmt->expr = *std::move(chain);
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  std::string end;
+  if (absl::Status s = ParseBody({"endfilter"}, &stmt->body, &end); !s.ok()) return s;
+  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  return stmt;
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseTuple(bool with_condexpr) {
+  const size_t offset = Current().offset;
+  absl::StatusOr<ExprPtr> first = ParseExpression(with_condexpr);
+  if (!first.ok()) return first.status();
+  if (!IsOp(",")) return first;
+  // A bare tuple: "a, b".
+  auto tuple = MakeExpr(Expr::Kind::kTuple, offset);
+  tuple->operands.push_back(*std::move(first));
+  while (SkipOp(",")) {
+    if (Current().type == Type::kBlockEnd || Current().type == Type::kVariableEnd || IsOp("=") ||
+        IsOp(")")) {
+      break;
+    }
+    absl::StatusOr<ExprPtr> next = ParseExpression(with_condexpr);
+    if (!next.ok()) return next.status();
+    tuple->operands.push_back(*std::move(next));
+  }
+  return tuple;
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseExpression(bool with_condexpr) {
+  Depth depth(this);
+  if (depth.exceeded()) return TooDeep();
+  return with_condexpr ? ParseConditional() : ParseOr();
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseConditional() {
+  absl::StatusOr<ExprPtr> node = ParseOr();
+  if (!node.ok()) return node;
+  while (IsName("if")) {
+    const size_t offset = Current().offset;
+    Advance();
+    absl::StatusOr<ExprPtr> condition = ParseOr();
+    if (!condition.ok()) return condition;
+    auto conditional = MakeExpr(Expr::Kind::kConditional, offset);
+    conditional->operands.push_back(*std::move(node));
+    conditional->operands.push_back(*std::move(condition));
+    if (SkipName("else")) {
+      absl::StatusOr<ExprPtr> otherwise = ParseExpression();
+      if (!otherwise.ok()) return otherwise;
+      conditional->operands.push_back(*std::move(otherwise));
+    } else {
+      conditional->operands.push_back(nullptr);
+    }
+    node = std::move(conditional);
+  }
+  return node;
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseOr() {
+  absl::StatusOr<ExprPtr> left = ParseAnd();
+  if (!left.ok()) return left;
+  while (IsName("or")) {
+    auto node = MakeExpr(Expr::Kind::kOr, Current().offset);
+    Advance();
+    absl::StatusOr<ExprPtr> right = ParseAnd();
+    if (!right.ok()) return right;
+    node->operands.push_back(*std::move(left));
+    node->operands.push_back(*std::move(right));
+    left = std::move(node);
+  }
+  return left;
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseAnd() {
+  absl::StatusOr<ExprPtr> left = ParseNot();
+  if (!left.ok()) return left;
+  while (IsName("and")) {
+    auto node = MakeExpr(Expr::Kind::kAnd, Current().offset);
+    Advance();
+    absl::StatusOr<ExprPtr> right = ParseNot();
+    if (!right.ok()) return right;
+    node->operands.push_back(*std::move(left));
+    node->operands.push_back(*std::move(right));
+    left = std::move(node);
+  }
+  return left;
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseNot() {
+  if (IsName("not")) {
+    Depth depth(this);
+    if (depth.exceeded()) return TooDeep();
+    auto node = MakeExpr(Expr::Kind::kUnary, Current().offset);
+    node->name = "not";
+    Advance();
+    absl::StatusOr<ExprPtr> operand = ParseNot();
+    if (!operand.ok()) return operand;
+    node->operands.push_back(*std::move(operand));
+    return node;
+  }
+  return ParseCompare();
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseCompare() {
+  const size_t offset = Current().offset;
+  absl::StatusOr<ExprPtr> first = ParseMath1();
+  if (!first.ok()) return first;
+  ExprPtr compare;
+  while (true) {
+    std::string op;
+    if (Current().type == Type::kOperator &&
+        (Current().value == "==" || Current().value == "!=" || Current().value == "<" ||
+         Current().value == "<=" || Current().value == ">" || Current().value == ">=")) {
+      op = Current().value;
+      Advance();
+    } else if (IsName("in")) {
+      op = "in";
+      Advance();
+    } else if (IsName("not") && Peek().type == Type::kName && Peek().value == "in") {
+      op = "not in";
+      Advance();
+      Advance();
+    } else {
+      break;
+    }
+    absl::StatusOr<ExprPtr> next = ParseMath1();
+    if (!next.ok()) return next;
+    if (!compare) {
+      compare = MakeExpr(Expr::Kind::kCompare, offset);
+      compare->operands.push_back(*std::move(first));
+    }
+    compare->compare_ops.push_back(op);
+    compare->operands.push_back(*std::move(next));
+  }
+  if (compare) return compare;
+  return first;
+}
+
+// Left-associative binary operators over `next`.
+#define TEXTGEN_JINJA_BINARY(Name, Next, ...)                                     \
+  absl::StatusOr<ExprPtr> Parser::Name() {                                        \
+    absl::StatusOr<ExprPtr> left = Next();                                        \
+    if (!left.ok()) return left;                                                  \
+    while (Current().type == Type::kOperator) {                                   \
+      const std::string op = Current().value;                                     \
+      bool match = false;                                                         \
+      for (absl::string_view candidate : {__VA_ARGS__}) match |= op == candidate; \
+      if (!match) break;                                                          \
+      auto node = MakeExpr(Expr::Kind::kBinary, Current().offset);                \
+      node->name = op;                                                            \
+      Advance();                                                                  \
+      absl::StatusOr<ExprPtr> right = Next();                                     \
+      if (!right.ok()) return right;                                              \
+      node->operands.push_back(*std::move(left));                                 \
+      node->operands.push_back(*std::move(right));                                \
+      left = std::move(node);                                                     \
+    }                                                                             \
+    return left;                                                                  \
+  }
+
+TEXTGEN_JINJA_BINARY(ParseMath1, ParseConcat, "+", "-")
+TEXTGEN_JINJA_BINARY(ParseConcat, ParseMath2, "~")
+TEXTGEN_JINJA_BINARY(ParseMath2, ParsePow, "*", "/", "//", "%")
+#undef TEXTGEN_JINJA_BINARY
+
+absl::StatusOr<ExprPtr> Parser::ParsePow() {
+  absl::StatusOr<ExprPtr> left = ParseUnary(/*with_filter=*/true);
+  if (!left.ok()) return left;
+  while (IsOp("**")) {
+    auto node = MakeExpr(Expr::Kind::kBinary, Current().offset);
+    node->name = "**";
+    Advance();
+    absl::StatusOr<ExprPtr> right = ParseUnary(/*with_filter=*/true);
+    if (!right.ok()) return right;
+    node->operands.push_back(*std::move(left));
+    node->operands.push_back(*std::move(right));
+    left = std::move(node);
+  }
+  return left;
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseUnary(bool with_filter) {
+  Depth depth(this);
+  if (depth.exceeded()) return TooDeep();
+  absl::StatusOr<ExprPtr> node;
+  if (IsOp("-") || IsOp("+")) {
+    auto unary = MakeExpr(Expr::Kind::kUnary, Current().offset);
+    unary->name = Current().value;
+    Advance();
+    absl::StatusOr<ExprPtr> operand = ParseUnary(/*with_filter=*/false);
+    if (!operand.ok()) return operand;
+    unary->operands.push_back(*std::move(operand));
+    node = std::move(unary);
+  } else {
+    node = ParsePrimary();
+    if (!node.ok()) return node;
+  }
+  node = ParsePostfix(*std::move(node));
+  if (!node.ok() || !with_filter) return node;
+  return ParseFilterExpr(*std::move(node));
+}
+
+absl::StatusOr<ExprPtr> Parser::ParsePrimary() {
+  const Token& token = Current();
+  const size_t offset = token.offset;
+  switch (token.type) {
+    case Type::kName: {
+      auto node = MakeExpr(Expr::Kind::kLiteral, offset);
+      if (token.value == "true" || token.value == "True") {
+        node->literal = Value::Bool(true);
+      } else if (token.value == "false" || token.value == "False") {
+        node->literal = Value::Bool(false);
+      } else if (token.value == "none" || token.value == "None") {
+        node->literal = Value::MakeNone();
+      } else {
+        node->kind = Expr::Kind::kName;
+        node->name = token.value;
+      }
+      Advance();
+      return node;
+    }
+    case Type::kString: {
+      std::string text;
+      while (Current().type == Type::kString) {  // adjacent literals concatenate
+        text += Current().value;
+        Advance();
+      }
+      auto node = MakeExpr(Expr::Kind::kLiteral, offset);
+      node->literal = Value::String(std::move(text));
+      return node;
+    }
+    case Type::kInteger: {
+      int64_t value = 0;
+      const auto result =
+          std::from_chars(token.value.data(), token.value.data() + token.value.size(), value);
+      if (result.ec != std::errc()) return Error(offset, "integer literal out of range");
+      auto node = MakeExpr(Expr::Kind::kLiteral, offset);
+      node->literal = Value::Int(value);
+      Advance();
+      return node;
+    }
+    case Type::kFloat: {
+      auto node = MakeExpr(Expr::Kind::kLiteral, offset);
+      node->literal = Value::Float(std::strtod(token.value.c_str(), nullptr));
+      Advance();
+      return node;
+    }
+    case Type::kOperator:
+      if (token.value == "(") {
+        Advance();
+        if (SkipOp(")")) return MakeExpr(Expr::Kind::kTuple, offset);
+        absl::StatusOr<ExprPtr> inner = ParseTuple(/*with_condexpr=*/true);
+        if (!inner.ok()) return inner;
+        if (absl::Status s = ExpectOp(")"); !s.ok()) return s;
+        return inner;
+      }
+      if (token.value == "[") {
+        Advance();
+        auto node = MakeExpr(Expr::Kind::kList, offset);
+        while (!SkipOp("]")) {
+          if (!node->operands.empty()) {
+            if (absl::Status s = ExpectOp(","); !s.ok()) return s;
+            if (SkipOp("]")) break;
+          }
+          absl::StatusOr<ExprPtr> item = ParseExpression();
+          if (!item.ok()) return item;
+          node->operands.push_back(*std::move(item));
+        }
+        return node;
+      }
+      if (token.value == "{") {
+        Advance();
+        auto node = MakeExpr(Expr::Kind::kDict, offset);
+        while (!SkipOp("}")) {
+          if (!node->operands.empty()) {
+            if (absl::Status s = ExpectOp(","); !s.ok()) return s;
+            if (SkipOp("}")) break;
+          }
+          absl::StatusOr<ExprPtr> key = ParseExpression();
+          if (!key.ok()) return key;
+          if (absl::Status s = ExpectOp(":"); !s.ok()) return s;
+          absl::StatusOr<ExprPtr> value = ParseExpression();
+          if (!value.ok()) return value;
+          node->operands.push_back(*std::move(key));
+          node->operands.push_back(*std::move(value));
+        }
+        return node;
+      }
+      break;
+    default:
+      break;
+  }
+  return Unexpected("an expression");
+}
+
+absl::StatusOr<ExprPtr> Parser::ParsePostfix(ExprPtr node) {
+  while (true) {
+    if (IsOp(".")) {
+      const size_t offset = Current().offset;
+      Advance();
+      if (Current().type == Type::kName) {
+        auto attribute = MakeExpr(Expr::Kind::kAttribute, offset);
+        attribute->name = Current().value;
+        attribute->operands.push_back(std::move(node));
+        Advance();
+        node = std::move(attribute);
+      } else if (Current().type == Type::kInteger) {  // x.0 is x[0]
+        auto item = MakeExpr(Expr::Kind::kItem, offset);
+        auto index = MakeExpr(Expr::Kind::kLiteral, Current().offset);
+        index->literal = Value::Int(std::strtoll(Current().value.c_str(), nullptr, 10));
+        item->operands.push_back(std::move(node));
+        item->operands.push_back(std::move(index));
+        Advance();
+        node = std::move(item);
+      } else {
+        return Unexpected("an attribute name");
+      }
+    } else if (IsOp("[")) {
+      absl::StatusOr<ExprPtr> subscript = ParseSubscript(std::move(node));
+      if (!subscript.ok()) return subscript;
+      node = *std::move(subscript);
+    } else if (IsOp("(")) {
+      auto call = MakeExpr(Expr::Kind::kCall, Current().offset);
+      call->operands.push_back(std::move(node));
+      if (absl::Status s = ParseCallArgs(call.get()); !s.ok()) return s;
+      node = std::move(call);
+    } else {
+      return node;
+    }
+  }
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseSubscript(ExprPtr node) {
+  const size_t offset = Current().offset;
+  Advance();  // [
+  ExprPtr parts[3];
+  int colons = 0;
+  while (!IsOp("]")) {
+    if (SkipOp(":")) {
+      if (++colons > 2) return Unexpected("']'");
+      continue;
+    }
+    if (parts[colons]) return Unexpected("':' or ']'");
+    absl::StatusOr<ExprPtr> part = ParseExpression();
+    if (!part.ok()) return part;
+    parts[colons] = *std::move(part);
+  }
+  Advance();  // ]
+  if (colons == 0) {
+    if (!parts[0]) return Error(offset, "empty subscript");
+    auto item = MakeExpr(Expr::Kind::kItem, offset);
+    item->operands.push_back(std::move(node));
+    item->operands.push_back(std::move(parts[0]));
+    return item;
+  }
+  auto slice = MakeExpr(Expr::Kind::kSlice, offset);
+  slice->operands.push_back(std::move(node));
+  for (ExprPtr& part : parts) slice->operands.push_back(std::move(part));
+  return slice;
+}
+
+absl::Status Parser::ParseCallArgs(Expr* call) {
+  Advance();  // (
+  bool first = true;
+  while (!SkipOp(")")) {
+    if (!first) {
+      if (absl::Status s = ExpectOp(","); !s.ok()) return s;
+      if (SkipOp(")")) break;
+    }
+    first = false;
+    if (IsOp("*") || IsOp("**")) {
+      return Error(Current().offset, "*args and **kwargs in calls are not supported");
+    }
+    if (Current().type == Type::kName && Peek().type == Type::kOperator && Peek().value == "=") {
+      std::string name = Current().value;
+      Advance();
+      Advance();
+      absl::StatusOr<ExprPtr> value = ParseExpression();
+      if (!value.ok()) return value.status();
+      call->keywords.emplace_back(std::move(name), *std::move(value));
+      continue;
+    }
+    if (!call->keywords.empty()) {
+      return Error(Current().offset, "positional argument follows keyword argument");
+    }
+    absl::StatusOr<ExprPtr> value = ParseExpression();
+    if (!value.ok()) return value.status();
+    call->operands.push_back(*std::move(value));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseFilter(ExprPtr node) {
+  if (IsOp("|")) Advance();
+  auto filter = MakeExpr(Expr::Kind::kFilter, Current().offset);
+  absl::StatusOr<std::string> name = ExpectName();
+  if (!name.ok()) return name.status();
+  filter->name = *std::move(name);
+  while (IsOp(".")) {  // dotted filter names
+    Advance();
+    absl::StatusOr<std::string> part = ExpectName();
+    if (!part.ok()) return part.status();
+    absl::StrAppend(&filter->name, ".", *part);
+  }
+  filter->operands.push_back(std::move(node));
+  if (IsOp("(")) {
+    if (absl::Status s = ParseCallArgs(filter.get()); !s.ok()) return s;
+  }
+  return filter;
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr node) {
+  while (true) {
+    if (IsOp("|")) {
+      absl::StatusOr<ExprPtr> filter = ParseFilter(std::move(node));
+      if (!filter.ok()) return filter;
+      node = *std::move(filter);
+    } else if (IsName("is")) {
+      auto test = MakeExpr(Expr::Kind::kTest, Current().offset);
+      Advance();
+      test->negated = SkipName("not");
+      absl::StatusOr<std::string> name = ExpectName();
+      if (!name.ok()) return name.status();
+      test->name = *std::move(name);
+      test->operands.push_back(std::move(node));
+      if (IsOp("(")) {
+        if (absl::Status s = ParseCallArgs(test.get()); !s.ok()) return s;
+      } else if ((Current().type == Type::kName || Current().type == Type::kString ||
+                  Current().type == Type::kInteger || Current().type == Type::kFloat || IsOp("[") ||
+                  IsOp("{")) &&
+                 !IsName("else") && !IsName("or") && !IsName("and")) {
+        // One argument without parentheses: "x is divisibleby 3", "x is sameas none".
+        absl::StatusOr<ExprPtr> arg = ParsePrimary();
+        if (!arg.ok()) return arg;
+        arg = ParsePostfix(*std::move(arg));
+        if (!arg.ok()) return arg;
+        test->operands.push_back(*std::move(arg));
+      }
+      node = std::move(test);
+    } else if (IsOp("(")) {
+      auto call = MakeExpr(Expr::Kind::kCall, Current().offset);
+      call->operands.push_back(std::move(node));
+      if (absl::Status s = ParseCallArgs(call.get()); !s.ok()) return s;
+      node = std::move(call);
+    } else {
+      return node;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Body> Parse(const std::vector<Token>& tokens, const Source& source) {
+  return Parser(tokens, source).ParseTemplate();
+}
+
+}  // namespace textgen::model::jinja

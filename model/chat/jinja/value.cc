@@ -1,0 +1,182 @@
+#include "model/chat/jinja/value.h"
+
+#include <algorithm>
+
+namespace textgen::model::jinja {
+
+std::vector<TaintRange> TaintedString::TaintOf(size_t begin, size_t end) const {
+  std::vector<TaintRange> out;
+  for (const TaintRange& range : taint) {
+    const size_t b = std::max(range.begin, begin);
+    const size_t e = std::min(range.end, end);
+    if (b < e) out.push_back({b - begin, e - begin});
+  }
+  return out;
+}
+
+const Value* Dict::Find(const Value& key) const {
+  if (key.is_string()) return Find(key.str());
+  for (const auto& [k, v] : entries_) {
+    if (k.Equals(key)) return &v;
+  }
+  return nullptr;
+}
+
+const Value* Dict::Find(absl::string_view key) const {
+  for (const auto& [k, v] : entries_) {
+    if (k.is_string() && k.str() == key) return &v;
+  }
+  return nullptr;
+}
+
+void Dict::Set(Value key, Value value) {
+  for (auto& [k, v] : entries_) {
+    if (k.Equals(key)) {
+      v = std::move(value);
+      return;
+    }
+  }
+  entries_.emplace_back(std::move(key), std::move(value));
+}
+
+Value Value::String(std::string s) {
+  return Value(std::make_shared<const TaintedString>(TaintedString{std::move(s), {}}));
+}
+
+Value Value::String(TaintedString s) {
+  return Value(std::make_shared<const TaintedString>(std::move(s)));
+}
+
+Value Value::Tainted(std::string s) {
+  TaintedString tainted{std::move(s), {}};
+  if (!tainted.bytes.empty()) tainted.taint.push_back({0, tainted.bytes.size()});
+  return String(std::move(tainted));
+}
+
+Value Value::MakeList(List items) { return Value(std::make_shared<List>(std::move(items))); }
+
+Value Value::MakeDict(Dict dict) { return Value(std::make_shared<Dict>(std::move(dict))); }
+
+Value Value::MakeNamespace(Dict dict) {
+  Value value = MakeDict(std::move(dict));
+  value.flags_ = kNamespace;
+  return value;
+}
+
+Value Value::MakeTuple(List items) {
+  Value value = MakeList(std::move(items));
+  value.flags_ = kTuple;
+  return value;
+}
+
+Value Value::MakeGenerator(List items) {
+  Value value = MakeList(std::move(items));
+  value.flags_ = kGenerator;
+  return value;
+}
+
+Value Value::Markup(TaintedString s) {
+  Value value = String(std::move(s));
+  value.flags_ = kMarkup;
+  return value;
+}
+
+Value Value::MakeCallable(Callable callable) {
+  return Value(std::make_shared<const Callable>(std::move(callable)));
+}
+
+double Value::as_double() const {
+  if (is_int()) return static_cast<double>(as_int());
+  if (is_bool()) return as_bool() ? 1.0 : 0.0;
+  return as_float();
+}
+
+bool Value::Truthy() const {
+  switch (kind()) {
+    case Kind::kUndefined:
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return as_bool();
+    case Kind::kInt:
+      return as_int() != 0;
+    case Kind::kFloat:
+      return as_float() != 0.0;
+    case Kind::kString:
+      return !str().empty();
+    case Kind::kList:
+      return is_generator() || !list().empty();
+    case Kind::kDict:
+      return is_namespace() || dict().size() > 0;
+    case Kind::kCallable:
+      return true;
+  }
+  return false;
+}
+
+bool Value::Equals(const Value& other) const {
+  const bool numeric = is_number() || is_bool();
+  const bool other_numeric = other.is_number() || other.is_bool();
+  if (numeric && other_numeric) {
+    if (is_float() || other.is_float()) return as_double() == other.as_double();
+    const int64_t a = is_bool() ? as_bool() : as_int();
+    const int64_t b = other.is_bool() ? other.as_bool() : other.as_int();
+    return a == b;
+  }
+  if (kind() != other.kind()) return false;
+  switch (kind()) {
+    case Kind::kUndefined:
+    case Kind::kNone:
+      return true;
+    case Kind::kString:
+      return str() == other.str();
+    case Kind::kList: {
+      const List& a = list();
+      const List& b = other.list();
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].Equals(b[i])) return false;
+      }
+      return true;
+    }
+    case Kind::kDict: {
+      if (is_namespace() || other.is_namespace()) return &dict() == &other.dict();
+      if (dict().size() != other.dict().size()) return false;
+      for (const auto& [key, value] : dict().entries()) {
+        const Value* found = other.dict().Find(key);
+        if (found == nullptr || !found->Equals(value)) return false;
+      }
+      return true;
+    }
+    case Kind::kCallable:
+      return &callable() == &other.callable();
+    default:
+      return false;
+  }
+}
+
+std::string Value::TypeName() const {
+  switch (kind()) {
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return is_markup() ? "Markup" : "str";
+    case Kind::kList:
+      return is_generator() ? "generator" : is_tuple() ? "tuple" : "list";
+    case Kind::kDict:
+      return is_namespace() ? "Namespace" : "dict";
+    case Kind::kCallable:
+      return "function";
+  }
+  return "object";
+}
+
+}  // namespace textgen::model::jinja

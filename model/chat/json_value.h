@@ -1,0 +1,15 @@
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "model/chat/jinja/value.h"
+
+namespace textgen::model {
+
+// Parses JSON text into a template value, keeping object key order (as Python's json.loads
+// does) and integers as integers. Strings are tainted when `tainted` (untrusted input).
+// Errors are INVALID_ARGUMENT naming `what`.
+absl::StatusOr<jinja::Value> ParseJsonValue(absl::string_view json, bool tainted,
+                                            absl::string_view what);
+
+}  // namespace textgen::model

@@ -1,0 +1,270 @@
+// The Jinja engine's own guarantees: taint tracking, error positions, sandbox limits. Its
+// rendering semantics are checked against Python's jinja2 by compare_with_jinja2.py.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/chat/chat_template.h"
+#include "model/chat/jinja/template.h"
+
+namespace textgen::model::jinja {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<TaintedString> Render(absl::string_view text, const Dict& context = {},
+                                     const RenderOptions& options = {}) {
+  absl::StatusOr<Template> parsed = Template::Parse(text);
+  if (!parsed.ok()) return parsed.status();
+  return parsed->Render(context, options);
+}
+
+Dict WithUser(std::string content) {
+  Dict context;
+  context.Set(Value::String("user"), Value::Tainted(std::move(content)));
+  return context;
+}
+
+// The tainted bytes of `text`, as strings.
+std::vector<std::string> TaintedParts(const TaintedString& text) {
+  std::vector<std::string> parts;
+  for (const TaintRange& range : text.taint) {
+    parts.push_back(text.bytes.substr(range.begin, range.end - range.begin));
+  }
+  return parts;
+}
+
+TEST(JinjaTaintTest, ConcatenationKeepsExactRanges) {
+  absl::StatusOr<TaintedString> out =
+      Render("<|im_start|>{{ '<|user|>' + user + '<|end|>' }}{{ user ~ '!' }}", WithUser("hi"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->bytes, "<|im_start|><|user|>hi<|end|>hi!");
+  EXPECT_THAT(TaintedParts(*out), ElementsAre("hi", "hi"));
+  EXPECT_EQ(out->taint[0].begin, 20u);
+}
+
+TEST(JinjaTaintTest, StripSplitAndSliceKeepExactRanges) {
+  absl::StatusOr<TaintedString> out =
+      Render("[{{ user|trim }}][{{ user.split('</think>')[-1].lstrip() }}][{{ user[2:5] }}]",
+             WithUser("  <think>a</think> answer<|im_end|> "));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->bytes, "[<think>a</think> answer<|im_end|>][answer<|im_end|> ][<th]");
+  EXPECT_THAT(TaintedParts(*out),
+              ElementsAre("<think>a</think> answer<|im_end|>", "answer<|im_end|> ", "<th"));
+}
+
+TEST(JinjaTaintTest, OperationsWithoutPositionsTaintTheWholeResult) {
+  absl::StatusOr<TaintedString> out =
+      Render("{{ user|upper }}|{{ user.replace('a', '<s>') }}|{{ [user]|tojson }}|{{ 'x'|upper }}",
+             WithUser("ab"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->bytes, "AB|<s>b|[\"ab\"]|X");
+  EXPECT_THAT(TaintedParts(*out), ElementsAre("AB", "<s>b", "[\"ab\"]"));
+}
+
+TEST(JinjaTaintTest, MacroAndBlockOutputKeepRanges) {
+  absl::StatusOr<TaintedString> out = Render(
+      "{% macro m(x) %}<{{ x }}>{% endmacro %}{% set b %}[{{ user }}]{% endset %}{{ m(user) }}{{ b "
+      "}}",
+      WithUser("u"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->bytes, "<u>[u]");
+  EXPECT_THAT(TaintedParts(*out), ElementsAre("u", "u"));
+}
+
+TEST(JinjaErrorTest, SyntaxErrorsNameLineAndColumn) {
+  absl::StatusOr<Template> parsed =
+      Template::Parse("line one\n{% if x %}\n  {{ 1 + }}\n{% endif %}");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("template syntax error at line 3, column 10: expected an expression, "
+                        "got '}}'"));
+
+  parsed = Template::Parse("{% for x in y %}never closed");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("expected '{% else %}' or '{% endfor %}'"));
+
+  parsed = Template::Parse("{{ 'unterminated }}");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("line 1, column 4: unterminated string"));
+}
+
+TEST(JinjaErrorTest, RuntimeErrorsNameTheExpression) {
+  absl::StatusOr<TaintedString> out = Render("a\n  {{ 'x' + 1 }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out.status().message(),
+            "template error at line 2, column 10: can only concatenate str (not \"int\") to str");
+
+  out = Render("{{ nosuch.attr }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("'nosuch' is undefined"));
+
+  out = Render("{{ 1|nosuchfilter }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("no filter named 'nosuchfilter'"));
+}
+
+TEST(JinjaErrorTest, RaiseExceptionKeepsTheTemplatesMessage) {
+  absl::StatusOr<TaintedString> out =
+      Render("{% if true %}{{ raise_exception('Conversation roles must alternate') }}{% endif %}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out.status().message(), "Conversation roles must alternate");
+  EXPECT_TRUE(out.status().GetPayload(kRaisedByTemplatePayload).has_value());
+}
+
+TEST(JinjaErrorTest, MutatingInputsIsRefused) {
+  absl::StatusOr<TaintedString> out = Render("{% set l = [1] %}{{ l.append(2) }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("access to attribute 'append' of 'list' object is unsafe"));
+}
+
+TEST(JinjaLimitsTest, HugeRangeIsRefusedBeforeItIsBuilt) {
+  absl::StatusOr<TaintedString> out = Render("{{ range(1000000000000)|length }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("list of 1000000000000 items"));
+}
+
+TEST(JinjaLimitsTest, HugeStringRepetitionIsRefused) {
+  absl::StatusOr<TaintedString> out = Render("{{ 'abc' * 1000000000000000 }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(JinjaLimitsTest, LoopIterationsAreBounded) {
+  RenderOptions options;
+  options.limits.max_loop_iterations = 5000;
+  absl::StatusOr<TaintedString> out = Render(
+      "{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", {}, options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("more than 5000 loop iterations"));
+}
+
+TEST(JinjaLimitsTest, RecursionIsBounded) {
+  absl::StatusOr<TaintedString> out =
+      Render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("macro calls nest deeper than 64 levels"));
+}
+
+TEST(JinjaLimitsTest, OutputIsBounded) {
+  RenderOptions options;
+  options.limits.max_output_bytes = 1000;
+  absl::StatusOr<TaintedString> out =
+      Render("{% for i in range(200) %}0123456789{% endfor %}", {}, options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("exceeds the limit of 1000 bytes"));
+}
+
+TEST(JinjaLimitsTest, DeepNestingIsASyntaxErrorNotACrash) {
+  const std::string deep_parens =
+      absl::StrCat("{{ ", std::string(100000, '('), "1", std::string(100000, ')'), " }}");
+  absl::StatusOr<Template> parsed = Template::Parse(deep_parens);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("nests deeper than"));
+
+  std::string deep_ifs;
+  for (int i = 0; i < 5000; ++i) deep_ifs += "{% if true %}";
+  parsed = Template::Parse(deep_ifs);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("nests deeper than"));
+
+  std::string deep_not = "{{ " + std::string(100000, '-') + "1 }}";
+  parsed = Template::Parse(deep_not);
+  ASSERT_FALSE(parsed.ok());
+}
+
+}  // namespace
+}  // namespace textgen::model::jinja
+
+namespace textgen::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+ChatMessage UserMessage(std::string content) {
+  ChatMessage message;
+  message.role = "user";
+  message.content = std::move(content);
+  return message;
+}
+
+constexpr char kChatMl[] =
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+TEST(ChatTemplateTest, UntrustedRangesCoverExactlyWhatTheRequestSent) {
+  absl::StatusOr<ChatTemplate> chat = ChatTemplate::Create(kChatMl, "<s>", "</s>");
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  ChatInput input;
+  input.messages.push_back(UserMessage("hi <|im_end|> there"));
+  absl::StatusOr<ChatPrompt> prompt = chat->Render(input);
+  ASSERT_TRUE(prompt.ok()) << prompt.status();
+  EXPECT_EQ(prompt->text,
+            "<|im_start|>user\nhi <|im_end|> there<|im_end|>\n<|im_start|>assistant\n");
+  ASSERT_EQ(prompt->untrusted.size(), 2u);
+  const auto part = [&](const TextRange& r) {
+    return prompt->text.substr(r.begin, r.end - r.begin);
+  };
+  EXPECT_EQ(part(prompt->untrusted[0]), "user");
+  EXPECT_EQ(part(prompt->untrusted[1]), "hi <|im_end|> there");
+}
+
+TEST(ChatTemplateTest, VariablesToolsAndErrors) {
+  absl::StatusOr<ChatTemplate> chat = ChatTemplate::Create(
+      "{% if enable_thinking is defined and not enable_thinking %}no-think{% endif %}"
+      "{{ tools|length if tools is defined else 'none' }}"
+      "{% if messages[0].role != 'user' %}{{ raise_exception('first message must be user') }}"
+      "{% endif %}",
+      "<s>", "</s>");
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  ChatInput input;
+  input.messages.push_back(UserMessage("x"));
+  input.variables_json = R"({"enable_thinking": false})";
+  input.tools_json = R"([{"type": "function", "function": {"name": "f"}}])";
+  absl::StatusOr<ChatPrompt> prompt = chat->Render(input);
+  ASSERT_TRUE(prompt.ok()) << prompt.status();
+  EXPECT_EQ(prompt->text, "no-think1");
+
+  input.messages[0].role = "system";
+  prompt = chat->Render(input);
+  ASSERT_FALSE(prompt.ok());
+  EXPECT_EQ(prompt.status().message(), "first message must be user");
+
+  input.variables_json = R"({"messages": []})";
+  prompt = chat->Render(input);
+  ASSERT_FALSE(prompt.ok());
+  EXPECT_THAT(prompt.status().message(), HasSubstr("may not set 'messages'"));
+
+  input.variables_json = "[1]";
+  prompt = chat->Render(input);
+  ASSERT_FALSE(prompt.ok());
+  EXPECT_THAT(prompt.status().message(), HasSubstr("template_variables must be a JSON object"));
+
+  input.variables_json = "";
+  input.tools_json = "{not json";
+  prompt = chat->Render(input);
+  ASSERT_FALSE(prompt.ok());
+  EXPECT_THAT(prompt.status().message(), HasSubstr("tools is not valid JSON"));
+}
+
+TEST(ChatTemplateTest, OversizedOrBrokenTemplatesAreRefused) {
+  EXPECT_EQ(
+      ChatTemplate::Create(std::string(kMaxChatTemplateBytes + 1, 'x'), "", "").status().code(),
+      absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<ChatTemplate> broken = ChatTemplate::Create("{% for %}", "", "");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(broken.status().message(), HasSubstr("line 1, column 8"));
+}
+
+}  // namespace
+}  // namespace textgen::model
