@@ -82,7 +82,7 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerCo
   }
   const bool add_bos = request->has_add_bos() ? request->add_bos() : ready->validation.add_bos;
   const model::Tokenizer& tokenizer = *ready->tokenizer;
-  for (int id : request->parse_special() ? tokenizer.EncodeWithSpecialTokens(text, add_bos)
+  for (int id : request->parse_special() ? tokenizer.EncodeWithSpecialTokens(text, add_bos, {})
                                          : tokenizer.Encode(text, add_bos)) {
     response->add_ids(id);
     response->add_tokens(model::SanitizeUtf8(ready->tokenizer->TokenText(id)));

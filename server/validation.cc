@@ -156,8 +156,9 @@ absl::Status ValidatePrompt(const v1::GenerateRequest& request, const model::Tok
         return InvalidArgumentError("prompt text is empty; send some text or token ids");
       }
       if (absl::Status s = CheckUtf8(text, "prompt text"); !s.ok()) return s;
-      out.prompt_tokens = request.parse_special() ? tokenizer.EncodeWithSpecialTokens(text, add_bos)
-                                                  : tokenizer.Encode(text, add_bos);
+      out.prompt_tokens = request.parse_special()
+                              ? tokenizer.EncodeWithSpecialTokens(text, add_bos, {})
+                              : tokenizer.Encode(text, add_bos);
       out.prompt_text = text;
       if (out.prompt_tokens.empty()) {
         return InvalidArgumentError("prompt text encodes to no tokens");

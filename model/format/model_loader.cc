@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "model/format/gguf_model.h"
 #include "model/format/gguf_reader.h"
@@ -22,12 +23,35 @@ absl::Status InFile(const absl::Status& status, const std::string& path) {
   return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
 }
 
+// tokenizer.chat_template and its named variants tokenizer.chat_template.NAME.
+absl::StatusOr<std::map<std::string, std::string>> ReadChatTemplates(const GgufFile& gguf) {
+  constexpr absl::string_view kKey = "tokenizer.chat_template";
+  std::map<std::string, std::string> templates;
+  for (const GgufKv& kv : gguf.metadata) {
+    const absl::string_view key = kv.key;
+    if (!absl::StartsWith(key, kKey)) continue;
+    std::string name;
+    if (key.size() > kKey.size()) {
+      if (key[kKey.size()] != '.') continue;  // e.g. tokenizer.chat_templates (a name list)
+      name = std::string(key.substr(kKey.size() + 1));
+    }
+    if (kv.value.type != GgufType::kString) {
+      return absl::InvalidArgumentError(absl::StrCat("metadata ", kv.key, " must be a string"));
+    }
+    templates[name] = kv.value.string();
+  }
+  return templates;
+}
+
 absl::StatusOr<LoadedModel> LoadGguf(std::shared_ptr<const MappedFile> file,
                                      const std::string& path) {
   auto gguf = ParseGguf(file->bytes());
   if (!gguf.ok()) return InFile(gguf.status(), path);
   auto model = BuildModelFromGguf(*gguf, std::filesystem::path(path).stem().string());
   if (!model.ok()) return InFile(model.status(), path);
+  auto templates = ReadChatTemplates(*gguf);
+  if (!templates.ok()) return InFile(templates.status(), path);
+  model->chat_templates = *std::move(templates);
   model->path = path;
   model->storage = std::move(file);
   return model;

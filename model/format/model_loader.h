@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,9 @@ struct LoadedModel {
   TokenizerData tokenizer;
   DType file_dtype = DType::kF32;  // dominant weight type in the file, for GetModelInfo
   std::string path;
+  // Jinja chat templates from the file: "" = tokenizer.chat_template (the default), NAME =
+  // tokenizer.chat_template.NAME (e.g. "tool_use"). Empty for llama2.c checkpoints.
+  std::map<std::string, std::string> chat_templates;
   std::shared_ptr<const WeightStorage> storage;  // keeps mmap + owned buffers alive
 };
 

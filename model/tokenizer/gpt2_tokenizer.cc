@@ -109,9 +109,10 @@ std::vector<SpecialTokenSplitter::Token> SpecialTokens(const TokenizerData& data
   for (size_t id = 0; id < data.token_types.size(); ++id) {
     const int type = data.token_types[id];
     if (type == TokenizerData::kUserDefined || (control && type == TokenizerData::kControl)) {
-      tokens.push_back({data.tokens[id], static_cast<int>(id),
-                        std::binary_search(data.rstrip_ids.begin(), data.rstrip_ids.end(),
-                                           static_cast<int>(id))});
+      tokens.push_back(
+          {data.tokens[id], static_cast<int>(id),
+           std::binary_search(data.rstrip_ids.begin(), data.rstrip_ids.end(), static_cast<int>(id)),
+           type == TokenizerData::kControl});
     }
   }
   return tokens;
@@ -135,12 +136,14 @@ std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) cons
   return EncodeSplitting(text, add_bos, user_defined_);
 }
 
-std::vector<int> Gpt2Tokenizer::EncodeWithSpecialTokens(std::string_view text, bool add_bos) const {
-  return EncodeSplitting(text, add_bos, user_defined_and_control_);
+std::vector<int> Gpt2Tokenizer::EncodeWithSpecialTokens(
+    std::string_view text, bool add_bos, std::span<const TextRange> untrusted) const {
+  return EncodeSplitting(text, add_bos, user_defined_and_control_, untrusted);
 }
 
 std::vector<int> Gpt2Tokenizer::EncodeSplitting(std::string_view text, bool add_bos,
-                                                const SpecialTokenSplitter& splitter) const {
+                                                const SpecialTokenSplitter& splitter,
+                                                std::span<const TextRange> untrusted) const {
   std::vector<int> ids;
   ids.reserve(text.size() / 3 + 1);
   if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
@@ -153,7 +156,7 @@ std::vector<int> Gpt2Tokenizer::EncodeSplitting(std::string_view text, bool add_
     EncodeText(text, &ids);
     return ids;
   }
-  for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text)) {
+  for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text, untrusted)) {
     if (segment.id >= 0) {
       ids.push_back(segment.id);
     } else {

@@ -31,7 +31,8 @@ class Gpt2Tokenizer final : public Tokenizer {
   ~Gpt2Tokenizer() override;
 
   std::vector<int> Encode(std::string_view text, bool add_bos) const override;
-  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const override;
+  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos,
+                                           std::span<const TextRange> untrusted) const override;
   bool IsControl(int id) const override {
     return id >= 0 && id < vocab_size() && TokenType(id) == TokenizerData::kControl;
   }
@@ -62,7 +63,8 @@ class Gpt2Tokenizer final : public Tokenizer {
   SpecialTokenSplitter user_defined_;                   // tokens matched before BPE
   SpecialTokenSplitter user_defined_and_control_;       // ... when parsing special tokens
   std::vector<int> EncodeSplitting(std::string_view text, bool add_bos,
-                                   const SpecialTokenSplitter& splitter) const;
+                                   const SpecialTokenSplitter& splitter,
+                                   std::span<const TextRange> untrusted = {}) const;
   // Encodes ordinary text (no special tokens in it).
   void EncodeText(std::string_view text, std::vector<int>* ids) const;
   std::vector<int> byte_ids_;                    // byte -> id of its single-char token

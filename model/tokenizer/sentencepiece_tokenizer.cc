@@ -131,7 +131,8 @@ SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data) : data_(std::
     if (type != TokenizerData::kUserDefined && type != TokenizerData::kControl) continue;
     SpecialTokenSplitter::Token token{
         absl::StrReplaceAll(data_.tokens[id], {{"\xE2\x96\x81", " "}}), id,
-        std::binary_search(data_.rstrip_ids.begin(), data_.rstrip_ids.end(), id)};
+        std::binary_search(data_.rstrip_ids.begin(), data_.rstrip_ids.end(), id),
+        type == TokenizerData::kControl};
     if (type == TokenizerData::kUserDefined) user_defined.push_back(token);
     special.push_back(std::move(token));
   }
@@ -167,13 +168,14 @@ std::vector<int> SentencePieceTokenizer::Encode(std::string_view text, bool add_
   return EncodeSplitting(text, add_bos, user_defined_);
 }
 
-std::vector<int> SentencePieceTokenizer::EncodeWithSpecialTokens(std::string_view text,
-                                                                 bool add_bos) const {
-  return EncodeSplitting(text, add_bos, user_defined_and_control_);
+std::vector<int> SentencePieceTokenizer::EncodeWithSpecialTokens(
+    std::string_view text, bool add_bos, std::span<const TextRange> untrusted) const {
+  return EncodeSplitting(text, add_bos, user_defined_and_control_, untrusted);
 }
 
 std::vector<int> SentencePieceTokenizer::EncodeSplitting(
-    std::string_view text, bool add_bos, const SpecialTokenSplitter& splitter) const {
+    std::string_view text, bool add_bos, const SpecialTokenSplitter& splitter,
+    std::span<const TextRange> untrusted) const {
   std::vector<int> ids;
   if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
   if (splitter.empty()) {
@@ -181,7 +183,7 @@ std::vector<int> SentencePieceTokenizer::EncodeSplitting(
     return ids;
   }
   bool after_special = true;  // the start of the input counts as "after a special token"
-  for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text)) {
+  for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text, untrusted)) {
     if (segment.id >= 0) {
       ids.push_back(segment.id);
       after_special = true;

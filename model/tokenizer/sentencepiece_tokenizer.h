@@ -26,7 +26,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   static absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> Create(TokenizerData data);
 
   std::vector<int> Encode(std::string_view text, bool add_bos) const override;
-  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const override;
+  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos,
+                                           std::span<const TextRange> untrusted) const override;
   bool IsControl(int id) const override {
     return id >= 0 && id < vocab_size() && TokenType(id) == TokenizerData::kControl;
   }
@@ -47,7 +48,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   // Encodes `text` cut at the special tokens `splitter` finds; as llama.cpp does, the text
   // that starts the input or follows a special token gets the dummy-prefix space.
   std::vector<int> EncodeSplitting(std::string_view text, bool add_bos,
-                                   const SpecialTokenSplitter& splitter) const;
+                                   const SpecialTokenSplitter& splitter,
+                                   std::span<const TextRange> untrusted = {}) const;
   // Appends the ids of ordinary text (no special tokens), with the dummy prefix or not.
   void EncodeText(std::string_view text, bool dummy_prefix, std::vector<int>* ids) const;
   // Merges one segment of normalised text and appends its ids.

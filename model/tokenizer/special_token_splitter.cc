@@ -23,7 +23,13 @@ SpecialTokenSplitter::SpecialTokenSplitter(std::vector<Token> tokens) {
 }
 
 std::vector<SpecialTokenSplitter::Segment> SpecialTokenSplitter::Split(
-    std::string_view text) const {
+    std::string_view text, std::span<const TextRange> untrusted) const {
+  // Whether bytes [begin, end) of `text` touch an untrusted range.
+  const auto overlaps_untrusted = [&](size_t begin, size_t end) {
+    auto it = std::upper_bound(untrusted.begin(), untrusted.end(), begin,
+                               [](size_t at, const TextRange& r) { return at < r.end; });
+    return it != untrusted.end() && it->begin < end;
+  };
   std::vector<Segment> segments;
   if (!text.empty()) segments.push_back({text, -1});
   for (const Token& token : tokens_) {
@@ -36,7 +42,14 @@ std::vector<SpecialTokenSplitter::Segment> SpecialTokenSplitter::Split(
         continue;
       }
       std::string_view rest = segment.text;
-      for (size_t at; (at = rest.find(token.text)) != std::string_view::npos;) {
+      size_t skipped = 0;  // bytes of `rest` already searched: untrusted occurrences stay text
+      for (size_t at; (at = rest.find(token.text, skipped)) != std::string_view::npos;) {
+        const size_t offset = static_cast<size_t>(rest.data() - text.data()) + at;
+        if (token.control && overlaps_untrusted(offset, offset + token.text.size())) {
+          skipped = at + 1;
+          continue;
+        }
+        skipped = 0;
         if (at > 0) next.push_back({rest.substr(0, at), -1});
         next.push_back({rest.substr(at, token.text.size()), token.id});
         rest.remove_prefix(at + token.text.size());

@@ -1,8 +1,11 @@
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/tokenizer/text_range.h"
 
 namespace textgen::model {
 
@@ -14,7 +17,8 @@ class SpecialTokenSplitter {
   struct Token {
     std::string text;  // as stored in the vocabulary (not byte-decoded)
     int id = -1;
-    bool rstrip = false;  // whitespace right after it is dropped (Phi-3's special tokens)
+    bool rstrip = false;   // whitespace right after it is dropped (Phi-3's special tokens)
+    bool control = false;  // a control token: never matched inside untrusted text
   };
   struct Segment {
     std::string_view text;  // a view into the input
@@ -27,8 +31,10 @@ class SpecialTokenSplitter {
 
   bool empty() const { return tokens_.empty(); }
 
-  // `text` cut into ordinary and special-token segments, in order.
-  std::vector<Segment> Split(std::string_view text) const;
+  // `text` cut into ordinary and special-token segments, in order. Control tokens that
+  // overlap an `untrusted` range (sorted, disjoint) are left as ordinary text.
+  std::vector<Segment> Split(std::string_view text,
+                             std::span<const TextRange> untrusted = {}) const;
 
  private:
   std::vector<Token> tokens_;  // longest first

@@ -1,11 +1,14 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/tokenizer/text_range.h"
 #include "model/tokenizer/tokenizer_data.h"
 
 namespace textgen::model {
@@ -22,8 +25,10 @@ class Tokenizer {
   virtual std::vector<int> Encode(std::string_view text, bool add_bos) const = 0;
 
   // As Encode, but control tokens written in the text become those tokens (chat templates'
-  // rendered prompts; llama.cpp's parse_special).
-  virtual std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const = 0;
+  // rendered prompts; llama.cpp's parse_special), except where they overlap an `untrusted`
+  // range (sorted, disjoint): text a user wrote stays text inside a rendered chat prompt.
+  virtual std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos,
+                                                   std::span<const TextRange> untrusted) const = 0;
 
   // The raw bytes token `id` stands for when it follows `previous_id` (SentencePiece drops
   // the leading space of the first piece after BOS). Control tokens decode to "".

@@ -59,7 +59,8 @@ class FakeTokenizer final : public model::Tokenizer {
   int vocab_size() const override { return kFakeVocab; }
   int bos_id() const override { return 0; }
   int eos_id() const override { return 1; }
-  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const override {
+  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos,
+                                           std::span<const model::TextRange>) const override {
     return Encode(text, add_bos);  // the fake vocabulary has no special tokens to parse
   }
   bool IsControl(int id) const override { return id == 0 || id == 1; }

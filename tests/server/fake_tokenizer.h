@@ -27,14 +27,22 @@ class FakeTokenizer final : public model::Tokenizer {
   int vocab_size() const override { return 259; }
   int bos_id() const override { return kBos; }
   int eos_id() const override { return kEos; }
-  // "<s>" and "</s>" written in the text become BOS / EOS.
-  std::vector<int> EncodeWithSpecialTokens(std::string_view text, bool add_bos) const override {
+  // "<s>" and "</s>" written in the text become BOS / EOS, outside untrusted ranges.
+  std::vector<int> EncodeWithSpecialTokens(
+      std::string_view text, bool add_bos,
+      std::span<const model::TextRange> untrusted) const override {
+    const auto untrusted_at = [&](size_t begin, size_t end) {
+      for (const model::TextRange& range : untrusted) {
+        if (range.begin < end && begin < range.end) return true;
+      }
+      return false;
+    };
     std::vector<int> ids;
     if (add_bos) ids.push_back(kBos);
     for (size_t i = 0; i < text.size();) {
-      if (text.substr(i, 3) == "<s>") {
+      if (text.substr(i, 3) == "<s>" && !untrusted_at(i, i + 3)) {
         ids.push_back(kBos), i += 3;
-      } else if (text.substr(i, 4) == "</s>") {
+      } else if (text.substr(i, 4) == "</s>" && !untrusted_at(i, i + 4)) {
         ids.push_back(kEos), i += 4;
       } else {
         ids.push_back(static_cast<unsigned char>(text[i++]) + 3);

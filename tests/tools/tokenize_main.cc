@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   }
   const textgen::model::Tokenizer& t = **tokenizer;
   for (int id :
-       parse_special ? t.EncodeWithSpecialTokens(input, add_bos) : t.Encode(input, add_bos)) {
+       parse_special ? t.EncodeWithSpecialTokens(input, add_bos, {}) : t.Encode(input, add_bos)) {
     std::printf("%d\n", id);
   }
   return 0;
