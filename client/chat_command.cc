@@ -1,8 +1,9 @@
-// textgen chat: an interactive conversation on one server session.
+// textgen chat: an interactive conversation on one server session, through the Chat RPC.
 //
-// Each line read is appended to the conversation and the whole conversation is sent as the
-// prompt with the chat's session id, so the server reuses the KV cache of everything before
-// the new line. Works with a piped stdin too (no prompts are printed then).
+// Each line read becomes a user message; the whole conversation (system message, earlier
+// turns and replies) is sent with the chat's session id. The server renders it with the
+// model's chat template and reuses the KV cache of everything before the new turn. Works with
+// a piped stdin too (no prompts are printed then).
 
 #include <istream>
 #include <ostream>
@@ -19,9 +20,9 @@ namespace {
 
 constexpr CommandUsage kChatUsage = {
     "chat", "--addr HOST:PORT [flags]",
-    "Reads lines from stdin; each is appended to the conversation (as <user-prefix>LINE\\n\n"
-    "<assistant-prefix>) and the whole conversation is sent as the prompt on one session, so\n"
-    "the server reuses its KV cache. The reply streams to stdout and is appended too.\n"
+    "Reads lines from stdin; each is a user message. The whole conversation goes to the Chat\n"
+    "RPC on one session: the server renders it with the model's chat template and reuses its\n"
+    "KV cache. The reply streams to stdout and joins the conversation.\n"
     "Commands: /reset (delete the session, start over), /exit (or end of input)."};
 
 // A fresh random session id, e.g. "chat-3f9a0c1d2e4b5a69".
@@ -53,16 +54,19 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
   GenerationFlags generation;
   StreamPrintOptions print;
   std::string system_prompt;
-  std::string user_prefix;
-  std::string assistant_prefix;
+  std::string template_name;
+  std::string template_variables;
+  bool show_prompt = false;
   std::vector<FlagSpec> specs;
   AddConnectionFlags(&connection, &specs);
   AddGenerationFlags(&generation, &specs);
-  specs.push_back(
-      StringFlag("system", &system_prompt, "TEXT", "text the conversation starts with"));
-  specs.push_back(StringFlag("user-prefix", &user_prefix, "STR", "put before each user line"));
-  specs.push_back(
-      StringFlag("assistant-prefix", &assistant_prefix, "STR", "put before each reply"));
+  specs.push_back(StringFlag("system", &system_prompt, "TEXT", "a system message to start with"));
+  specs.push_back(StringFlag("template", &template_name, "NAME",
+                             "a named variant of the model's chat template (e.g. tool_use)"));
+  specs.push_back(StringFlag("template-vars", &template_variables, "JSON",
+                             "template variables, e.g. '{\"enable_thinking\": false}'"));
+  specs.push_back(BoolFlag("show-prompt", &show_prompt,
+                           "print each rendered prompt (what the model reads) on stderr"));
   specs.push_back(
       BoolFlag("verbose", &print.verbose, "finish reason, usage and timings on stderr"));
   int exit_code = kExitOk;
@@ -71,6 +75,8 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
   if (!parsed->positional.empty()) {
     return UsageError(kChatUsage, "unexpected argument '" + parsed->positional[0] + "'", io);
   }
+  if (show_prompt) generation.echo = true;
+  print.prompt_to_err = generation.echo;
 
   std::unique_ptr<textgen::v1::TextGeneration::Stub> stub =
       textgen::v1::TextGeneration::NewStub(MakeChannel(connection));
@@ -78,7 +84,15 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
   // A --session given on the command line is used as is (and kept on exit).
   bool own_session = generation.session_id.empty();
   if (own_session) generation.session_id = NewSessionId();
-  std::string conversation = system_prompt;
+  const auto add_message = [](textgen::v1::ChatRequest& request, const std::string& role,
+                              const std::string& content) {
+    textgen::v1::ChatMessage* message = request.add_messages();
+    message->set_role(role);
+    message->set_content(content);
+  };
+  textgen::v1::ChatRequest conversation;
+  if (!system_prompt.empty()) add_message(conversation, "system", system_prompt);
+  const textgen::v1::ChatRequest start = conversation;
   int result = kExitOk;
   std::string line;
   while (true) {
@@ -87,7 +101,7 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
     if (line == "/reset") {
       DeleteSession(*stub, connection, generation.session_id, io);
       generation.session_id = NewSessionId();
-      conversation = system_prompt;
+      conversation = start;
       if (io.interactive) io.err << "[new session " << generation.session_id << "]\n";
       continue;
     }
@@ -98,10 +112,11 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
       result = kExitUsage;
       continue;
     }
-    std::string prompt = conversation + user_prefix + line + "\n" + assistant_prefix;
-    textgen::v1::GenerateRequest request;
-    request.set_text(prompt);
-    FillGenerateRequest(generation, &request);
+    textgen::v1::ChatRequest request = conversation;
+    add_message(request, "user", line);
+    FillChatRequest(generation, &request);
+    request.set_template_name(template_name);
+    request.set_template_variables_json(template_variables);
     if (absl::Status size = size_guard.Check(request.ByteSizeLong()); !size.ok()) {
       io.err << "textgen chat: " << size.message() << " (or /reset)\n";
       result = kExitUsage;
@@ -109,15 +124,16 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
     }
     grpc::ClientContext context;
     ApplyTimeout(connection, &context);
-    StreamResult reply = StreamGenerate(*stub, context, request, print, io);
+    StreamResult reply = StreamChat(*stub, context, request, print, io);
     io.out << "\n" << std::flush;
     if (!reply.status.ok()) {
       // The turn is dropped from the conversation; the user may retry or /reset.
-      result = RpcError(kChatUsage, "Generate", reply.status, io);
+      result = RpcError(kChatUsage, "Chat", reply.status, io);
       continue;
     }
     result = kExitOk;
-    conversation = prompt + reply.text + "\n";
+    add_message(conversation, "user", line);
+    add_message(conversation, "assistant", reply.text);
   }
   if (own_session) DeleteSession(*stub, connection, generation.session_id, io);
   return result;

@@ -69,18 +69,22 @@ std::string FinishReasonName(textgen::v1::FinishReason reason) {
   }
 }
 
-StreamResult StreamGenerate(textgen::v1::TextGeneration::StubInterface& stub,
-                            grpc::ClientContext& context,
-                            const textgen::v1::GenerateRequest& request,
-                            const StreamPrintOptions& options, CommandIo& io) {
+namespace {
+
+StreamResult ReadStream(grpc::ClientReaderInterface<textgen::v1::GenerateResponse>& reader,
+                        Clock::time_point start, const StreamPrintOptions& options, CommandIo& io) {
   StreamResult result;
   google::protobuf::util::JsonPrintOptions json_options;
   json_options.preserve_proto_field_names = true;
-  Clock::time_point start = Clock::now();
-  std::unique_ptr<grpc::ClientReaderInterface<textgen::v1::GenerateResponse>> reader =
-      stub.Generate(&context, request);
   textgen::v1::GenerateResponse response;
-  while (reader->Read(&response)) {
+  bool first = true;
+  while (reader.Read(&response)) {
+    if (first && options.prompt_to_err && !options.json) {
+      first = false;
+      io.err << "[prompt]\n" << response.text() << "\n[/prompt]\n" << std::flush;
+      response.clear_text();
+    }
+    first = false;
     if (result.client_ttft_seconds < 0 && response.token_ids_size() > 0) {
       result.client_ttft_seconds = SecondsSince(start);
     }
@@ -99,10 +103,27 @@ StreamResult StreamGenerate(textgen::v1::TextGeneration::StubInterface& stub,
     }
     if (options.verbose) PrintLogprobs(response, io);
   }
-  result.status = reader->Finish();
+  result.status = reader.Finish();
   result.client_total_seconds = SecondsSince(start);
   if (options.verbose && result.status.ok()) PrintSummary(result, io);
   return result;
+}
+
+}  // namespace
+
+StreamResult StreamGenerate(textgen::v1::TextGeneration::StubInterface& stub,
+                            grpc::ClientContext& context,
+                            const textgen::v1::GenerateRequest& request,
+                            const StreamPrintOptions& options, CommandIo& io) {
+  const Clock::time_point start = Clock::now();
+  return ReadStream(*stub.Generate(&context, request), start, options, io);
+}
+
+StreamResult StreamChat(textgen::v1::TextGeneration::StubInterface& stub,
+                        grpc::ClientContext& context, const textgen::v1::ChatRequest& request,
+                        const StreamPrintOptions& options, CommandIo& io) {
+  const Clock::time_point start = Clock::now();
+  return ReadStream(*stub.Chat(&context, request), start, options, io);
 }
 
 }  // namespace textgen::client

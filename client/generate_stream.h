@@ -1,7 +1,7 @@
 #pragma once
 
-// Runs one streaming Generate call and prints it: text deltas (flushed as they arrive) or one
-// JSON object per response, plus an optional summary on stderr. Used by `generate` and `chat`.
+// Runs one streaming Generate or Chat call and prints it: text deltas (flushed as they arrive) or
+// one JSON object per response, plus an optional summary on stderr. Used by `generate` and `chat`.
 
 #include <string>
 
@@ -14,6 +14,9 @@ namespace textgen::client {
 struct StreamPrintOptions {
   bool json = false;     // one JSON line per GenerateResponse on io.out instead of text
   bool verbose = false;  // finish reason, usage, timings (and logprobs) on io.err
+  // The request asked for echo: the first message's text is the prompt. It goes to io.err
+  // between [prompt] and [/prompt] lines and is not part of StreamResult::text.
+  bool prompt_to_err = false;
 };
 
 struct StreamResult {
@@ -31,6 +34,11 @@ StreamResult StreamGenerate(textgen::v1::TextGeneration::StubInterface& stub,
                             grpc::ClientContext& context,
                             const textgen::v1::GenerateRequest& request,
                             const StreamPrintOptions& options, CommandIo& io);
+
+// As StreamGenerate, for a Chat call.
+StreamResult StreamChat(textgen::v1::TextGeneration::StubInterface& stub,
+                        grpc::ClientContext& context, const textgen::v1::ChatRequest& request,
+                        const StreamPrintOptions& options, CommandIo& io);
 
 // "EOS", "STOP_SEQUENCE", ... for a FinishReason.
 std::string FinishReasonName(textgen::v1::FinishReason reason);

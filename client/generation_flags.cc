@@ -59,7 +59,11 @@ void AddGenerationFlags(GenerationFlags* f, std::vector<FlagSpec>* specs) {
   specs->push_back(StringFlag("request-id", &f->request_id, "ID", "request id for server logs"));
 }
 
-void FillGenerateRequest(const GenerationFlags& f, textgen::v1::GenerateRequest* request) {
+namespace {
+
+// The fields Generate and Chat share.
+template <typename Request>
+void FillCommonFields(const GenerationFlags& f, Request* request) {
   textgen::v1::SamplingParameters* sampling = request->mutable_sampling();
   if (f.temperature) sampling->set_temperature(static_cast<float>(*f.temperature));
   sampling->set_top_k(static_cast<int32_t>(f.top_k));
@@ -88,9 +92,19 @@ void FillGenerateRequest(const GenerationFlags& f, textgen::v1::GenerateRequest*
     output->set_top_logprobs(static_cast<uint32_t>(f.logprobs));
   }
   output->set_echo(f.echo);
-  request->set_parse_special(f.parse_special);
   request->set_session_id(f.session_id);
   request->set_request_id(f.request_id);
+}
+
+}  // namespace
+
+void FillGenerateRequest(const GenerationFlags& f, textgen::v1::GenerateRequest* request) {
+  FillCommonFields(f, request);
+  request->set_parse_special(f.parse_special);
+}
+
+void FillChatRequest(const GenerationFlags& f, textgen::v1::ChatRequest* request) {
+  FillCommonFields(f, request);
 }
 
 }  // namespace textgen::client

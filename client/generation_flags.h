@@ -1,7 +1,8 @@
 #pragma once
 
 // Sampling, stopping and output flags shared by `generate` and `chat`, and how they map onto a
-// GenerateRequest. Range checks beyond "is a number" are the server's job (it names the limit).
+// GenerateRequest or ChatRequest. Range checks beyond "is a number" are the server's job (it names
+// the limit).
 
 #include <cstdint>
 #include <optional>
@@ -43,5 +44,7 @@ void AddGenerationFlags(GenerationFlags* flags, std::vector<FlagSpec>* specs);
 // Copies the flag values into request.sampling/stopping/output/session_id/request_id.
 // The prompt is left to the caller.
 void FillGenerateRequest(const GenerationFlags& flags, textgen::v1::GenerateRequest* request);
+// The same for a ChatRequest (parse_special does not apply: the template decides).
+void FillChatRequest(const GenerationFlags& flags, textgen::v1::ChatRequest* request);
 
 }  // namespace textgen::client

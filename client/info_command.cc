@@ -78,6 +78,13 @@ int RunInfo(const std::vector<std::string>& args, CommandIo& io) {
                                                                   : ""));
   }
   Line(out, "end_of_generation", eog.empty() ? "(none)" : absl::StrJoin(eog, ", "));
+  std::vector<std::string> templates;
+  for (const std::string& name : info.chat_templates()) {
+    templates.push_back(name.empty() ? absl::StrCat("default (", info.chat_template_source(), ")")
+                                     : name);
+  }
+  Line(out, "chat_templates",
+       templates.empty() ? "(none: Chat needs --chat-template)" : absl::StrJoin(templates, ", "));
   Line(out, "max_new_tokens_limit", absl::StrCat(info.max_new_tokens_limit()));
   Line(out, "max_batch_size", absl::StrCat(info.max_batch_size()));
   Line(out, "max_request_bytes",

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "model/tokenizer/utf8.h"
+#include "server/chat_validation.h"
 #include "server/status_mapping.h"
 
 namespace textgen::server {
@@ -237,16 +238,31 @@ GenerateReactor::GenerateReactor(const GenerateDeps& deps, grpc::CallbackServerC
       arrival_time_(absl::Now()),
       stream_(std::make_shared<GenerateStream>(this, deps.tokenizer, deps.max_buffered_events)) {}
 
-void GenerateReactor::Start(const v1::GenerateRequest& request) {
+RequestContext GenerateReactor::MakeRequestContext() const {
   RequestContext request_context;
   request_context.arrival_time = arrival_time_;
   if (context_->deadline() != std::chrono::system_clock::time_point::max()) {
     request_context.deadline = absl::FromChrono(context_->deadline());
   }
-  absl::StatusOr<ValidatedRequest> validated =
-      ValidateGenerateRequest(request, *deps_.tokenizer, *deps_.validation, request_context);
+  return request_context;
+}
+
+void GenerateReactor::Start(const v1::GenerateRequest& request) {
+  Submit(
+      ValidateGenerateRequest(request, *deps_.tokenizer, *deps_.validation, MakeRequestContext()),
+      request.request_id());
+}
+
+void GenerateReactor::StartChat(const v1::ChatRequest& request) {
+  Submit(ValidateChatRequest(request, *deps_.chat_templates, *deps_.tokenizer, *deps_.validation,
+                             MakeRequestContext()),
+         request.request_id());
+}
+
+void GenerateReactor::Submit(absl::StatusOr<ValidatedRequest> validated,
+                             const std::string& raw_request_id) {
   if (!validated.ok()) {
-    request_id_ = request.request_id();
+    request_id_ = raw_request_id;
     stream_->Fail(validated.status());
     return;
   }

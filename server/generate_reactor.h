@@ -12,6 +12,7 @@
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/chat_templates.h"
 #include "server/logging.h"
 #include "server/request_observer.h"
 #include "server/scheduler.h"
@@ -26,8 +27,9 @@ struct GenerateDeps {
   Scheduler* scheduler = nullptr;
   const model::Tokenizer* tokenizer = nullptr;
   const ValidationOptions* validation = nullptr;
-  RequestObserver* observer = nullptr;  // may be null
-  Logger* logger = nullptr;             // may be null
+  const ChatTemplates* chat_templates = nullptr;  // Chat only
+  RequestObserver* observer = nullptr;            // may be null
+  Logger* logger = nullptr;                       // may be null
   // Events buffered for a client that is not reading; beyond this the request is dropped
   // and the RPC ends with RESOURCE_EXHAUSTED.
   size_t max_buffered_events = 4096;
@@ -98,15 +100,17 @@ class GenerateStream final : public StreamSink,
   v1::GenerateResponse response_;
 };
 
-// Server-streaming reactor of one Generate RPC: validates, submits to the scheduler and then
-// writes what the engine thread pushes into its GenerateStream, one write in flight, Finish
+// Server-streaming reactor of one Generate or Chat RPC: validates, submits to the scheduler and
+// then writes what the engine thread pushes into its GenerateStream, one write in flight, Finish
 // exactly once. Reactions never block. Deletes itself in OnDone.
 class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
   GenerateReactor(const GenerateDeps& deps, grpc::CallbackServerContext* context);
 
-  // Validates `request` and submits it (or fails the RPC). Call once, right after creation.
+  // Validates `request` and submits it (or fails the RPC). Call one of them once, right after
+  // creation.
   void Start(const v1::GenerateRequest& request);
+  void StartChat(const v1::ChatRequest& request);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -115,6 +119,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
  private:
   const GenerateDeps deps_;
   grpc::CallbackServerContext* const context_;
+  RequestContext MakeRequestContext() const;
+  void Submit(absl::StatusOr<ValidatedRequest> validated, const std::string& raw_request_id);
+
   const absl::Time arrival_time_;
   std::shared_ptr<GenerateStream> stream_;
   std::string request_id_;

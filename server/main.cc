@@ -45,6 +45,9 @@ ABSL_FLAG(std::string, model, "",
           "models/default.gguf (next to the build dir, or in the current dir)");
 ABSL_FLAG(std::string, tokenizer, "",
           "tokenizer.bin for a llama2.c checkpoint (empty: look next to the checkpoint)");
+ABSL_FLAG(std::string, chat_template, "",
+          "Jinja chat template file for the Chat RPC, replacing the model file's "
+          "tokenizer.chat_template (needed for models without one)");
 ABSL_FLAG(std::string, listen, kDefaults.listen, "gRPC listen address HOST:PORT");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "Prometheus /metrics HTTP address HOST:PORT (empty: no metrics endpoint)");
@@ -86,6 +89,7 @@ ServerOptions OptionsFromFlags() {
   ServerOptions o;
   o.model_path = absl::GetFlag(FLAGS_model);
   o.tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
+  o.chat_template_path = absl::GetFlag(FLAGS_chat_template);
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.threads = absl::GetFlag(FLAGS_threads);
@@ -133,6 +137,11 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
       model::CreateTokenizer(loaded->model.tokenizer);
   if (!tokenizer.ok()) return tokenizer.status();
   loaded->tokenizer = *std::move(tokenizer);
+  // Chat templates before the engine: a bad --chat-template fails in milliseconds.
+  absl::StatusOr<ChatTemplates> chat_templates =
+      ChatTemplates::Load(loaded->model.chat_templates, o.chat_template_path, *loaded->tokenizer);
+  if (!chat_templates.ok()) return chat_templates.status();
+  loaded->backend.chat_templates = *std::move(chat_templates);
 
   model::EngineOptions engine_options;
   engine_options.threads = o.threads;
@@ -171,6 +180,10 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
                                      PublishedLimits{.max_new_tokens_limit = o.max_new_tokens_limit,
                                                      .max_batch_size = o.max_batch,
                                                      .max_request_bytes = o.max_request_bytes});
+  for (const std::string& name : backend.chat_templates.names()) {
+    backend.model_info.add_chat_templates(name);
+  }
+  backend.model_info.set_chat_template_source(backend.chat_templates.default_source());
   // The engine holds its own (reordered) copy of every weight: unmap the file so its pages
   // do not stay resident next to that copy.
   loaded->model.weights = {};

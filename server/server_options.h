@@ -12,8 +12,9 @@ namespace textgen::server {
 // Everything textgen-server is configured with (filled from flags by main.cc). Defaults here
 // are the flags' defaults.
 struct ServerOptions {
-  std::string model_path;      // empty = the bundled default model
-  std::string tokenizer_path;  // llama2.c checkpoints: their tokenizer.bin
+  std::string model_path;          // empty = the bundled default model
+  std::string tokenizer_path;      // llama2.c checkpoints: their tokenizer.bin
+  std::string chat_template_path;  // Jinja file replacing the model's default chat template
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9090";  // empty = no metrics endpoint
   int threads = 0;                              // engine threads, 0 = all cores

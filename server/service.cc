@@ -5,7 +5,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/utf8.h"
-#include "server/generate_reactor.h"
 #include "server/status_mapping.h"
 
 namespace textgen::server {
@@ -41,8 +40,7 @@ void TextGenerationService::SetBackend(const ServiceBackend* backend) {
   backend_.store(backend, std::memory_order_release);
 }
 
-grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Generate(
-    grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+GenerateReactor* TextGenerationService::NewReactor(grpc::CallbackServerContext* context) {
   const ServiceBackend* ready = backend();
   if (ready == nullptr) {
     if (options_.observer != nullptr) {
@@ -51,17 +49,32 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Generate(
       record.message = std::string(LoadingError().message());
       options_.observer->OnRequestDone(record);
     }
-    return new FailedGenerate(LoadingError());
+    return nullptr;
   }
   GenerateDeps deps;
   deps.scheduler = ready->scheduler;
   deps.tokenizer = ready->tokenizer;
   deps.validation = &ready->validation;
+  deps.chat_templates = &ready->chat_templates;
   deps.observer = options_.observer;
   deps.logger = options_.logger;
   deps.max_buffered_events = options_.max_buffered_events;
-  auto* reactor = new GenerateReactor(deps, context);
+  return new GenerateReactor(deps, context);
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Generate(
+    grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+  GenerateReactor* reactor = NewReactor(context);
+  if (reactor == nullptr) return new FailedGenerate(LoadingError());
   reactor->Start(*request);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Chat(
+    grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
+  GenerateReactor* reactor = NewReactor(context);
+  if (reactor == nullptr) return new FailedGenerate(LoadingError());
+  reactor->StartChat(*request);
   return reactor;
 }
 

@@ -1,6 +1,9 @@
-# textgen_service: the gRPC service, Generate reactor, validation, metrics, logging and drain
+# textgen_service: the gRPC service, Generate/Chat reactor, validation, chat templates, metrics,
+# logging and drain
 # (no model code: it talks to the Scheduler and Tokenizer interfaces only).
 add_library(textgen_service STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat_templates.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat_validation.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/drain.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/generate_reactor.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc
@@ -11,7 +14,7 @@ add_library(textgen_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/validation.cc
 )
 target_link_libraries(textgen_service
-  PUBLIC textgen_proto textgen_tokenizer gRPC::grpc++ prometheus-cpp::pull prometheus-cpp::core absl::status
+  PUBLIC textgen_proto textgen_tokenizer textgen_chat gRPC::grpc++ prometheus-cpp::pull prometheus-cpp::core absl::status
          absl::statusor absl::strings absl::str_format absl::time absl::random_random
          absl::synchronization Threads::Threads
   PRIVATE textgen_warnings)

@@ -6,6 +6,8 @@
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/chat_templates.h"
+#include "server/generate_reactor.h"
 #include "server/logging.h"
 #include "server/request_observer.h"
 #include "server/scheduler.h"
@@ -19,6 +21,7 @@ struct ServiceBackend {
   Scheduler* scheduler = nullptr;
   const model::Tokenizer* tokenizer = nullptr;
   ValidationOptions validation;
+  ChatTemplates chat_templates;
   v1::ModelInfo model_info;
 };
 
@@ -41,6 +44,8 @@ class TextGenerationService final : public v1::TextGeneration::CallbackService {
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Chat(grpc::CallbackServerContext* context,
+                                                       const v1::ChatRequest* request) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
                                      const v1::TokenizeRequest* request,
                                      v1::TokenizeResponse* response) override;
@@ -56,6 +61,8 @@ class TextGenerationService final : public v1::TextGeneration::CallbackService {
 
  private:
   const ServiceBackend* backend() const { return backend_.load(std::memory_order_acquire); }
+  // A reactor for Generate/Chat, or null (and the observer told) while the model loads.
+  GenerateReactor* NewReactor(grpc::CallbackServerContext* context);
 
   const ServiceOptions options_;
   std::atomic<const ServiceBackend*> backend_{nullptr};

@@ -250,31 +250,32 @@ absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& id
   return absl::OkStatus();
 }
 
-absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
-                                                         const model::Tokenizer& tokenizer,
-                                                         const ValidationOptions& options,
-                                                         const RequestContext& context) {
+absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
+                                                 const model::Tokenizer& tokenizer,
+                                                 const ValidationOptions& options,
+                                                 const RequestContext& context,
+                                                 const PromptBuilder& build_prompt) {
   absl::BitGen bitgen;
   const auto random = [&]() -> uint64_t {
     return context.random ? context.random() : absl::Uniform<uint64_t>(bitgen);
   };
   ValidatedRequest out;
-  if (absl::Status s = ValidateRequestId(request.request_id()); !s.ok()) return s;
+  if (absl::Status s = ValidateRequestId(fields.request_id); !s.ok()) return s;
   out.request_id =
-      request.request_id().empty() ? absl::StrFormat("req-%016x", random()) : request.request_id();
-  if (!request.session_id().empty()) {
-    if (absl::Status s = ValidateSessionId(request.session_id(), "session_id"); !s.ok()) return s;
-    out.session_id = request.session_id();
+      fields.request_id.empty() ? absl::StrFormat("req-%016x", random()) : fields.request_id;
+  if (!fields.session_id.empty()) {
+    if (absl::Status s = ValidateSessionId(fields.session_id, "session_id"); !s.ok()) return s;
+    out.session_id = fields.session_id;
   }
   const int vocab_size = tokenizer.vocab_size();
-  if (absl::Status s = ValidateSampling(request.sampling(), vocab_size, out.sampling); !s.ok()) {
+  if (absl::Status s = ValidateSampling(fields.sampling, vocab_size, out.sampling); !s.ok()) {
     return s;
   }
-  out.sampling.seed = request.sampling().has_seed() ? request.sampling().seed() : random();
-  if (absl::Status s = ValidateStopping(request.stopping(), vocab_size, out.stopping); !s.ok()) {
+  out.sampling.seed = fields.sampling.has_seed() ? fields.sampling.seed() : random();
+  if (absl::Status s = ValidateStopping(fields.stopping, vocab_size, out.stopping); !s.ok()) {
     return s;
   }
-  const v1::OutputOptions& output = request.output();
+  const v1::OutputOptions& output = fields.output;
   if (output.top_logprobs() > static_cast<uint32_t>(kMaxTopLogprobs)) {
     return InvalidArgumentError(StrCat("output.top_logprobs must be in [0, ", kMaxTopLogprobs,
                                        "], got ", output.top_logprobs()));
@@ -286,10 +287,8 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   out.sampling.top_logprobs = out.output.top_logprobs;
 
   // The prompt last: tokenizing is the expensive part, do it only for otherwise-valid requests.
-  if (absl::Status s = ValidatePrompt(request, tokenizer, options.add_bos, out); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ResolveLength(request.stopping(), static_cast<int>(out.prompt_tokens.size()),
+  if (absl::Status s = build_prompt(out); !s.ok()) return s;
+  if (absl::Status s = ResolveLength(fields.stopping, static_cast<int>(out.prompt_tokens.size()),
                                      options, out.stopping);
       !s.ok()) {
     return s;
@@ -297,6 +296,17 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   out.arrival_time = context.arrival_time;
   out.deadline = context.deadline;
   return out;
+}
+
+absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
+                                                         const model::Tokenizer& tokenizer,
+                                                         const ValidationOptions& options,
+                                                         const RequestContext& context) {
+  const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
+                             request.stopping(), request.output()};
+  return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
+    return ValidatePrompt(request, tokenizer, options.add_bos, out);
+  });
 }
 
 }  // namespace textgen::server

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -41,6 +42,26 @@ struct RequestContext {
   // Source of server-chosen seeds and request ids; null = a fresh absl::BitGen.
   std::function<uint64_t()> random;
 };
+
+// The fields every generating request (Generate, Chat) has besides its prompt.
+struct RequestFields {
+  const std::string& request_id;
+  const std::string& session_id;
+  const v1::SamplingParameters& sampling;
+  const v1::StoppingCriteria& stopping;
+  const v1::OutputOptions& output;
+};
+// Fills ValidatedRequest::prompt_tokens (and prompt_text) or says why it cannot.
+using PromptBuilder = std::function<absl::Status(ValidatedRequest&)>;
+
+// Checks `fields`, then builds the prompt (only for an otherwise valid request: it is the
+// expensive part), then checks it against the context length. Errors as for
+// ValidateGenerateRequest.
+absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
+                                                 const model::Tokenizer& tokenizer,
+                                                 const ValidationOptions& options,
+                                                 const RequestContext& context,
+                                                 const PromptBuilder& build_prompt);
 
 // Turns a GenerateRequest into a ValidatedRequest: tokenizes a text prompt, checks every
 // field and resolves every default. Errors are INVALID_ARGUMENT (malformed field; the message

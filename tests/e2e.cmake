@@ -19,3 +19,19 @@ if(TARGET textgen-server)
   set_tests_properties(e2e_python_client e2e_node_client PROPERTIES SKIP_RETURN_CODE 77
                        TIMEOUT 300 LABELS e2e)
 endif()
+
+# The Chat RPC end to end: real vocabularies and chat templates from llama.cpp's source on
+# random weights, rendering vs python3-jinja2, control-token injection, session reuse over 10
+# turns (table in chat_sessions.md), and a model without a template.
+if(TARGET textgen-server)
+  add_test(NAME e2e_chat
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/e2e/chat_e2e_test.py
+                   --server $<TARGET_FILE:textgen-server>
+                   --make-gguf $<TARGET_FILE:textgen-make-random-gguf>
+                   --proto-root ${CMAKE_SOURCE_DIR}/proto
+                   --llamacpp ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                   --shared ${TEXTGEN_SHARED_DIR} --work ${CMAKE_CURRENT_BINARY_DIR}/e2e-chat
+                   --report ${CMAKE_CURRENT_BINARY_DIR}/chat_sessions.md)
+  set_tests_properties(e2e_chat PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "e2e;reference"
+                       FIXTURES_REQUIRED llamacpp_source ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -186,6 +186,9 @@ def convert(args) -> None:
     w.add_bool("tokenizer.ggml.add_bos_token", True)
     w.add_bool("tokenizer.ggml.add_eos_token", False)
     w.add_bool("tokenizer.ggml.add_space_prefix", bool(vocab["add_dummy_prefix"]))
+    if args.chat_template:
+        with open(args.chat_template, encoding="utf-8") as f:
+            w.add_string("tokenizer.chat_template", f.read())
 
     def matrix(gguf_name: str, key: str) -> None:
         array = state[key].numpy()
@@ -214,6 +217,7 @@ def main() -> None:
     ap.add_argument("--dtype", choices=WEIGHT_DTYPES, default="f32",
                     help="type of the weight matrices (norms stay f32)")
     ap.add_argument("--name", help="general.name (default: output file stem)")
+    ap.add_argument("--chat-template", help="Jinja file written as tokenizer.chat_template")
     for key, typ in (("vocab_size", int), ("context_length", int), ("d_model", int),
                      ("num_layers", int), ("num_heads", int), ("num_kv_heads", int),
                      ("d_ff", int), ("rope_theta", float), ("norm_eps", float)):

@@ -56,7 +56,8 @@ echo "== samples"
 echo "== export -> $OUT_GGUF"
 mkdir -p "$(dirname "$OUT_GGUF")"
 "$PY" "$HERE/convert_transformer_lm.py" --checkpoint "$RUN_DIR/final.pt" \
-  --tokenizer "$DATA_DIR/tokenizer.model" --out "$OUT_GGUF" --dtype f16 --name textgen-default-3m
+  --tokenizer "$DATA_DIR/tokenizer.model" --out "$OUT_GGUF" --dtype f16 --name textgen-default-3m \
+  --chat-template "$ROOT/models/default.chat.jinja"
 cp "$RUN_DIR/metrics.json" "$ROOT/models/default.metrics.json"
 cp "$RUN_DIR/train_log.jsonl" "$ROOT/models/default.train_log.jsonl"
 cp "$RUN_DIR/samples.json" "$ROOT/models/default.samples.json"

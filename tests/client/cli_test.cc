@@ -147,9 +147,10 @@ TEST_F(CliTest, ChatRefusesAnInvalidLineAndKeepsGoing) {
   EXPECT_NE(r.err.find("input is not valid UTF-8 at byte 4 of the line; not sent"),
             std::string::npos)
       << r.err;
-  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  std::vector<textgen::v1::ChatRequest> requests = server_.service().chat_requests();
   ASSERT_EQ(requests.size(), 1u);
-  EXPECT_EQ(requests[0].text(), "fine\n");
+  ASSERT_EQ(requests[0].messages_size(), 1);
+  EXPECT_EQ(requests[0].messages(0).content(), "fine");
 }
 
 TEST_F(CliTest, PromptOverTheServersLimitIsRefusedNamingIt) {
@@ -180,6 +181,8 @@ TEST_F(CliTest, InfoPrettyAndJson) {
   EXPECT_NE(r.out.find("heads:                 6 (kv 6)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("eos:                   2 \"</s>\"\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("max_request_bytes:     65536 (0.1 MiB)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chat_templates:        default (gguf), tool_use\n"), std::string::npos)
+      << r.out;
   r = Run({"info", "--json"});
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["context_length"], 256);
@@ -219,17 +222,29 @@ TEST_F(CliTest, DeleteSession) {
   EXPECT_NE(r.err.find("NOT_FOUND: no session s1"), std::string::npos) << r.err;
 }
 
+// "role: content" per message, as the fake server's stand-in template renders them.
+std::string Transcript(const textgen::v1::ChatRequest& request) {
+  std::string out;
+  for (const textgen::v1::ChatMessage& m : request.messages()) {
+    absl::StrAppend(&out, m.role(), ": ", m.content(), "|");
+  }
+  return out;
+}
+
 TEST_F(CliTest, ChatSendsTheWholeConversationOnOneSession) {
-  CliResult r =
-      Run({"chat", "--max-tokens", "2", "--user-prefix", "U: ", "--assistant-prefix", "A:"},
-          "hi\nmore\n/reset\nagain\n");
+  CliResult r = Run({"chat", "--max-tokens", "2", "--system", "Be brief.", "--template-vars",
+                     "{\"enable_thinking\": false}"},
+                    "hi\nmore\n/reset\nagain\n");
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_EQ(r.out, "tok0 tok1 \ntok0 tok1 \ntok0 tok1 \n");
-  std::vector<textgen::v1::GenerateRequest> requests = server_.service().requests();
+  std::vector<textgen::v1::ChatRequest> requests = server_.service().chat_requests();
   ASSERT_EQ(requests.size(), 3u);
-  EXPECT_EQ(requests[0].text(), "U: hi\nA:");
-  EXPECT_EQ(requests[1].text(), "U: hi\nA:tok0 tok1 \nU: more\nA:");
-  EXPECT_EQ(requests[2].text(), "U: again\nA:");
+  EXPECT_EQ(Transcript(requests[0]), "system: Be brief.|user: hi|");
+  EXPECT_EQ(Transcript(requests[1]),
+            "system: Be brief.|user: hi|assistant: tok0 tok1 |user: more|");
+  EXPECT_EQ(Transcript(requests[2]), "system: Be brief.|user: again|");
+  EXPECT_EQ(requests[0].template_variables_json(), "{\"enable_thinking\": false}");
+  EXPECT_EQ(requests[0].stopping().max_new_tokens(), 2u);
   EXPECT_FALSE(requests[0].session_id().empty());
   EXPECT_EQ(requests[0].session_id(), requests[1].session_id());
   EXPECT_NE(requests[1].session_id(), requests[2].session_id());
@@ -239,10 +254,26 @@ TEST_F(CliTest, ChatSendsTheWholeConversationOnOneSession) {
             (std::vector<std::string>{requests[0].session_id(), requests[2].session_id()}));
 }
 
+TEST_F(CliTest, ChatShowPromptPrintsTheRenderedPromptOnStderr) {
+  CliResult r = Run({"chat", "--max-tokens", "1", "--show-prompt"}, "hello\n");
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "tok0 \n");
+  EXPECT_NE(r.err.find("[prompt]\nuser: hello\n\n[/prompt]\n"), std::string::npos) << r.err;
+  ASSERT_EQ(server_.service().chat_requests().size(), 1u);
+  EXPECT_TRUE(server_.service().chat_requests()[0].output().echo());
+}
+
+TEST_F(CliTest, ChatWithoutATemplateExplainsAndKeepsTheConversation) {
+  CliResult r = Run({"chat", "--max-tokens", "1", "--template", "missing"}, "hello\n");
+  EXPECT_EQ(r.code, kExitRpcError);
+  EXPECT_NE(r.err.find("FAILED_PRECONDITION: the model has no chat template"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(CliTest, ChatExitCommandStops) {
   CliResult r = Run({"chat", "--max-tokens", "1"}, "one\n/exit\ntwo\n");
   EXPECT_EQ(r.code, kExitOk);
-  EXPECT_EQ(server_.service().requests().size(), 1u);
+  EXPECT_EQ(server_.service().chat_requests().size(), 1u);
 }
 
 TEST_F(CliTest, BenchCountsRequestsAndTokens) {

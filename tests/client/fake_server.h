@@ -2,10 +2,10 @@
 
 // A scripted in-process TextGeneration server for the CLI tests (sync gRPC API).
 //
-// Generate streams `max_new_tokens` (default 4) tokens with ids 100, 101, ... and texts
-// "tok0 ", "tok1 ", ..., `tokens_per_message` per message with `token_delay` between messages,
-// then a last message with `finished` (LENGTH). A prompt text containing "FAIL" is rejected
-// with INVALID_ARGUMENT. Every request is recorded. Sessions remember their last prompt +
+// Generate (and Chat, see there) streams `max_new_tokens` (default 4) tokens with ids 100, 101, ...
+// and texts "tok0 ", "tok1 ", ..., `tokens_per_message` per message with `token_delay` between
+// messages, then a last message with `finished` (LENGTH). A prompt text containing "FAIL" is
+// rejected with INVALID_ARGUMENT. Every request is recorded. Sessions remember their last prompt +
 // output length, which is reported back as cached_tokens.
 // GetModelInfo publishes max_request_bytes = kFakeMaxRequestBytes, the receive limit the
 // server really has.
@@ -39,12 +39,42 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
 
   grpc::Status Generate(grpc::ServerContext* context, const textgen::v1::GenerateRequest* request,
                         grpc::ServerWriter<textgen::v1::GenerateResponse>* writer) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(*request);
+    }
+    return Stream(context, request, writer);
+  }
+
+  // Chat renders the messages as "ROLE: CONTENT\n" lines (a stand-in template) and then
+  // streams as Generate does; a message with template_name "missing" is FAILED_PRECONDITION.
+  grpc::Status Chat(grpc::ServerContext* context, const textgen::v1::ChatRequest* request,
+                    grpc::ServerWriter<textgen::v1::GenerateResponse>* writer) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      chat_requests_.push_back(*request);
+    }
+    if (request->template_name() == "missing") {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the model has no chat template");
+    }
+    textgen::v1::GenerateRequest generate;
+    for (const textgen::v1::ChatMessage& m : request->messages()) {
+      absl::StrAppend(generate.mutable_text(), m.role(), ": ", m.content(), "\n");
+    }
+    *generate.mutable_sampling() = request->sampling();
+    *generate.mutable_stopping() = request->stopping();
+    *generate.mutable_output() = request->output();
+    generate.set_session_id(request->session_id());
+    return Stream(context, &generate, writer);
+  }
+
+  grpc::Status Stream(grpc::ServerContext* context, const textgen::v1::GenerateRequest* request,
+                      grpc::ServerWriter<textgen::v1::GenerateResponse>* writer) {
     uint32_t prompt_tokens =
         request->has_tokens() ? request->tokens().ids_size() : CountWords(request->text());
     uint32_t cached = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      requests_.push_back(*request);
       if (!request->session_id().empty()) {
         auto it = sessions_.find(request->session_id());
         if (it != sessions_.end()) cached = std::min(it->second, prompt_tokens);
@@ -52,6 +82,11 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     }
     if (request->text().find("FAIL") != std::string::npos) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "prompt asked to fail");
+    }
+    if (request->output().echo()) {
+      textgen::v1::GenerateResponse echo;
+      echo.set_text(request->text());
+      writer->Write(echo);
     }
     uint32_t n = request->stopping().max_new_tokens();
     if (n == 0) n = 4;
@@ -128,6 +163,9 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     info->set_max_new_tokens_limit(128);
     info->set_max_batch_size(8);
     info->set_max_request_bytes(kFakeMaxRequestBytes);
+    info->add_chat_templates("");
+    info->add_chat_templates("tool_use");
+    info->set_chat_template_source("gguf");
     ++model_info_calls;
     return grpc::Status::OK;
   }
@@ -150,6 +188,10 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
   }
+  std::vector<textgen::v1::ChatRequest> chat_requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return chat_requests_;
+  }
   std::vector<textgen::v1::TokenizeRequest> tokenize_requests() {
     std::lock_guard<std::mutex> lock(mu_);
     return tokenize_requests_;
@@ -171,6 +213,7 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
 
   std::mutex mu_;
   std::vector<textgen::v1::GenerateRequest> requests_;
+  std::vector<textgen::v1::ChatRequest> chat_requests_;
   std::vector<textgen::v1::TokenizeRequest> tokenize_requests_;
   std::map<std::string, uint32_t> sessions_;
   std::vector<std::string> deleted_;

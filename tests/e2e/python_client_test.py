@@ -12,42 +12,13 @@ Usage: python_client_test.py --server BIN --proto-root DIR --shared DIR --work D
 """
 import argparse
 import os
-import re
 import signal
-import subprocess
 import sys
-import threading
+
+from server_harness import generate_stubs, start_server
 
 REFERENCE_TEXT = (", there was a little girl named Lily. She loved to play outside in the park. "
                   "One day, she saw a big, red ball. She wanted to play with it,")
-
-
-def generate_stubs(proto_root, out_dir):
-    os.makedirs(out_dir, exist_ok=True)
-    subprocess.run(["protoc", f"--proto_path={proto_root}", f"--python_out={out_dir}",
-                    f"--grpc_out={out_dir}", "--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin",
-                    os.path.join(proto_root, "textgen/v1/textgen.proto")], check=True)
-    sys.path.insert(0, out_dir)
-
-
-def start_server(binary, model):
-    process = subprocess.Popen(
-        [binary, "--model", model, "--listen", "127.0.0.1:0", "--metrics-listen=",
-         "--threads", "1", "--drain-timeout", "10s"],
-        stderr=subprocess.PIPE, text=True)
-    port = None
-    for line in process.stderr:  # the startup line names the port the server bound
-        sys.stderr.write("[server] " + line)
-        match = re.search(r"grpc_port=(\d+)", line)
-        if match:
-            port = int(match.group(1))
-            break
-    if port is None:
-        raise RuntimeError(f"textgen-server exited with {process.wait()} before serving")
-    # Keep draining its log so it never blocks on a full pipe.
-    threading.Thread(target=lambda: [sys.stderr.write("[server] " + l) for l in process.stderr],
-                     daemon=True).start()
-    return process, port
 
 
 def main():

@@ -3,11 +3,15 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "model/arch/architectures.h"
+#include "model/format/gguf_reader.h"
 #include "model/format/gguf_writer.h"
+#include "model/format/mapped_file.h"
 #include "tests/tools/random_gguf.h"
 
 namespace {
@@ -18,12 +22,16 @@ constexpr char kUsage[] =
     "         --dtype f32|f16|bf16|q8_0 --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
     "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
+    "         [--vocab-from VOCAB.gguf] [--chat-template FILE.jinja]\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
     "weights ~ N(0, 0.02), norm weights 1; output tied to token_embd unless --untied.\n"
     "--tokenizer embeds a llama2.c vocabulary (its size must equal --vocab); otherwise a\n"
-    "synthetic SentencePiece-style (llama) or byte-level (gpt2) vocabulary is written.\n";
+    "synthetic SentencePiece-style (llama) or byte-level (gpt2) vocabulary is written.\n"
+    "--vocab-from copies a GGUF's tokenizer.* metadata (a real vocabulary, e.g. llama.cpp's\n"
+    "models/ggml-vocab-qwen2.gguf) and sets --vocab to its size; --chat-template embeds a\n"
+    "Jinja chat template as tokenizer.chat_template.\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "textgen-make-random-gguf: %s\n", message.c_str());
@@ -87,7 +95,7 @@ int main(int argc, char** argv) {
                                             {"head-dim", &spec->head_dim}};
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
-        key == "name" || key == "seed") {
+        key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template") {
       continue;
     }
     auto it = ints.find(key);
@@ -107,6 +115,26 @@ int main(int argc, char** argv) {
   spec->tokenizer_path = get("tokenizer", "");
   spec->name = get("name", spec->name);
   spec->tied_output = !untied;
+  if (args.count("vocab-from")) {
+    auto file = MappedFile::Open(args["vocab-from"]);
+    if (!file.ok()) return Fail(std::string(file.status().message()));
+    auto gguf = ParseGguf((*file)->bytes());
+    if (!gguf.ok()) return Fail(args["vocab-from"] + ": " + std::string(gguf.status().message()));
+    auto tokens = gguf->GetArray("tokenizer.ggml.tokens", GgufType::kString);
+    if (!tokens.ok())
+      return Fail(args["vocab-from"] + ": " + std::string(tokens.status().message()));
+    spec->vocab_size = static_cast<int>((*tokens)->size());
+    for (const GgufKv& kv : gguf->metadata) {
+      if (kv.key.rfind("tokenizer.", 0) == 0) spec->vocab_metadata.push_back(kv);
+    }
+  }
+  if (args.count("chat-template")) {
+    std::ifstream in(args["chat-template"], std::ios::binary);
+    if (!in) return Fail("cannot read --chat-template " + args["chat-template"]);
+    std::ostringstream text;
+    text << in.rdbuf();
+    spec->chat_template = text.str();
+  }
 
   auto writer = BuildRandomModel(*spec);
   if (!writer.ok()) return Fail(std::string(writer.status().message()));

@@ -322,7 +322,9 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
   TEXTGEN_RETURN_IF_ERROR(ValidateSpec(spec));
   const bool gpt2 = spec.architecture == Architecture::kGpt2;
   TokenizerData vocab;
-  if (!spec.tokenizer_path.empty()) {
+  if (!spec.vocab_metadata.empty()) {
+    // Written as given below.
+  } else if (!spec.tokenizer_path.empty()) {
     TEXTGEN_ASSIGN_OR_RETURN(vocab, ReadLlama2cTokenizer(spec.tokenizer_path, spec.vocab_size));
   } else {
     TEXTGEN_ASSIGN_OR_RETURN(vocab, gpt2 ? SyntheticGpt2Vocab(spec.vocab_size)
@@ -357,7 +359,17 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     // Local layers with their own RoPE base (Gemma 3 models carry one).
     w.AddMetadata(p + "rope.freq_base_swa", GgufValue::Float32(1000.0f));
   }
-  AddTokenizerMetadata(w, vocab);
+  if (spec.vocab_metadata.empty()) {
+    AddTokenizerMetadata(w, vocab);
+  } else {
+    for (const GgufKv& kv : spec.vocab_metadata) {
+      if (kv.key == "tokenizer.chat_template" && !spec.chat_template.empty()) continue;
+      w.AddMetadata(kv.key, kv.value);
+    }
+  }
+  if (!spec.chat_template.empty()) {
+    w.AddMetadata("tokenizer.chat_template", GgufValue::String(spec.chat_template));
+  }
   TensorMaker maker(w, spec);
   TEXTGEN_RETURN_IF_ERROR(gpt2 ? AddGpt2Tensors(maker, spec) : AddGatedTensors(maker, spec));
   return w;

@@ -27,6 +27,10 @@ struct RandomModelSpec {
   bool tied_output = true;     // false: write an explicit output.weight
   int sliding_window = 0;      // gemma2/gemma3: attention.sliding_window (0: key not written)
   std::string tokenizer_path;  // llama2.c tokenizer.bin to embed; empty: synthetic vocab
+  // A real vocabulary: the tokenizer.* metadata of a GGUF (e.g. llama.cpp's
+  // ggml-vocab-qwen2.gguf), written as is; vocab_size must be its token count.
+  std::vector<GgufKv> vocab_metadata;
+  std::string chat_template;  // written as tokenizer.chat_template when not empty
   std::string name = "random";
 };
 

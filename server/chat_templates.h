@@ -1,0 +1,41 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/chat/chat_template.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace textgen::server {
+
+// The chat templates Chat requests are rendered with, by name ("" = the default).
+class ChatTemplates {
+ public:
+  ChatTemplates() = default;
+
+  // From the model file's templates (`from_model`, name -> source) and an optional
+  // --chat-template file that replaces the default. A bad --chat-template file is an error
+  // (the operator asked for it); a model template that does not parse is kept as unusable, so
+  // the model still serves Generate and Chat explains what is wrong.
+  static absl::StatusOr<ChatTemplates> Load(const std::map<std::string, std::string>& from_model,
+                                            const std::string& template_file,
+                                            const model::Tokenizer& tokenizer);
+
+  // The template called `name`: FAILED_PRECONDITION when the model has none or it did not
+  // parse (naming --chat-template), INVALID_ARGUMENT when there is no such named variant.
+  absl::StatusOr<const model::ChatTemplate*> Find(const std::string& name) const;
+
+  // Usable template names, "" first (ModelInfo.chat_templates).
+  std::vector<std::string> names() const;
+  // "gguf" or the --chat-template path; empty without a default template.
+  const std::string& default_source() const { return default_source_; }
+
+ private:
+  std::map<std::string, model::ChatTemplate> templates_;
+  std::map<std::string, absl::Status> unusable_;  // name -> why it did not parse
+  std::string default_source_;
+};
+
+}  // namespace textgen::server
