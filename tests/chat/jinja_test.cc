@@ -124,6 +124,17 @@ TEST(JinjaErrorTest, MutatingInputsIsRefused) {
               HasSubstr("access to attribute 'append' of 'list' object is unsafe"));
 }
 
+// A macro lives in the frame it closes over and a namespace may hold itself: neither may keep
+// its memory alive after the render (the ASan build's leak checker runs this).
+TEST(JinjaLimitsTest, SelfReferencesDoNotLeak) {
+  absl::StatusOr<TaintedString> out = Render(
+      "{% macro m() %}x{% endmacro %}{% set ns = namespace() %}{% set ns.me = ns %}"
+      "{% set ns.m = m %}{% for i in range(2) %}{% macro inner() %}y{% endmacro %}"
+      "{% set ns.inner = inner %}{% endfor %}{{ ns.m() }}{{ ns.me.m() }}{{ ns.inner() }}");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->bytes, "xxy");
+}
+
 TEST(JinjaLimitsTest, HugeRangeIsRefusedBeforeItIsBuilt) {
   absl::StatusOr<TaintedString> out = Render("{{ range(1000000000000)|length }}");
   ASSERT_FALSE(out.ok());

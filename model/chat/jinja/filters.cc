@@ -417,7 +417,7 @@ absl::StatusOr<Value> ApplyFilter(absl::string_view name, const Value& input, Ca
   }
   if (name == "join") return Join(input, args, interpreter);
   if (name == "items") {
-    if (input.is_undefined()) return Value::MakeList();
+    if (input.is_undefined()) return Value::MakeList({});
     if (!input.is_dict()) return TypeError("items needs a mapping");
     List out;
     for (const auto& [key, value] : input.dict().entries()) {

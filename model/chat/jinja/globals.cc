@@ -52,7 +52,7 @@ Dict KeywordDict(const CallArgs& args) {
   return dict;
 }
 
-absl::StatusOr<Value> Namespace(CallArgs& args, Interpreter&) {
+absl::StatusOr<Value> Namespace(CallArgs& args, Interpreter& interpreter) {
   Dict dict;
   if (args.positional.size() > 1)
     return TypeError("namespace() takes at most one positional argument");
@@ -61,7 +61,9 @@ absl::StatusOr<Value> Namespace(CallArgs& args, Interpreter&) {
     dict = args.positional[0].dict();
   }
   for (const auto& [key, value] : args.keyword) dict.Set(Value::String(key), value);
-  return Value::MakeNamespace(std::move(dict));
+  Value ns = Value::MakeNamespace(std::move(dict));
+  interpreter.TrackNamespace(ns);
+  return ns;
 }
 
 absl::StatusOr<Value> RaiseException(CallArgs& args, Interpreter&) {

@@ -80,6 +80,8 @@ absl::StatusOr<TaintedString> Interpreter::Render(const Body& body, const Dict& 
   output_ = &output;
   absl::StatusOr<Flow> flow = ExecBody(body, root);
   output_ = nullptr;
+  for (Value& ns : namespaces_) ns.mutable_dict() = Dict();  // breaks any cycle through it
+  namespaces_.clear();
   if (!flow.ok()) return flow.status();
   return std::move(output.text);
 }
@@ -148,7 +150,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const Fram
       return Flow::kNormal;
     }
     case Stmt::Kind::kMacro:
-      frame->vars[stmt.name] = MakeMacro(stmt, frame, Value());
+      frame->vars[stmt.name] = MakeMacro(stmt, frame);
       return Flow::kNormal;
     case Stmt::Kind::kCallBlock: {
       // The call's own arguments, plus `caller` rendering this block's body.
@@ -157,7 +159,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const Fram
       if (!callee.ok()) return callee.status();
       absl::StatusOr<CallArgs> args = EvalArgs(call, 1, frame);
       if (!args.ok()) return args.status();
-      args->keyword.emplace_back("caller", MakeMacro(stmt, frame, Value()));
+      args->keyword.emplace_back("caller", MakeMacro(stmt, frame));
       absl::StatusOr<Value> result = Call(*callee, *args);
       if (!result.ok()) return result.status();
       if (absl::Status s = write(ToText(*result)); !s.ok()) return s;
@@ -276,17 +278,21 @@ absl::StatusOr<Value> Interpreter::Capture(const Body& body, const FramePtr& fra
   return Value::String(std::move(captured.text));
 }
 
-Value Interpreter::MakeMacro(const Stmt& stmt, const FramePtr& scope, Value caller) {
+Value Interpreter::MakeMacro(const Stmt& stmt, const FramePtr& scope) {
+  if (closure_scopes_.empty() || closure_scopes_.back() != scope) closure_scopes_.push_back(scope);
   const Stmt* macro = &stmt;
-  return Value::MakeCallable(
-      Callable{stmt.kind == Stmt::Kind::kMacro ? stmt.name : "caller",
-               [macro, scope, caller](CallArgs& args, Interpreter& interpreter) {
-                 return interpreter.CallMacro(*macro, scope, args, caller);
-               }});
+  Frame* frame = scope.get();
+  return Value::MakeCallable(Callable{stmt.kind == Stmt::Kind::kMacro ? stmt.name : "caller",
+                                      [macro, frame](CallArgs& args, Interpreter& interpreter) {
+                                        // A shared_ptr that does not own: the interpreter keeps the
+                                        // frame alive.
+                                        return interpreter.CallMacro(
+                                            *macro, FramePtr(FramePtr(), frame), args);
+                                      }});
 }
 
 absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& macro, const FramePtr& scope,
-                                             CallArgs& args, const Value& caller) {
+                                             CallArgs& args) {
   if (call_depth_ >= options_.limits.max_call_depth) {
     return absl::ResourceExhaustedError(
         absl::StrCat("macro calls nest deeper than ", options_.limits.max_call_depth, " levels"));
@@ -328,7 +334,6 @@ absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& macro, const FramePtr& 
   }
   frame->vars["varargs"] = Value::MakeTuple(std::move(varargs));
   frame->vars["kwargs"] = Value::MakeDict(std::move(kwargs));
-  if (!caller.is_undefined()) frame->vars["caller"] = caller;
   ++call_depth_;
   absl::StatusOr<Value> result = Capture(macro.body, frame);
   --call_depth_;

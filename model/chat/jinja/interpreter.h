@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -57,6 +58,9 @@ class Interpreter {
 
   // For builtins: call a template value (macro, method, builtin) with arguments.
   absl::StatusOr<Value> Call(const Value& callee, CallArgs& args);
+  // For namespace(): the object is emptied when the render ends, so a namespace that refers to
+  // itself (`set ns.me = ns`) cannot keep itself alive.
+  void TrackNamespace(const Value& ns) { namespaces_.push_back(ns); }
   // For builtins: check that `n` more items / bytes fit in the limits.
   absl::Status CheckItems(int64_t n) const;
   absl::Status CheckBytes(size_t n) const;
@@ -73,10 +77,11 @@ class Interpreter {
   absl::Status Assign(const Stmt& stmt, const Value& value, Frame& frame);
   // Renders `body` into a string of its own (block set, filter blocks, macros).
   absl::StatusOr<Value> Capture(const Body& body, const FramePtr& frame);
-  // A macro (or a call block's `caller`) as a callable bound to its defining scope.
-  Value MakeMacro(const Stmt& stmt, const FramePtr& scope, Value caller);
-  absl::StatusOr<Value> CallMacro(const Stmt& macro, const FramePtr& scope, CallArgs& args,
-                                  const Value& caller);
+  // A macro (or a call block's `caller`) as a callable bound to its defining scope. The
+  // interpreter keeps the scope alive (the callable holds a plain pointer): a macro stored in
+  // the frame it closes over would otherwise be a reference cycle, leaked.
+  Value MakeMacro(const Stmt& stmt, const FramePtr& scope);
+  absl::StatusOr<Value> CallMacro(const Stmt& macro, const FramePtr& scope, CallArgs& args);
 
   absl::StatusOr<Value> Eval(const Expr& expr, const FramePtr& frame);
   absl::StatusOr<Value> EvalOperator(const Expr& expr, const FramePtr& frame);
@@ -90,6 +95,8 @@ class Interpreter {
   const RenderOptions& options_;
   Output* output_ = nullptr;
   Value block_input_;  // the body of the innermost {% filter %} / {% set x | f %}
+  std::vector<FramePtr> closure_scopes_;  // frames macros close over
+  std::vector<Value> namespaces_;         // namespace() objects of this render
   int call_depth_ = 0;
   int64_t loop_iterations_ = 0;
   size_t bytes_written_ = 0;

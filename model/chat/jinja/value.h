@@ -33,32 +33,11 @@ struct TaintedString {
 };
 
 class Value;
+class Dict;
+struct CallArgs;
+struct Callable;
 class Interpreter;
 using List = std::vector<Value>;
-
-// An insertion-ordered dict (Python 3.7+ dicts keep order, and tojson must too).
-class Dict {
- public:
-  const Value* Find(const Value& key) const;
-  const Value* Find(absl::string_view key) const;
-  void Set(Value key, Value value);
-  const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
-  size_t size() const { return entries_.size(); }
-
- private:
-  std::vector<std::pair<Value, Value>> entries_;
-};
-
-struct CallArgs {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keyword;
-};
-
-// Something a template can call: a builtin, a bound method, a macro, `caller`.
-struct Callable {
-  std::string name;
-  std::function<absl::StatusOr<Value>(CallArgs& args, Interpreter& interpreter)> call;
-};
 
 // Jinja's Undefined: remembers why it is undefined for the error its use raises.
 struct Undefined {
@@ -82,10 +61,10 @@ class Value {
   static Value String(std::string s);
   static Value String(TaintedString s);
   static Value Tainted(std::string s);  // all bytes untrusted
-  static Value MakeList(List items = {});
-  static Value MakeDict(Dict dict = {});
+  static Value MakeList(List items);
+  static Value MakeDict(Dict dict);
   // A namespace() object: a dict whose attributes `set ns.x = ...` may assign.
-  static Value MakeNamespace(Dict dict = {});
+  static Value MakeNamespace(Dict dict);
   // A Python tuple: a list that prints as "(a, b)".
   static Value MakeTuple(List items);
   // What Jinja's map/select/reject filters return: a Python generator, which iterates like
@@ -148,6 +127,30 @@ class Value {
 
   Data data_;
   uint8_t flags_ = 0;
+};
+
+// An insertion-ordered dict (Python 3.7+ dicts keep order, and tojson must too).
+class Dict {
+ public:
+  const Value* Find(const Value& key) const;
+  const Value* Find(absl::string_view key) const;
+  void Set(Value key, Value value);
+  const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<std::pair<Value, Value>> entries_;
+};
+
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+// Something a template can call: a builtin, a bound method, a macro, `caller`.
+struct Callable {
+  std::string name;
+  std::function<absl::StatusOr<Value>(CallArgs& args, Interpreter& interpreter)> call;
 };
 
 }  // namespace textgen::model::jinja
