@@ -3,7 +3,7 @@
 #   1. Release build, warnings as errors, every test (unit, reference, integration, e2e).
 #   2. ASan+UBSan build of the model and scheduler tests (no gRPC: Debian's is not instrumented).
 #   3. TSan build of the scheduler tests (fake engine; oneDNN/OpenMP are not TSan-instrumented).
-#   4. The GGUF fuzzer for a bounded time.
+#   4. The GGUF and chat-template fuzzers for a bounded time each.
 # Every stage states all the build options it relies on (scripts/lib/build-trees.sh), refuses
 # to pass when no test ran, and checks that every test the build registered ran.
 # Usage: scripts/test.sh   (env: TEXTGEN_SKIP_SANITIZERS=1, TEXTGEN_FUZZ_SECONDS=60, JOBS=N)
@@ -36,8 +36,11 @@ if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
     -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest)\.' -- --timeout 900
 fi
 
-step "GGUF fuzzer"
+step "fuzzers (GGUF reader, chat templates)"
 configure_fuzz build-fuzz
-cmake --build build-fuzz --target textgen-fuzz-gguf textgen-make-random-gguf -j"$jobs"
+cmake --build build-fuzz --target textgen-fuzz-gguf textgen-fuzz-jinja textgen-make-random-gguf \
+  -j"$jobs"
 tests/fuzz/run_gguf_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}"
+tests/fuzz/run_jinja_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}" \
+  build/reference/llamacpp/llama.cpp/models/templates
 step "all tests passed"

@@ -19,3 +19,24 @@ add_test(NAME py_chat_templates
 set_tests_properties(py_chat_templates PROPERTIES FIXTURES_REQUIRED llamacpp_source
                      ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 300
                      LABELS "python;reference")
+
+# libFuzzer target over the template parser and renderer (clang only). The engine's sources
+# are compiled into the fuzzer so they get coverage and sanitizer instrumentation.
+if(TEXTGEN_FUZZ)
+  get_target_property(jinja_sources textgen_jinja SOURCES)
+  get_target_property(chat_sources textgen_chat SOURCES)
+  add_executable(textgen-fuzz-jinja ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/jinja_fuzz.cc ${jinja_sources}
+                                    ${chat_sources})
+  target_compile_options(textgen-fuzz-jinja PRIVATE -fsanitize=fuzzer,address,undefined
+                         -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
+  target_link_options(textgen-fuzz-jinja PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(textgen-fuzz-jinja PRIVATE nlohmann_json::nlohmann_json absl::status
+                        absl::statusor absl::strings absl::str_format absl::flat_hash_map)
+endif()
+
+if(TEXTGEN_BUILD_BENCH)
+  find_package(benchmark CONFIG REQUIRED)
+  add_executable(textgen-bench-chat-template ${CMAKE_CURRENT_SOURCE_DIR}/bench/chat_template_bench.cc)
+  target_link_libraries(textgen-bench-chat-template PRIVATE textgen_chat benchmark::benchmark
+                        textgen_warnings)
+endif()
