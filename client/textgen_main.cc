@@ -17,7 +17,7 @@ struct CommandEntry {
 
 constexpr CommandEntry kCommands[] = {
     {"generate", RunGenerate, "stream a completion of a prompt"},
-    {"chat", RunChat, "interactive conversation on one session"},
+    {"chat", RunChat, "interactive conversation (Chat RPC, the model's template) on one session"},
     {"tokenize", RunTokenize, "text -> token ids and pieces"},
     {"detokenize", RunDetokenize, "token ids -> text"},
     {"info", RunInfo, "served model and server limits"},
