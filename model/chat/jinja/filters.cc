@@ -36,6 +36,24 @@ Value SortKey(const Value& value, bool case_sensitive) {
   return value;
 }
 
+// The comparison key of each item: the item or its `attribute` path (None = the item),
+// lower-cased unless case_sensitive.
+absl::StatusOr<std::vector<Value>> SortKeys(const std::vector<Value>& items, const Value& attribute,
+                                            bool case_sensitive) {
+  std::vector<Value> keys;
+  keys.reserve(items.size());
+  for (const Value& item : items) {
+    Value key = item;
+    if (!attribute.is_none()) {
+      absl::StatusOr<Value> got = GetPath(item, attribute);
+      if (!got.ok()) return got.status();
+      key = *std::move(got);
+    }
+    keys.push_back(SortKey(key, case_sensitive));
+  }
+  return keys;
+}
+
 absl::Status SortValues(std::vector<Value>& keys, std::vector<Value>& items, bool reverse) {
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -67,17 +85,9 @@ absl::StatusOr<Value> Sort(const Value& input, const CallArgs& args) {
   const bool reverse = Arg(args, 0, "reverse", Value::Bool(false)).Truthy();
   const bool case_sensitive = Arg(args, 1, "case_sensitive", Value::Bool(false)).Truthy();
   const Value attribute = Arg(args, 2, "attribute", Value::MakeNone());
-  std::vector<Value> keys;
-  for (const Value& item : *items) {
-    Value key = item;
-    if (!attribute.is_none()) {
-      absl::StatusOr<Value> got = GetPath(item, attribute);
-      if (!got.ok()) return got.status();
-      key = *std::move(got);
-    }
-    keys.push_back(SortKey(key, case_sensitive));
-  }
-  if (absl::Status s = SortValues(keys, *items, reverse); !s.ok()) return s;
+  absl::StatusOr<std::vector<Value>> keys = SortKeys(*items, attribute, case_sensitive);
+  if (!keys.ok()) return keys.status();
+  if (absl::Status s = SortValues(*keys, *items, reverse); !s.ok()) return s;
   return Value::MakeList(*std::move(items));
 }
 
@@ -296,20 +306,12 @@ absl::StatusOr<Value> MinMax(const Value& input, const CallArgs& args, bool max)
   if (items->empty()) return Value::MakeUndefined("no items in the sequence");
   const bool case_sensitive = Arg(args, 0, "case_sensitive", Value::Bool(false)).Truthy();
   const Value attribute = Arg(args, 1, "attribute", Value::MakeNone());
-  std::vector<Value> keys;
-  for (const Value& item : *items) {
-    Value key = item;
-    if (!attribute.is_none()) {
-      absl::StatusOr<Value> got = GetPath(item, attribute);
-      if (!got.ok()) return got.status();
-      key = *std::move(got);
-    }
-    keys.push_back(SortKey(key, case_sensitive));
-  }
+  absl::StatusOr<std::vector<Value>> keys = SortKeys(*items, attribute, case_sensitive);
+  if (!keys.ok()) return keys.status();
   size_t best = 0;
-  for (size_t i = 1; i < keys.size(); ++i) {
+  for (size_t i = 1; i < keys->size(); ++i) {
     absl::StatusOr<bool> better =
-        max ? LessThan(keys[best], keys[i]) : LessThan(keys[i], keys[best]);
+        max ? LessThan((*keys)[best], (*keys)[i]) : LessThan((*keys)[i], (*keys)[best]);
     if (!better.ok()) return better.status();
     if (*better) best = i;
   }
@@ -321,21 +323,17 @@ absl::StatusOr<Value> Unique(const Value& input, const CallArgs& args) {
   if (!items.ok()) return items.status();
   const bool case_sensitive = Arg(args, 0, "case_sensitive", Value::Bool(false)).Truthy();
   const Value attribute = Arg(args, 1, "attribute", Value::MakeNone());
+  absl::StatusOr<std::vector<Value>> keys = SortKeys(*items, attribute, case_sensitive);
+  if (!keys.ok()) return keys.status();
   List out;
   std::vector<Value> seen;
-  for (const Value& item : *items) {
-    Value key = item;
-    if (!attribute.is_none()) {
-      absl::StatusOr<Value> got = GetPath(item, attribute);
-      if (!got.ok()) return got.status();
-      key = *std::move(got);
-    }
-    key = SortKey(key, case_sensitive);
+  for (size_t i = 0; i < items->size(); ++i) {
+    const Value& key = (*keys)[i];
     if (std::any_of(seen.begin(), seen.end(), [&](const Value& v) { return v.Equals(key); })) {
       continue;
     }
     seen.push_back(key);
-    out.push_back(item);
+    out.push_back((*items)[i]);
   }
   return Value::MakeGenerator(std::move(out));
 }

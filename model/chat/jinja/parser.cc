@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <functional>
 #include <initializer_list>
 
 #include "absl/strings/str_cat.h"
@@ -131,9 +132,19 @@ class Parser {
   absl::StatusOr<StmtPtr> ParseMacro(size_t offset);
   absl::StatusOr<StmtPtr> ParseCallBlock(size_t offset);
   absl::StatusOr<StmtPtr> ParseFilterBlock(size_t offset);
+  // "%}" body "{% end_tag %}" of a block statement.
+  absl::Status ParseBlockBody(absl::string_view end_tag, Body* body);
+  // item ("," item)* [","] then `close`; `item` parses one element.
+  absl::Status ParseSeparated(absl::string_view close, const std::function<absl::Status()>& item);
   absl::Status ParseParams(std::vector<MacroParam>* params);
   absl::Status ParseTargets(Stmt* stmt);
 
+  // next (operator next)*, left-associative; `take_operator` consumes an operator token and
+  // sets the node's kind or name, or says there is none.
+  absl::StatusOr<ExprPtr> ParseChain(const std::function<absl::StatusOr<ExprPtr>()>& next,
+                                     const std::function<bool(Expr* node)>& take_operator);
+  std::function<bool(Expr*)> Keyword(absl::string_view name, Expr::Kind kind);
+  std::function<bool(Expr*)> Operators(std::initializer_list<absl::string_view> ops);
   absl::StatusOr<ExprPtr> ParseTuple(bool with_condexpr);
   absl::StatusOr<ExprPtr> ParseExpression(bool with_condexpr = true);
   absl::StatusOr<ExprPtr> ParseConditional();
@@ -150,6 +161,7 @@ class Parser {
   absl::StatusOr<ExprPtr> ParsePostfix(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseFilterExpr(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseSubscript(ExprPtr node);
+  absl::StatusOr<ExprPtr> ParseCall(ExprPtr callee);  // at "("
   absl::Status ParseCallArgs(Expr* call);
   absl::StatusOr<ExprPtr> ParseFilter(ExprPtr node);
 
@@ -231,11 +243,8 @@ absl::StatusOr<StmtPtr> Parser::ParseStatement() {
   }
   if (tag == "generation") {
     // Hugging Face's AssistantTracker extension: marks assistant text; renders its body.
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
     auto stmt = MakeStmt(Stmt::Kind::kScope, offset);
-    std::string end;
-    if (absl::Status s = ParseBody({"endgeneration"}, &stmt->body, &end); !s.ok()) return s;
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    if (absl::Status s = ParseBlockBody("endgeneration", &stmt->body); !s.ok()) return s;
     return stmt;
   }
   return Error(offset, absl::StrCat("unknown tag '", tag, "'"));
@@ -340,20 +349,32 @@ absl::StatusOr<StmtPtr> Parser::ParseSet(size_t offset) {
     if (!chain.ok()) return chain.status();
     stmt->expr = *std::move(chain);
   }
+  if (absl::Status s = ParseBlockBody("endset", &stmt->body); !s.ok()) return s;
+  return stmt;
+}
+
+absl::Status Parser::ParseBlockBody(absl::string_view end_tag, Body* body) {
   if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
   std::string end;
-  if (absl::Status s = ParseBody({"endset"}, &stmt->body, &end); !s.ok()) return s;
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
-  return stmt;
+  if (absl::Status s = ParseBody({end_tag}, body, &end); !s.ok()) return s;
+  return ExpectBlockEnd();
+}
+
+absl::Status Parser::ParseSeparated(absl::string_view close,
+                                    const std::function<absl::Status()>& item) {
+  for (bool first = true; !SkipOp(close); first = false) {
+    if (!first) {
+      if (absl::Status s = ExpectOp(","); !s.ok()) return s;
+      if (SkipOp(close)) break;  // a trailing comma
+    }
+    if (absl::Status s = item(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Parser::ParseParams(std::vector<MacroParam>* params) {
   if (absl::Status s = ExpectOp("("); !s.ok()) return s;
-  while (!SkipOp(")")) {
-    if (!params->empty()) {
-      if (absl::Status s = ExpectOp(","); !s.ok()) return s;
-      if (SkipOp(")")) break;
-    }
+  return ParseSeparated(")", [&]() -> absl::Status {
     MacroParam param;
     absl::StatusOr<std::string> name = ExpectName();
     if (!name.ok()) return name.status();
@@ -364,8 +385,8 @@ absl::Status Parser::ParseParams(std::vector<MacroParam>* params) {
       param.default_value = *std::move(value);
     }
     params->push_back(std::move(param));
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<StmtPtr> Parser::ParseMacro(size_t offset) {
@@ -393,10 +414,7 @@ absl::StatusOr<StmtPtr> Parser::ParseCallBlock(size_t offset) {
     return Error(offset, "{% call %} needs a macro call, e.g. {% call m(x) %}");
   }
   stmt->expr = *std::move(call);
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
-  std::string end;
-  if (absl::Status s = ParseBody({"endcall"}, &stmt->body, &end); !s.ok()) return s;
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  if (absl::Status s = ParseBlockBody("endcall", &stmt->body); !s.ok()) return s;
   return stmt;
 }
 
@@ -410,10 +428,7 @@ absl::StatusOr<StmtPtr> Parser::ParseFilterBlock(size_t offset) {
     if (!chain.ok()) return chain.status();
   }
   stmt->expr = *std::move(chain);
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
-  std::string end;
-  if (absl::Status s = ParseBody({"endfilter"}, &stmt->body, &end); !s.ok()) return s;
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  if (absl::Status s = ParseBlockBody("endfilter", &stmt->body); !s.ok()) return s;
   return stmt;
 }
 
@@ -466,34 +481,50 @@ absl::StatusOr<ExprPtr> Parser::ParseConditional() {
   return node;
 }
 
-absl::StatusOr<ExprPtr> Parser::ParseOr() {
-  absl::StatusOr<ExprPtr> left = ParseAnd();
+absl::StatusOr<ExprPtr> Parser::ParseChain(const std::function<absl::StatusOr<ExprPtr>()>& next,
+                                           const std::function<bool(Expr* node)>& take_operator) {
+  absl::StatusOr<ExprPtr> left = next();
   if (!left.ok()) return left;
-  while (IsName("or")) {
-    auto node = MakeExpr(Expr::Kind::kOr, Current().offset);
-    Advance();
-    absl::StatusOr<ExprPtr> right = ParseAnd();
+  while (true) {
+    auto node = MakeExpr(Expr::Kind::kBinary, Current().offset);
+    if (!take_operator(node.get())) return left;
+    absl::StatusOr<ExprPtr> right = next();
     if (!right.ok()) return right;
     node->operands.push_back(*std::move(left));
     node->operands.push_back(*std::move(right));
     left = std::move(node);
   }
-  return left;
+}
+
+std::function<bool(Expr*)> Parser::Keyword(absl::string_view name, Expr::Kind kind) {
+  return [this, name, kind](Expr* node) {
+    if (!SkipName(name)) return false;
+    node->kind = kind;
+    return true;
+  };
+}
+
+std::function<bool(Expr*)> Parser::Operators(std::initializer_list<absl::string_view> ops) {
+  std::vector<absl::string_view> accepted(ops);
+  return [this, accepted](Expr* node) {
+    if (Current().type != Type::kOperator) return false;
+    for (absl::string_view op : accepted) {
+      if (Current().value == op) {
+        node->name = std::string(op);
+        Advance();
+        return true;
+      }
+    }
+    return false;
+  };
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseOr() {
+  return ParseChain([this] { return ParseAnd(); }, Keyword("or", Expr::Kind::kOr));
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseAnd() {
-  absl::StatusOr<ExprPtr> left = ParseNot();
-  if (!left.ok()) return left;
-  while (IsName("and")) {
-    auto node = MakeExpr(Expr::Kind::kAnd, Current().offset);
-    Advance();
-    absl::StatusOr<ExprPtr> right = ParseNot();
-    if (!right.ok()) return right;
-    node->operands.push_back(*std::move(left));
-    node->operands.push_back(*std::move(right));
-    left = std::move(node);
-  }
-  return left;
+  return ParseChain([this] { return ParseNot(); }, Keyword("and", Expr::Kind::kAnd));
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseNot() {
@@ -546,47 +577,20 @@ absl::StatusOr<ExprPtr> Parser::ParseCompare() {
   return first;
 }
 
-// Left-associative binary operators over `next`.
-#define TEXTGEN_JINJA_BINARY(Name, Next, ...)                                     \
-  absl::StatusOr<ExprPtr> Parser::Name() {                                        \
-    absl::StatusOr<ExprPtr> left = Next();                                        \
-    if (!left.ok()) return left;                                                  \
-    while (Current().type == Type::kOperator) {                                   \
-      const std::string op = Current().value;                                     \
-      bool match = false;                                                         \
-      for (absl::string_view candidate : {__VA_ARGS__}) match |= op == candidate; \
-      if (!match) break;                                                          \
-      auto node = MakeExpr(Expr::Kind::kBinary, Current().offset);                \
-      node->name = op;                                                            \
-      Advance();                                                                  \
-      absl::StatusOr<ExprPtr> right = Next();                                     \
-      if (!right.ok()) return right;                                              \
-      node->operands.push_back(*std::move(left));                                 \
-      node->operands.push_back(*std::move(right));                                \
-      left = std::move(node);                                                     \
-    }                                                                             \
-    return left;                                                                  \
-  }
+absl::StatusOr<ExprPtr> Parser::ParseMath1() {
+  return ParseChain([this] { return ParseConcat(); }, Operators({"+", "-"}));
+}
 
-TEXTGEN_JINJA_BINARY(ParseMath1, ParseConcat, "+", "-")
-TEXTGEN_JINJA_BINARY(ParseConcat, ParseMath2, "~")
-TEXTGEN_JINJA_BINARY(ParseMath2, ParsePow, "*", "/", "//", "%")
-#undef TEXTGEN_JINJA_BINARY
+absl::StatusOr<ExprPtr> Parser::ParseConcat() {
+  return ParseChain([this] { return ParseMath2(); }, Operators({"~"}));
+}
+
+absl::StatusOr<ExprPtr> Parser::ParseMath2() {
+  return ParseChain([this] { return ParsePow(); }, Operators({"*", "/", "//", "%"}));
+}
 
 absl::StatusOr<ExprPtr> Parser::ParsePow() {
-  absl::StatusOr<ExprPtr> left = ParseUnary(/*with_filter=*/true);
-  if (!left.ok()) return left;
-  while (IsOp("**")) {
-    auto node = MakeExpr(Expr::Kind::kBinary, Current().offset);
-    node->name = "**";
-    Advance();
-    absl::StatusOr<ExprPtr> right = ParseUnary(/*with_filter=*/true);
-    if (!right.ok()) return right;
-    node->operands.push_back(*std::move(left));
-    node->operands.push_back(*std::move(right));
-    left = std::move(node);
-  }
-  return left;
+  return ParseChain([this] { return ParseUnary(/*with_filter=*/true); }, Operators({"**"}));
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseUnary(bool with_filter) {
@@ -664,36 +668,22 @@ absl::StatusOr<ExprPtr> Parser::ParsePrimary() {
         if (absl::Status s = ExpectOp(")"); !s.ok()) return s;
         return inner;
       }
-      if (token.value == "[") {
+      if (token.value == "[" || token.value == "{") {
+        const bool list = token.value == "[";
         Advance();
-        auto node = MakeExpr(Expr::Kind::kList, offset);
-        while (!SkipOp("]")) {
-          if (!node->operands.empty()) {
-            if (absl::Status s = ExpectOp(","); !s.ok()) return s;
-            if (SkipOp("]")) break;
-          }
-          absl::StatusOr<ExprPtr> item = ParseExpression();
-          if (!item.ok()) return item;
+        auto node = MakeExpr(list ? Expr::Kind::kList : Expr::Kind::kDict, offset);
+        absl::Status status = ParseSeparated(list ? "]" : "}", [&]() -> absl::Status {
+          absl::StatusOr<ExprPtr> item = ParseExpression();  // a list item or a dict key
+          if (!item.ok()) return item.status();
           node->operands.push_back(*std::move(item));
-        }
-        return node;
-      }
-      if (token.value == "{") {
-        Advance();
-        auto node = MakeExpr(Expr::Kind::kDict, offset);
-        while (!SkipOp("}")) {
-          if (!node->operands.empty()) {
-            if (absl::Status s = ExpectOp(","); !s.ok()) return s;
-            if (SkipOp("}")) break;
-          }
-          absl::StatusOr<ExprPtr> key = ParseExpression();
-          if (!key.ok()) return key;
+          if (list) return absl::OkStatus();
           if (absl::Status s = ExpectOp(":"); !s.ok()) return s;
           absl::StatusOr<ExprPtr> value = ParseExpression();
-          if (!value.ok()) return value;
-          node->operands.push_back(*std::move(key));
+          if (!value.ok()) return value.status();
           node->operands.push_back(*std::move(value));
-        }
+          return absl::OkStatus();
+        });
+        if (!status.ok()) return status;
         return node;
       }
       break;
@@ -730,10 +720,9 @@ absl::StatusOr<ExprPtr> Parser::ParsePostfix(ExprPtr node) {
       if (!subscript.ok()) return subscript;
       node = *std::move(subscript);
     } else if (IsOp("(")) {
-      auto call = MakeExpr(Expr::Kind::kCall, Current().offset);
-      call->operands.push_back(std::move(node));
-      if (absl::Status s = ParseCallArgs(call.get()); !s.ok()) return s;
-      node = std::move(call);
+      absl::StatusOr<ExprPtr> call = ParseCall(std::move(node));
+      if (!call.ok()) return call;
+      node = *std::move(call);
     } else {
       return node;
     }
@@ -769,15 +758,16 @@ absl::StatusOr<ExprPtr> Parser::ParseSubscript(ExprPtr node) {
   return slice;
 }
 
+absl::StatusOr<ExprPtr> Parser::ParseCall(ExprPtr callee) {
+  auto call = MakeExpr(Expr::Kind::kCall, Current().offset);
+  call->operands.push_back(std::move(callee));
+  if (absl::Status s = ParseCallArgs(call.get()); !s.ok()) return s;
+  return call;
+}
+
 absl::Status Parser::ParseCallArgs(Expr* call) {
   Advance();  // (
-  bool first = true;
-  while (!SkipOp(")")) {
-    if (!first) {
-      if (absl::Status s = ExpectOp(","); !s.ok()) return s;
-      if (SkipOp(")")) break;
-    }
-    first = false;
+  return ParseSeparated(")", [&]() -> absl::Status {
     if (IsOp("*") || IsOp("**")) {
       return Error(Current().offset, "*args and **kwargs in calls are not supported");
     }
@@ -788,7 +778,7 @@ absl::Status Parser::ParseCallArgs(Expr* call) {
       absl::StatusOr<ExprPtr> value = ParseExpression();
       if (!value.ok()) return value.status();
       call->keywords.emplace_back(std::move(name), *std::move(value));
-      continue;
+      return absl::OkStatus();
     }
     if (!call->keywords.empty()) {
       return Error(Current().offset, "positional argument follows keyword argument");
@@ -796,8 +786,8 @@ absl::Status Parser::ParseCallArgs(Expr* call) {
     absl::StatusOr<ExprPtr> value = ParseExpression();
     if (!value.ok()) return value.status();
     call->operands.push_back(*std::move(value));
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseFilter(ExprPtr node) {
@@ -848,10 +838,9 @@ absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr node) {
       }
       node = std::move(test);
     } else if (IsOp("(")) {
-      auto call = MakeExpr(Expr::Kind::kCall, Current().offset);
-      call->operands.push_back(std::move(node));
-      if (absl::Status s = ParseCallArgs(call.get()); !s.ok()) return s;
-      node = std::move(call);
+      absl::StatusOr<ExprPtr> call = ParseCall(std::move(node));
+      if (!call.ok()) return call;
+      node = *std::move(call);
     } else {
       return node;
     }

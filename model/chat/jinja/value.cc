@@ -57,29 +57,13 @@ Value Value::MakeList(List items) { return Value(std::make_shared<List>(std::mov
 
 Value Value::MakeDict(Dict dict) { return Value(std::make_shared<Dict>(std::move(dict))); }
 
-Value Value::MakeNamespace(Dict dict) {
-  Value value = MakeDict(std::move(dict));
-  value.flags_ = kNamespace;
-  return value;
-}
+Value Value::MakeNamespace(Dict dict) { return MakeDict(std::move(dict)).WithFlag(kNamespace); }
 
-Value Value::MakeTuple(List items) {
-  Value value = MakeList(std::move(items));
-  value.flags_ = kTuple;
-  return value;
-}
+Value Value::MakeTuple(List items) { return MakeList(std::move(items)).WithFlag(kTuple); }
 
-Value Value::MakeGenerator(List items) {
-  Value value = MakeList(std::move(items));
-  value.flags_ = kGenerator;
-  return value;
-}
+Value Value::MakeGenerator(List items) { return MakeList(std::move(items)).WithFlag(kGenerator); }
 
-Value Value::Markup(TaintedString s) {
-  Value value = String(std::move(s));
-  value.flags_ = kMarkup;
-  return value;
-}
+Value Value::Markup(TaintedString s) { return String(std::move(s)).WithFlag(kMarkup); }
 
 Value Value::MakeCallable(Callable callable) {
   return Value(std::make_shared<const Callable>(std::move(callable)));

@@ -122,6 +122,10 @@ class Value {
 
   template <typename T>
   explicit Value(T data) : data_(std::move(data)) {}
+  Value WithFlag(uint8_t flag) && {
+    flags_ = flag;
+    return std::move(*this);
+  }
 
   enum Flag : uint8_t { kNamespace = 1, kTuple = 2, kGenerator = 4, kMarkup = 8 };
 
