@@ -268,6 +268,25 @@ TEST(ChatTemplateTest, VariablesToolsAndErrors) {
   EXPECT_THAT(prompt.status().message(), HasSubstr("tools is not valid JSON"));
 }
 
+// A request's JSON object with 200,000 keys is read in linear time (dict lookups hash once a
+// dict is large), and `unique` over as many strings too; quadratic would take minutes.
+TEST(ChatTemplateTest, LargeRequestObjectsStayLinear) {
+  absl::StatusOr<ChatTemplate> chat = ChatTemplate::Create(
+      "{{ tools[0]|length }} {{ tools[0]['k199999'] }} {{ tools[0].values()|unique|list|length }}",
+      "", "");
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  std::string object = "{";
+  for (int i = 0; i < 200000; ++i) {
+    absl::StrAppend(&object, i > 0 ? "," : "", "\"k", i, "\": \"v", i % 1000, "\"");
+  }
+  ChatInput input;
+  input.messages.push_back(UserMessage("x"));
+  input.tools_json = absl::StrCat("[", object, "}]");
+  absl::StatusOr<ChatPrompt> prompt = chat->Render(input);
+  ASSERT_TRUE(prompt.ok()) << prompt.status();
+  EXPECT_EQ(prompt->text, "200000 v999 1000");
+}
+
 TEST(ChatTemplateTest, OversizedOrBrokenTemplatesAreRefused) {
   EXPECT_EQ(
       ChatTemplate::Create(std::string(kMaxChatTemplateBytes + 1, 'x'), "", "").status().code(),

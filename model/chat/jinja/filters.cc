@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -326,14 +327,24 @@ absl::StatusOr<Value> Unique(const Value& input, const CallArgs& args) {
   absl::StatusOr<std::vector<Value>> keys = SortKeys(*items, attribute, case_sensitive);
   if (!keys.ok()) return keys.status();
   List out;
-  std::vector<Value> seen;
+  // Strings and numbers by hash (1 and 1.0 and True are one key, as in Python); other values
+  // by comparison.
+  absl::flat_hash_set<std::string> seen_hashable;
+  std::vector<Value> seen_other;
   for (size_t i = 0; i < items->size(); ++i) {
     const Value& key = (*keys)[i];
-    if (std::any_of(seen.begin(), seen.end(), [&](const Value& v) { return v.Equals(key); })) {
-      continue;
+    bool fresh = true;
+    if (key.is_string()) {
+      fresh = seen_hashable.insert(absl::StrCat("s", key.str())).second;
+    } else if (key.is_number() || key.is_bool()) {
+      fresh = seen_hashable.insert(absl::StrCat("n", PyFloatRepr(key.as_double()))).second;
+    } else if (std::any_of(seen_other.begin(), seen_other.end(),
+                           [&](const Value& v) { return v.Equals(key); })) {
+      fresh = false;
+    } else {
+      seen_other.push_back(key);
     }
-    seen.push_back(key);
-    out.push_back((*items)[i]);
+    if (fresh) out.push_back((*items)[i]);
   }
   return Value::MakeGenerator(std::move(out));
 }

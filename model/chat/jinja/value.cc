@@ -14,6 +14,18 @@ std::vector<TaintRange> TaintedString::TaintOf(size_t begin, size_t end) const {
   return out;
 }
 
+std::optional<size_t> Dict::IndexOf(absl::string_view key) const {
+  if (indexed_) {
+    if (auto it = string_index_.find(key); it != string_index_.end()) return it->second;
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Value& k = entries_[i].first;
+    if (k.is_string() && k.str() == key) return i;
+  }
+  return std::nullopt;
+}
+
 const Value* Dict::Find(const Value& key) const {
   if (key.is_string()) return Find(key.str());
   for (const auto& [k, v] : entries_) {
@@ -23,20 +35,35 @@ const Value* Dict::Find(const Value& key) const {
 }
 
 const Value* Dict::Find(absl::string_view key) const {
-  for (const auto& [k, v] : entries_) {
-    if (k.is_string() && k.str() == key) return &v;
-  }
-  return nullptr;
+  const std::optional<size_t> index = IndexOf(key);
+  return index ? &entries_[*index].second : nullptr;
 }
 
 void Dict::Set(Value key, Value value) {
-  for (auto& [k, v] : entries_) {
-    if (k.Equals(key)) {
-      v = std::move(value);
+  if (key.is_string()) {
+    if (const std::optional<size_t> index = IndexOf(key.str())) {
+      entries_[*index].second = std::move(value);
       return;
+    }
+  } else {
+    for (auto& [k, v] : entries_) {
+      if (k.Equals(key)) {
+        v = std::move(value);
+        return;
+      }
     }
   }
   entries_.emplace_back(std::move(key), std::move(value));
+  if (indexed_) {
+    if (entries_.back().first.is_string()) {
+      string_index_.emplace(entries_.back().first.str(), entries_.size() - 1);
+    }
+  } else if (entries_.size() > kIndexFrom) {
+    indexed_ = true;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].first.is_string()) string_index_.emplace(entries_[i].first.str(), i);
+    }
+  }
 }
 
 Value Value::String(std::string s) {

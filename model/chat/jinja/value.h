@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -143,7 +145,14 @@ class Dict {
   size_t size() const { return entries_.size(); }
 
  private:
+  // Small dicts (messages, loop) are scanned; beyond this many entries string keys are
+  // hashed, so a request's JSON object with many keys costs linear time, not quadratic.
+  static constexpr size_t kIndexFrom = 16;
+  std::optional<size_t> IndexOf(absl::string_view key) const;
+
   std::vector<std::pair<Value, Value>> entries_;
+  absl::flat_hash_map<std::string, size_t> string_index_;  // valid when indexed_
+  bool indexed_ = false;                                   // size() > kIndexFrom
 };
 
 struct CallArgs {
