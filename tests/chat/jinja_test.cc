@@ -166,6 +166,16 @@ TEST(JinjaLimitsTest, RecursionIsBounded) {
   EXPECT_THAT(out.status().message(), HasSubstr("macro calls nest deeper than 64 levels"));
 }
 
+TEST(JinjaLimitsTest, QuadraticStringBuildingIsBounded) {
+  // Each iteration copies the whole string: 5e10 bytes in all if it ran to the end.
+  absl::StatusOr<TaintedString> out = Render(
+      "{% set ns = namespace(s='') %}{% for i in range(100000) %}"
+      "{% set ns.s = ns.s ~ '0123456789' %}{% endfor %}{{ ns.s|length }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("bytes of text in one rendering"));
+}
+
 TEST(JinjaLimitsTest, OutputIsBounded) {
   RenderOptions options;
   options.limits.max_output_bytes = 1000;

@@ -200,6 +200,7 @@ absl::StatusOr<Value> Join(const Value& input, const CallArgs& args, Interpreter
     AppendText(ToText(value), &out);
     if (absl::Status s = interpreter.CheckBytes(out.bytes.size()); !s.ok()) return s;
   }
+  if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
   return Value::String(std::move(out));
 }
 

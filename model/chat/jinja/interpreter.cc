@@ -13,10 +13,6 @@ namespace {
 
 constexpr absl::string_view kLocatedPrefix = "template error at ";
 
-// Everything written, across captured blocks and macro calls, is bounded by this many times
-// the output limit: it bounds the work of a render, not just its result.
-constexpr size_t kWrittenBytesFactor = 8;
-
 }  // namespace
 
 const Value* Frame::Find(absl::string_view name) const {
@@ -49,6 +45,15 @@ absl::Status Interpreter::CheckBytes(size_t n) const {
   return absl::ResourceExhaustedError(absl::StrCat("the template built a string of more than ",
                                                    options_.limits.max_output_bytes,
                                                    " bytes (the rendering limit)"));
+}
+
+absl::Status Interpreter::Charge(size_t n) {
+  if (absl::Status s = CheckBytes(n); !s.ok()) return s;
+  work_bytes_ += n;
+  if (work_bytes_ <= options_.limits.max_output_bytes * kWorkBytesFactor) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the template built more than ", options_.limits.max_output_bytes * kWorkBytesFactor,
+      " bytes of text in one rendering (", kWorkBytesFactor, " times the output limit)"));
 }
 
 int64_t Interpreter::NowUnixSeconds() const {
@@ -97,13 +102,12 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecBody(const Body& body, const 
 
 absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const FramePtr& frame) {
   const auto write = [&](const TaintedString& text) -> absl::Status {
-    bytes_written_ += text.bytes.size();
-    if (output_->text.bytes.size() + text.bytes.size() > options_.limits.max_output_bytes ||
-        bytes_written_ > options_.limits.max_output_bytes * kWrittenBytesFactor) {
+    if (output_->text.bytes.size() + text.bytes.size() > options_.limits.max_output_bytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the template's output exceeds the limit of ",
                        options_.limits.max_output_bytes, " bytes"));
     }
+    if (absl::Status s = Charge(text.bytes.size()); !s.ok()) return s;
     AppendText(text, &output_->text);
     return absl::OkStatus();
   };

@@ -64,6 +64,11 @@ class Interpreter {
   // For builtins: check that `n` more items / bytes fit in the limits.
   absl::Status CheckItems(int64_t n) const;
   absl::Status CheckBytes(size_t n) const;
+  // For builtins: a string of `n` bytes was built. Besides the size bound, everything built
+  // and written in one render shares a budget (kWorkBytesFactor x max_output_bytes), so a
+  // loop that grows a string by concatenation cannot run for minutes.
+  absl::Status Charge(size_t n);
+  static constexpr size_t kWorkBytesFactor = 16;
   int64_t NowUnixSeconds() const;
 
  private:
@@ -99,7 +104,7 @@ class Interpreter {
   std::vector<Value> namespaces_;         // namespace() objects of this render
   int call_depth_ = 0;
   int64_t loop_iterations_ = 0;
-  size_t bytes_written_ = 0;
+  size_t work_bytes_ = 0;
 };
 
 }  // namespace textgen::model::jinja

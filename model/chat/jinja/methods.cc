@@ -211,7 +211,7 @@ absl::StatusOr<Value> Format(const Value& self, const CallArgs& args, Interprete
     AppendText(ToText(value), &out);
     i = close;
   }
-  if (absl::Status s = interpreter.CheckBytes(out.bytes.size()); !s.ok()) return s;
+  if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
   // Taint is kept for substituted values; the pattern's own bytes are the template's or were
   // tainted as a whole below.
   if (self.tainted_str().tainted()) return Value::Tainted(std::move(out.bytes));
@@ -338,7 +338,7 @@ absl::StatusOr<Value> CallStringMethod(const Value& self, absl::string_view name
       }
       out += text.substr(begin);
     }
-    if (absl::Status s = interpreter.CheckBytes(out.size()); !s.ok()) return s;
+    if (absl::Status s = interpreter.Charge(out.size()); !s.ok()) return s;
     const Value& new_value = Arg(args, 1, "");
     return DerivedString(std::move(out), {&self, &new_value});
   }
@@ -355,6 +355,7 @@ absl::StatusOr<Value> CallStringMethod(const Value& self, absl::string_view name
       AppendText((*items)[i].tainted_str(), &out);
       if (absl::Status s = interpreter.CheckBytes(out.bytes.size()); !s.ok()) return s;
     }
+    if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
     return Value::String(std::move(out));
   }
   if (name == "splitlines") {

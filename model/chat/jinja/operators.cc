@@ -84,14 +84,14 @@ absl::StatusOr<Value> Arithmetic(absl::string_view op, const Value& left, const 
 }
 
 // s * n and list * n, sized before building.
-absl::StatusOr<Value> Repeat(const Value& sequence, int64_t times, const Interpreter& interpreter) {
+absl::StatusOr<Value> Repeat(const Value& sequence, int64_t times, Interpreter& interpreter) {
   if (times < 0) times = 0;
   const size_t unit = sequence.is_string() ? sequence.str().size() : sequence.list().size();
   const bool too_big = unit > 0 && static_cast<uint64_t>(times) > (uint64_t{1} << 40) / unit;
   const size_t total =
       too_big ? std::numeric_limits<size_t>::max() : unit * static_cast<size_t>(times);
   if (sequence.is_string()) {
-    if (absl::Status s = interpreter.CheckBytes(total); !s.ok()) return s;
+    if (absl::Status s = interpreter.Charge(total); !s.ok()) return s;
     std::string out;
     out.reserve(total);
     for (int64_t i = 0; i < times; ++i) out += sequence.str();
@@ -231,11 +231,11 @@ Value Substring(const Value& string, size_t begin, size_t end) {
 }
 
 absl::StatusOr<Value> BinaryOp(absl::string_view op, const Value& left, const Value& right,
-                               const Interpreter& interpreter) {
+                               Interpreter& interpreter) {
   if (op == "~") {
     TaintedString out = ToText(left);
     AppendText(ToText(right), &out);
-    if (absl::Status s = interpreter.CheckBytes(out.bytes.size()); !s.ok()) return s;
+    if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
     return Value::String(std::move(out));
   }
   if (left.is_undefined()) return UndefinedError(left);
@@ -248,12 +248,13 @@ absl::StatusOr<Value> BinaryOp(absl::string_view op, const Value& left, const Va
       return v.is_markup() ? v.str() : HtmlEscape(v.str());
     };
     Value joined = DerivedString(escaped(left) + escaped(right), {&left, &right});
+    if (absl::Status s = interpreter.Charge(joined.str().size()); !s.ok()) return s;
     return Value::Markup(joined.tainted_str());
   }
   if (op == "+" && left.is_string() && right.is_string()) {
     TaintedString out = left.tainted_str();
     AppendText(right.tainted_str(), &out);
-    if (absl::Status s = interpreter.CheckBytes(out.bytes.size()); !s.ok()) return s;
+    if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
     return Value::String(std::move(out));
   }
   if (op == "+" && left.is_list() && right.is_list()) {

@@ -34,7 +34,7 @@ void AppendText(const TaintedString& part, TaintedString* out);
 Value Substring(const Value& string, size_t begin, size_t end);
 
 absl::StatusOr<Value> BinaryOp(absl::string_view op, const Value& left, const Value& right,
-                               const Interpreter& interpreter);
+                               Interpreter& interpreter);
 // ==, !=, <, <=, >, >=.
 absl::StatusOr<bool> Compare(absl::string_view op, const Value& left, const Value& right);
 // `item in container`.
