@@ -235,6 +235,26 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& stmt, const F
   }
   if (items.empty()) return ExecBody(stmt.else_body, frame);
   const int64_t length = static_cast<int64_t>(items.size());
+  // The loop object's keys, made once per loop rather than per iteration.
+  enum class LoopKey {
+    kIndex,
+    kIndex0,
+    kRevindex,
+    kRevindex0,
+    kFirst,
+    kLast,
+    kLength,
+    kDepth,
+    kDepth0,
+    kPrevitem,
+    kNextitem,
+    kCycle
+  };
+  static constexpr const char* kLoopKeyNames[] = {"index",  "index0",   "revindex", "revindex0",
+                                                  "first",  "last",     "length",   "depth",
+                                                  "depth0", "previtem", "nextitem", "cycle"};
+  std::vector<Value> loop_keys;
+  for (const char* name : kLoopKeyNames) loop_keys.push_back(Value::String(name));
   for (int64_t i = 0; i < length; ++i) {
     if (++loop_iterations_ > options_.limits.max_loop_iterations) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -245,26 +265,29 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& stmt, const F
     scope->parent = frame;
     const Value& item = items[static_cast<size_t>(i)];
     if (absl::Status s = Assign(stmt, item, *scope); !s.ok()) return s;
-    Dict loop;
-    loop.Set(Value::String("index"), Value::Int(i + 1));
-    loop.Set(Value::String("index0"), Value::Int(i));
-    loop.Set(Value::String("revindex"), Value::Int(length - i));
-    loop.Set(Value::String("revindex0"), Value::Int(length - i - 1));
-    loop.Set(Value::String("first"), Value::Bool(i == 0));
-    loop.Set(Value::String("last"), Value::Bool(i == length - 1));
-    loop.Set(Value::String("length"), Value::Int(length));
-    loop.Set(Value::String("depth"), Value::Int(1));
-    loop.Set(Value::String("depth0"), Value::Int(0));
-    if (i > 0) loop.Set(Value::String("previtem"), items[static_cast<size_t>(i - 1)]);
-    if (i + 1 < length) loop.Set(Value::String("nextitem"), items[static_cast<size_t>(i + 1)]);
-    loop.Set(Value::String("cycle"),
-             Value::MakeCallable(
-                 Callable{"cycle", [i](CallArgs& args, Interpreter&) -> absl::StatusOr<Value> {
-                            if (args.positional.empty())
-                              return TypeError("no items for cycling given");
-                            return args.positional[static_cast<size_t>(i) % args.positional.size()];
-                          }}));
-    scope->vars["loop"] = Value::MakeDict(std::move(loop));
+    std::vector<std::pair<Value, Value>> loop;
+    loop.reserve(13);
+    const auto add = [&](LoopKey key, Value value) {
+      loop.emplace_back(loop_keys[static_cast<size_t>(key)], std::move(value));
+    };
+    add(LoopKey::kIndex, Value::Int(i + 1));
+    add(LoopKey::kIndex0, Value::Int(i));
+    add(LoopKey::kRevindex, Value::Int(length - i));
+    add(LoopKey::kRevindex0, Value::Int(length - i - 1));
+    add(LoopKey::kFirst, Value::Bool(i == 0));
+    add(LoopKey::kLast, Value::Bool(i == length - 1));
+    add(LoopKey::kLength, Value::Int(length));
+    add(LoopKey::kDepth, Value::Int(1));
+    add(LoopKey::kDepth0, Value::Int(0));
+    if (i > 0) add(LoopKey::kPrevitem, items[static_cast<size_t>(i - 1)]);
+    if (i + 1 < length) add(LoopKey::kNextitem, items[static_cast<size_t>(i + 1)]);
+    add(LoopKey::kCycle,
+        Value::MakeCallable(
+            Callable{"cycle", [i](CallArgs& args, Interpreter&) -> absl::StatusOr<Value> {
+                       if (args.positional.empty()) return TypeError("no items for cycling given");
+                       return args.positional[static_cast<size_t>(i) % args.positional.size()];
+                     }}));
+    scope->vars["loop"] = Value::MakeDict(Dict(std::move(loop)));
     absl::StatusOr<Flow> flow = ExecBody(stmt.body, scope);
     if (!flow.ok()) return flow;
     if (*flow == Flow::kBreak) break;

@@ -485,22 +485,36 @@ std::pair<size_t, size_t> PyStripRange(absl::string_view text,
     return chars ? std::find(strip_set.begin(), strip_set.end(), c) != strip_set.end()
                  : IsPySpace(c);
   };
-  const std::vector<size_t> starts = CodePointStarts(text);
-  size_t first = 0;
-  size_t last = starts.size();
-  const auto at = [&](size_t k) {
-    size_t offset = starts[k];
-    return DecodeCodePoint(text, &offset);
-  };
+  // Walk in from both ends (no pass over the whole text: contents can be long).
+  size_t begin = 0;
+  size_t end = text.size();
   if (left) {
-    while (first < last && strips(at(first))) ++first;
+    while (begin < end) {
+      size_t next = begin;
+      if (!strips(DecodeCodePoint(text, &next))) break;
+      begin = next;
+    }
   }
   if (right) {
-    while (last > first && strips(at(last - 1))) --last;
+    while (end > begin) {
+      // The start of the code point that ends at `end`, as the forward decoder splits it.
+      size_t start = end - 1;
+      while (start > begin && end - start < 4 &&
+             (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+        --start;
+      }
+      size_t decoded_end = start;
+      char32_t c = DecodeCodePoint(text, &decoded_end);
+      if (decoded_end != end) {  // not one whole character: the last byte stands alone
+        start = end - 1;
+        decoded_end = start;
+        c = DecodeCodePoint(text, &decoded_end);
+      }
+      if (!strips(c)) break;
+      end = start;
+    }
   }
-  const size_t begin = first < starts.size() ? starts[first] : text.size();
-  const size_t end = last < starts.size() ? starts[last] : text.size();
-  return {begin, std::max(begin, end)};
+  return {begin, end};
 }
 
 std::string PyUpper(absl::string_view text) {

@@ -14,6 +14,16 @@ std::vector<TaintRange> TaintedString::TaintOf(size_t begin, size_t end) const {
   return out;
 }
 
+Dict::Dict(std::vector<std::pair<Value, Value>> distinct_entries)
+    : entries_(std::move(distinct_entries)) {
+  if (entries_.size() > kIndexFrom) {
+    indexed_ = true;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].first.is_string()) string_index_.emplace(entries_[i].first.str(), i);
+    }
+  }
+}
+
 std::optional<size_t> Dict::IndexOf(absl::string_view key) const {
   if (indexed_) {
     if (auto it = string_index_.find(key); it != string_index_.end()) return it->second;

@@ -138,6 +138,10 @@ class Value {
 // An insertion-ordered dict (Python 3.7+ dicts keep order, and tojson must too).
 class Dict {
  public:
+  Dict() = default;
+  // From entries whose keys are known to be distinct (no lookups while building).
+  explicit Dict(std::vector<std::pair<Value, Value>> distinct_entries);
+
   const Value* Find(const Value& key) const;
   const Value* Find(absl::string_view key) const;
   void Set(Value key, Value value);
