@@ -452,7 +452,6 @@ absl::StatusOr<Value> ApplyFilter(absl::string_view name, const Value& input, Ca
   }
   if (name == "reverse") {
     if (input.is_string()) {
-      CallArgs none;
       return GetSlice(input, Value::MakeNone(), Value::MakeNone(), Value::Int(-1));
     }
     absl::StatusOr<std::vector<Value>> items = Iterate(input);

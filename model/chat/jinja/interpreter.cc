@@ -25,11 +25,6 @@ const Value* Frame::Find(absl::string_view name) const {
   return nullptr;
 }
 
-class Interpreter::Output {
- public:
-  TaintedString text;
-};
-
 Interpreter::Interpreter(const Source& source, const RenderOptions& options)
     : source_(source), options_(options) {}
 
@@ -81,14 +76,14 @@ absl::StatusOr<TaintedString> Interpreter::Render(const Body& body, const Dict& 
   for (const auto& [key, value] : context.entries()) {
     if (key.is_string()) root->vars[key.str()] = value;
   }
-  Output output;
+  TaintedString output;
   output_ = &output;
   absl::StatusOr<Flow> flow = ExecBody(body, root);
   output_ = nullptr;
   for (Value& ns : namespaces_) ns.mutable_dict() = Dict();  // breaks any cycle through it
   namespaces_.clear();
   if (!flow.ok()) return flow.status();
-  return std::move(output.text);
+  return output;
 }
 
 absl::StatusOr<Interpreter::Flow> Interpreter::ExecBody(const Body& body, const FramePtr& frame) {
@@ -102,13 +97,13 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecBody(const Body& body, const 
 
 absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const FramePtr& frame) {
   const auto write = [&](const TaintedString& text) -> absl::Status {
-    if (output_->text.bytes.size() + text.bytes.size() > options_.limits.max_output_bytes) {
+    if (output_->bytes.size() + text.bytes.size() > options_.limits.max_output_bytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the template's output exceeds the limit of ",
                        options_.limits.max_output_bytes, " bytes"));
     }
     if (absl::Status s = Charge(text.bytes.size()); !s.ok()) return s;
-    AppendText(text, &output_->text);
+    AppendText(text, output_);
     return absl::OkStatus();
   };
   switch (stmt.kind) {
@@ -296,13 +291,13 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& stmt, const F
 }
 
 absl::StatusOr<Value> Interpreter::Capture(const Body& body, const FramePtr& frame) {
-  Output* outer = output_;
-  Output captured;
+  TaintedString* outer = output_;
+  TaintedString captured;
   output_ = &captured;
   absl::StatusOr<Flow> flow = ExecBody(body, frame);
   output_ = outer;
   if (!flow.ok()) return flow.status();
-  return Value::String(std::move(captured.text));
+  return Value::String(std::move(captured));
 }
 
 Value Interpreter::MakeMacro(const Stmt& stmt, const FramePtr& scope) {

@@ -73,7 +73,6 @@ class Interpreter {
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
-  class Output;
 
   absl::StatusOr<Flow> ExecBody(const Body& body, const FramePtr& frame);
   absl::StatusOr<Flow> Exec(const Stmt& stmt, const FramePtr& frame);
@@ -98,8 +97,8 @@ class Interpreter {
 
   const Source& source_;
   const RenderOptions& options_;
-  Output* output_ = nullptr;
-  Value block_input_;  // the body of the innermost {% filter %} / {% set x | f %}
+  TaintedString* output_ = nullptr;  // where text goes: the result or a captured block
+  Value block_input_;                // the body of the innermost {% filter %} / {% set x | f %}
   std::vector<FramePtr> closure_scopes_;  // frames macros close over
   std::vector<Value> namespaces_;         // namespace() objects of this render
   int call_depth_ = 0;
