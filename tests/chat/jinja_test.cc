@@ -1,6 +1,8 @@
 // The Jinja engine's own guarantees: taint tracking, error positions, sandbox limits. Its
 // rendering semantics are checked against Python's jinja2 by compare_with_jinja2.py.
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -295,6 +297,35 @@ TEST(ChatTemplateTest, LargeRequestObjectsStayLinear) {
   absl::StatusOr<ChatPrompt> prompt = chat->Render(input);
   ASSERT_TRUE(prompt.ok()) << prompt.status();
   EXPECT_EQ(prompt->text, "200000 v999 1000");
+}
+
+// gRPC threads render with one shared template at once (the TSan stage runs this).
+TEST(ChatTemplateTest, ConcurrentRendersShareOneTemplate) {
+  absl::StatusOr<ChatTemplate> chat = ChatTemplate::Create(
+      "{% macro m(x) %}[{{ x|trim }}]{% endmacro %}{% set ns = namespace(n=0) %}"
+      "{% for msg in messages %}{% set ns.n = ns.n + 1 %}{{ m(msg.content) }}{% endfor %}"
+      "{{ ns.n }}",
+      "<s>", "</s>");
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  std::vector<std::string> results(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ChatInput input;
+      for (int i = 0; i <= t; ++i) input.messages.push_back(UserMessage(absl::StrCat(" m", i)));
+      for (int round = 0; round < 200; ++round) {
+        absl::StatusOr<ChatPrompt> prompt = chat->Render(input);
+        if (!prompt.ok() || (!results[t].empty() && results[t] != prompt->text)) {
+          results[t] = "mismatch";
+          return;
+        }
+        results[t] = prompt->text;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(results[0], "[m0]1");
+  EXPECT_EQ(results[3], "[m0][m1][m2][m3]4");
 }
 
 TEST(ChatTemplateTest, OversizedOrBrokenTemplatesAreRefused) {
