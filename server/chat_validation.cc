@@ -63,7 +63,22 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
                                                      const model::Tokenizer& tokenizer,
                                                      const ValidationOptions& options,
                                                      const RequestContext& context) {
-  // The template first: without one nothing else matters.
+  // The template first: without one nothing else matters. Its name goes into messages, so it
+  // is checked like an identifier before it is looked up.
+  const std::string& name = request.template_name();
+  if (name.size() > static_cast<size_t>(kMaxTemplateNameBytes)) {
+    return InvalidArgumentError(StrCat("template_name is ", name.size(), " bytes; at most ",
+                                       kMaxTemplateNameBytes, " are allowed"));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x21 || c > 0x7E) {
+      return InvalidArgumentError(
+          StrCat("template_name has a byte outside printable ASCII at "
+                 "offset ",
+                 i));
+    }
+  }
   absl::StatusOr<const model::ChatTemplate*> chat_template =
       templates.Find(request.template_name());
   if (!chat_template.ok()) return chat_template.status();

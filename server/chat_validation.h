@@ -12,6 +12,7 @@ namespace textgen::server {
 // Request limits of Chat (besides Generate's).
 inline constexpr int kMaxChatMessages = 4096;
 inline constexpr int kMaxChatRoleBytes = 64;
+inline constexpr int kMaxTemplateNameBytes = 128;
 
 // Turns a ChatRequest into a ValidatedRequest: checks the fields Generate has, renders the
 // messages with the chosen template and tokenizes the result. Control tokens the template

@@ -470,6 +470,11 @@ TEST_F(ServiceTest, ChatErrorsSayWhatToDo) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("template_name 'tool_use' is not one of"));
 
+  named.set_template_name(std::string(200, 'x'));
+  status = chat(named);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("template_name is 200 bytes; at most 128"));
+
   named.set_template_name("broken");
   status = chat(named);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
