@@ -112,9 +112,10 @@ def check_model(name, stub, pb, template_text, report):
     assert injected < expected, "the injection text should hold control tokens when parsed"
 
     # Errors.
+    import grpc
     expect_error(lambda: run_chat(stub, pb, [("user", "x")], template_name="tool_use"),
-                 __import__("grpc").StatusCode.INVALID_ARGUMENT, "template_name 'tool_use'")
-    expect_error(lambda: run_chat(stub, pb, []), __import__("grpc").StatusCode.INVALID_ARGUMENT,
+                 grpc.StatusCode.INVALID_ARGUMENT, "template_name 'tool_use'")
+    expect_error(lambda: run_chat(stub, pb, []), grpc.StatusCode.INVALID_ARGUMENT,
                  "messages is empty")
 
     # Sessions: two conversations. "steered": a logit bias of 100 on the token "Sea" makes

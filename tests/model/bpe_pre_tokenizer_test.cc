@@ -74,6 +74,30 @@ std::vector<std::pair<std::string, int>> Segments(const SpecialTokenSplitter& sp
   return out;
 }
 
+// Chat prompts: control tokens inside untrusted bytes stay text; user-defined tokens do not
+// care (Encode matches them in any text too).
+TEST(SpecialTokenSplitterTest, ControlTokensAreNotMatchedInsideUntrustedRanges) {
+  SpecialTokenSplitter::Token control{"<c>", 7};
+  control.control = true;
+  const SpecialTokenSplitter splitter({control, {"<u>", 8}});
+  //                       0123456789012345678
+  const std::string text = "<c>ab<c><u>cd<c>";
+  const std::vector<TextRange> untrusted = {{3, 13}};  // "ab<c><u>cd"
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& segment : splitter.Split(text, untrusted)) {
+    out.emplace_back(segment.text, segment.id);
+  }
+  using P = std::pair<std::string, int>;
+  EXPECT_THAT(out, ElementsAre(P{"<c>", 7}, P{"ab<c>", -1}, P{"<u>", 8}, P{"cd", -1}, P{"<c>", 7}));
+  // A range that covers only part of a control token still keeps that token text.
+  out.clear();
+  const std::vector<TextRange> partial = {{14, 15}};
+  for (const auto& segment : splitter.Split(text, partial)) {
+    out.emplace_back(segment.text, segment.id);
+  }
+  EXPECT_THAT(out, ElementsAre(P{"<c>", 7}, P{"ab", -1}, P{"<c>", 7}, P{"<u>", 8}, P{"cd<c>", -1}));
+}
+
 TEST(SpecialTokenSplitterTest, LongestTokensClaimTheirTextFirst) {
   const SpecialTokenSplitter splitter({{"  ", 2}, {"   ", 3}, {"<|x|>", 9}, {"", 1}});
   using P = std::pair<std::string, int>;

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/chat_validation.h"
 #include "tests/server/fake_tokenizer.h"
 
 namespace textgen::server {
@@ -262,6 +263,35 @@ TEST_F(ValidationTest, DefaultLengthShrinksToFitTheContext) {
 TEST_F(ValidationTest, SessionIdHelper) {
   EXPECT_TRUE(ValidateSessionId("A-z_0.9:x", "session_id").ok());
   EXPECT_EQ(ValidateSessionId("", "session_id").code(), kInvalid);
+}
+
+TEST_F(ValidationTest, ChatMessagesAreCheckedBeforeRendering) {
+  absl::StatusOr<ChatTemplates> templates = ChatTemplates::Load(
+      {{"", "{% for m in messages %}{{ m.content }}{% endfor %}"}}, "", tokenizer_);
+  ASSERT_TRUE(templates.ok()) << templates.status();
+  v1::ChatRequest chat;
+  v1::ChatMessage* message = chat.add_messages();
+  message->set_role("user");
+  message->set_content("bad \xc3\x28 byte");
+  absl::StatusOr<ValidatedRequest> result =
+      ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), kInvalid);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("messages[0].content is not valid UTF-8 (invalid byte at offset 4)"));
+
+  message->set_content("fine");
+  message->set_role(std::string(65, 'r'));
+  result = ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("messages[0].role is 65 bytes; at most 64"));
+
+  message->set_role("user");
+  result = ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->prompt_text, "fine");
+  EXPECT_EQ(result->prompt_tokens.size(), 4u);  // no BOS added to a chat prompt
 }
 
 }  // namespace

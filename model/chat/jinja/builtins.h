@@ -15,7 +15,7 @@ absl::StatusOr<Value> ApplyFilter(absl::string_view name, const Value& input, Ca
 // value is name(args). Unknown tests are an error.
 absl::StatusOr<bool> ApplyTest(absl::string_view name, const Value& input, CallArgs& args,
                                Interpreter& interpreter);
-// range, dict, namespace, joiner, cycler, raise_exception, strftime_now.
+// range, dict, namespace, joiner, raise_exception, strftime_now.
 void AddGlobals(Frame& frame);
 
 }  // namespace textgen::model::jinja

@@ -69,17 +69,14 @@ absl::StatusOr<Value> Split(const Value& self, const CallArgs& args, bool from_r
       }
       words.emplace_back(begin, offset);
     }
-    if (max_split < 0 || static_cast<size_t>(max_split) + 1 >= words.size())
-      return [&] {
-        List out;
-        for (auto [b, e] : words) out.push_back(Substring(self, b, e));
-        return Value::MakeList(std::move(out));
-      }();
-    // The remainder keeps its inner whitespace but loses the leading run.
-    if (!from_right) {
+    if (max_split < 0 || static_cast<size_t>(max_split) + 1 >= words.size()) {
+      parts = std::move(words);
+    } else if (!from_right) {
+      // The remainder keeps its inner and trailing whitespace.
       for (int64_t i = 0; i < max_split; ++i) parts.push_back(words[i]);
       parts.emplace_back(words[max_split].first, text.size());  // keeps trailing space
     } else {
+      // The remainder keeps its leading whitespace.
       const size_t keep = words.size() - static_cast<size_t>(max_split);
       parts.emplace_back(0, words[keep - 1].second);  // keeps leading space
       for (size_t i = keep; i < words.size(); ++i) parts.push_back(words[i]);

@@ -65,7 +65,6 @@ absl::StatusOr<bool> ApplyTest(absl::string_view name, const Value& input, CallA
   if (name == "filter" || name == "test") {
     return TypeError(absl::StrCat("test '", name, "' is not supported"));
   }
-  (void)interpreter;
   return TypeError(absl::StrCat("no test named '", name, "'"));
 }
 
