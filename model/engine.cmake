@@ -16,6 +16,10 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/rope.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/skinny_matmul.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/huge_page_arena.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/packed_quant_matrix.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quantized_activations.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quant_matmul.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quantized_linear.cc
 )
 target_link_libraries(textgen_engine
   PUBLIC textgen_loader absl::status absl::statusor absl::strings absl::flat_hash_map

@@ -22,3 +22,6 @@ if(TEXTGEN_BUILD_BENCH)
   target_link_libraries(textgen-bench-attention PRIVATE textgen_engine DNNL::dnnl
                         benchmark::benchmark textgen_warnings)
 endif()
+find_package(OpenMP REQUIRED)
+textgen_test(quant_matmul_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/quant_matmul_test.cc
+             LIBS textgen_engine OpenMP::OpenMP_CXX)

@@ -7,11 +7,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "model/kernels/linear_layer.h"
 
 namespace textgen::model::ops {
-
-// Activation applied to a Linear's output after the bias.
-enum class LinearActivation { kNone, kGeluTanh };
 
 // Up to this many rows a Linear uses the weight-streaming kernel (skinny_matmul.h) instead
 // of oneDNN's brgemm: measured crossover on Zen 4 with 2 threads (docs/engine-benchmarks.md).
@@ -54,7 +52,7 @@ bool CpuHasBf16();
 // Few-row products (decode) run the weight-streaming kernel over the same packed weights
 // when it reproduces oneDNN bitwise, which Create checks; otherwise oneDNN runs every M.
 // Engine thread only.
-class Linear {
+class Linear : public LinearLayer {
  public:
   // `weight` is [n, k] row-major f32; `bias` is [n] or null. `name` is used in errors.
   static absl::StatusOr<std::unique_ptr<Linear>> Create(OnednnContext& context,
@@ -80,16 +78,16 @@ class Linear {
                                                         const uint16_t* weight_bf16,
                                                         const float* bias, int n, int k,
                                                         LinearActivation act, int max_rows);
-  ~Linear();
+  ~Linear() override;
 
   // y[m, N] = act(x[m, K] W^T + b); x and y are dense row-major f32, 1 <= m <= max_rows.
-  absl::Status Run(const float* x, int m, float* y);
+  absl::Status Run(const float* x, int m, float* y) override;
 
-  int n() const;
-  int k() const;
+  int n() const override;
+  int k() const override;
   // The implementation that runs `m` rows ("skinny:avx512" or oneDNN's, e.g.
   // "brg:avx512_core"), for benchmarks and tests.
-  absl::StatusOr<std::string> ImplementationName(int m);
+  absl::StatusOr<std::string> ImplementationName(int m) override;
   // Whether the weight-streaming kernel matched oneDNN at load and serves few-row calls.
   bool skinny_enabled() const;
 

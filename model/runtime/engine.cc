@@ -153,7 +153,7 @@ std::string GiB(int64_t bytes) {
 
 // Refuses a model that cannot fit before spending minutes packing weights into memory the
 // kernel would then kill the process for.
-absl::Status CheckMemory(const ModelConfig& config, const TransformerOptions& transformer_options,
+absl::Status CheckMemory(const LoadedModel& model, const TransformerOptions& transformer_options,
                          const EngineOptions& options) {
   std::optional<int64_t> available;
   if (options.available_memory_bytes >= 0) {
@@ -162,7 +162,8 @@ absl::Status CheckMemory(const ModelConfig& config, const TransformerOptions& tr
     available = AvailableMemoryBytes();
   }
   if (!available) return absl::OkStatus();
-  const int64_t transformer = Transformer::MemoryNeeded(config, transformer_options);
+  const int64_t transformer =
+      Transformer::MemoryNeeded(model.config, model.weights, transformer_options);
   const int64_t needed = transformer + options.kv_cache_bytes;
   if (needed <= *available) return absl::OkStatus();
   // The advice that helps most: about the larger of the two parts.
@@ -192,8 +193,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
   const TransformerOptions transformer_options{.threads = options.threads,
                                                .bf16 = options.bf16,
                                                .max_batch_tokens = options.max_batch_tokens,
-                                               .skinny_max_rows = options.skinny_max_rows};
-  if (absl::Status s = CheckMemory(model.config, transformer_options, options); !s.ok()) return s;
+                                               .skinny_max_rows = options.skinny_max_rows,
+                                               .quantized_kernels = options.quantized_kernels};
+  if (absl::Status s = CheckMemory(model, transformer_options, options); !s.ok()) return s;
   auto transformer =
       Transformer::Create(model.config, model.weights, model.storage, transformer_options);
   if (!transformer.ok()) return transformer.status();

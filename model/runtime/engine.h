@@ -25,6 +25,11 @@ struct EngineOptions {
   // Matmuls of up to this many rows use the weight-streaming kernel (same results as
   // oneDNN, faster while reading the weights dominates); -1 keeps the measured default.
   int skinny_max_rows = -1;
+  // Keep quantized weights (Q4_0..Q8_0, Q4_K, Q5_K, Q6_K) quantized in memory and multiply
+  // them with integer kernels on 8-bit activations (AVX512-VNNI; model/kernels/quant/), as
+  // llama.cpp does. false dequantizes them once to the compute type (f32 or bf16) instead:
+  // several times the memory, exact against an f32 reference of the dequantized weights.
+  bool quantized_kernels = true;
   // Memory Create may assume it can take; -1 reads it from the system (MemAvailable, the
   // cgroup's limit). Create refuses, before loading anything, a model whose weights, scratch
   // and KV cache budget would not fit.

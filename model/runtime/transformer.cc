@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/arch/architectures.h"
+#include "model/format/block_formats.h"
 #include "model/kernels/activations.h"
 #include "model/kernels/norms.h"
 #include "model/runtime/weight_staging.h"
@@ -43,6 +44,12 @@ std::vector<float> Vec(const TensorView& t) {
   v.resize(t.elements());
   ToFloat(t, v.data());
   return v;
+}
+
+// Whether `parts` become one QuantizedLinear (kept quantized) rather than a oneDNN Linear.
+bool UsesQuantizedKernels(bool enabled, std::initializer_list<const TensorView*> parts) {
+  return enabled && ops::QuantizedLinear::Supports(
+                        std::span<const TensorView* const>(parts.begin(), parts.size()));
 }
 
 absl::Status ValidateConfig(const ModelConfig& c) {
@@ -109,6 +116,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
       ops::OnednnContext::Create(options.threads, options.bf16, max_batch_tokens, widest);
   if (!context.ok()) return context.status();
   t->context_ = std::move(*context);
+  t->quantized_kernels_ = options.quantized_kernels;
   if (options.skinny_max_rows >= 0) t->context_->set_skinny_max_rows(options.skinny_max_rows);
   if (HasRope(c)) {
     const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
@@ -136,20 +144,48 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   return t;
 }
 
-int64_t Transformer::MemoryNeeded(const ModelConfig& c, const TransformerOptions& options) {
+int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weights,
+                                  const TransformerOptions& options) {
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
   const int64_t kv_dim = c.kv_dim();
   const int64_t qkv_dim = q_dim + 2 * kv_dim;
   const int64_t up_rows = (IsGated(c) ? 2 : 1) * int64_t{c.hidden_dim};
-  const int64_t per_layer =
-      qkv_dim * c.dim + c.dim * q_dim + up_rows * c.dim + int64_t{c.dim} * c.hidden_dim;
-  const int64_t head = int64_t{c.vocab_size} * c.dim;
   const int64_t weight_bytes = options.bf16 ? 2 : 4;
-  const int64_t packed = (per_layer * c.n_layers + head) * weight_bytes;
+  // Each Linear: its packed size, and what staging it for oneDNN takes (none when quantized).
+  int64_t packed = 0, layer_staging = 0;
+  const auto add = [&](std::initializer_list<const TensorView*> parts, int64_t n, int64_t k) {
+    if (UsesQuantizedKernels(options.quantized_kernels, parts)) {
+      for (const TensorView* p : parts) {
+        const int64_t panels = (p->rows + ops::kQuantPanelColumns - 1) / ops::kQuantPanelColumns;
+        packed += panels * (p->cols / FormatOf(p->dtype).block_elements) *
+                  ops::PackedBlockBytes(p->dtype);
+      }
+      return;
+    }
+    packed += n * k * weight_bytes;
+    layer_staging = std::max(layer_staging, n * k * weight_bytes);
+  };
+  const bool have_layers = static_cast<int>(weights.layers.size()) == c.n_layers;
+  for (int l = 0; l < c.n_layers; ++l) {
+    static const LayerWeights kAbsent;
+    const LayerWeights& lw = have_layers ? weights.layers[l] : kAbsent;
+    add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim, c.dim);
+    add({&lw.wo}, c.dim, q_dim);
+    if (IsGated(c)) {
+      add({&lw.w_gate, &lw.w_up}, up_rows, c.dim);
+    } else {
+      add({&lw.w_up}, up_rows, c.dim);
+    }
+    add({&lw.w_down}, c.dim, c.hidden_dim);
+  }
+  const int64_t head = int64_t{c.vocab_size} * c.dim;
+  const TensorView& out = weights.output.empty() ? weights.token_embedding : weights.output;
+  const int64_t before_head = packed;
+  add({&out}, c.vocab_size, c.dim);
   // PrepareWeights stages one layer matrix at a time and the head in blocks of ~4M values.
-  const int64_t layer_staging =
-      std::max({qkv_dim * c.dim, up_rows * c.dim, int64_t{c.dim} * c.hidden_dim}) * weight_bytes;
-  const int64_t head_block = std::min(head, int64_t{1} << 22) * (weight_bytes + 4);
+  const int64_t head_block = packed - before_head == head * weight_bytes
+                                 ? std::min(head, int64_t{1} << 22) * (weight_bytes + 4)
+                                 : 0;
   const int64_t weights_peak = packed + std::max(layer_staging, head_block);
   const int64_t rows = options.max_batch_tokens;
   const int64_t positions = Spec(c).learned_positions ? int64_t{c.context_length} * c.dim : 0;
@@ -158,6 +194,28 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const TransformerOptions
       rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows + c.hidden_dim + c.vocab_size) +
       threads * c.context_length + positions;
   return weights_peak + activations * static_cast<int64_t>(sizeof(float));
+}
+
+absl::StatusOr<std::unique_ptr<ops::LinearLayer>> Transformer::MakeLinear(
+    const std::string& name, std::initializer_list<const TensorView*> parts,
+    const std::vector<float>& bias, int n, int k, ops::LinearActivation act, int max_rows,
+    WeightStaging& staging) {
+  const float* bias_data = bias.empty() ? nullptr : bias.data();
+  if (UsesQuantizedKernels(quantized_kernels_, parts)) {
+    auto layer = ops::QuantizedLinear::Create(
+        name, std::span<const TensorView* const>(parts.begin(), parts.size()), bias_data, act,
+        max_rows, quant_weights_, quant_scratch_);
+    if (!layer.ok()) return layer.status();
+    for (const TensorView* p : parts) storage_->DoneReading(p->data, ByteSize(*p));
+    return std::unique_ptr<ops::LinearLayer>(std::move(*layer));
+  }
+  staging.Gather(parts);
+  auto layer = staging.bf16() ? ops::Linear::Create(*context_, name, staging.bf16_data(), bias_data,
+                                                    n, k, act, max_rows)
+                              : ops::Linear::Create(*context_, name, staging.f32_data(), bias_data,
+                                                    n, k, act, max_rows);
+  if (!layer.ok()) return layer.status();
+  return std::unique_ptr<ops::LinearLayer>(std::move(*layer));
 }
 
 absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
@@ -187,15 +245,6 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   WeightStaging staging(context_->bf16(), storage_.get());
   std::vector<float> bias;
-  // One Linear from the staged weights: bf16 staging when the context packs bf16.
-  auto linear = [&](const std::string& name, const std::vector<float>& b, int n, int k,
-                    ops::LinearActivation act) {
-    const float* bias_data = b.empty() ? nullptr : b.data();
-    return staging.bf16() ? ops::Linear::Create(*context_, name, staging.bf16_data(), bias_data, n,
-                                                k, act, max_rows)
-                          : ops::Linear::Create(*context_, name, staging.f32_data(), bias_data, n,
-                                                k, act, max_rows);
-  };
   layers_.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
@@ -251,7 +300,6 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     pl.ffn_norm_bias = Vec(lw.ffn_norm_bias);
 
     // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
-    staging.Gather({&lw.wq, &lw.wk, &lw.wv});
     bias.clear();
     if (has_qkv_bias) {
       bias.resize(qkv_dim_);
@@ -259,29 +307,26 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
       ToFloat(lw.bk, bias.data() + q_dim_);
       ToFloat(lw.bv, bias.data() + q_dim_ + kv_dim_);
     }
-    auto qkv = linear(p + "qkv", bias, qkv_dim_, c.dim, ops::LinearActivation::kNone);
+    auto qkv = MakeLinear(p + "qkv", {&lw.wq, &lw.wk, &lw.wv}, bias, qkv_dim_, c.dim,
+                          ops::LinearActivation::kNone, max_rows, staging);
     if (!qkv.ok()) return qkv.status();
     pl.qkv = std::move(*qkv);
 
-    staging.Gather({&lw.wo});
-    auto wo = linear(p + "attn_output", Vec(lw.bo), c.dim, q_dim_, ops::LinearActivation::kNone);
+    auto wo = MakeLinear(p + "attn_output", {&lw.wo}, Vec(lw.bo), c.dim, q_dim_,
+                         ops::LinearActivation::kNone, max_rows, staging);
     if (!wo.ok()) return wo.status();
     pl.wo = std::move(*wo);
 
     // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
-    if (gated) {
-      staging.Gather({&lw.w_gate, &lw.w_up});
-    } else {
-      staging.Gather({&lw.w_up});
-    }
-    auto up = linear(p + "ffn_up", Vec(lw.b_up), gated ? 2 * c.hidden_dim : c.hidden_dim, c.dim,
-                     linear_act);
+    auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, Vec(lw.b_up),
+                                 2 * c.hidden_dim, c.dim, linear_act, max_rows, staging)
+                    : MakeLinear(p + "ffn_up", {&lw.w_up}, Vec(lw.b_up), c.hidden_dim, c.dim,
+                                 linear_act, max_rows, staging);
     if (!up.ok()) return up.status();
     pl.up = std::move(*up);
 
-    staging.Gather({&lw.w_down});
-    auto down =
-        linear(p + "ffn_down", Vec(lw.b_down), c.dim, c.hidden_dim, ops::LinearActivation::kNone);
+    auto down = MakeLinear(p + "ffn_down", {&lw.w_down}, Vec(lw.b_down), c.dim, c.hidden_dim,
+                           ops::LinearActivation::kNone, max_rows, staging);
     if (!down.ok()) return down.status();
     pl.down = std::move(*down);
   }
@@ -294,6 +339,13 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
   TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
+  if (UsesQuantizedKernels(quantized_kernels_, {&out})) {
+    auto head = MakeLinear("output", {&out}, {}, c.vocab_size, c.dim, ops::LinearActivation::kNone,
+                           max_rows, staging);
+    if (!head.ok()) return head.status();
+    lm_head_ = std::move(*head);
+    return absl::OkStatus();
+  }
   const ops::Linear::WeightRows head_rows = [&](int begin, int count, void* dst) {
     staging.ConvertRows(RowsOf(out, begin, count), dst);
   };

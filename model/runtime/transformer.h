@@ -1,7 +1,9 @@
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -9,11 +11,16 @@
 #include "model/arch/model_config.h"
 #include "model/format/weights.h"
 #include "model/kernels/attention.h"
+#include "model/kernels/huge_page_arena.h"
+#include "model/kernels/linear_layer.h"
 #include "model/kernels/onednn_matmul.h"
+#include "model/kernels/quant/quantized_linear.h"
 #include "model/kernels/rope.h"
 #include "model/runtime/kv_cache.h"
 
 namespace textgen::model {
+
+class WeightStaging;
 
 // A batch already validated and with KV room reserved: rows are the batch's tokens in
 // order, chunk by chunk.
@@ -30,6 +37,7 @@ struct TransformerOptions {
   bool bf16 = false;
   int max_batch_tokens = 512;
   int skinny_max_rows = -1;
+  bool quantized_kernels = true;
 };
 
 // Weights of one block, prepared once for oneDNN. Immutable after Create.
@@ -41,11 +49,11 @@ struct PreparedLayer {
   std::vector<float> ffn_post_norm;              // [dim] (gemma), else empty
   ops::AttentionScoring scoring;                 // scale, softcap, sliding window
   const ops::Rope* rope = nullptr;               // this layer's (global or local) RoPE
-  std::unique_ptr<ops::Linear> qkv;              // [dim] -> [q_dim + 2 kv_dim] (+bias)
-  std::unique_ptr<ops::Linear> wo;               // [q_dim] -> [dim]
-  std::unique_ptr<ops::Linear> up;               // [dim] -> [2 hidden] gate|up (llama),
+  std::unique_ptr<ops::LinearLayer> qkv;         // [dim] -> [q_dim + 2 kv_dim] (+bias)
+  std::unique_ptr<ops::LinearLayer> wo;          // [q_dim] -> [dim]
+  std::unique_ptr<ops::LinearLayer> up;          // [dim] -> [2 hidden] gate|up (llama),
                                                  //          [hidden] GELU(up + b) (gpt2)
-  std::unique_ptr<ops::Linear> down;             // [hidden] -> [dim]
+  std::unique_ptr<ops::LinearLayer> down;        // [hidden] -> [dim]
 };
 
 // The transformer math over a batch: embeddings, blocks, final norm, LM head. Owns the
@@ -59,10 +67,11 @@ class Transformer {
       const ModelConfig& config, const ModelWeights& weights,
       std::shared_ptr<const WeightStorage> storage, const TransformerOptions& options);
 
-  // About how many bytes Create and Forward allocate for `config`: the packed weights, the
-  // largest staging buffer and the activations (Engine::Create checks it against the memory
-  // available before any of the work).
-  static int64_t MemoryNeeded(const ModelConfig& config, const TransformerOptions& options);
+  // About how many bytes Create and Forward allocate for `config` and `weights`: the packed
+  // weights (quantized ones at their packed size), the largest staging buffer and the
+  // activations (Engine::Create checks it against the memory available before any of the work).
+  static int64_t MemoryNeeded(const ModelConfig& config, const ModelWeights& weights,
+                              const TransformerOptions& options);
 
   // Runs the batch, writing K/V of every row into the cache blocks of its chunk, and the
   // logits of `plan.logit_rows` into logits() rows [0, logit_rows.size()).
@@ -70,12 +79,18 @@ class Transformer {
 
   const float* logits() const { return logits_.data(); }
   const ModelConfig& config() const { return config_; }
-  ops::Linear& lm_head() { return *lm_head_; }
-  ops::Linear& layer_qkv(int layer) { return *layers_[layer].qkv; }
+  ops::LinearLayer& lm_head() { return *lm_head_; }
+  ops::LinearLayer& layer_qkv(int layer) { return *layers_[layer].qkv; }
 
  private:
   explicit Transformer(const ModelConfig& config) : config_(config) {}
   absl::Status PrepareWeights(const ModelWeights& weights, int max_rows);
+  // One layer over the row-wise concatenation of `parts`: quantized kernels when
+  // `quantized_kernels_` and the parts allow, else oneDNN over weights staged in f32 / bf16.
+  absl::StatusOr<std::unique_ptr<ops::LinearLayer>> MakeLinear(
+      const std::string& name, std::initializer_list<const TensorView*> parts,
+      const std::vector<float>& bias, int n, int k, ops::LinearActivation act, int max_rows,
+      WeightStaging& staging);
   void Embed(const BatchPlan& plan);
   void Norm(const float* x, int rows, const std::vector<float>& w, const std::vector<float>& b,
             float* out) const;
@@ -85,6 +100,9 @@ class Transformer {
   int max_rows_ = 0;
   int q_dim_ = 0, kv_dim_ = 0, qkv_dim_ = 0;
   std::unique_ptr<ops::OnednnContext> context_;
+  bool quantized_kernels_ = true;
+  ops::HugePageArena quant_weights_;       // packed quantized weights (QuantizedLinear)
+  ops::QuantScratch quant_scratch_;        // their quantized activations
   std::unique_ptr<ops::Rope> rope_;        // architectures with RoPE
   std::unique_ptr<ops::Rope> local_rope_;  // sliding-window layers' (Gemma), when it differs
 
@@ -95,7 +113,7 @@ class Transformer {
   std::vector<float> position_embedding_;              // [context, dim] (gpt2)
   std::vector<float> output_norm_, output_norm_bias_;  // [dim]
   std::vector<PreparedLayer> layers_;
-  std::unique_ptr<ops::Linear> lm_head_;  // [dim] -> [vocab]
+  std::unique_ptr<ops::LinearLayer> lm_head_;  // [dim] -> [vocab]
 
   // ---- scratch, rows = max_batch_tokens ----
   std::vector<float> x_;       // [rows, dim] residual stream

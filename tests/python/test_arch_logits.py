@@ -293,11 +293,11 @@ def log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(1, keepdims=True))
 
 
-def dump(path, tokens, mode):
-    out = path + "." + mode
+def dump(path, tokens, mode, *flags):
+    out = path + "." + mode + "".join(flags)
     r = subprocess.run([os.path.join(args.bin, "textgen-dump-logits"), "--model", path,
-                        "--tokens", ",".join(map(str, tokens)), "--mode", mode, "--out", out],
-                       capture_output=True, text=True)
+                        "--tokens", ",".join(map(str, tokens)), "--mode", mode, "--out", out,
+                        *flags], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(r.stderr)
     return np.fromfile(out, dtype="<f4").reshape(-1, VOCAB)
@@ -383,15 +383,20 @@ for seed, (label, cfg) in enumerate(CASES.items()):
     failures += 0 if ok else 1
 
 # Quantized files, made by llama.cpp from f32 ones whose rows are whole K-quant super-blocks.
-# Two checks per file:
-#  1. exact: textgen against the PyTorch forward of the same file's weights dequantized by gguf-py,
-#     logits at ATOL (textgen dequantizes once and computes in f32, so nothing else differs);
-#  2. llama.cpp: it quantizes activations to 8 bits (Q8_0 / Q8_K) for every quantized matmul, so
-#     its log-probabilities are off from the exact ones by that much; textgen's must lie within
-#     the bound below of llama.cpp's (measured here at 0.12-0.14 for Q8_0, 0.18-0.27 Q6_K,
-#     0.13-0.30 Q5_K_M, 0.16-0.24 Q4_K_M, 0.11-0.16 Q4_0 on these random-weight files, and equal
-#     to llama.cpp's own distance from the exact answer), and greedy choices must agree wherever
-#     llama.cpp's top-1 margin is larger than that error.
+# Three checks per file:
+#  1. exact: textgen with --dequantize against the PyTorch forward of the same file's weights
+#     dequantized by gguf-py, logits at ATOL (textgen dequantizes once and computes in f32, so
+#     nothing else differs);
+#  2. the quantized kernels (the default): like llama.cpp they quantize activations to 8 bits
+#     (per 32 values, or per 256 for the K-quants) for every quantized matmul, so their
+#     log-probabilities are off from the exact ones by that much (printed: the activation
+#     quantization error); prefill and token-by-token decode must give bitwise the same logits;
+#  3. llama.cpp: its log-probabilities are off from the exact ones by its own activation
+#     quantization; textgen's (quantized kernels) must lie within the bound below of llama.cpp's
+#     (before the quantized kernels, with exact f32 activations, the distance measured 0.12-0.14
+#     for Q8_0, 0.18-0.27 Q6_K, 0.13-0.30 Q5_K_M, 0.16-0.24 Q4_K_M, 0.11-0.16 Q4_0 on these
+#     random-weight files), and greedy choices must agree wherever llama.cpp's top-1 margin is
+#     larger than that error.
 QUANT_TYPES = {"Q8_0": (7, 0.25), "Q6_K": (18, 0.35), "Q5_K_M": (17, 0.45), "Q4_K_M": (15, 0.45),
                "Q4_0": (2, 0.45)}
 QUANT_CASES = {
@@ -443,7 +448,9 @@ for seed, (label, cfg) in enumerate(QUANT_CASES.items()):
             failures += 1
             continue
         try:
+            dequantized_logits = dump(qpath, qtokens, "decode", "--dequantize")
             ours_logits = dump(qpath, qtokens, "decode")
+            ours_prefill = dump(qpath, qtokens, "prefill")
             theirs = log_softmax(llamacpp_logits(qpath, qtokens, VOCAB))
             ours = log_softmax(ours_logits)
         except RuntimeError as e:
@@ -453,13 +460,20 @@ for seed, (label, cfg) in enumerate(QUANT_CASES.items()):
         exact_model = dequantized_model(qpath, cfg)
         with torch.no_grad():
             exact = forward(exact_model, qtokens).numpy()
-        exact_diff = float(np.abs(ours_logits - exact).max())
+        exact_diff = float(np.abs(dequantized_logits - exact).max())
         ok = exact_diff <= ATOL
         checks += 1
         failures += 0 if ok else 1
+        exact_lp = log_softmax(exact)
         print(f"{'ok  ' if ok else 'FAIL'} {label} {qname} ({'+'.join(exact_model['types'])}): "
-              f"max |textgen - pytorch on the dequantized weights| = {exact_diff:.2e}; llama.cpp's own distance from it: "
-              f"{float(np.abs(theirs - log_softmax(exact)).max()):.3f} in log-probability")
+              f"max |textgen --dequantize - pytorch on the dequantized weights| = {exact_diff:.2e}; "
+              f"distance from it in log-probability: quantized kernels "
+              f"{float(np.abs(ours - exact_lp).max()):.3f}, llama.cpp {float(np.abs(theirs - exact_lp).max()):.3f}")
+        ok = ours_prefill.tobytes() == ours_logits[-1:].tobytes()
+        checks += 1
+        failures += 0 if ok else 1
+        print(f"{'ok  ' if ok else 'FAIL'} {label} {qname}: quantized kernels give bitwise the same "
+              f"last-position logits in one prefill as token by token")
         # The log-probability of llama.cpp's most likely token at every position, and of every
         # token it gives at least 1% (the ones sampling can pick).
         likely = theirs >= np.log(0.01)
@@ -475,4 +489,4 @@ for seed, (label, cfg) in enumerate(QUANT_CASES.items()):
               f"{len(clear)} positions with a clear margin" if agree else
               f"FAIL {label} {qname}: greedy differs where llama.cpp's margin is clear")
 print(f"{checks - failures}/{checks} checks passed")
-sys.exit(1 if failures or checks < 84 else 0)
+sys.exit(1 if failures or checks < 114 else 0)

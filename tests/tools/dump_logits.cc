@@ -1,4 +1,5 @@
-// textgen-dump-logits --model PATH --tokens 1,2,3 [--bf16] [--mode prefill|decode] --out FILE
+// textgen-dump-logits --model PATH --tokens 1,2,3 [--bf16] [--dequantize] [--mode prefill|decode]
+//                     --out FILE
 //
 // Writes little-endian f32 logits for comparison with an independent (PyTorch) forward:
 //   prefill: one chunk of all tokens, the last position's logits  -> [1, vocab]
@@ -22,7 +23,7 @@ int Fail(const std::string& message) {
 }
 
 constexpr char kUsage[] =
-    "usage: textgen-dump-logits --model PATH --tokens 1,2,3 [--bf16] "
+    "usage: textgen-dump-logits --model PATH --tokens 1,2,3 [--bf16] [--dequantize] "
     "[--mode prefill|decode] [--threads N] --out FILE";
 
 }  // namespace
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
     const char* v = nullptr;
     if (arg == "--bf16") {
       options.bf16 = true;
+    } else if (arg == "--dequantize") {
+      options.quantized_kernels = false;
     } else if (arg == "--model" && (v = value())) {
       model_path = v;
     } else if (arg == "--tokens" && (v = value())) {

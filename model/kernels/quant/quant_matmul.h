@@ -1,0 +1,37 @@
+#pragma once
+
+#include "model/kernels/quant/packed_quant_matrix.h"
+#include "model/kernels/quant/quantized_activations.h"
+
+namespace textgen::model::ops {
+
+// y = x W^T for quantized W, with integer dot products (AVX512-VNNI VPDPBUSD: unsigned weight
+// codes times int8 activation codes, summed exactly in int32) and f32 scaling per block:
+//   Q*_0, Q8_0:  y += (dx * d) * sum((q - offset) * xq)                     (per 32)
+//   Q*_1:        y += dx * (d * sum(q * xq) + m * sum(xq))                  (per 32)
+//   Q4_K, Q5_K:  y += (dx * d) * sum_sub(sc * sum(q * xq))
+//                   - (dx * dmin) * sum_sub(min * sum(xq))                  (per 256)
+//   Q6_K:        y += (dx * d) * sum_sub(sc * sum((q - 32) * xq))           (per 256)
+// where dx and xq are the activations' scale and codes (QuantizedActivations, 32- or
+// 256-element blocks: ActivationBlockFor).
+//
+// Batch invariance by construction: every output is computed by the same sequence of
+// operations (blocks in k order, one f32 accumulator) whatever the number of rows, the rows
+// computed alongside it, or the thread that runs its panel. Integer sums are exact, so
+// grouping rows to share weight loads changes nothing. One kernel serves every batch size:
+// decode streams each weight once per token; a prefill's rows reuse each loaded weight
+// register for several rows.
+
+// Whether this CPU runs the kernels (AVX-512 F/BW/VL with VNNI).
+bool CpuSupportsQuantMatmul();
+
+// The activation block size `dtype`'s kernel wants: 32 or 256.
+int ActivationBlockFor(DType dtype);
+
+// y[r, c] = sum_k W[c, k] x[r, k] for r < x.rows(), c < w.n; rows of y are `ldy` floats apart
+// (so several matrices can fill adjacent columns of one output). x.k() must equal w.k and
+// x.block() ActivationBlockFor(w.dtype). Parallel over the OpenMP pool: threads take
+// contiguous runs of 16-column panels.
+void QuantMatmul(const PackedQuantMatrix& w, const QuantizedActivations& x, float* y, int ldy);
+
+}  // namespace textgen::model::ops
