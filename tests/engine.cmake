@@ -18,6 +18,9 @@ if(TEXTGEN_BUILD_BENCH)
   add_executable(textgen-bench-matmul ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_bench.cc)
   target_link_libraries(textgen-bench-matmul PRIVATE textgen_engine benchmark::benchmark
                         textgen_warnings)
+  add_executable(textgen-bench-quant-matmul ${CMAKE_CURRENT_SOURCE_DIR}/bench/quant_matmul_bench.cc)
+  target_link_libraries(textgen-bench-quant-matmul PRIVATE textgen_engine OpenMP::OpenMP_CXX
+                        benchmark::benchmark textgen_warnings)
   add_executable(textgen-bench-attention ${CMAKE_CURRENT_SOURCE_DIR}/bench/attention_bench.cc)
   target_link_libraries(textgen-bench-attention PRIVATE textgen_engine DNNL::dnnl
                         benchmark::benchmark textgen_warnings)

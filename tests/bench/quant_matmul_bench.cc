@@ -1,0 +1,173 @@
+// textgen-bench-quant-matmul [--benchmark_filter=...]: the quantized kernels
+// (model/kernels/quant/) on Llama-3.2-1B / 3.1-8B layer shapes, for M = 1...512 rows, next to
+// the physical limits measured in the same run:
+//   BM_ReadBandwidth   a plain AVX-512 read of 1 GiB on the OpenMP pool, prefetching 4 KiB
+//                      ahead like the kernels (the DRAM limit that bounds decode: weight
+//                      bytes / this = the fastest a token can be);
+//   BM_Vnni            VPDPBUSD with no memory traffic (the int8 compute limit for prefill).
+// Each matmul benchmark but "in_l2" cycles through enough copies of the weights to exceed the
+// L3 cache, so the weights come from DRAM as in a real decode step; "in_l2" shows what the
+// kernel does when memory is not the limit. Reports weight GB/s (bytes of the
+// packed matrix per call) and GOP/s (2 m n k per call); the activation quantization of each
+// call is included.
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/kernels/huge_page_arena.h"
+#include "model/kernels/quant/packed_quant_matrix.h"
+#include "model/kernels/quant/quant_matmul.h"
+#include "model/kernels/quant/quantized_activations.h"
+#include "tests/model/random_quant_blocks.h"
+
+namespace {
+
+using textgen::model::DType;
+using namespace textgen::model::ops;
+
+constexpr int64_t kWeightBytesToCycle =
+    int64_t{256} << 20;  // > L3 (32 MiB) several times  // > L3 (32 MiB) several times
+
+struct Shape {
+  const char* name;
+  int n, k;
+  bool from_dram = true;  // false: one copy that stays in L2 (the kernel's compute limit)
+};
+constexpr Shape kShapes[] = {{"1b_qkv", 3072, 2048},       {"in_l2", 256, 2048, false},
+                             {"1b_ffn_up", 16384, 2048},   {"1b_ffn_down", 2048, 8192},
+                             {"1b_lm_head", 128256, 2048}, {"8b_ffn_down", 4096, 14336}};
+constexpr DType kTypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ5_K, DType::kQ4_0};
+
+void BM_QuantMatmul(benchmark::State& state) {
+  const Shape shape = kShapes[state.range(0)];
+  const DType dtype = kTypes[state.range(1)];
+  const int m = static_cast<int>(state.range(2));
+  if (!CpuSupportsQuantMatmul()) {
+    state.SkipWithError("CPU lacks AVX512-VNNI");
+    return;
+  }
+  const std::vector<uint8_t> blocks =
+      textgen::model::testing::RandomQuantBlocks(dtype, shape.n, shape.k, 7);
+  const textgen::model::TensorView view{dtype, shape.n, shape.k, blocks.data()};
+  HugePageArena arena;
+  std::vector<PackedQuantMatrix> copies;
+  int64_t bytes = 0;
+  do {
+    absl::StatusOr<PackedQuantMatrix> packed = PackQuantMatrix(view, arena);
+    if (!packed.ok()) {
+      state.SkipWithError(std::string(packed.status().message()).c_str());
+      return;
+    }
+    bytes = packed->bytes();
+    copies.push_back(*packed);
+  } while (shape.from_dram && static_cast<int64_t>(copies.size()) * bytes < kWeightBytesToCycle);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(m) * shape.k), y(static_cast<size_t>(m) * shape.n);
+  for (float& v : x) v = dist(rng);
+  QuantizedActivations activations;
+  size_t next = 0;
+  for (auto _ : state) {
+    activations.Quantize(x.data(), m, shape.k, ActivationBlockFor(dtype));
+    QuantMatmul(copies[next], activations, y.data(), shape.n);
+    benchmark::DoNotOptimize(y.data());
+    next = (next + 1) % copies.size();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(bytes) * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GOP/s"] = benchmark::Counter(
+      2.0 * m * shape.n * static_cast<double>(shape.k) * iters / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(shape.name) + " " + textgen::model::DTypeName(dtype));
+}
+
+__attribute__((target("avx512f"))) void BM_ReadBandwidth(benchmark::State& state) {
+  const size_t bytes = size_t{1} << 30;
+  HugePageArena arena;
+  absl::StatusOr<void*> memory = arena.Allocate(bytes);
+  if (!memory.ok()) {
+    state.SkipWithError("cannot map 1 GiB");
+    return;
+  }
+  auto* data = static_cast<float*>(*memory);
+  const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) data[i] = static_cast<float>(i & 7);
+  for (auto _ : state) {
+    float total = 0.0f;
+#pragma omp parallel reduction(+ : total)
+    {
+      __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; i += 32) {
+        // Requested ahead as the kernels do: the fastest read this core gets.
+        _mm_prefetch(reinterpret_cast<const char*>(data + i + 1024), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(data + i + 1040), _MM_HINT_T0);
+        a = _mm512_add_ps(a, _mm512_load_ps(data + i));
+        b = _mm512_add_ps(b, _mm512_load_ps(data + i + 16));
+      }
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, _mm512_add_ps(a, b));
+      for (float v : lanes) total += v;
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void BM_Vnni(benchmark::State& state) {
+  constexpr int64_t kSteps = 1 << 22;
+  for (auto _ : state) {
+    int32_t total = 0;
+#pragma omp parallel reduction(+ : total)
+    {
+      __m512i acc[12];
+      for (auto& a : acc) a = _mm512_set1_epi32(omp_get_thread_num());
+      const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
+      for (int64_t i = 0; i < kSteps; ++i) {
+#pragma GCC unroll 12
+        for (auto& a : acc) a = _mm512_dpbusd_epi32(a, u, s);
+      }
+      alignas(64) int32_t lanes[16];
+      for (auto& a : acc) {
+        _mm512_store_si512(lanes, a);
+        total += lanes[0];
+      }
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  // 64 multiply-adds per VPDPBUSD: 128 ops.
+  state.counters["GOP/s"] = benchmark::Counter(
+      128.0 * 12 * kSteps * omp_get_max_threads() * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int shape = 0; shape < static_cast<int>(std::size(kShapes)); ++shape) {
+    for (int type = 0; type < static_cast<int>(std::size(kTypes)); ++type) {
+      for (int m : {1, 4, 16, 64, 512}) {
+        if (shape == 4 && m > 16) continue;  // the LM head runs for a few rows per step
+        b->Args({shape, type, m});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Vnni)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_QuantMatmul)
+    ->Apply(Args)
+    ->ArgNames({"shape", "type", "m"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+BENCHMARK_MAIN();
