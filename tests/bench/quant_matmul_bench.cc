@@ -23,7 +23,7 @@
 #include "model/kernels/quant/packed_quant_matrix.h"
 #include "model/kernels/quant/quant_matmul.h"
 #include "model/kernels/quant/quantized_activations.h"
-#include "tests/model/random_quant_blocks.h"
+#include "tests/tools/random_quant_blocks.h"
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include "model/arch/architectures.h"
 #include "model/format/model_loader.h"
 #include "model/kernels/onednn_matmul.h"
+#include "model/kernels/quant/quant_matmul.h"
 #include "model/kernels/reference.h"
 #include "tests/tools/random_gguf.h"
 
@@ -243,6 +244,78 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
                            return std::string(ArchitectureName(param_info.param));
                          });
+
+// Quantized files keep the guarantee through the integer kernels: one per quant type, and the
+// mixes llama.cpp writes (Q4_K_M: Q4_K with Q6_K for attn_v, ffn_down and the output). K-quant
+// rows are 256 elements, so these models are wider than the ones above.
+struct QuantMix {
+  const char* name;
+  DType dtype;
+  Architecture architecture = Architecture::kLlama;
+  bool k_quant_mix = false;  // Q6_K for attn_v, ffn_down and output, as *_K_M files have
+};
+
+class QuantizedInvarianceTest : public ::testing::TestWithParam<QuantMix> {};
+
+TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
+  if (!ops::CpuSupportsQuantMatmul()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  const QuantMix mix = GetParam();
+  RandomModelSpec spec;
+  spec.architecture = mix.architecture;
+  spec.dim = 256;
+  spec.hidden_dim = 512;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.head_dim = 64;
+  spec.vocab_size = 512;
+  spec.tied_output = false;
+  spec.dtype = mix.dtype;
+  if (mix.k_quant_mix) {
+    spec.dtype_overrides = {{"attn_v.weight", DType::kQ6_K},
+                            {"ffn_down.weight", DType::kQ6_K},
+                            {"output.weight", DType::kQ6_K}};
+  }
+  auto writer = BuildRandomModel(spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::string path = (std::filesystem::path(::testing::TempDir()) /
+                            (std::string("invariance_") + mix.name + ".gguf"))
+                               .string();
+  ASSERT_TRUE(writer->WriteFile(path).ok());
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->weights.layers[0].wq.dtype, mix.dtype);
+  {
+    // Real numbers, not a degenerate model whose logits would compare equal anyway.
+    auto engine = MakeEngine(*model, /*bf16=*/false);
+    ASSERT_NE(engine, nullptr);
+    const std::vector<int> tokens = {1, 17, 300, 42};
+    SequenceChunk chunk{engine->kv_cache().NewSequence(), tokens, true};
+    auto r = engine->Forward({&chunk, 1});
+    ASSERT_TRUE(r.ok()) << r.status();
+    float lo = r->Row(0)[0], hi = lo;
+    for (float v : r->Row(0)) {
+      ASSERT_TRUE(std::isfinite(v));
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    EXPECT_GT(hi - lo, 0.01f) << mix.name;
+  }
+  CheckBatchInvariance(*model, /*bf16=*/false);
+  CheckBatchInvariance(*model, /*bf16=*/false, /*kv_f16=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    QuantTypes, QuantizedInvarianceTest,
+    ::testing::Values(QuantMix{"Q4_K_M", DType::kQ4_K, Architecture::kLlama, true},
+                      QuantMix{"Q5_K_M", DType::kQ5_K, Architecture::kLlama, true},
+                      QuantMix{"Q6_K", DType::kQ6_K}, QuantMix{"Q8_0", DType::kQ8_0},
+                      QuantMix{"Q4_0", DType::kQ4_0}, QuantMix{"Q4_1", DType::kQ4_1},
+                      QuantMix{"Q5_0", DType::kQ5_0}, QuantMix{"Q5_1", DType::kQ5_1},
+                      // Q/K/V biases through the quantized layer's bias
+                      QuantMix{"qwen2_Q4_K_M", DType::kQ4_K, Architecture::kQwen2, true}),
+    [](const ::testing::TestParamInfo<QuantMix>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 // A model that cannot fit is refused before any weight is packed, with the numbers and what
 // would make it fit.

@@ -16,7 +16,7 @@
 #include "model/kernels/quant/packed_quant_matrix.h"
 #include "model/kernels/quant/quantized_activations.h"
 #include "model/kernels/quant/quantized_linear.h"
-#include "tests/model/random_quant_blocks.h"
+#include "tests/tools/random_quant_blocks.h"
 
 namespace textgen::model::ops {
 namespace {

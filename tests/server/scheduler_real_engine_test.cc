@@ -47,9 +47,29 @@ class MaxBatchObserver : public SchedulerObserver {
 // of it written here (head size 24, not dim / heads, where the architecture allows it).
 absl::StatusOr<std::string> ModelFor(const std::string& name) {
   if (name == "stories260K") return Stories260KPath();
+  model::RandomModelSpec spec;
+  if (name == "llama_Q4_K_M") {
+    // A quantized mix as llama.cpp writes it, through the integer kernels (K-quant rows are
+    // 256 wide).
+    spec.dim = 256;
+    spec.hidden_dim = 512;
+    spec.head_dim = 64;
+    spec.vocab_size = 512;
+    spec.context_length = 512;
+    spec.tied_output = false;
+    spec.dtype = model::DType::kQ4_K;
+    spec.dtype_overrides = {{"attn_v.weight", model::DType::kQ6_K},
+                            {"ffn_down.weight", model::DType::kQ6_K},
+                            {"output.weight", model::DType::kQ6_K}};
+    absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
+    if (!writer.ok()) return writer.status();
+    const std::string path =
+        (std::filesystem::path(::testing::TempDir()) / ("real_engine_" + name + ".gguf")).string();
+    if (absl::Status status = writer->WriteFile(path); !status.ok()) return status;
+    return path;
+  }
   const model::ArchitectureSpec* arch = model::FindArchitecture(name);
   if (arch == nullptr) return absl::NotFoundError(name);
-  model::RandomModelSpec spec;
   spec.architecture = arch->architecture;
   spec.head_dim = arch->learned_positions ? 0 : 24;
   if (arch->learned_positions) spec.n_kv_heads = spec.n_heads;
@@ -185,7 +205,7 @@ TEST_P(RealEngineSchedulerTest, SameTokensAfterASessionPrefixHit) {
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
-                                           "gemma2", "gemma3"),
+                                           "gemma2", "gemma3", "llama_Q4_K_M"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            return param_info.param;
                          });

@@ -1,15 +1,18 @@
 #include "tests/tools/random_gguf.h"
 
+#include <map>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/arch/architectures.h"
 #include "model/format/loader_macros.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
+#include "tests/tools/random_quant_blocks.h"
 
 namespace textgen::model {
 namespace {
@@ -99,16 +102,34 @@ uint32_t FileType(DType dtype) {
       return 7;
     case DType::kBF16:
       return 32;
+    case DType::kQ4_0:
+      return 2;
+    case DType::kQ4_1:
+      return 3;
+    case DType::kQ5_0:
+      return 8;
+    case DType::kQ5_1:
+      return 9;
+    case DType::kQ4_K:
+      return 15;  // Q4_K_M
+    case DType::kQ5_K:
+      return 17;  // Q5_K_M
+    case DType::kQ6_K:
+      return 18;
     default:
-      return 0;  // the writer encodes only the types above
+      return 0;
   }
 }
 
-// Adds random tensors; matrices take spec.dtype, vectors stay F32.
+// Adds random tensors; matrices take spec.dtype (or their override), vectors stay F32.
 class TensorMaker {
  public:
   TensorMaker(GgufWriter& writer, const RandomModelSpec& spec)
-      : writer_(writer), dtype_(spec.dtype), rng_(spec.seed), normal_(0.0f, 0.02f) {}
+      : writer_(writer),
+        dtype_(spec.dtype),
+        overrides_(spec.dtype_overrides),
+        rng_(spec.seed),
+        normal_(0.0f, 0.02f) {}
 
   // dims in GGUF order (innermost first).
   absl::Status Random(const std::string& name, std::vector<int64_t> dims) {
@@ -129,12 +150,31 @@ class TensorMaker {
   }
   absl::Status Add(const std::string& name, std::vector<int64_t> dims,
                    const std::vector<float>& v) {
-    const DType dtype = dims.size() == 1 ? DType::kF32 : dtype_;
-    return writer_.AddFloatTensor(name, dtype, std::move(dims), v);
+    DType dtype = dims.size() == 1 ? DType::kF32 : dtype_;
+    for (const auto& [suffix, override_dtype] : overrides_) {
+      if (dims.size() > 1 && absl::EndsWith(name, suffix)) dtype = override_dtype;
+    }
+    switch (dtype) {
+      case DType::kF32:
+      case DType::kF16:
+      case DType::kBF16:
+      case DType::kQ8_0:
+        return writer_.AddFloatTensor(name, dtype, std::move(dims), v);
+      default: {
+        // No quantizer here for the other block types: random blocks of about the same
+        // magnitude as the f32 weights.
+        const int64_t cols = dims[0];
+        const int64_t rows = static_cast<int64_t>(v.size()) / cols;
+        std::vector<uint8_t> blocks = testing::RandomQuantBlocks(
+            dtype, rows, cols, static_cast<uint32_t>(rng_()), /*typical=*/0.02f);
+        return writer_.AddTensor(name, dtype, std::move(dims), std::move(blocks));
+      }
+    }
   }
 
   GgufWriter& writer_;
   DType dtype_;
+  std::map<std::string, DType> overrides_;
   std::mt19937_64 rng_;
   std::normal_distribution<float> normal_;
 };

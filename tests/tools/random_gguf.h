@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -22,7 +23,12 @@ struct RandomModelSpec {
   int head_dim = 0;    // 0 = dim / n_heads; else written as attention.key_length (not gpt2)
   int vocab_size = 300;
   int context_length = 128;
-  DType dtype = DType::kF32;  // of 2-D tensors; norms and biases stay F32 like llama.cpp's
+  // Of 2-D tensors; norms and biases stay F32 like llama.cpp's. F32, F16, BF16 and Q8_0 encode
+  // N(0, 0.02) weights; the other block types are random blocks of about that magnitude.
+  DType dtype = DType::kF32;
+  // Per-tensor types by name suffix ("attn_v.weight", "output.weight"), as llama.cpp's mixes
+  // (Q4_K_M: Q6_K for attn_v, ffn_down and output) have.
+  std::map<std::string, DType> dtype_overrides;
   uint64_t seed = 1;
   bool tied_output = true;     // false: write an explicit output.weight
   int sliding_window = 0;      // gemma2/gemma3: attention.sliding_window (0: key not written)

@@ -1,8 +1,9 @@
 #pragma once
 
 // Random quantized tensors in ggml's block formats, for the quantized kernels' tests and
-// benchmarks: random code bytes, f16 scales kept in a realistic range (random bytes there would
-// be NaNs and overflows, not weights).
+// benchmarks and for random-weight model files: random code bytes, f16 scales drawn so that a
+// typical weight is about `typical` in magnitude (random bytes there would be NaNs and
+// overflows, not weights).
 
 #include <cstdint>
 #include <random>
@@ -29,19 +30,45 @@ inline std::vector<int> HalfFieldsOf(DType dtype) {
   }
 }
 
+// About the magnitude of (code - offset) * sub-block scale for random codes and scale bytes,
+// so that d = typical / this gives weights of about `typical`.
+inline float TypicalCodeMagnitude(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0:
+      return 64.0f;
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+      return 4.0f;
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+      return 8.0f;
+    case DType::kQ4_K:
+      return 32.0f * 4.0f;
+    case DType::kQ5_K:
+      return 32.0f * 8.0f;
+    case DType::kQ6_K:
+      return 64.0f * 16.0f;
+    default:
+      return 1.0f;
+  }
+}
+
 inline std::vector<uint8_t> RandomQuantBlocks(DType dtype, int64_t rows, int64_t cols,
-                                              uint32_t seed) {
+                                              uint32_t seed, float typical = 1.0f) {
   const BlockFormat& f = FormatOf(dtype);
   std::vector<uint8_t> bytes(static_cast<size_t>(BytesOf(dtype, rows * cols)));
   std::mt19937 rng(seed);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+  const float d = typical / TypicalCodeMagnitude(dtype);
+  std::uniform_real_distribution<float> scale(0.5f * d, 1.5f * d);
   const std::vector<int> fields = HalfFieldsOf(dtype);
   for (size_t block = 0; block < bytes.size() / f.block_bytes; ++block) {
     for (size_t i = 0; i < fields.size(); ++i) {
-      // Q4_1/Q5_1 minimums are negative offsets; K-quant dmin is subtracted (positive).
+      // Q4_1/Q5_1 minimums are negative offsets (centring the codes); K-quant dmin is
+      // subtracted, times a 6-bit minimum.
       float v = scale(rng);
-      if (i == 1 && (dtype == DType::kQ4_1 || dtype == DType::kQ5_1)) v = -8.0f * v;
+      if (i == 1 && (dtype == DType::kQ4_1 || dtype == DType::kQ5_1))
+        v *= -TypicalCodeMagnitude(dtype);
       const uint16_t h = FloatToHalf(v);
       bytes[block * f.block_bytes + fields[i]] = static_cast<uint8_t>(h & 0xFF);
       bytes[block * f.block_bytes + fields[i] + 1] = static_cast<uint8_t>(h >> 8);
