@@ -78,6 +78,10 @@ ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
 ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
           "On SIGTERM/SIGINT: how long running requests may take to finish before exit");
 ABSL_FLAG(bool, bf16, kDefaults.bf16, "Compute in bf16 (needs AVX512-BF16) instead of f32");
+ABSL_FLAG(bool, dequantize, kDefaults.dequantize,
+          "Dequantize Q4_0..Q8_0 / K-quant weights to the compute type at load instead of "
+          "running the integer kernels on 8-bit activations: several times the memory and "
+          "slower, but exact against f32 references");
 ABSL_FLAG(std::string, kv_cache_dtype, kDefaults.kv_cache_dtype,
           "KV cache element type: f32 (exact) or f16 (half the memory, llama.cpp's default)");
 ABSL_FLAG(std::string, log_level, kDefaults.log_level, "debug, info, warning or error");
@@ -105,6 +109,7 @@ ServerOptions OptionsFromFlags() {
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.bf16 = absl::GetFlag(FLAGS_bf16);
+  o.dequantize = absl::GetFlag(FLAGS_dequantize);
   o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
   o.log_level = absl::GetFlag(FLAGS_log_level);
   return o;
@@ -146,6 +151,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   model::EngineOptions engine_options;
   engine_options.threads = o.threads;
   engine_options.bf16 = o.bf16;
+  engine_options.quantized_kernels = !o.dequantize;
   engine_options.kv_cache_bytes = o.kv_cache_bytes;
   engine_options.kv_cache_f16 = o.kv_cache_dtype == "f16";
   engine_options.max_batch_tokens = o.max_batch_tokens;

@@ -29,6 +29,7 @@ struct ServerOptions {
   int max_sessions = 1024;
   absl::Duration drain_timeout = absl::Seconds(30);
   bool bf16 = false;
+  bool dequantize = false;  // quantized weights to the compute type, not the integer kernels
   std::string kv_cache_dtype = "f32";  // or "f16": half the KV memory and attention reads
   std::string log_level = "info";
 };

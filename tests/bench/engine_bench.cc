@@ -1,4 +1,5 @@
-// textgen-bench-engine --model PATH [--bf16] [--threads N] [--prompt 128] [--gen 128]
+// textgen-bench-engine --model PATH [--bf16] [--dequantize] [--threads N] [--prompt 128] [--gen
+// 128]
 //                      [--batches 1,4,16,64] [--skinny-max-rows N] [--kv-f16] [--json]
 //
 // Measures the engine alone (no server): prefill tokens/s (one chunk of --prompt tokens),
@@ -30,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 struct Flags {
   std::string model;
   bool bf16 = false;
+  bool dequantize = false;
   bool json = false;
   int threads = 0;
   int prompt = 128;
@@ -126,7 +128,7 @@ Flags ParseFlags(int argc, char** argv) {
   auto fail = [](const std::string& msg) {
     std::fprintf(stderr,
                  "textgen-bench-engine: %s\nusage: textgen-bench-engine --model PATH [--bf16] "
-                 "[--threads N] [--prompt 128] [--gen 128] [--batches 1,4,16,64] "
+                 "[--dequantize] [--threads N] [--prompt 128] [--gen 128] [--batches 1,4,16,64] "
                  "[--skinny-max-rows N] [--kv-f16] [--json]\n",
                  msg.c_str());
     std::exit(2);
@@ -146,6 +148,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.model = value();
     } else if (arg == "--bf16") {
       f.bf16 = true;
+    } else if (arg == "--dequantize") {
+      f.dequantize = true;
     } else if (arg == "--json") {
       f.json = true;
     } else if (arg == "--threads") {
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
   textgen::model::EngineOptions options;
   options.threads = flags.threads;
   options.bf16 = flags.bf16;
+  options.quantized_kernels = !flags.dequantize;
   options.skinny_max_rows = flags.skinny_max_rows;
   options.kv_cache_f16 = flags.kv_f16;
   int max_batch = 1;
