@@ -166,16 +166,22 @@ absl::Status CheckMemory(const LoadedModel& model, const TransformerOptions& tra
       Transformer::MemoryNeeded(model.config, model.weights, transformer_options);
   const int64_t needed = transformer + options.kv_cache_bytes;
   if (needed <= *available) return absl::OkStatus();
-  // The advice that helps most: about the larger of the two parts.
+  // The advice that helps most: about the larger of the two parts. (Weights that stay
+  // quantized take the same memory in f32 and bf16 compute.)
+  TransformerOptions in_bf16 = transformer_options;
+  in_bf16.bf16 = true;
+  const bool bf16_helps =
+      !transformer_options.bf16 &&
+      Transformer::MemoryNeeded(model.config, model.weights, in_bf16) < transformer;
   const char* advice = options.kv_cache_bytes > transformer ? "a smaller KV cache budget"
-                       : !transformer_options.bf16
-                           ? "computing in bf16 halves the weights"
-                           : "this model needs more memory than that even in bf16";
-  return absl::ResourceExhaustedError(
-      absl::StrCat("the model needs about ", GiB(needed), " (weights packed in ",
-                   transformer_options.bf16 ? "bf16" : "f32", " with scratch: ", GiB(transformer),
-                   ", KV cache budget: ", GiB(options.kv_cache_bytes), ") but ", GiB(*available),
-                   " is available; ", advice));
+                       : bf16_helps                         ? "computing in bf16 halves the weights"
+                       : transformer_options.bf16
+                           ? "this model needs more memory than that even in bf16"
+                           : "this model needs more memory than that";
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the model needs about ", GiB(needed), " (packed weights and scratch: ", GiB(transformer),
+      ", KV cache budget: ", GiB(options.kv_cache_bytes), ") but ", GiB(*available),
+      " is available; ", advice));
 }
 
 }  // namespace

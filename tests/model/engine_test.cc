@@ -17,6 +17,7 @@
 #include "model/kernels/onednn_matmul.h"
 #include "model/kernels/quant/quant_matmul.h"
 #include "model/kernels/reference.h"
+#include "model/runtime/transformer.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::model {
@@ -316,6 +317,42 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
     });
+
+// The memory check counts quantized weights at their packed size (the file's bytes, +2.8% for
+// Q4_K/Q5_K), not at the f32 size they had when dequantized at load.
+TEST(EngineMemoryTest, CountsQuantizedWeightsAtTheirPackedSize) {
+  if (!ops::CpuSupportsQuantMatmul()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  RandomModelSpec spec;
+  spec.dim = 256;
+  spec.hidden_dim = 512;
+  spec.head_dim = 64;
+  spec.vocab_size = 512;
+  spec.tied_output = false;
+  spec.dtype = DType::kQ4_K;
+  spec.dtype_overrides = {{"output.weight", DType::kQ6_K}};
+  auto writer = BuildRandomModel(spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "memory_q4_k.gguf").string();
+  ASSERT_TRUE(writer->WriteFile(path).ok());
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  int64_t matrix_bytes = 0;
+  for (const LayerWeights& l : model->weights.layers) {
+    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      matrix_bytes += static_cast<int64_t>(ByteSize(*t));
+    }
+  }
+  matrix_bytes += static_cast<int64_t>(ByteSize(model->weights.output));
+  TransformerOptions options{.threads = 1, .max_batch_tokens = 1};
+  const int64_t quantized = Transformer::MemoryNeeded(model->config, model->weights, options);
+  options.quantized_kernels = false;
+  const int64_t dequantized = Transformer::MemoryNeeded(model->config, model->weights, options);
+  // Packed: at least the file's matrix bytes and at most 3% more, plus a little scratch.
+  EXPECT_GE(quantized, matrix_bytes);
+  EXPECT_LT(quantized, matrix_bytes * 103 / 100 + (int64_t{1} << 20));
+  EXPECT_GT(dequantized, 6 * matrix_bytes);  // f32 is ~7x Q4_K
+}
 
 // A model that cannot fit is refused before any weight is packed, with the numbers and what
 // would make it fit.
