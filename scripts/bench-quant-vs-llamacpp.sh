@@ -13,6 +13,9 @@
 #     peak RSS.
 # Then prints medians, ratios and each decode rate as a share of the read limit
 # (tok/s * file bytes / read GB/s).
+# With WITH_8B=1 also a Llama-3.1-8B-shaped Q4_K_M (dim 4096, 32 layers, 32/8 heads, FFN
+# 14336, vocab 128256, untied; written as Q8_0, 8.5 GB, then requantized by llama-quantize):
+# decode and prefill 64 against llama-bench, and textgen's peak RSS.
 # Usage: scripts/bench-quant-vs-llamacpp.sh [ROUNDS=3]
 #   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); ONLY=REGEX runs only the
 #        measurements whose label matches (e.g. ONLY='decode'); SERVER_KV_MB (default 4096).
@@ -34,14 +37,24 @@ for t in "${types[@]}"; do
   [[ -f $M/llama1b-shape-$t.gguf ]] || "$L/llama-quantize" "$f16" "$M/llama1b-shape-$t.gguf" "$t" >/dev/null 2>&1
 done
 
+if [[ ${WITH_8B:-0} == 1 && ! -f $M/llama8b-shape-Q4_K_M.gguf ]]; then
+  "$B/bin/textgen-make-random-gguf" --arch llama --preset tiny --dim 4096 --hidden 14336 \
+    --layers 32 --heads 32 --kv-heads 8 --context 8192 --dtype q8_0 --vocab-from "$vocab" \
+    --untied --name llama-3.1-8b-shape --out "$M/llama8b-shape-Q8_0.gguf"
+  "$L/llama-quantize" --allow-requantize "$M/llama8b-shape-Q8_0.gguf" \
+    "$M/llama8b-shape-Q4_K_M.gguf" Q4_K_M >/dev/null 2>&1
+fi
+
 log=$(mktemp)
 # record LABEL VALUE: one measurement, for the summary.
 record() { echo "RESULT|$1|$2" | tee -a "$log"; }
 want() { [[ $1 =~ ${ONLY:-.} ]]; }
 
+# The most the DRAM gave in 5 reads of 1 GiB (neighbours take their share at random).
 read_limit() {
-  "$B/bin/textgen-bench-quant-matmul" --benchmark_filter='BM_ReadBandwidth' 2>/dev/null |
-    grep -o 'GB/s=[0-9.]*' | cut -d= -f2
+  "$B/bin/textgen-bench-quant-matmul" --benchmark_filter='BM_ReadBandwidth' \
+    --benchmark_repetitions=5 --benchmark_report_aggregates_only=false 2>/dev/null |
+    grep -o 'GB/s=[0-9.]*' | cut -d= -f2 | sort -g | tail -1
 }
 llama_tg() {  # FILE THREADS
   "$L/llama-bench" -m "$1" -t "$2" -p 0 -n 64 -r 3 2>/dev/null | awk -F'|' '/tg64/ { split($(NF-1), a, "±"); print a[1] + 0 }'
@@ -99,13 +112,25 @@ for round in $(seq "$rounds"); do
       record "$t prefill512 textgen" "$(textgen_prefill "$f")"
     fi
     for b in 16 64; do
-      want "$t server $b" || continue
+      want "$t server B=$b" || continue
       record "$t server B=$b llama.cpp" "$(llama_served "$f" "$b")"
       read -r tps rss <<<"$(textgen_served "$f" "$b")"
       record "$t server B=$b textgen" "$tps"
       record "$t server B=$b textgen peak RSS MiB" "$rss"
     done
   done
+  if [[ ${WITH_8B:-0} == 1 ]] && want "8B"; then
+    f=$M/llama8b-shape-Q4_K_M.gguf
+    record "8B_Q4_K_M decode llama.cpp" "$(llama_tg "$f" 2)"
+    record "8B_Q4_K_M decode textgen" "$(textgen_decode "$f" 2)"
+    record "8B_Q4_K_M prefill64 llama.cpp" "$("$L/llama-bench" -m "$f" -t 2 -p 64 -n 0 -r 1 2>/dev/null |
+      awk -F'|' '/pp64/ { split($(NF-1), a, "±"); print a[1] + 0 }')"
+    out=$(/usr/bin/time -v "$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 64 \
+      --gen 2 --batches 1 2>&1)
+    record "8B_Q4_K_M prefill64 textgen" "$(awk '/prefill 64 tokens/ { print $4 }' <<<"$out")"
+    record "8B_Q4_K_M textgen peak RSS MiB" \
+      "$(awk '/Maximum resident/ { printf "%.0f", $6 / 1024 }' <<<"$out")"
+  fi
 done
 
 printf '\n==== summary: medians of %s rounds\n' "$rounds"
@@ -128,7 +153,8 @@ for label in sorted(med):
         line += f"  llama.cpp {med[base]:.1f} (runs {values[base]})  ratio {med[label] / med[base]:.2f}x"
     if "decode" in label and read and "1-thread" not in label:
         qtype = label.split()[0]
-        size = os.path.getsize(os.path.join(sys.argv[2], f"llama1b-shape-{qtype}.gguf"))
+        name = qtype.replace("8B_", "llama8b-shape-") if qtype.startswith("8B_") else f"llama1b-shape-{qtype}"
+        size = os.path.getsize(os.path.join(sys.argv[2], f"{name}.gguf"))
         limit = read * 1e9 / size
         line += f"  read limit {limit:.1f} tok/s: textgen at {100 * med[label] / limit:.0f}%"
     print(line)
