@@ -261,21 +261,8 @@ class QuantizedInvarianceTest : public ::testing::TestWithParam<QuantMix> {};
 TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
   if (!ops::CpuSupportsQuantMatmul()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
   const QuantMix mix = GetParam();
-  RandomModelSpec spec;
+  RandomModelSpec spec = QuantizedModelSpec(mix.dtype, mix.k_quant_mix);
   spec.architecture = mix.architecture;
-  spec.dim = 256;
-  spec.hidden_dim = 512;
-  spec.n_heads = 4;
-  spec.n_kv_heads = 2;
-  spec.head_dim = 64;
-  spec.vocab_size = 512;
-  spec.tied_output = false;
-  spec.dtype = mix.dtype;
-  if (mix.k_quant_mix) {
-    spec.dtype_overrides = {{"attn_v.weight", DType::kQ6_K},
-                            {"ffn_down.weight", DType::kQ6_K},
-                            {"output.weight", DType::kQ6_K}};
-  }
   auto writer = BuildRandomModel(spec);
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::string path = (std::filesystem::path(::testing::TempDir()) /
@@ -322,14 +309,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Q4_K/Q5_K), not at the f32 size they had when dequantized at load.
 TEST(EngineMemoryTest, CountsQuantizedWeightsAtTheirPackedSize) {
   if (!ops::CpuSupportsQuantMatmul()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
-  RandomModelSpec spec;
-  spec.dim = 256;
-  spec.hidden_dim = 512;
-  spec.head_dim = 64;
-  spec.vocab_size = 512;
-  spec.tied_output = false;
-  spec.dtype = DType::kQ4_K;
-  spec.dtype_overrides = {{"output.weight", DType::kQ6_K}};
+  RandomModelSpec spec = QuantizedModelSpec(DType::kQ4_K, /*k_quant_mix=*/true);
   auto writer = BuildRandomModel(spec);
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::string path =

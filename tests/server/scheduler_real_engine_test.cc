@@ -43,39 +43,25 @@ class MaxBatchObserver : public SchedulerObserver {
   std::atomic<int> max_sequences{0};
 };
 
-// "stories260K" (the real model in ../shared), or an architecture name: a random-weight model
-// of it written here (head size 24, not dim / heads, where the architecture allows it).
+// "stories260K" (the real model in ../shared), an architecture name: a random-weight model of
+// it written here (head size 24, not dim / heads, where the architecture allows it), or
+// "llama_Q4_K_M": a random quantized model with llama.cpp's Q4_K_M mix of types.
 absl::StatusOr<std::string> ModelFor(const std::string& name) {
   if (name == "stories260K") return Stories260KPath();
   model::RandomModelSpec spec;
   if (name == "llama_Q4_K_M") {
-    // A quantized mix as llama.cpp writes it, through the integer kernels (K-quant rows are
-    // 256 wide).
-    spec.dim = 256;
-    spec.hidden_dim = 512;
-    spec.head_dim = 64;
-    spec.vocab_size = 512;
-    spec.context_length = 512;
+    // A quantized mix as llama.cpp writes it, through the integer kernels.
+    spec = model::QuantizedModelSpec(model::DType::kQ4_K, /*k_quant_mix=*/true);
+  } else {
+    const model::ArchitectureSpec* arch = model::FindArchitecture(name);
+    if (arch == nullptr) return absl::NotFoundError(name);
+    spec.architecture = arch->architecture;
+    spec.head_dim = arch->learned_positions ? 0 : 24;
+    if (arch->learned_positions) spec.n_kv_heads = spec.n_heads;
     spec.tied_output = false;
-    spec.dtype = model::DType::kQ4_K;
-    spec.dtype_overrides = {{"attn_v.weight", model::DType::kQ6_K},
-                            {"ffn_down.weight", model::DType::kQ6_K},
-                            {"output.weight", model::DType::kQ6_K}};
-    absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
-    if (!writer.ok()) return writer.status();
-    const std::string path =
-        (std::filesystem::path(::testing::TempDir()) / ("real_engine_" + name + ".gguf")).string();
-    if (absl::Status status = writer->WriteFile(path); !status.ok()) return status;
-    return path;
+    if (arch->gemma.enabled) spec.sliding_window = 7;  // shorter than the prompts: it slides
   }
-  const model::ArchitectureSpec* arch = model::FindArchitecture(name);
-  if (arch == nullptr) return absl::NotFoundError(name);
-  spec.architecture = arch->architecture;
-  spec.head_dim = arch->learned_positions ? 0 : 24;
-  if (arch->learned_positions) spec.n_kv_heads = spec.n_heads;
   spec.context_length = 512;
-  spec.tied_output = false;
-  if (arch->gemma.enabled) spec.sliding_window = 7;  // shorter than the prompts: it slides
   absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
   if (!writer.ok()) return writer.status();
   const std::string path =

@@ -271,6 +271,24 @@ absl::Status ValidateSpec(const RandomModelSpec& s) {
 
 }  // namespace
 
+RandomModelSpec QuantizedModelSpec(DType dtype, bool k_quant_mix) {
+  RandomModelSpec spec;
+  spec.dim = 256;
+  spec.hidden_dim = 512;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.head_dim = 64;
+  spec.vocab_size = 512;
+  spec.tied_output = false;
+  spec.dtype = dtype;
+  if (k_quant_mix) {
+    spec.dtype_overrides = {{"attn_v.weight", DType::kQ6_K},
+                            {"ffn_down.weight", DType::kQ6_K},
+                            {"output.weight", DType::kQ6_K}};
+  }
+  return spec;
+}
+
 absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Architecture arch) {
   RandomModelSpec s;
   s.architecture = arch;

@@ -40,6 +40,11 @@ struct RandomModelSpec {
   std::string name = "random";
 };
 
+// A small llama model whose matrices are whole K-quant super-blocks wide (dim 256, FFN 512,
+// 4 heads of 64, 2 KV heads, vocab 512, untied) in `dtype`; with `k_quant_mix`, attn_v,
+// ffn_down and the output in Q6_K as llama.cpp's *_K_M files have them.
+RandomModelSpec QuantizedModelSpec(DType dtype, bool k_quant_mix);
+
 // "stories15M", "stories110M" or "tiny" (see the tool's --help).
 absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Architecture arch);
 

@@ -131,6 +131,24 @@ TEXTGEN_VNNI inline __m512i Dot32(const __m512i (&q)[8], const int8_t* xq, __m51
   return _mm512_add_epi32(a, b);
 }
 
+TEXTGEN_VNNI inline void ZeroRows(__m512 (&v)[kMaxRowBlock]) {
+  for (__m512& x : v) x = _mm512_setzero_ps();
+}
+TEXTGEN_VNNI inline void ZeroRows(__m512i (&v)[kMaxRowBlock]) {
+  for (__m512i& x : v) x = _mm512_setzero_si512();
+}
+
+// acc[r] += (d * dx_r) * sums[r] for the MR rows: a super-block's integer sum into the f32
+// accumulators, dx_r being row r's activation scale for super-block `sb`.
+template <int MR>
+TEXTGEN_VNNI inline void AddScaledSums(const __m512i (&sums)[kMaxRowBlock], __m512 d, Rows x,
+                                       int sb, __m512 (&acc)[kMaxRowBlock]) {
+  for (int r = 0; r < MR; ++r) {
+    const __m512 dx = _mm512_set1_ps(x.scales(r)[sb]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]), _mm512_mul_ps(d, dx), acc[r]);
+  }
+}
+
 TEXTGEN_VNNI inline void Store(const __m512 (&acc)[kMaxRowBlock], int mr, float* y, int ldy,
                                int cols) {
   const __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1u);
@@ -144,7 +162,7 @@ template <int Bits, int Offset, bool HasMin, int MR>
 TEXTGEN_VNNI void Block32Panel(const PackedQuantMatrix& w, const Layout& l, int p, Rows x, float* y,
                                int ldy, int cols) {
   __m512 acc[kMaxRowBlock];
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  ZeroRows(acc);
   const uint8_t* block = w.Block(p, 0);
   for (int b = 0; b < w.blocks; ++b, block += l.bytes) {
     PrefetchSlice(block, l.bytes, 0, 1);
@@ -172,11 +190,11 @@ template <int Bits, int MR>
 TEXTGEN_VNNI void K32Panel(const PackedQuantMatrix& w, const Layout& l, int p, Rows x, float* y,
                            int ldy, int cols) {
   __m512 acc[kMaxRowBlock];
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  ZeroRows(acc);
   const uint8_t* block = w.Block(p, 0);
   for (int sb = 0; sb < w.blocks; ++sb, block += l.bytes) {
     __m512i scaled[kMaxRowBlock];
-    for (int r = 0; r < MR; ++r) scaled[r] = _mm512_setzero_si512();
+    ZeroRows(scaled);
     for (int j = 0; j < 8; ++j) {
       PrefetchSlice(block, l.bytes, j, 8);
       __m512i q[8];
@@ -190,7 +208,7 @@ TEXTGEN_VNNI void K32Panel(const PackedQuantMatrix& w, const Layout& l, int p, R
       }
     }
     __m512i mins[kMaxRowBlock];
-    for (int r = 0; r < MR; ++r) mins[r] = _mm512_setzero_si512();
+    ZeroRows(mins);
 #pragma GCC unroll 4
     for (int pair = 0; pair < 4; ++pair) {
       const __m512i m = _mm512_cvtepu8_epi16(
@@ -199,13 +217,10 @@ TEXTGEN_VNNI void K32Panel(const PackedQuantMatrix& w, const Layout& l, int p, R
         mins[r] = _mm512_dpwssd_epi32(mins[r], m, _mm512_set1_epi32(x.pair_sums(r)[4 * sb + pair]));
       }
     }
-    const __m512 d = Halves(block + l.d);
-    const __m512 dmin = Halves(block + l.m);
-    for (int r = 0; r < MR; ++r) {
-      const __m512 dx = _mm512_set1_ps(x.scales(r)[sb]);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(scaled[r]), _mm512_mul_ps(d, dx), acc[r]);
-      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[r]), _mm512_mul_ps(dmin, dx), acc[r]);
-    }
+    AddScaledSums<MR>(scaled, Halves(block + l.d), x, sb, acc);
+    // Minus dmin (negating is exact: the same as subtracting the product).
+    const __m512 minus_dmin = _mm512_sub_ps(_mm512_setzero_ps(), Halves(block + l.m));
+    AddScaledSums<MR>(mins, minus_dmin, x, sb, acc);
   }
   Store(acc, MR, y, ldy, cols);
 }
@@ -216,11 +231,11 @@ template <int MR>
 TEXTGEN_VNNI void Q6KPanel(const PackedQuantMatrix& w, const Layout& l, int p, Rows x, float* y,
                            int ldy, int cols) {
   __m512 acc[kMaxRowBlock];
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  ZeroRows(acc);
   const uint8_t* block = w.Block(p, 0);
   for (int sb = 0; sb < w.blocks; ++sb, block += l.bytes) {
     __m512i scaled[kMaxRowBlock];
-    for (int r = 0; r < MR; ++r) scaled[r] = _mm512_setzero_si512();
+    ZeroRows(scaled);
     for (int j = 0; j < 16; ++j) {
       PrefetchSlice(block, l.bytes, j, 16);
       const __m512i h = Load(block + l.plane + j * kQuadBytes);
@@ -244,11 +259,7 @@ TEXTGEN_VNNI void Q6KPanel(const PackedQuantMatrix& w, const Layout& l, int p, R
         scaled[r] = _mm512_add_epi32(scaled[r], _mm512_mullo_epi32(_mm512_add_epi32(a, b), sc));
       }
     }
-    const __m512 d = Halves(block + l.d);
-    for (int r = 0; r < MR; ++r) {
-      const __m512 dx = _mm512_set1_ps(x.scales(r)[sb]);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(scaled[r]), _mm512_mul_ps(d, dx), acc[r]);
-    }
+    AddScaledSums<MR>(scaled, Halves(block + l.d), x, sb, acc);
   }
   Store(acc, MR, y, ldy, cols);
 }
