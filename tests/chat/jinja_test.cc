@@ -128,6 +128,19 @@ TEST(JinjaErrorTest, MutatingInputsIsRefused) {
 
 // A macro lives in the frame it closes over and a namespace may hold itself: neither may keep
 // its memory alive after the render (the ASan build's leak checker runs this).
+// Printing a namespace that holds itself ends (depth shown as "..."), and one that holds
+// itself twice per level is cut off by size and refused, not rendered for 2^200 steps.
+TEST(JinjaLimitsTest, SelfReferencesPrintAndEnd) {
+  absl::StatusOr<TaintedString> once =
+      Render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}");
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_THAT(once->bytes, HasSubstr("<Namespace {'me': <Namespace {'me': "));
+  EXPECT_THAT(once->bytes, HasSubstr("..."));
+  absl::StatusOr<TaintedString> twice =
+      Render("{% set ns = namespace() %}{% set ns.a = [ns, ns] %}{{ ns }}");
+  EXPECT_FALSE(twice.ok());
+}
+
 TEST(JinjaLimitsTest, SelfReferencesDoNotLeak) {
   absl::StatusOr<TaintedString> out = Render(
       "{% macro m() %}x{% endmacro %}{% set ns = namespace() %}{% set ns.me = ns %}"

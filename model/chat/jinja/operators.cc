@@ -180,23 +180,42 @@ absl::Status UndefinedError(const Value& undefined) {
       undefined.undefined_reason().empty() ? "a value is undefined" : undefined.undefined_reason());
 }
 
-bool DeepTainted(const Value& value) {
+namespace {
+
+// A namespace may hold itself, so the walk is bounded: past this depth, or after this many
+// values, the value counts as tainted (the safe answer: its text then never yields control
+// tokens).
+constexpr int kMaxTaintDepth = 200;
+constexpr int64_t kMaxTaintWalk = int64_t{1} << 20;
+
+bool DeepTaintedWithin(const Value& value, int depth, int64_t* budget) {
+  if (depth > kMaxTaintDepth || --*budget < 0) return true;
   switch (value.kind()) {
     case Value::Kind::kString:
       return value.tainted_str().tainted();
     case Value::Kind::kList:
       for (const Value& item : value.list()) {
-        if (DeepTainted(item)) return true;
+        if (DeepTaintedWithin(item, depth + 1, budget)) return true;
       }
       return false;
     case Value::Kind::kDict:
       for (const auto& [key, item] : value.dict().entries()) {
-        if (DeepTainted(key) || DeepTainted(item)) return true;
+        if (DeepTaintedWithin(key, depth + 1, budget) ||
+            DeepTaintedWithin(item, depth + 1, budget)) {
+          return true;
+        }
       }
       return false;
     default:
       return false;
   }
+}
+
+}  // namespace
+
+bool DeepTainted(const Value& value) {
+  int64_t budget = kMaxTaintWalk;
+  return DeepTaintedWithin(value, 0, &budget);
 }
 
 TaintedString ToText(const Value& value) {

@@ -50,7 +50,15 @@ std::string FormatShortest(double value) {
   return out;
 }
 
-void AppendRepr(const Value& value, std::string* out);
+// A namespace may hold itself (as in Python), so a repr must end on its own: nesting past
+// kMaxReprDepth is shown as "..." (Python shows a container inside itself as [...]), and
+// past kMaxReprBytes, more than the 8 MiB any string of a chat render may hold, nothing more
+// is appended (the render's string limit then refuses the text). Bounds the recursion and the
+// work whatever a template builds (the chat-template fuzzer found a namespace holding itself).
+constexpr int kMaxReprDepth = 200;
+constexpr size_t kMaxReprBytes = size_t{8} << 20;
+
+void AppendRepr(const Value& value, std::string* out, int depth = 0);
 
 void AppendStringRepr(absl::string_view text, std::string* out) {
   // Python picks single quotes unless the text has a ' and no ".
@@ -85,7 +93,12 @@ void AppendStringRepr(absl::string_view text, std::string* out) {
   out->push_back(quote);
 }
 
-void AppendRepr(const Value& value, std::string* out) {
+void AppendRepr(const Value& value, std::string* out, int depth) {
+  if (out->size() > kMaxReprBytes) return;
+  if (depth > kMaxReprDepth) {
+    out->append("...");
+    return;
+  }
   switch (value.kind()) {
     case Value::Kind::kString:
       AppendStringRepr(value.str(), out);
@@ -98,9 +111,10 @@ void AppendRepr(const Value& value, std::string* out) {
       out->push_back(value.is_tuple() ? '(' : '[');
       bool first = true;
       for (const Value& item : value.list()) {
+        if (out->size() > kMaxReprBytes) return;
         if (!first) out->append(", ");
         first = false;
-        AppendRepr(item, out);
+        AppendRepr(item, out, depth + 1);
       }
       if (value.is_tuple() && value.list().size() == 1) out->push_back(',');
       out->push_back(value.is_tuple() ? ')' : ']');
@@ -109,18 +123,19 @@ void AppendRepr(const Value& value, std::string* out) {
     case Value::Kind::kDict: {
       if (value.is_namespace()) {
         out->append("<Namespace ");
-        AppendRepr(Value::MakeDict(value.dict()), out);
+        AppendRepr(Value::MakeDict(value.dict()), out, depth + 1);
         out->push_back('>');
         return;
       }
       out->push_back('{');
       bool first = true;
       for (const auto& [key, item] : value.dict().entries()) {
+        if (out->size() > kMaxReprBytes) return;
         if (!first) out->append(", ");
         first = false;
-        AppendRepr(key, out);
+        AppendRepr(key, out, depth + 1);
         out->append(": ");
-        AppendRepr(item, out);
+        AppendRepr(item, out, depth + 1);
       }
       out->push_back('}');
       return;
