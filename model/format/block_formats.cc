@@ -132,22 +132,12 @@ void DequantizeQ3_K(const uint8_t* b, float* y) {
   }
 }
 
-// The 6-bit scales and minimums of Q4_K/Q5_K's eight 32-element sub-blocks, packed in 12 bytes.
-void UnpackScaleMin(const uint8_t* p, int* scale, int* min) {
-  for (int j = 0; j < 4; ++j) {
-    scale[j] = p[j] & 0x3F;
-    min[j] = p[j + 4] & 0x3F;
-    scale[j + 4] = (p[j + 8] & 0x0F) | ((p[j] >> 2) & 0x30);
-    min[j + 4] = (p[j + 8] >> 4) | ((p[j + 4] >> 2) & 0x30);
-  }
-}
-
 // Q4_K: f16 d, dmin, scales[12], qs[128]. Sub-block 2c + n holds nibble n of qs[32c + l].
 void DequantizeQ4_K(const uint8_t* b, float* y) {
   const float d = LoadHalf(b);
   const float dmin = LoadHalf(b + 2);
   int scale[8], min[8];
-  UnpackScaleMin(b + 4, scale, min);
+  UnpackKQuantScaleMin(b + 4, scale, min);
   const uint8_t* qs = b + 16;
   for (int sub = 0; sub < 8; ++sub) {
     const float ds = d * static_cast<float>(scale[sub]);
@@ -165,7 +155,7 @@ void DequantizeQ5_K(const uint8_t* b, float* y) {
   const float d = LoadHalf(b);
   const float dmin = LoadHalf(b + 2);
   int scale[8], min[8];
-  UnpackScaleMin(b + 4, scale, min);
+  UnpackKQuantScaleMin(b + 4, scale, min);
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + 48;
   for (int sub = 0; sub < 8; ++sub) {
@@ -226,6 +216,15 @@ BlockDequantizer DequantizerOf(DType dtype) {
 }
 
 }  // namespace
+
+void UnpackKQuantScaleMin(const uint8_t* p, int* scale, int* min) {
+  for (int j = 0; j < 4; ++j) {
+    scale[j] = p[j] & 0x3F;
+    min[j] = p[j + 4] & 0x3F;
+    scale[j + 4] = (p[j + 8] & 0x0F) | ((p[j] >> 2) & 0x30);
+    min[j + 4] = (p[j + 8] >> 4) | ((p[j + 4] >> 2) & 0x30);
+  }
+}
 
 const BlockFormat& FormatOf(DType dtype) { return kFormats[static_cast<int>(dtype)]; }
 

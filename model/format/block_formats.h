@@ -31,6 +31,10 @@ const char* SupportedTypeNames();
 // Bytes of `elements` consecutive elements; `elements` must be a multiple of the block size.
 int64_t BytesOf(DType dtype, int64_t elements);
 
+// The 6-bit scales and minimums of a Q4_K/Q5_K block's eight 32-element sub-blocks, packed in
+// the 12 bytes at `packed`.
+void UnpackKQuantScaleMin(const uint8_t* packed, int* scale, int* min);
+
 // Converts `elements` values starting at `src` (block-aligned, may be unaligned in memory) to
 // f32, exactly as ggml / gguf-py's dequantizers compute them (same operations in the same order,
 // so the results are bit-identical).

@@ -41,16 +41,6 @@ void DecodeFiveBit(const uint8_t* qs, uint32_t qh, uint8_t* codes) {
   }
 }
 
-// Q4_K/Q5_K's 6-bit scales and minimums of 8 sub-blocks, packed in 12 bytes.
-void DecodeScaleMin(const uint8_t* p, uint8_t* scale, uint8_t* min) {
-  for (int j = 0; j < 4; ++j) {
-    scale[j] = p[j] & 0x3F;
-    min[j] = p[j + 4] & 0x3F;
-    scale[j + 4] = static_cast<uint8_t>((p[j + 8] & 0x0F) | ((p[j] >> 2) & 0x30));
-    min[j + 4] = static_cast<uint8_t>((p[j + 8] >> 4) | ((p[j + 4] >> 2) & 0x30));
-  }
-}
-
 // The file's block layouts (block_formats.cc documents them).
 void Decode(DType dtype, const uint8_t* b, DecodedBlock& out) {
   switch (dtype) {
@@ -84,7 +74,12 @@ void Decode(DType dtype, const uint8_t* b, DecodedBlock& out) {
       const bool five = dtype == DType::kQ5_K;
       out.d = LoadU16(b);
       out.m = LoadU16(b + 2);
-      DecodeScaleMin(b + 4, out.scales, out.mins);
+      int scale[8], min[8];
+      UnpackKQuantScaleMin(b + 4, scale, min);
+      for (int sub = 0; sub < 8; ++sub) {
+        out.scales[sub] = static_cast<uint8_t>(scale[sub]);
+        out.mins[sub] = static_cast<uint8_t>(min[sub]);
+      }
       const uint8_t* qh = b + 16;
       const uint8_t* qs = b + (five ? 48 : 16);
       for (int sub = 0; sub < 8; ++sub) {
