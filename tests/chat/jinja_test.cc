@@ -141,6 +141,30 @@ TEST(JinjaLimitsTest, SelfReferencesPrintAndEnd) {
   EXPECT_FALSE(twice.ok());
 }
 
+// Only a namespace carries a value across loop iterations, so wrapping it once per iteration
+// is the one way to build a value deeper than the template's own nesting; == (and freeing it)
+// would recurse once per level. The assignment past kMaxValueDepth is refused.
+TEST(JinjaLimitsTest, NamespaceValuesCannotNestWithoutBound) {
+  absl::StatusOr<TaintedString> deep = Render(
+      "{% set ns = namespace(x=[]) %}{% for i in range(900000) %}{% set ns.x = [ns.x] %}"
+      "{% endfor %}{{ ns.x == ns.x }}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(deep.status().message(),
+              HasSubstr("cannot assign 'x': the value nests 201 lists or dicts deep, more than "
+                        "200 allowed"));
+  deep = Render(
+      "{% set ns = namespace(x={}) %}{% for i in range(900000) %}{% set ns.x = {'k': ns.x} %}"
+      "{% endfor %}");
+  EXPECT_FALSE(deep.ok());
+
+  absl::StatusOr<TaintedString> allowed = Render(
+      "{% set ns = namespace(x=[]) %}{% for i in range(199) %}{% set ns.x = [ns.x] %}"
+      "{% endfor %}{{ ns.x == ns.x }} {{ [ns] == [ns] }} {{ ns.x|string|length }}");
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ(allowed->bytes, "True True 400");
+}
+
 TEST(JinjaLimitsTest, SelfReferencesDoNotLeak) {
   absl::StatusOr<TaintedString> out = Render(
       "{% macro m() %}x{% endmacro %}{% set ns = namespace() %}{% set ns.me = ns %}"

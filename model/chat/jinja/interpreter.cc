@@ -202,6 +202,11 @@ absl::Status Interpreter::ExecSet(const Stmt& stmt, const FramePtr& frame) {
     }
     absl::StatusOr<Value> value = Eval(*stmt.value, frame);
     if (!value.ok()) return value.status();
+    if (value->nesting_depth() > kMaxValueDepth) {
+      return TypeError(absl::StrCat("cannot assign '", stmt.attribute, "': the value nests ",
+                                    value->nesting_depth(), " lists or dicts deep, more than ",
+                                    kMaxValueDepth, " allowed"));
+    }
     object->mutable_dict().Set(Value::String(stmt.attribute), *std::move(value));
     return absl::OkStatus();
   }

@@ -1,6 +1,7 @@
 #include "model/chat/jinja/value.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace textgen::model::jinja {
 
@@ -90,11 +91,33 @@ Value Value::Tainted(std::string s) {
   return String(std::move(tainted));
 }
 
-Value Value::MakeList(List items) { return Value(std::make_shared<List>(std::move(items))); }
+int Value::DepthAbove(int child_depth) {
+  return std::min(child_depth + 1, static_cast<int>(std::numeric_limits<uint16_t>::max()));
+}
 
-Value Value::MakeDict(Dict dict) { return Value(std::make_shared<Dict>(std::move(dict))); }
+Value Value::MakeList(List items) {
+  int deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.nesting_depth());
+  Value list(std::make_shared<List>(std::move(items)));
+  list.nesting_depth_ = static_cast<uint16_t>(DepthAbove(deepest));
+  return list;
+}
 
-Value Value::MakeNamespace(Dict dict) { return MakeDict(std::move(dict)).WithFlag(kNamespace); }
+Value Value::MakeDict(Dict dict) {
+  int deepest = 0;
+  for (const auto& [key, value] : dict.entries()) {
+    deepest = std::max({deepest, key.nesting_depth(), value.nesting_depth()});
+  }
+  Value made(std::make_shared<Dict>(std::move(dict)));
+  made.nesting_depth_ = static_cast<uint16_t>(DepthAbove(deepest));
+  return made;
+}
+
+Value Value::MakeNamespace(Dict dict) {
+  Value ns = Value(std::make_shared<Dict>(std::move(dict))).WithFlag(kNamespace);
+  ns.nesting_depth_ = 1;
+  return ns;
+}
 
 Value Value::MakeTuple(List items) { return MakeList(std::move(items)).WithFlag(kTuple); }
 

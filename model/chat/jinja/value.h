@@ -48,6 +48,11 @@ struct Undefined {
 
 struct None {};
 
+// Deepest value a namespace may hold. Only a namespace carries a value from one loop
+// iteration to the next, so this bounds how deep any value gets (deep enough for any JSON a
+// request may carry), and with it the recursion of ==, repr and tojson.
+inline constexpr int kMaxValueDepth = 200;
+
 // A value as Python-hosted Jinja2 sees it. Lists and dicts are shared (Python reference
 // semantics); strings are shared immutable.
 class Value {
@@ -113,6 +118,11 @@ class Value {
   bool Equals(const Value& other) const;
   // The Python type name Jinja puts in messages ("str", "dict", "NoneType").
   std::string TypeName() const;
+  // How many lists, tuples and dicts nest here: 0 for a scalar, 1 for [1, 2], 2 for [[1]].
+  // A namespace counts 1 whatever it holds: its contents change, and nothing walks into it
+  // except repr, which has its own bound. Kept at construction (nothing but a namespace is
+  // mutable), so the renderer can refuse a value before a recursive walk overflows the stack.
+  int nesting_depth() const { return nesting_depth_; }
 
  private:
   using StringPtr = std::shared_ptr<const TaintedString>;
@@ -128,11 +138,13 @@ class Value {
     flags_ = flag;
     return std::move(*this);
   }
+  static int DepthAbove(int child_depth);
 
   enum Flag : uint8_t { kNamespace = 1, kTuple = 2, kGenerator = 4, kMarkup = 8 };
 
   Data data_;
   uint8_t flags_ = 0;
+  uint16_t nesting_depth_ = 0;  // saturates at 65535
 };
 
 // An insertion-ordered dict (Python 3.7+ dicts keep order, and tojson must too).
