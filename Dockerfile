@@ -6,7 +6,7 @@ FROM debian:bookworm AS build
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       cmake ninja-build g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev \
       protobuf-compiler libabsl-dev libdnnl-dev ocl-icd-opencl-dev prometheus-cpp-dev \
-      nlohmann-json3-dev libpcre2-dev libgtest-dev libgmock-dev \
+      nlohmann-json3-dev libpcre2-dev libboost-dev libgtest-dev libgmock-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

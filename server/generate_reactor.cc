@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "model/tokenizer/utf8.h"
 #include "server/chat_validation.h"
+#include "server/request_report.h"
 #include "server/status_mapping.h"
 
 namespace textgen::server {
@@ -301,20 +302,7 @@ void GenerateReactor::OnDone() {
     record.time_to_first_token_seconds =
         absl::ToDoubleSeconds(*summary.first_token_time - arrival_time_);
   }
-  if (deps_.observer != nullptr) deps_.observer->OnRequestDone(record);
-  if (deps_.logger != nullptr && deps_.logger->Enabled(LogLevel::kInfo)) {
-    std::string line = absl::StrFormat(
-        "request id=%s status=%s prompt_tokens=%d cached_tokens=%d completion_tokens=%d "
-        "ttft_ms=%s total_ms=%.1f",
-        record.request_id.empty() ? "-" : record.request_id, StatusCodeName(record.code),
-        record.prompt_tokens, record.cached_tokens, record.completion_tokens,
-        record.time_to_first_token_seconds < 0
-            ? std::string("-")
-            : absl::StrFormat("%.1f", record.time_to_first_token_seconds * 1e3),
-        record.duration_seconds * 1e3);
-    if (!record.message.empty()) absl::StrAppend(&line, " error=\"", record.message, "\"");
-    deps_.logger->Info(line);
-  }
+  ReportRequestDone(record, deps_.observer, deps_.logger);
   delete this;
 }
 

@@ -29,6 +29,8 @@
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/drain.h"
+#include "server/http/http_server.h"
+#include "server/http/openai_api.h"
 #include "server/logging.h"
 #include "server/metrics.h"
 #include "server/model_info.h"
@@ -51,6 +53,11 @@ ABSL_FLAG(std::string, chat_template, "",
 ABSL_FLAG(std::string, listen, kDefaults.listen, "gRPC listen address HOST:PORT");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "Prometheus /metrics HTTP address HOST:PORT (empty: no metrics endpoint)");
+ABSL_FLAG(std::string, http_listen, kDefaults.http_listen,
+          "OpenAI-compatible HTTP API address HOST:PORT (/v1/chat/completions, /v1/completions, "
+          "/v1/models, /health); empty: off");
+ABSL_FLAG(int, http_threads, kDefaults.http_threads,
+          "I/O threads of the HTTP API (they parse and stream; the engine has its own)");
 ABSL_FLAG(int, threads, kDefaults.threads, "Engine (oneDNN) threads; 0 = all cores");
 ABSL_FLAG(int, max_batch, kDefaults.max_batch, "Most sequences running in one engine step");
 ABSL_FLAG(int, max_batch_tokens, kDefaults.max_batch_tokens,
@@ -96,6 +103,8 @@ ServerOptions OptionsFromFlags() {
   o.chat_template_path = absl::GetFlag(FLAGS_chat_template);
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.http_listen = absl::GetFlag(FLAGS_http_listen);
+  o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.max_batch = absl::GetFlag(FLAGS_max_batch);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
@@ -259,6 +268,30 @@ int Run(ServerOptions options) {
   }
   SetServing(*server, false);  // until the model is loaded
 
+  // The HTTP front end shares the observer, logger and (once loaded) the backend with gRPC.
+  http::OpenAiApi openai_api(http::OpenAiApiOptions{
+      .observer = metrics->get(), .logger = &logger, .max_buffered_events = 4096});
+  std::unique_ptr<http::HttpServer> http_server;
+  if (!options.http_listen.empty()) {
+    http::HttpServerOptions http_options;
+    http_options.listen = options.http_listen;
+    http_options.threads = options.http_threads;
+    http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
+    absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::Start(
+        http_options,
+        [&openai_api](const http::HttpRequest& request,
+                      std::shared_ptr<http::HttpExchange> exchange) {
+          openai_api.Handle(request, std::move(exchange));
+        },
+        &http::OpenAiApi::TransportError);
+    if (!started.ok()) {
+      logger.Error(absl::StrCat("--http-listen: ", started.status().message()));
+      server->Shutdown();
+      return 1;
+    }
+    http_server = *std::move(started);
+  }
+
   const absl::Time load_start = absl::Now();
   absl::StatusOr<std::unique_ptr<LoadedServer>> loaded =
       LoadOnPassingThread(options, metrics->get());
@@ -266,29 +299,37 @@ int Run(ServerOptions options) {
     logger.Error(
         absl::StrCat("cannot load model ", options.model_path, ": ", loaded.status().ToString()));
     server->Shutdown();
+    if (http_server != nullptr) http_server->Stop();
     return 1;
   }
   const absl::Duration load_time = absl::Now() - load_start;
   const v1::ModelInfo& info = (*loaded)->backend.model_info;
   (*metrics)->SetModelInfo(info.name(), info.architecture(), info.file_dtype());
   service.SetBackend(&(*loaded)->backend);
+  openai_api.SetBackend(&(*loaded)->backend);
   SetServing(*server, true);
   // One line with everything an operator (and the e2e tests, which read grpc_port=) needs.
   logger.Info(absl::StrFormat(
       "serving model=%s path=%s arch=%s params=%d file_dtype=%s compute_dtype=%s context=%d "
-      "listen=%s grpc_port=%d metrics_listen=%s metrics_port=%d load_time=%.2fs",
+      "listen=%s grpc_port=%d metrics_listen=%s metrics_port=%d http_listen=%s http_port=%d "
+      "load_time=%.2fs",
       info.name(), info.model_path(), info.architecture(), info.parameters(), info.file_dtype(),
       info.compute_dtype(), info.context_length(), options.listen, port,
       options.metrics_listen.empty() ? "off" : options.metrics_listen, (*metrics)->port(),
-      absl::ToDoubleSeconds(load_time)));
+      options.http_listen.empty() ? "off" : options.http_listen,
+      http_server != nullptr ? http_server->port() : 0, absl::ToDoubleSeconds(load_time)));
 
   const int signal_number = WaitForShutdownSignal();
   logger.Info(absl::StrFormat("signal %d: draining (timeout %s)", signal_number,
                               absl::FormatDuration(options.drain_timeout)));
+  openai_api.StartDraining();
   DrainAndShutdown(*server, (*loaded)->scheduler.get(), options.drain_timeout, &logger);
   server->Wait();
-  server.reset();   // no handler runs past this point
-  loaded->reset();  // stops the engine thread
+  server.reset();  // no gRPC handler runs past this point
+  // Streams still open past the drain deadline are closed; their sinks see IsClosed().
+  if (http_server != nullptr) http_server->Stop();
+  loaded->reset();      // stops the engine thread (and drops every sink it held)
+  http_server.reset();  // only now: a sink may hold an exchange on its connections
   logger.Info("stopped");
   return 0;
 }

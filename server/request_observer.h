@@ -9,7 +9,9 @@ namespace textgen::server {
 // What the service knows about one finished Generate RPC (every outcome, including requests
 // rejected by validation, by the scheduler, cancelled ones and deadline misses).
 struct RequestRecord {
-  std::string request_id;  // may be empty when validation failed before it was resolved
+  std::string request_id;
+  const char* api = "grpc";  // the front end: "grpc" or "http"  // may be empty when validation
+                             // failed before it was resolved
   absl::StatusCode code = absl::StatusCode::kOk;
   std::string message;  // the status message sent to the client (empty on OK)
   double duration_seconds = 0;

@@ -17,6 +17,8 @@ struct ServerOptions {
   std::string chat_template_path;  // Jinja file replacing the model's default chat template
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9090";  // empty = no metrics endpoint
+  std::string http_listen;                      // OpenAI-compatible HTTP API; empty = off
+  int http_threads = 2;                         // its I/O threads
   int threads = 0;                              // engine threads, 0 = all cores
   int max_batch = 64;                           // running sequences per step
   int max_batch_tokens = 512;                   // tokens per forward pass

@@ -8,6 +8,7 @@ add_library(textgen_service STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/generate_reactor.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/logging.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/metrics.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/request_report.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/server_options.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/service.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/status_mapping.cc
@@ -22,6 +23,6 @@ target_link_libraries(textgen_service
 # textgen-server: flags and wiring.
 add_executable(textgen-server ${CMAKE_CURRENT_SOURCE_DIR}/main.cc
                               ${CMAKE_CURRENT_SOURCE_DIR}/model_info.cc)
-target_link_libraries(textgen-server PRIVATE textgen_service textgen_scheduler textgen_model
+target_link_libraries(textgen-server PRIVATE textgen_http textgen_service textgen_scheduler textgen_model
                       gRPC::grpc++_reflection absl::flags absl::flags_parse absl::flags_usage
                       textgen_warnings)

@@ -11,19 +11,11 @@
 #include "server/logging.h"
 #include "server/request_observer.h"
 #include "server/scheduler.h"
+#include "server/service_backend.h"
 #include "server/validation.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen::server {
-
-// Everything the service needs once the model is loaded. Must outlive the server.
-struct ServiceBackend {
-  Scheduler* scheduler = nullptr;
-  const model::Tokenizer* tokenizer = nullptr;
-  ValidationOptions validation;
-  ChatTemplates chat_templates;
-  v1::ModelInfo model_info;
-};
 
 struct ServiceOptions {
   RequestObserver* observer = nullptr;  // Generate outcomes (metrics); may be null

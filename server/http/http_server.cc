@@ -1,0 +1,588 @@
+#include "server/http/http_server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "boost/asio/bind_executor.hpp"
+#include "boost/asio/executor_work_guard.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/post.hpp"
+#include "boost/asio/strand.hpp"
+#include "boost/asio/write.hpp"
+#include "boost/beast/core/flat_buffer.hpp"
+#include "boost/beast/core/tcp_stream.hpp"
+#include "boost/beast/http.hpp"
+
+namespace textgen::server::http {
+
+const std::string* HttpRequest::Header(absl::string_view lower_name) const {
+  for (const auto& [name, value] : headers) {
+    if (name == lower_name) return &value;
+  }
+  return nullptr;
+}
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+constexpr absl::string_view kServerHeader = "textgen";
+
+std::chrono::nanoseconds ToChrono(absl::Duration d) { return absl::ToChronoNanoseconds(d); }
+
+// "HOST:PORT" or "[V6]:PORT" -> (host, port).
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", address, "' is not HOST:PORT (port 0..65535)"));
+  }
+  std::string host(address.substr(0, colon));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "0.0.0.0";
+  return std::pair{host, port};
+}
+
+class ServerImpl;
+
+// One client connection: reads requests one after another and answers each through the
+// exchange the handler gets. Everything runs on the connection's strand.
+class Connection final : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, ServerImpl* server);
+  ~Connection();
+
+  void Run();
+  // Thread-safe: closes the connection on its strand.
+  void CloseFromAnyThread();
+  net::any_io_executor executor() { return stream_.get_executor(); }
+
+  // The exchange's operations (on the strand); `id` says which request they answer.
+  bool IsCurrent(uint64_t id) const { return exchange_active_ && id == exchange_id_ && !closed_; }
+  void Respond(uint64_t id, HttpResponse response);
+  void StartStream(uint64_t id, int status, const std::string& content_type);
+  void Write(uint64_t id, std::string data);
+  void EndStream(uint64_t id);
+  size_t unsent_bytes(uint64_t id) const { return IsCurrent(id) ? unsent_bytes_ : 0; }
+  void SetOnClose(uint64_t id, std::function<void()> on_close);
+
+ private:
+  void ReadHeader();
+  void OnHeader(const error_code& ec);
+  void ReadBody();
+  void OnBody(const error_code& ec);
+  void Dispatch();
+  void WatchForClose();
+  void OnReadable(const error_code& ec, uint64_t id);
+  void TransportError(int status, absl::string_view message);
+  void Send(std::string bytes);
+  void WriteNext();
+  void OnWritten(const error_code& ec);
+  void FinishExchange();
+  void LingerThenClose();
+  void CloseNow();
+
+  ServerImpl* const server_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::string peer_;
+
+  uint64_t exchange_id_ = 0;
+  bool exchange_active_ = false;
+  bool response_started_ = false;
+  bool ending_ = false;  // the last bytes of the response are queued
+  bool chunked_ = false;
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+  bool closed_ = false;
+  bool lingering_ = false;
+  std::function<void()> on_close_;
+  // Held while a handler owes a response, so the connection outlives the wait for tokens.
+  std::shared_ptr<Connection> self_;
+
+  std::deque<std::string> queued_;
+  std::string in_flight_;
+  size_t unsent_bytes_ = 0;
+  bool writing_ = false;
+};
+
+// What a handler holds: a connection and which of its requests it answers. Calls for an
+// exchange that is over (or a connection that is gone) do nothing.
+class Exchange final : public HttpExchange {
+ public:
+  Exchange(std::weak_ptr<Connection> connection, uint64_t id)
+      : connection_(std::move(connection)), id_(id) {}
+
+  void Respond(HttpResponse response) override {
+    if (auto c = connection_.lock()) c->Respond(id_, std::move(response));
+  }
+  void StartStream(int status, const std::string& content_type) override {
+    if (auto c = connection_.lock()) c->StartStream(id_, status, content_type);
+  }
+  void Write(std::string data) override {
+    if (auto c = connection_.lock()) c->Write(id_, std::move(data));
+  }
+  void EndStream() override {
+    if (auto c = connection_.lock()) c->EndStream(id_);
+  }
+  size_t unsent_bytes() const override {
+    auto c = connection_.lock();
+    return c ? c->unsent_bytes(id_) : 0;
+  }
+  bool closed() const override {
+    auto c = connection_.lock();
+    return c == nullptr || !c->IsCurrent(id_);
+  }
+  void SetOnClose(std::function<void()> on_close) override {
+    if (auto c = connection_.lock()) c->SetOnClose(id_, std::move(on_close));
+  }
+  void Post(std::function<void()> task) override {
+    if (auto c = connection_.lock()) {
+      net::post(c->executor(), [c, task = std::move(task)] { task(); });
+    }
+  }
+
+ private:
+  const std::weak_ptr<Connection> connection_;
+  const uint64_t id_;
+};
+
+class ServerImpl final : public HttpServer {
+ public:
+  ServerImpl(const HttpServerOptions& options, HttpHandler handler, ErrorBody transport_error)
+      : options_(options),
+        handler_(std::move(handler)),
+        transport_error_(std::move(transport_error)),
+        work_(net::make_work_guard(io_)),
+        acceptor_(net::make_strand(io_)) {}
+  ~ServerImpl() override { Stop(); }
+
+  absl::Status Bind() {
+    absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options_.listen);
+    if (!host_port.ok()) return host_port.status();
+    error_code ec;
+    tcp::resolver resolver(io_);
+    const auto results =
+        resolver.resolve(host_port->first, std::to_string(host_port->second),
+                         tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot resolve host '", host_port->first, "': ", ec.message()));
+    }
+    const tcp::endpoint endpoint = results.begin()->endpoint();
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", options_.listen, ": ", ec.message()));
+    }
+    port_ = acceptor_.local_endpoint().port();
+    return absl::OkStatus();
+  }
+
+  void StartThreads() {
+    Accept();
+    for (int i = 0; i < std::max(1, options_.threads); ++i) {
+      threads_.emplace_back([this] { io_.run(); });
+    }
+  }
+
+  int port() const override { return port_; }
+
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
+    net::post(acceptor_.get_executor(), [this] {
+      error_code ignored;
+      acceptor_.close(ignored);
+    });
+    std::vector<std::shared_ptr<Connection>> open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (Connection* c : connections_) {
+        if (auto alive = c->weak_from_this().lock()) open.push_back(std::move(alive));
+      }
+    }
+    for (const auto& c : open) c->CloseFromAnyThread();
+    open.clear();
+    work_.reset();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  const HttpServerOptions& options() const { return options_; }
+  const HttpHandler& handler() const { return handler_; }
+  HttpResponse TransportErrorResponse(int status, absl::string_view message) const {
+    return transport_error_(status, message);
+  }
+  bool stopping() const { return stopped_.load(); }
+  void Register(Connection* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    connections_.insert(c);
+  }
+  void Unregister(Connection* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    connections_.erase(c);
+  }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept(net::make_strand(io_), [this](const error_code& ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+      if (!ec) {
+        error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);  // SSE deltas are small writes
+        std::make_shared<Connection>(std::move(socket), this)->Run();
+      }
+      // On an accept error (out of file descriptors) keep accepting: the next attempt
+      // may succeed once connections close.
+      Accept();
+    });
+  }
+
+  const HttpServerOptions options_;
+  const HttpHandler handler_;
+  const ErrorBody transport_error_;
+  net::io_context io_;
+  net::executor_work_guard<net::io_context::executor_type> work_;
+  tcp::acceptor acceptor_;
+  int port_ = 0;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopped_{false};
+  std::mutex mu_;
+  absl::flat_hash_set<Connection*> connections_;  // guarded by mu_
+};
+
+Connection::Connection(tcp::socket socket, ServerImpl* server)
+    : server_(server), stream_(std::move(socket)) {
+  error_code ec;
+  const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+  if (!ec) peer_ = absl::StrCat(remote.address().to_string(), ":", remote.port());
+  server_->Register(this);
+}
+
+Connection::~Connection() { server_->Unregister(this); }
+
+void Connection::Run() {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+}
+
+void Connection::CloseFromAnyThread() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+}
+
+void Connection::ReadHeader() {
+  if (closed_ || server_->stopping()) return CloseNow();
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(server_->options().max_header_bytes));
+  parser_->body_limit(server_->options().max_body_bytes);
+  stream_.expires_after(ToChrono(server_->options().idle_timeout));
+  bhttp::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](const error_code& ec, size_t) { self->OnHeader(ec); });
+}
+
+void Connection::OnHeader(const error_code& ec) {
+  if (ec == bhttp::error::header_limit) {
+    return TransportError(431, absl::StrCat("request headers exceed ",
+                                            server_->options().max_header_bytes, " bytes"));
+  }
+  if (ec == bhttp::error::body_limit) {
+    return TransportError(
+        413, absl::StrCat("request body exceeds ", server_->options().max_body_bytes, " bytes"));
+  }
+  if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
+      ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+      ec == net::error::eof) {
+    return CloseNow();
+  }
+  if (ec) return TransportError(400, absl::StrCat("malformed HTTP request: ", ec.message()));
+  // The body limit on Content-Length before any of it is read.
+  if (const auto length = parser_->content_length();
+      length && *length > server_->options().max_body_bytes) {
+    return TransportError(413, absl::StrCat("request body is ", *length, " bytes; at most ",
+                                            server_->options().max_body_bytes, " are accepted"));
+  }
+  const auto& header = parser_->get();
+  const auto expect = header.find(bhttp::field::expect);
+  if (expect != header.end() && beast::iequals(expect->value(), "100-continue") &&
+      !parser_->is_done()) {
+    static constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    stream_.expires_after(ToChrono(server_->options().write_timeout));
+    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this()](const error_code& write_ec, size_t) {
+                       if (write_ec) return self->CloseNow();
+                       self->ReadBody();
+                     });
+    return;
+  }
+  ReadBody();
+}
+
+void Connection::ReadBody() {
+  if (parser_->is_done()) return Dispatch();
+  stream_.expires_after(ToChrono(server_->options().read_timeout));
+  bhttp::async_read(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](const error_code& ec, size_t) { self->OnBody(ec); });
+}
+
+void Connection::OnBody(const error_code& ec) {
+  if (ec == bhttp::error::body_limit) {
+    return TransportError(
+        413, absl::StrCat("request body exceeds ", server_->options().max_body_bytes, " bytes"));
+  }
+  if (ec == beast::error::timeout) {
+    return TransportError(408, "the request body was not received in time");
+  }
+  if (ec) return CloseNow();
+  Dispatch();
+}
+
+void Connection::Dispatch() {
+  stream_.expires_never();
+  bhttp::request<bhttp::string_body> message = parser_->release();
+  parser_.reset();
+  HttpRequest request;
+  request.method = std::string(message.method_string());
+  const absl::string_view target(message.target().data(), message.target().size());
+  request.path = std::string(target.substr(0, target.find('?')));
+  for (const auto& field : message) {
+    request.headers.emplace_back(absl::AsciiStrToLower(absl::string_view(
+                                     field.name_string().data(), field.name_string().size())),
+                                 std::string(field.value()));
+  }
+  request.body = std::move(message.body());
+  request.peer = peer_;
+
+  ++exchange_id_;
+  exchange_active_ = true;
+  response_started_ = false;
+  ending_ = false;
+  chunked_ = false;
+  keep_alive_ = message.keep_alive();
+  version_ = message.version();
+  on_close_ = nullptr;
+  self_ = shared_from_this();
+  WatchForClose();
+  auto exchange = std::make_shared<Exchange>(weak_from_this(), exchange_id_);
+  try {
+    server_->handler()(request, exchange);
+  } catch (const std::exception& e) {
+    // Handlers report errors as responses; this is a bug, answered rather than crashing.
+    if (IsCurrent(exchange_id_) && !response_started_) {
+      Respond(exchange_id_,
+              server_->TransportErrorResponse(500, absl::StrCat("internal error: ", e.what())));
+    }
+  }
+}
+
+// While a response is pending the client sends nothing (no pipelining in practice), so the
+// socket turning readable means it closed (or, rarely, pipelined its next request).
+void Connection::WatchForClose() {
+  stream_.socket().async_wait(tcp::socket::wait_read,
+                              [self = shared_from_this(), id = exchange_id_](const error_code& ec) {
+                                self->OnReadable(ec, id);
+                              });
+}
+
+void Connection::OnReadable(const error_code& ec, uint64_t id) {
+  if (!IsCurrent(id) || ec == net::error::operation_aborted) return;
+  if (!ec) {
+    char byte;
+    const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return;  // a pipelined request: it is read after this response
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      return WatchForClose();
+    }
+  }
+  CloseNow();  // EOF or a socket error: the client is gone
+}
+
+void Connection::SetOnClose(uint64_t id, std::function<void()> on_close) {
+  if (IsCurrent(id)) on_close_ = std::move(on_close);
+}
+
+void Connection::TransportError(int status, absl::string_view message) {
+  // Nothing more is read from a connection whose request was not understood (or whose body
+  // was not read): answer and close.
+  parser_.reset();
+  ++exchange_id_;
+  exchange_active_ = true;
+  response_started_ = false;
+  ending_ = false;
+  keep_alive_ = false;
+  version_ = 11;
+  self_ = shared_from_this();
+  Respond(exchange_id_, server_->TransportErrorResponse(status, message));
+}
+
+void Connection::Respond(uint64_t id, HttpResponse response) {
+  if (!IsCurrent(id) || response_started_) return;
+  response_started_ = true;
+  bhttp::response<bhttp::string_body> message{static_cast<bhttp::status>(response.status),
+                                              version_};
+  message.set(bhttp::field::server, std::string(kServerHeader));
+  message.set(bhttp::field::content_type, response.content_type);
+  for (const auto& [name, value] : response.headers) message.set(name, value);
+  message.keep_alive(keep_alive_);
+  message.body() = std::move(response.body);
+  message.prepare_payload();
+  std::ostringstream out;
+  out << message;
+  ending_ = true;
+  Send(std::move(out).str());
+}
+
+void Connection::StartStream(uint64_t id, int status, const std::string& content_type) {
+  if (!IsCurrent(id) || response_started_) return;
+  response_started_ = true;
+  bhttp::response<bhttp::empty_body> message{static_cast<bhttp::status>(status), version_};
+  message.set(bhttp::field::server, std::string(kServerHeader));
+  message.set(bhttp::field::content_type, content_type);
+  message.set(bhttp::field::cache_control, "no-cache");
+  // HTTP/1.0 has no chunked encoding: the stream ends when the connection closes.
+  chunked_ = version_ >= 11;
+  if (!chunked_) keep_alive_ = false;
+  message.keep_alive(keep_alive_);
+  if (chunked_) message.chunked(true);
+  std::ostringstream out;
+  out << message.base();
+  Send(std::move(out).str());
+}
+
+void Connection::Write(uint64_t id, std::string data) {
+  if (!IsCurrent(id) || !response_started_ || ending_ || data.empty()) return;
+  if (chunked_) {
+    data = absl::StrCat(absl::Hex(data.size()), "\r\n", data, "\r\n");
+  }
+  Send(std::move(data));
+}
+
+void Connection::EndStream(uint64_t id) {
+  if (!IsCurrent(id) || !response_started_ || ending_) return;
+  ending_ = true;
+  if (chunked_) {
+    Send("0\r\n\r\n");
+  } else {
+    WriteNext();  // nothing to add: finishes once the queue drains
+  }
+}
+
+void Connection::Send(std::string bytes) {
+  unsent_bytes_ += bytes.size();
+  queued_.push_back(std::move(bytes));
+  WriteNext();
+}
+
+void Connection::WriteNext() {
+  if (writing_ || closed_) return;
+  if (queued_.empty()) {
+    if (ending_ && exchange_active_) FinishExchange();
+    return;
+  }
+  in_flight_.clear();
+  while (!queued_.empty()) {
+    in_flight_ += queued_.front();
+    queued_.pop_front();
+  }
+  writing_ = true;
+  stream_.expires_after(ToChrono(server_->options().write_timeout));
+  net::async_write(
+      stream_, net::buffer(in_flight_),
+      [self = shared_from_this()](const error_code& ec, size_t) { self->OnWritten(ec); });
+}
+
+void Connection::OnWritten(const error_code& ec) {
+  writing_ = false;
+  unsent_bytes_ -= std::min(unsent_bytes_, in_flight_.size());
+  in_flight_.clear();
+  if (ec) return CloseNow();  // the client is gone or stopped reading (write timeout)
+  stream_.expires_never();
+  WriteNext();
+}
+
+void Connection::FinishExchange() {
+  const std::shared_ptr<Connection> keep = shared_from_this();
+  exchange_active_ = false;
+  on_close_ = nullptr;
+  self_.reset();
+  error_code ignored;
+  stream_.socket().cancel(ignored);  // the close watcher; nothing else is pending
+  if (keep_alive_ && !server_->stopping()) {
+    ReadHeader();
+  } else {
+    LingerThenClose();
+  }
+}
+
+// Closing a socket with unread input makes the kernel send RST, which can destroy the response
+// before the client reads it (a 413 for a body never read). So: FIN first, then read and drop
+// whatever still arrives until the client closes, for at most a couple of seconds.
+void Connection::LingerThenClose() {
+  if (!lingering_) {
+    lingering_ = true;
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(2));
+  }
+  auto discard = std::make_shared<std::array<char, 4096>>();
+  stream_.async_read_some(net::buffer(*discard),
+                          [self = shared_from_this(), discard](const error_code& ec, size_t) {
+                            if (ec) return self->CloseNow();
+                            self->LingerThenClose();
+                          });
+}
+
+void Connection::CloseNow() {
+  if (closed_) return;
+  const std::shared_ptr<Connection> keep = shared_from_this();
+  closed_ = true;
+  queued_.clear();
+  std::function<void()> on_close = std::move(on_close_);
+  on_close_ = nullptr;
+  error_code ignored;
+  stream_.socket().close(ignored);
+  if (exchange_active_ && on_close) on_close();
+  self_.reset();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                              HttpHandler handler,
+                                                              ErrorBody transport_error) {
+  auto server =
+      std::make_unique<ServerImpl>(options, std::move(handler), std::move(transport_error));
+  if (absl::Status status = server->Bind(); !status.ok()) return status;
+  server->StartThreads();
+  return server;
+}
+
+}  // namespace textgen::server::http

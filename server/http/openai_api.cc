@@ -1,0 +1,188 @@
+#include "server/http/openai_api.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+#include "server/chat_validation.h"
+#include "server/http/openai_request.h"
+#include "server/http/openai_response.h"
+#include "server/http/openai_stream.h"
+#include "server/request_report.h"
+#include "server/validation.h"
+
+namespace textgen::server::http {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr absl::string_view kModelsPrefix = "/v1/models/";
+
+HttpResponse JsonResponse(int status, const Json& body) {
+  return HttpResponse::Json(status, body.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+HttpResponse ErrorResponse(const ApiError& error) {
+  return HttpResponse::Json(error.http_status, ApiErrorJson(error));
+}
+
+HttpResponse MethodNotAllowed(const HttpRequest& request, const char* allowed) {
+  HttpResponse response = ErrorResponse(ApiErrorForHttpStatus(
+      405, absl::StrCat(request.method, " is not allowed on ", request.path, "; use ", allowed)));
+  response.headers.emplace_back("Allow", allowed);
+  return response;
+}
+
+absl::Status LoadingError() {
+  return absl::UnavailableError("the model is still loading; retry in a moment");
+}
+
+}  // namespace
+
+OpenAiApi::OpenAiApi(const OpenAiApiOptions& options) : options_(options) {}
+
+void OpenAiApi::SetBackend(const ServiceBackend* backend) {
+  backend_.store(backend, std::memory_order_release);
+}
+
+void OpenAiApi::StartDraining() { draining_ = true; }
+
+HttpResponse OpenAiApi::TransportError(int status, absl::string_view message) {
+  return ErrorResponse(ApiErrorForHttpStatus(status, message));
+}
+
+void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange> exchange) {
+  const ServiceBackend* backend = backend_.load(std::memory_order_acquire);
+  const std::string& path = request.path;
+  if (path == "/health") {
+    if (request.method != "GET" && request.method != "HEAD") {
+      return exchange->Respond(MethodNotAllowed(request, "GET"));
+    }
+    const char* state = backend == nullptr ? "loading" : draining_ ? "draining" : "ok";
+    return exchange->Respond(
+        JsonResponse(absl::string_view(state) == "ok" ? 200 : 503, Json{{"status", state}}));
+  }
+  const bool chat = path == "/v1/chat/completions";
+  const bool completion = path == "/v1/completions";
+  const bool models = path == "/v1/models" || absl::StartsWith(path, kModelsPrefix);
+  if (!chat && !completion && !models) {
+    return exchange->Respond(ErrorResponse(ApiErrorForHttpStatus(
+        404, absl::StrCat("no route ", request.method, " ", path,
+                          "; textgen serves POST /v1/chat/completions, POST /v1/completions, "
+                          "GET /v1/models and GET /health"))));
+  }
+  if (models && request.method != "GET") {
+    return exchange->Respond(MethodNotAllowed(request, "GET"));
+  }
+  if (!models && request.method != "POST") {
+    return exchange->Respond(MethodNotAllowed(request, "POST"));
+  }
+  if (backend == nullptr)
+    return exchange->Respond(ErrorResponse(ApiErrorFromStatus(LoadingError())));
+  if (models) {
+    return ListModels(exchange, *backend,
+                      path.size() > kModelsPrefix.size()
+                          ? absl::string_view(path).substr(kModelsPrefix.size())
+                          : absl::string_view());
+  }
+  Generate(request, exchange, chat, *backend);
+}
+
+void OpenAiApi::ListModels(const std::shared_ptr<HttpExchange>& exchange,
+                           const ServiceBackend& backend, absl::string_view only) {
+  const v1::ModelInfo& info = backend.model_info;
+  const Json model = {{"id", info.name()},
+                      {"object", "model"},
+                      {"created", absl::ToUnixSeconds(started_)},
+                      {"owned_by", "textgen"},
+                      {"context_length", info.context_length()},
+                      {"architecture", info.architecture()},
+                      {"file_dtype", info.file_dtype()}};
+  if (only.empty()) {
+    return exchange->Respond(
+        JsonResponse(200, Json{{"object", "list"}, {"data", Json::array({model})}}));
+  }
+  if (only != info.name()) {
+    ApiError error = ApiErrorForHttpStatus(
+        404, absl::StrCat("the model '", only, "' does not exist; this server serves '",
+                          info.name(), "'"));
+    error.code = "model_not_found";
+    return exchange->Respond(ErrorResponse(error));
+  }
+  exchange->Respond(JsonResponse(200, model));
+}
+
+void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
+                         bool chat, const ServiceBackend& backend) {
+  const absl::Time arrival = absl::Now();
+  RequestRecord record;
+  record.api = "http";
+  const auto reject = [&](const absl::Status& status) {
+    record.code = status.code();
+    record.message = std::string(status.message());
+    record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - arrival);
+    ReportRequestDone(record, options_.observer, options_.logger);
+    exchange->Respond(ErrorResponse(ApiErrorFromStatus(status)));
+  };
+
+  absl::StatusOr<OpenAiRequest> parsed =
+      chat ? ParseChatCompletionRequest(request.body) : ParseCompletionRequest(request.body);
+  if (!parsed.ok()) return reject(parsed.status());
+  const std::string& served = backend.model_info.name();
+  if (!parsed->model.empty() && parsed->model != served) {
+    absl::Status status =
+        absl::NotFoundError(absl::StrCat("the model '", parsed->model.substr(0, 256),
+                                         "' does not exist; this server serves '", served, "'"));
+    ApiError error = ApiErrorFromStatus(status);
+    error.code = "model_not_found";
+    error.param = "model";
+    record.code = status.code();
+    record.message = std::string(status.message());
+    ReportRequestDone(record, options_.observer, options_.logger);
+    return exchange->Respond(ErrorResponse(error));
+  }
+  if (const std::string* id = request.Header("x-request-id")) {
+    if (chat) {
+      parsed->chat.set_request_id(*id);
+    } else {
+      parsed->completion.set_request_id(*id);
+    }
+  }
+
+  RequestContext context;
+  context.arrival_time = arrival;
+  absl::StatusOr<ValidatedRequest> validated =
+      chat ? ValidateChatRequest(parsed->chat, backend.chat_templates, *backend.tokenizer,
+                                 backend.validation, context)
+           : ValidateGenerateRequest(parsed->completion, *backend.tokenizer, backend.validation,
+                                     context);
+  if (!validated.ok()) return reject(ToOpenAiFieldNames(validated.status(), *parsed));
+
+  record.request_id = validated->request_id;
+  record.prompt_tokens = static_cast<int>(validated->prompt_tokens.size());
+  OpenAiStreamOptions stream_options;
+  stream_options.stream = parsed->stream;
+  stream_options.writer.kind =
+      chat ? OpenAiResponseWriter::Kind::kChat : OpenAiResponseWriter::Kind::kCompletion;
+  stream_options.writer.id = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", validated->request_id);
+  stream_options.writer.created = absl::ToUnixSeconds(arrival);
+  stream_options.writer.model = served;
+  stream_options.writer.logprobs = validated->output.logprobs;
+  stream_options.writer.include_usage = parsed->stream && parsed->include_usage;
+  stream_options.max_buffered_events = options_.max_buffered_events;
+  stream_options.observer = options_.observer;
+  stream_options.logger = options_.logger;
+  auto stream =
+      std::make_shared<OpenAiStream>(exchange, stream_options, backend.tokenizer, record, arrival);
+  if (absl::Status status = backend.scheduler->Submit(*std::move(validated), stream);
+      !status.ok()) {
+    return reject(status);
+  }
+  // Events the engine pushes from now on are drained on this exchange's executor, after this
+  // handler returns: Begin() comes first.
+  stream->Begin();
+}
+
+}  // namespace textgen::server::http

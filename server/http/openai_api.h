@@ -1,0 +1,53 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "absl/time/time.h"
+#include "server/http/http_server.h"
+#include "server/logging.h"
+#include "server/request_observer.h"
+#include "server/service_backend.h"
+
+namespace textgen::server::http {
+
+struct OpenAiApiOptions {
+  RequestObserver* observer = nullptr;  // generation outcomes (metrics); may be null
+  Logger* logger = nullptr;             // one line per generation request; may be null
+  size_t max_buffered_events = 4096;    // per request, as on gRPC
+};
+
+// The OpenAI-compatible routes over the same backend as the gRPC service:
+//   POST /v1/chat/completions, POST /v1/completions (streaming or not), GET /v1/models,
+//   GET /v1/models/{id}, GET /health.
+// A request is parsed into textgen's own request message and goes through the same
+// validation, scheduler, limits and metrics as gRPC; errors come back in OpenAI's JSON shape
+// (see ApiErrorFromStatus). Until SetBackend() every route but /health answers 503.
+// Thread-safe.
+class OpenAiApi {
+ public:
+  explicit OpenAiApi(const OpenAiApiOptions& options);
+
+  // Makes the routes ready. `backend` must outlive every request; call at most once.
+  void SetBackend(const ServiceBackend* backend);
+  // From now on /health answers 503 (generation requests get the scheduler's UNAVAILABLE).
+  void StartDraining();
+
+  // The HTTP handler (routes everything).
+  void Handle(const HttpRequest& request, std::shared_ptr<HttpExchange> exchange);
+  // The response for errors the HTTP layer finds itself (413, 431, malformed HTTP).
+  static HttpResponse TransportError(int status, absl::string_view message);
+
+ private:
+  void Generate(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
+                bool chat, const ServiceBackend& backend);
+  void ListModels(const std::shared_ptr<HttpExchange>& exchange, const ServiceBackend& backend,
+                  absl::string_view only);
+
+  const OpenAiApiOptions options_;
+  std::atomic<const ServiceBackend*> backend_{nullptr};
+  std::atomic<bool> draining_{false};
+  const absl::Time started_ = absl::Now();
+};
+
+}  // namespace textgen::server::http

@@ -1,0 +1,546 @@
+#include "server/http/openai_request.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "nlohmann/json.hpp"
+
+namespace textgen::server::http {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status FieldError(absl::string_view param, absl::string_view message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  if (!param.empty()) status.SetPayload(kOpenAiParamPayload, absl::Cord(param));
+  return status;
+}
+
+std::string JsonTypeName(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
+  }
+}
+
+absl::Status WrongType(absl::string_view field, absl::string_view expected, const Json& got) {
+  return FieldError(field, absl::StrCat(field, " must be ", expected, ", got ", JsonTypeName(got)));
+}
+
+// Typed access to a request object's fields: absent and null both mean "not given".
+class Fields {
+ public:
+  explicit Fields(const Json& object) : object_(object) {}
+
+  const Json* Find(const char* name) const {
+    const auto it = object_.find(name);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  bool Has(const char* name) const { return Find(name) != nullptr; }
+
+  absl::Status Number(const char* name, std::optional<double>& out) const {
+    const Json* value = Find(name);
+    if (value == nullptr) return absl::OkStatus();
+    if (!value->is_number()) return WrongType(name, "a number", *value);
+    out = value->get<double>();
+    return absl::OkStatus();
+  }
+  absl::Status Integer(const char* name, std::optional<int64_t>& out) const {
+    const Json* value = Find(name);
+    if (value == nullptr) return absl::OkStatus();
+    if (value->is_number_unsigned()) {
+      const uint64_t u = value->get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return FieldError(name, absl::StrCat(name, " is too large (", u, ")"));
+      }
+      out = static_cast<int64_t>(u);
+    } else if (value->is_number_integer()) {
+      out = value->get<int64_t>();
+    } else if (value->is_number_float() &&
+               std::trunc(value->get<double>()) == value->get<double>() &&
+               std::abs(value->get<double>()) < 9e15) {
+      out = static_cast<int64_t>(value->get<double>());  // 5.0 from a client that sends floats
+    } else {
+      return WrongType(name, "an integer", *value);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Bool(const char* name, std::optional<bool>& out) const {
+    const Json* value = Find(name);
+    if (value == nullptr) return absl::OkStatus();
+    if (!value->is_boolean()) return WrongType(name, "a boolean", *value);
+    out = value->get<bool>();
+    return absl::OkStatus();
+  }
+  absl::Status String(const char* name, std::optional<std::string>& out) const {
+    const Json* value = Find(name);
+    if (value == nullptr) return absl::OkStatus();
+    if (!value->is_string()) return WrongType(name, "a string", *value);
+    out = value->get<std::string>();
+    return absl::OkStatus();
+  }
+
+ private:
+  const Json& object_;
+};
+
+#define TEXTGEN_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    if (absl::Status _s = (expr); !_s.ok()) return _s; \
+  } while (false)
+
+absl::StatusOr<Json> ParseBody(absl::string_view body) {
+  if (body.empty()) {
+    return FieldError("", "the request body is empty; send a JSON object");
+  }
+  if (const int depth = JsonNestingDepth(body); depth > kMaxRequestJsonDepth) {
+    return FieldError(
+        "", absl::StrCat("the request body nests deeper than ", kMaxRequestJsonDepth, " levels"));
+  }
+  Json parsed;
+  try {
+    parsed = Json::parse(body.begin(), body.end());
+  } catch (const Json::parse_error& e) {
+    // nlohmann's message names the byte and what it expected.
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    return FieldError("", absl::StrCat("the request body is not valid JSON: ", what));
+  }
+  if (!parsed.is_object()) {
+    return FieldError(
+        "", absl::StrCat("the request body must be a JSON object, got ", JsonTypeName(parsed)));
+  }
+  return parsed;
+}
+
+// Fields every request may carry: OpenAI's sampling and stopping options, textgen's extras.
+absl::Status ParseCommon(const Fields& f, OpenAiRequest& out, v1::SamplingParameters& sampling,
+                         v1::StoppingCriteria& stopping, std::string& session_id) {
+  std::optional<std::string> model;
+  TEXTGEN_RETURN_IF_ERROR(f.String("model", model));
+  out.model = model.value_or("");
+
+  std::optional<int64_t> n;
+  TEXTGEN_RETURN_IF_ERROR(f.Integer("n", n));
+  if (n && *n != 1) {
+    return FieldError("n", absl::StrCat("n must be 1, got ", *n,
+                                        ": textgen returns one choice per request (send several "
+                                        "requests with different seeds instead)"));
+  }
+  std::optional<bool> stream;
+  TEXTGEN_RETURN_IF_ERROR(f.Bool("stream", stream));
+  out.stream = stream.value_or(false);
+  if (const Json* options = f.Find("stream_options")) {
+    if (!options->is_object()) return WrongType("stream_options", "an object", *options);
+    std::optional<bool> include_usage;
+    TEXTGEN_RETURN_IF_ERROR(Fields(*options).Bool("include_usage", include_usage));
+    out.include_usage = include_usage.value_or(false);
+  }
+
+  std::optional<double> number;
+  TEXTGEN_RETURN_IF_ERROR(f.Number("temperature", number));
+  if (number) sampling.set_temperature(static_cast<float>(*number));
+  number.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.Number("top_p", number));
+  if (number) sampling.set_top_p(static_cast<float>(*number));
+  number.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.Number("presence_penalty", number));
+  if (number) sampling.set_presence_penalty(static_cast<float>(*number));
+  number.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.Number("frequency_penalty", number));
+  if (number) sampling.set_frequency_penalty(static_cast<float>(*number));
+  number.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.Number("min_p", number));
+  if (number) sampling.set_min_p(static_cast<float>(*number));
+  number.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.Number("repetition_penalty", number));
+  if (number) sampling.set_repetition_penalty(static_cast<float>(*number));
+
+  std::optional<int64_t> integer;
+  TEXTGEN_RETURN_IF_ERROR(f.Integer("top_k", integer));
+  if (integer) {
+    if (*integer < 0 || *integer > std::numeric_limits<int32_t>::max()) {
+      return FieldError("top_k", absl::StrCat("top_k must be >= 0 (0 = disabled), got ", *integer));
+    }
+    sampling.set_top_k(static_cast<int32_t>(*integer));
+  }
+  if (const Json* seed = f.Find("seed")) {
+    // Any 64-bit integer: negative seeds are taken as their two's complement.
+    if (seed->is_number_unsigned()) {
+      sampling.set_seed(seed->get<uint64_t>());
+    } else if (seed->is_number_integer()) {
+      sampling.set_seed(static_cast<uint64_t>(seed->get<int64_t>()));
+    } else {
+      return WrongType("seed", "an integer", *seed);
+    }
+  }
+  if (const Json* bias = f.Find("logit_bias")) {
+    if (!bias->is_object()) return WrongType("logit_bias", "an object", *bias);
+    for (const auto& [key, value] : bias->items()) {
+      int id = 0;
+      if (!absl::SimpleAtoi(key, &id)) {
+        return FieldError("logit_bias",
+                          absl::StrCat("logit_bias key '", key.substr(0, 64),
+                                       "' is not a token id (keys are token ids as strings)"));
+      }
+      if (!value.is_number()) {
+        return WrongType(absl::StrCat("logit_bias[\"", key, "\"]"), "a number", value);
+      }
+      (*sampling.mutable_logit_bias())[id] = value.get<float>();
+    }
+  }
+
+  // max_completion_tokens is the newer name of max_tokens; it wins when both are sent.
+  std::optional<int64_t> max_tokens;
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    std::optional<int64_t> value;
+    TEXTGEN_RETURN_IF_ERROR(f.Integer(name, value));
+    if (!value) continue;
+    out.max_tokens_field = name;
+    max_tokens = value;
+  }
+  if (max_tokens) {
+    if (*max_tokens < 1 || *max_tokens > std::numeric_limits<uint32_t>::max()) {
+      return FieldError(out.max_tokens_field,
+                        absl::StrCat(out.max_tokens_field, " must be >= 1, got ", *max_tokens));
+    }
+    stopping.set_max_new_tokens(static_cast<uint32_t>(*max_tokens));
+  }
+  integer.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.Integer("min_tokens", integer));
+  if (integer) {
+    if (*integer < 0 || *integer > std::numeric_limits<uint32_t>::max()) {
+      return FieldError("min_tokens", absl::StrCat("min_tokens must be >= 0, got ", *integer));
+    }
+    stopping.set_min_new_tokens(static_cast<uint32_t>(*integer));
+  }
+  if (const Json* stop = f.Find("stop")) {
+    if (stop->is_string()) {
+      stopping.add_stop(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (size_t i = 0; i < stop->size(); ++i) {
+        if (!(*stop)[i].is_string()) {
+          return WrongType(absl::StrCat("stop[", i, "]"), "a string", (*stop)[i]);
+        }
+        stopping.add_stop((*stop)[i].get<std::string>());
+      }
+    } else {
+      return WrongType("stop", "a string or an array of strings", *stop);
+    }
+  }
+  if (const Json* ids = f.Find("stop_token_ids")) {
+    if (!ids->is_array()) return WrongType("stop_token_ids", "an array of integers", *ids);
+    for (size_t i = 0; i < ids->size(); ++i) {
+      const Json& id = (*ids)[i];
+      if (!id.is_number_integer() || id.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
+          id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        return WrongType(absl::StrCat("stop_token_ids[", i, "]"), "a token id", id);
+      }
+      stopping.add_stop_token_ids(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  }
+  std::optional<bool> ignore_eos;
+  TEXTGEN_RETURN_IF_ERROR(f.Bool("ignore_eos", ignore_eos));
+  stopping.set_ignore_eos(ignore_eos.value_or(false));
+
+  std::optional<std::string> text;
+  TEXTGEN_RETURN_IF_ERROR(f.String("session_id", text));
+  session_id = text.value_or("");
+  text.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.String("user", text));  // accepted; not used
+  return absl::OkStatus();
+}
+
+// A message's content: a string, or an array of text parts (joined with newlines as vLLM
+// does). Image or audio parts are refused: every model textgen serves reads text only.
+absl::StatusOr<std::string> MessageContent(const Json& content, const std::string& field) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    return WrongType(field, "a string or an array of content parts", content);
+  std::vector<std::string> texts;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const Json& part = content[j];
+    const std::string part_field = absl::StrCat(field, "[", j, "]");
+    if (!part.is_object()) return WrongType(part_field, "an object", part);
+    const auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) {
+      return FieldError(part_field, absl::StrCat(part_field, ".type must be a string"));
+    }
+    if (*type != "text") {
+      return FieldError(part_field,
+                        absl::StrCat(part_field, ".type '", type->get<std::string>().substr(0, 64),
+                                     "' is not supported: textgen serves text-only models"));
+    }
+    const auto text = part.find("text");
+    if (text == part.end() || !text->is_string()) {
+      return FieldError(part_field, absl::StrCat(part_field, ".text must be a string"));
+    }
+    texts.push_back(text->get<std::string>());
+  }
+  return absl::StrJoin(texts, "\n");
+}
+
+absl::Status ParseMessages(const Json& messages, v1::ChatRequest& chat) {
+  if (!messages.is_array()) return WrongType("messages", "an array of messages", messages);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages[i];
+    const std::string field = absl::StrCat("messages[", i, "]");
+    if (!m.is_object()) return WrongType(field, "an object", m);
+    const Fields f(m);
+    v1::ChatMessage* out = chat.add_messages();
+    std::optional<std::string> text;
+    TEXTGEN_RETURN_IF_ERROR(f.String("role", text));
+    if (!text) return FieldError(field, absl::StrCat(field, ".role is missing"));
+    // OpenAI's "developer" role is the system role of reasoning models; templates know "system".
+    out->set_role(*text == "developer" ? "system" : *text);
+    if (const Json* content = f.Find("content")) {
+      absl::StatusOr<std::string> joined = MessageContent(*content, field + ".content");
+      if (!joined.ok()) return joined.status();
+      out->set_content(*std::move(joined));
+    }
+    const auto optional_string = [&](const char* name, std::string* target) -> absl::Status {
+      const Json* value = f.Find(name);
+      if (value == nullptr) return absl::OkStatus();
+      if (!value->is_string()) return WrongType(absl::StrCat(field, ".", name), "a string", *value);
+      *target = value->get<std::string>();
+      return absl::OkStatus();
+    };
+    TEXTGEN_RETURN_IF_ERROR(optional_string("name", out->mutable_name()));
+    TEXTGEN_RETURN_IF_ERROR(optional_string("tool_call_id", out->mutable_tool_call_id()));
+    TEXTGEN_RETURN_IF_ERROR(optional_string("reasoning_content", out->mutable_reasoning_content()));
+    if (const Json* calls = f.Find("tool_calls")) {
+      if (!calls->is_array()) return WrongType(field + ".tool_calls", "an array", *calls);
+      out->set_tool_calls_json(calls->dump());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int JsonNestingDepth(absl::string_view json) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body) {
+  absl::StatusOr<Json> parsed = ParseBody(body);
+  if (!parsed.ok()) return parsed.status();
+  const Fields f(*parsed);
+  OpenAiRequest out;
+  out.kind = OpenAiRequest::Kind::kChat;
+  v1::ChatRequest& chat = out.chat;
+  TEXTGEN_RETURN_IF_ERROR(ParseCommon(f, out, *chat.mutable_sampling(), *chat.mutable_stopping(),
+                                      *chat.mutable_session_id()));
+  const Json* messages = f.Find("messages");
+  if (messages == nullptr) return FieldError("messages", "messages is missing");
+  TEXTGEN_RETURN_IF_ERROR(ParseMessages(*messages, chat));
+
+  std::optional<bool> logprobs;
+  TEXTGEN_RETURN_IF_ERROR(f.Bool("logprobs", logprobs));
+  chat.mutable_output()->set_logprobs(logprobs.value_or(false));
+  std::optional<int64_t> top_logprobs;
+  TEXTGEN_RETURN_IF_ERROR(f.Integer("top_logprobs", top_logprobs));
+  if (top_logprobs) {
+    if (*top_logprobs < 0 || *top_logprobs > std::numeric_limits<uint16_t>::max()) {
+      return FieldError("top_logprobs",
+                        absl::StrCat("top_logprobs must be in [0, 20], got ", *top_logprobs));
+    }
+    chat.mutable_output()->set_top_logprobs(static_cast<uint32_t>(*top_logprobs));
+  }
+
+  if (const Json* tools = f.Find("tools")) {
+    if (!tools->is_array()) return WrongType("tools", "an array", *tools);
+    chat.set_tools_json(tools->dump());
+  }
+  if (const Json* choice = f.Find("tool_choice")) {
+    if (!choice->is_string() || (*choice != "auto" && *choice != "none")) {
+      return FieldError("tool_choice",
+                        "tool_choice may be \"auto\" or \"none\": textgen shows the tools to the "
+                        "model but does not force a call");
+    }
+  }
+  if (const Json* format = f.Find("response_format")) {
+    const auto type = format->is_object() ? format->find("type") : format->end();
+    if (!format->is_object() || type == format->end() || *type != "text") {
+      return FieldError("response_format",
+                        "response_format may only be {\"type\": \"text\"}: textgen does not "
+                        "constrain output to JSON");
+    }
+  }
+  // textgen's extras.
+  std::optional<std::string> template_name;
+  TEXTGEN_RETURN_IF_ERROR(f.String("template_name", template_name));
+  if (template_name) chat.set_template_name(*template_name);
+  std::optional<bool> add_generation_prompt;
+  TEXTGEN_RETURN_IF_ERROR(f.Bool("add_generation_prompt", add_generation_prompt));
+  if (add_generation_prompt) chat.set_add_generation_prompt(*add_generation_prompt);
+  if (const Json* kwargs = f.Find("chat_template_kwargs")) {
+    if (!kwargs->is_object()) return WrongType("chat_template_kwargs", "an object", *kwargs);
+    chat.set_template_variables_json(kwargs->dump());
+  }
+  return out;
+}
+
+absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body) {
+  absl::StatusOr<Json> parsed = ParseBody(body);
+  if (!parsed.ok()) return parsed.status();
+  const Fields f(*parsed);
+  OpenAiRequest out;
+  out.kind = OpenAiRequest::Kind::kCompletion;
+  v1::GenerateRequest& request = out.completion;
+  TEXTGEN_RETURN_IF_ERROR(ParseCommon(f, out, *request.mutable_sampling(),
+                                      *request.mutable_stopping(), *request.mutable_session_id()));
+  const Json* prompt = f.Find("prompt");
+  if (prompt == nullptr) return FieldError("prompt", "prompt is missing");
+  // One prompt: "text", ["text"], [ids...] or [[ids...]].
+  const Json* single = prompt;
+  if (prompt->is_array() && prompt->size() == 1 &&
+      ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
+    single = &(*prompt)[0];
+  } else if (prompt->is_array() && !prompt->empty() &&
+             ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
+    return FieldError("prompt", absl::StrCat("prompt holds ", prompt->size(),
+                                             " prompts; textgen takes one per request"));
+  }
+  if (single->is_string()) {
+    request.set_text(single->get<std::string>());
+  } else if (single->is_array()) {
+    if (single->empty()) return FieldError("prompt", "prompt is an empty array");
+    auto* ids = request.mutable_tokens()->mutable_ids();
+    for (size_t i = 0; i < single->size(); ++i) {
+      const Json& id = (*single)[i];
+      if (!id.is_number_integer() || id.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
+          id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        return WrongType(absl::StrCat("prompt[", i, "]"), "a token id", id);
+      }
+      ids->Add(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  } else {
+    return WrongType("prompt", "a string or an array of token ids", *prompt);
+  }
+
+  std::optional<int64_t> logprobs;
+  TEXTGEN_RETURN_IF_ERROR(f.Integer("logprobs", logprobs));
+  if (logprobs) {
+    if (*logprobs < 0 || *logprobs > std::numeric_limits<uint16_t>::max()) {
+      return FieldError("logprobs", absl::StrCat("logprobs must be in [0, 20], got ", *logprobs));
+    }
+    request.mutable_output()->set_logprobs(true);
+    request.mutable_output()->set_top_logprobs(static_cast<uint32_t>(*logprobs));
+  }
+  std::optional<bool> echo;
+  TEXTGEN_RETURN_IF_ERROR(f.Bool("echo", echo));
+  request.mutable_output()->set_echo(echo.value_or(false));
+  std::optional<int64_t> best_of;
+  TEXTGEN_RETURN_IF_ERROR(f.Integer("best_of", best_of));
+  if (best_of && *best_of != 1) {
+    return FieldError("best_of", absl::StrCat("best_of must be 1, got ", *best_of));
+  }
+  std::optional<std::string> suffix;
+  TEXTGEN_RETURN_IF_ERROR(f.String("suffix", suffix));
+  if (suffix && !suffix->empty()) {
+    return FieldError("suffix", "suffix is not supported (no fill-in-the-middle)");
+  }
+  return out;
+}
+
+absl::Status ToOpenAiFieldNames(const absl::Status& status, const OpenAiRequest& request) {
+  if (status.code() != absl::StatusCode::kInvalidArgument &&
+      status.code() != absl::StatusCode::kOutOfRange) {
+    return status;
+  }
+  const bool chat = request.kind == OpenAiRequest::Kind::kChat;
+  const std::string& max_tokens = request.max_tokens_field;
+  std::string message(status.message());
+  message =
+      absl::StrReplaceAll(message, {{"stopping.max_new_tokens", max_tokens},
+                                    {"stopping.min_new_tokens", "min_tokens"},
+                                    {"output.top_logprobs", chat ? "top_logprobs" : "logprobs"}});
+  message = absl::StrReplaceAll(message, {{"max_new_tokens", max_tokens}});
+  message = absl::StrReplaceAll(message, {{"sampling.", ""},
+                                          {"stopping.", ""},
+                                          {"output.", ""},
+                                          {"prompt tokens.ids", "prompt"},
+                                          {"prompt text", "prompt"}});
+  // The field an error is about starts its message ("temperature must be ...").
+  size_t end = 0;
+  while (end < message.size() &&
+         (absl::ascii_isalnum(static_cast<unsigned char>(message[end])) || message[end] == '_')) {
+    ++end;
+  }
+  const absl::string_view leading(message.data(), end);
+  absl::Status out(status.code(), message);
+  static constexpr absl::string_view kParams[] = {"temperature",
+                                                  "top_p",
+                                                  "top_k",
+                                                  "min_p",
+                                                  "repetition_penalty",
+                                                  "presence_penalty",
+                                                  "frequency_penalty",
+                                                  "logit_bias",
+                                                  "seed",
+                                                  "stop",
+                                                  "stop_token_ids",
+                                                  "max_tokens",
+                                                  "max_completion_tokens",
+                                                  "min_tokens",
+                                                  "top_logprobs",
+                                                  "logprobs",
+                                                  "session_id",
+                                                  "messages",
+                                                  "template_name",
+                                                  "request_id"};
+  if (leading == "prompt") {
+    out.SetPayload(kOpenAiParamPayload, absl::Cord(chat ? "messages" : "prompt"));
+  } else if (std::find(std::begin(kParams), std::end(kParams), leading) != std::end(kParams)) {
+    out.SetPayload(kOpenAiParamPayload, absl::Cord(leading));
+  }
+  return out;
+}
+
+}  // namespace textgen::server::http

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen::server::http {
+
+// Deepest JSON nesting a request body may have (a chat request needs about 6; tool schemas a
+// few more). Checked on the raw bytes before parsing.
+inline constexpr int kMaxRequestJsonDepth = 64;
+
+// Status payload naming the request field an INVALID_ARGUMENT is about (OpenAI's error.param).
+inline constexpr absl::string_view kOpenAiParamPayload = "textgen.openai/param";
+
+// An OpenAI request mapped onto textgen's own request messages, which then go through the same
+// validation as gRPC's: only the JSON shape is checked here.
+struct OpenAiRequest {
+  enum class Kind { kChat, kCompletion };
+  Kind kind = Kind::kChat;
+  std::string model;  // as sent; empty when absent
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // What the client called the length limit and the alternatives count, for error messages.
+  std::string max_tokens_field = "max_tokens";
+  v1::ChatRequest chat;            // kind == kChat
+  v1::GenerateRequest completion;  // kind == kCompletion
+};
+
+// POST /v1/chat/completions. INVALID_ARGUMENT (with kOpenAiParamPayload) for malformed JSON, a
+// field of the wrong type or shape, or an option textgen does not offer (n > 1, image parts,
+// tool_choice "required", response_format other than text).
+absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body);
+
+// POST /v1/completions, as above (one prompt: a string or token ids).
+absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body);
+
+// Rewrites the field names in an error of the shared validation ("sampling.temperature",
+// "stopping.max_new_tokens") to the request's OpenAI names ("temperature", "max_tokens") and
+// sets kOpenAiParamPayload to the field it is about. Other statuses pass through.
+absl::Status ToOpenAiFieldNames(const absl::Status& status, const OpenAiRequest& request);
+
+// The deepest nesting of arrays and objects in `json` (strings skipped), without parsing it.
+int JsonNestingDepth(absl::string_view json);
+
+}  // namespace textgen::server::http

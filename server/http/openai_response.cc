@@ -1,0 +1,287 @@
+#include "server/http/openai_response.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "model/tokenizer/utf8.h"
+#include "nlohmann/json.hpp"
+#include "server/http/openai_request.h"
+
+namespace textgen::server::http {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Never throws: text the engine produced is whole UTF-8 characters, and anything else
+// (a token's raw bytes) is replaced rather than failing the response.
+std::string Dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string Sse(const Json& data) { return absl::StrCat("data: ", Dump(data), "\n\n"); }
+
+std::string TokenString(const model::Tokenizer& tokenizer, int id) {
+  return tokenizer.IsControl(id) ? tokenizer.TokenText(id) : tokenizer.TokenBytes(id, -1);
+}
+
+Json Bytes(const std::string& raw) {
+  Json bytes = Json::array();
+  for (const char c : raw) bytes.push_back(static_cast<uint8_t>(c));
+  return bytes;
+}
+
+// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}], "refusal": null}.
+Json ChatLogprobs(const std::vector<model::SampleResult>& samples,
+                  const model::Tokenizer& tokenizer) {
+  Json content = Json::array();
+  for (const model::SampleResult& sample : samples) {
+    const std::string raw = TokenString(tokenizer, sample.token);
+    Json top = Json::array();
+    for (const model::TokenLogprob& alt : sample.top) {
+      const std::string alt_raw = TokenString(tokenizer, alt.token);
+      top.push_back({{"token", model::SanitizeUtf8(alt_raw)},
+                     {"logprob", alt.logprob},
+                     {"bytes", Bytes(alt_raw)}});
+    }
+    content.push_back({{"token", model::SanitizeUtf8(raw)},
+                       {"logprob", sample.logprob},
+                       {"bytes", Bytes(raw)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+// Completions (legacy): parallel arrays; text_offset counts bytes of the completion text.
+Json CompletionLogprobs(const std::vector<model::SampleResult>& samples,
+                        const model::Tokenizer& tokenizer, size_t& text_offset) {
+  Json tokens = Json::array();
+  Json token_logprobs = Json::array();
+  Json top_logprobs = Json::array();
+  Json offsets = Json::array();
+  for (const model::SampleResult& sample : samples) {
+    const std::string raw = TokenString(tokenizer, sample.token);
+    tokens.push_back(model::SanitizeUtf8(raw));
+    token_logprobs.push_back(sample.logprob);
+    Json top = Json::object();
+    for (const model::TokenLogprob& alt : sample.top) {
+      top[model::SanitizeUtf8(TokenString(tokenizer, alt.token))] = alt.logprob;
+    }
+    top_logprobs.push_back(std::move(top));
+    offsets.push_back(text_offset);
+    if (!tokenizer.IsControl(sample.token)) text_offset += raw.size();
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top_logprobs)},
+          {"text_offset", std::move(offsets)}};
+}
+
+Json UsageJson(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+const char* TypeForHttpStatus(int status) {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 429:
+      return "rate_limit_error";
+    default:
+      return status >= 500 ? "server_error" : "invalid_request_error";
+  }
+}
+
+}  // namespace
+
+ApiError ApiErrorForHttpStatus(int http_status, absl::string_view message) {
+  ApiError error;
+  error.http_status = http_status;
+  error.type = TypeForHttpStatus(http_status);
+  error.message = std::string(message);
+  return error;
+}
+
+ApiError ApiErrorFromStatus(const absl::Status& status) {
+  int http_status = 500;
+  std::string code;
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      http_status = 400;
+      break;
+    case absl::StatusCode::kOutOfRange:
+      http_status = 400;
+      code = "context_length_exceeded";
+      break;
+    case absl::StatusCode::kUnauthenticated:
+      http_status = 401;
+      break;
+    case absl::StatusCode::kPermissionDenied:
+      http_status = 403;
+      break;
+    case absl::StatusCode::kNotFound:
+      http_status = 404;
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kAborted:
+      http_status = 409;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      http_status = 429;
+      break;
+    case absl::StatusCode::kCancelled:
+      http_status = 499;
+      break;
+    case absl::StatusCode::kUnimplemented:
+      http_status = 501;
+      break;
+    case absl::StatusCode::kUnavailable:
+      http_status = 503;
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      http_status = 504;
+      break;
+    default:
+      http_status = 500;
+  }
+  ApiError error = ApiErrorForHttpStatus(http_status, status.message());
+  error.code = std::move(code);
+  if (auto param = status.GetPayload(kOpenAiParamPayload)) {
+    error.param = std::string(*param);
+  }
+  if (error.message.empty()) error.message = absl::StatusCodeToString(status.code());
+  return error;
+}
+
+std::string ApiErrorJson(const ApiError& error) {
+  const Json body = {{"error",
+                      {{"message", error.message},
+                       {"type", error.type},
+                       {"param", error.param.empty() ? Json(nullptr) : Json(error.param)},
+                       {"code", error.code.empty() ? Json(nullptr) : Json(error.code)}}}};
+  return Dump(body);
+}
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength:
+    case FinishReason::kContextFull:
+      return "length";
+    case FinishReason::kEos:
+    case FinishReason::kStopSequence:
+    case FinishReason::kStopToken:
+      return "stop";
+  }
+  return "stop";
+}
+
+OpenAiResponseWriter::OpenAiResponseWriter(const Options& options,
+                                           const model::Tokenizer* tokenizer)
+    : options_(options), tokenizer_(tokenizer) {}
+
+std::string OpenAiResponseWriter::Chunk(const std::string& text,
+                                        const std::vector<model::SampleResult>& logprobs,
+                                        const char* finish_reason) {
+  const bool chat = options_.kind == Kind::kChat;
+  Json choice = {{"index", 0}};
+  if (chat) {
+    choice["delta"] = text.empty() ? Json::object() : Json{{"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  if (options_.logprobs && !logprobs.empty()) {
+    choice["logprobs"] = chat ? ChatLogprobs(logprobs, *tokenizer_)
+                              : CompletionLogprobs(logprobs, *tokenizer_, text_offset_);
+  } else {
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = finish_reason == nullptr ? Json(nullptr) : Json(finish_reason);
+  Json chunk = {{"id", options_.id},
+                {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", options_.created},
+                {"model", options_.model},
+                {"choices", Json::array({std::move(choice)})}};
+  if (options_.include_usage) chunk["usage"] = nullptr;
+  return Sse(chunk);
+}
+
+std::string OpenAiResponseWriter::StreamStart() {
+  if (options_.kind != Kind::kChat) return "";
+  Json chunk = {{"id", options_.id},
+                {"object", "chat.completion.chunk"},
+                {"created", options_.created},
+                {"model", options_.model},
+                {"choices", Json::array({{{"index", 0},
+                                          {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                          {"logprobs", nullptr},
+                                          {"finish_reason", nullptr}}})}};
+  if (options_.include_usage) chunk["usage"] = nullptr;
+  return Sse(chunk);
+}
+
+std::string OpenAiResponseWriter::StreamDelta(const TokenEvent& event) {
+  if (event.token_ids.empty()) text_offset_ += event.text.size();  // the echoed prompt
+  if (event.text.empty() && event.logprobs.empty()) return "";
+  return Chunk(event.text, event.logprobs, nullptr);
+}
+
+std::string OpenAiResponseWriter::StreamEnd(const FinishedEvent& event) {
+  std::string out = Chunk(event.text, event.logprobs, FinishReasonName(event.reason));
+  if (options_.include_usage) {
+    const Json usage_chunk = {
+        {"id", options_.id},
+        {"object", options_.kind == Kind::kChat ? "chat.completion.chunk" : "text_completion"},
+        {"created", options_.created},
+        {"model", options_.model},
+        {"choices", Json::array()},
+        {"usage", UsageJson(event.usage)}};
+    absl::StrAppend(&out, Sse(usage_chunk));
+  }
+  absl::StrAppend(&out, "data: [DONE]\n\n");
+  return out;
+}
+
+std::string OpenAiResponseWriter::StreamError(const ApiError& error) {
+  return absl::StrCat("data: ", ApiErrorJson(error), "\n\n");
+}
+
+void OpenAiResponseWriter::Collect(const TokenEvent& event) {
+  if (event.token_ids.empty()) text_offset_ += event.text.size();  // the echoed prompt
+  text_ += event.text;
+  logprobs_.insert(logprobs_.end(), event.logprobs.begin(), event.logprobs.end());
+}
+
+std::string OpenAiResponseWriter::Body(const FinishedEvent& event) {
+  text_ += event.text;
+  logprobs_.insert(logprobs_.end(), event.logprobs.begin(), event.logprobs.end());
+  const bool chat = options_.kind == Kind::kChat;
+  Json choice = {{"index", 0}};
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text_}};
+  } else {
+    choice["text"] = text_;
+  }
+  if (options_.logprobs) {
+    choice["logprobs"] = chat ? ChatLogprobs(logprobs_, *tokenizer_)
+                              : CompletionLogprobs(logprobs_, *tokenizer_, text_offset_);
+  } else {
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = FinishReasonName(event.reason);
+  const Json body = {{"id", options_.id},
+                     {"object", chat ? "chat.completion" : "text_completion"},
+                     {"created", options_.created},
+                     {"model", options_.model},
+                     {"choices", Json::array({std::move(choice)})},
+                     {"usage", UsageJson(event.usage)}};
+  return Dump(body);
+}
+
+}  // namespace textgen::server::http

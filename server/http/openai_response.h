@@ -1,0 +1,77 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/stream_event.h"
+
+namespace textgen::server::http {
+
+// An error as OpenAI clients expect it: an HTTP status and
+// {"error": {"message", "type", "param", "code"}}.
+struct ApiError {
+  int http_status = 500;
+  std::string type;     // "invalid_request_error", "rate_limit_error", ...
+  std::string message;  // what a person can act on
+  std::string param;    // the request field, or empty
+  std::string code;     // "model_not_found", "context_length_exceeded", or empty
+};
+
+// The one mapping from textgen's status codes to HTTP: INVALID_ARGUMENT and OUT_OF_RANGE 400,
+// UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404, FAILED_PRECONDITION 409 (a busy
+// session), RESOURCE_EXHAUSTED 429, CANCELLED 499, UNAVAILABLE 503, DEADLINE_EXCEEDED 504,
+// anything else 500. `param` comes from the status's kOpenAiParamPayload.
+ApiError ApiErrorFromStatus(const absl::Status& status);
+// An error the HTTP layer finds itself (413 body too large, 404 unknown route, ...).
+ApiError ApiErrorForHttpStatus(int http_status, absl::string_view message);
+std::string ApiErrorJson(const ApiError& error);
+
+// "stop" or "length", as OpenAI reports why a choice ended.
+const char* FinishReasonName(FinishReason reason);
+
+// Turns one request's engine events into OpenAI response bodies: whole JSON objects, or
+// server-sent events ("data: {...}\n\n" ... "data: [DONE]\n\n") for a stream. Not thread-safe
+// (one request, one thread at a time).
+class OpenAiResponseWriter {
+ public:
+  enum class Kind { kChat, kCompletion };
+  struct Options {
+    Kind kind = Kind::kChat;
+    std::string id;       // "chatcmpl-..." / "cmpl-..."
+    int64_t created = 0;  // Unix seconds
+    std::string model;
+    bool logprobs = false;       // the request asked for them
+    bool include_usage = false;  // stream_options.include_usage
+  };
+  OpenAiResponseWriter(const Options& options, const model::Tokenizer* tokenizer);
+
+  // Streaming. The first event (chat: the assistant role), each token delta, and the end
+  // (the last delta with finish_reason, the usage chunk when asked for, and [DONE]).
+  std::string StreamStart();
+  std::string StreamDelta(const TokenEvent& event);
+  std::string StreamEnd(const FinishedEvent& event);
+  // An error after the stream started: an SSE event whose data is an error object (the
+  // OpenAI SDKs raise it as an APIError).
+  static std::string StreamError(const ApiError& error);
+
+  // Not streaming: collect the deltas, then the whole completion object.
+  void Collect(const TokenEvent& event);
+  std::string Body(const FinishedEvent& event);
+
+ private:
+  // One streamed chunk: a text delta, its tokens' logprobs and maybe the finish reason.
+  std::string Chunk(const std::string& text, const std::vector<model::SampleResult>& logprobs,
+                    const char* finish_reason);
+
+  const Options options_;
+  const model::Tokenizer* const tokenizer_;
+  std::string text_;  // collected (non-streaming)
+  std::vector<model::SampleResult> logprobs_;
+  size_t text_offset_ = 0;  // bytes of completion text already sent (legacy text_offset)
+};
+
+}  // namespace textgen::server::http

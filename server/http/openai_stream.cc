@@ -1,0 +1,146 @@
+#include "server/http/openai_stream.h"
+
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/request_report.h"
+
+namespace textgen::server::http {
+namespace {
+
+int CountTokens(const StreamEvent& event) {
+  if (const auto* token = std::get_if<TokenEvent>(&event)) return token->token_ids.size();
+  if (const auto* finished = std::get_if<FinishedEvent>(&event)) return finished->token_ids.size();
+  return 0;
+}
+
+}  // namespace
+
+OpenAiStream::OpenAiStream(std::shared_ptr<HttpExchange> exchange,
+                           const OpenAiStreamOptions& options, const model::Tokenizer* tokenizer,
+                           RequestRecord record, absl::Time arrival)
+    : exchange_(std::move(exchange)),
+      options_(options),
+      arrival_(arrival),
+      writer_(options.writer, tokenizer),
+      record_(std::move(record)) {}
+
+void OpenAiStream::Begin() {
+  exchange_->SetOnClose([weak = weak_from_this()] {
+    if (auto self = weak.lock()) {
+      self->closed_ = true;
+      self->Complete(absl::CancelledError("the client closed the connection"), std::nullopt);
+    }
+  });
+  if (options_.stream) {
+    exchange_->StartStream(200, "text/event-stream");
+    exchange_->Write(writer_.StreamStart());
+  }
+}
+
+bool OpenAiStream::Push(StreamEvent event) {
+  bool post = false;
+  bool accepted = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || overflowed_) return false;
+    if (pending_.size() >= options_.max_buffered_events) {
+      overflowed_ = true;
+      pending_.clear();
+    } else {
+      accepted = true;
+      const int tokens = CountTokens(event);
+      if (tokens > 0 && !first_token_time_) first_token_time_ = absl::Now();
+      completion_tokens_ += tokens;
+      pending_.push_back(std::move(event));
+    }
+    post = !drain_posted_;
+    drain_posted_ = true;
+  }
+  if (post) exchange_->Post([self = shared_from_this()] { self->Drain(); });
+  return accepted;
+}
+
+bool OpenAiStream::IsClosed() const { return closed_; }
+
+void OpenAiStream::Drain() {
+  std::deque<StreamEvent> events;
+  bool overflowed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events.swap(pending_);
+    overflowed = overflowed_;
+    drain_posted_ = false;
+  }
+  if (done_) return;
+  if (exchange_->closed()) {
+    closed_ = true;
+    return Complete(absl::CancelledError("the client closed the connection"), std::nullopt);
+  }
+  if (overflowed || exchange_->unsent_bytes() > options_.max_unsent_bytes) {
+    closed_ = true;
+    return FailResponse(absl::ResourceExhaustedError(
+        "the client is not reading its response fast enough; the request was cancelled"));
+  }
+  for (StreamEvent& event : events) {
+    if (const auto* token = std::get_if<TokenEvent>(&event)) {
+      if (options_.stream) {
+        if (std::string chunk = writer_.StreamDelta(*token); !chunk.empty()) {
+          exchange_->Write(std::move(chunk));
+        }
+      } else {
+        writer_.Collect(*token);
+      }
+    } else if (const auto* finished = std::get_if<FinishedEvent>(&event)) {
+      closed_ = true;
+      if (options_.stream) {
+        exchange_->Write(writer_.StreamEnd(*finished));
+        exchange_->EndStream();
+      } else {
+        exchange_->Respond(HttpResponse::Json(200, writer_.Body(*finished)));
+      }
+      return Complete(absl::OkStatus(), finished->usage);
+    } else if (const auto* error = std::get_if<ErrorEvent>(&event)) {
+      closed_ = true;
+      return FailResponse(error->status.ok() ? absl::InternalError("error event with OK status")
+                                             : error->status);
+    }
+  }
+}
+
+void OpenAiStream::FailResponse(const absl::Status& status) {
+  const ApiError error = ApiErrorFromStatus(status);
+  if (options_.stream) {
+    // The 200 and earlier chunks are sent: the error goes into the stream.
+    exchange_->Write(OpenAiResponseWriter::StreamError(error));
+    exchange_->EndStream();
+  } else {
+    exchange_->Respond(HttpResponse::Json(error.http_status, ApiErrorJson(error)));
+  }
+  Complete(status, std::nullopt);
+}
+
+void OpenAiStream::Complete(const absl::Status& status, const std::optional<Usage>& usage) {
+  if (done_) return;
+  done_ = true;
+  const absl::Time now = absl::Now();
+  record_.code = status.code();
+  record_.message = std::string(status.message());
+  record_.duration_seconds = absl::ToDoubleSeconds(now - arrival_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    record_.completion_tokens = completion_tokens_;
+    if (first_token_time_) {
+      record_.time_to_first_token_seconds = absl::ToDoubleSeconds(*first_token_time_ - arrival_);
+    }
+  }
+  if (usage) {
+    record_.prompt_tokens = usage->prompt_tokens;
+    record_.cached_tokens = usage->cached_tokens;
+  }
+  ReportRequestDone(record_, options_.observer, options_.logger);
+}
+
+}  // namespace textgen::server::http

@@ -1,0 +1,367 @@
+// The OpenAI HTTP front end in process: the real HttpServer and OpenAiApi over a fake
+// scheduler (the test plays the engine thread), driven by a Beast client over loopback.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "boost/asio/connect.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/beast/core.hpp"
+#include "boost/beast/http.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server/http/http_server.h"
+#include "server/http/openai_api.h"
+#include "tests/server/fake_scheduler.h"
+#include "tests/server/fake_tokenizer.h"
+
+namespace textgen::server::http {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using Json = nlohmann::json;
+using ::testing::HasSubstr;
+
+class RecordingObserver final : public RequestObserver {
+ public:
+  void OnRequestDone(const RequestRecord& record) override {
+    absl::MutexLock lock(&mu_);
+    records_.push_back(record);
+  }
+  // Waits until `n` records arrived; returns them.
+  std::vector<RequestRecord> WaitFor(size_t n) {
+    absl::MutexLock lock(&mu_);
+    const auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return records_.size() >= n; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
+    return records_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<RequestRecord> records_ ABSL_GUARDED_BY(mu_);
+};
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  HttpApiTest() : api_(OpenAiApiOptions{.observer = &observer_, .logger = nullptr}) {
+    backend_.scheduler = &scheduler_;
+    backend_.tokenizer = &tokenizer_;
+    backend_.validation.context_length = 64;
+    backend_.validation.max_new_tokens_limit = 32;
+    backend_.model_info.set_name("tiny");
+    backend_.model_info.set_context_length(64);
+    HttpServerOptions options;
+    options.max_body_bytes = 4096;
+    absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(
+        options,
+        [this](const HttpRequest& request, std::shared_ptr<HttpExchange> exchange) {
+          api_.Handle(request, std::move(exchange));
+        },
+        &OpenAiApi::TransportError);
+    EXPECT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+  ~HttpApiTest() override { server_->Stop(); }
+
+  void Ready() { api_.SetBackend(&backend_); }
+
+  tcp::socket Connect() {
+    tcp::socket socket(io_);
+    socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()));
+    return socket;
+  }
+
+  Reply Send(tcp::socket& socket, bhttp::verb verb, const std::string& target,
+             const std::string& body = "") {
+    bhttp::request<bhttp::string_body> request{verb, target, 11};
+    request.set(bhttp::field::host, "localhost");
+    request.set(bhttp::field::content_type, "application/json");
+    request.body() = body;
+    request.prepare_payload();
+    bhttp::write(socket, request);
+    beast::flat_buffer buffer;
+    bhttp::response<bhttp::string_body> response;
+    bhttp::read(socket, buffer, response);
+    return Reply{static_cast<int>(response.result_int()), response.body(),
+                 std::string(response[bhttp::field::content_type])};
+  }
+  Reply Post(const std::string& target, const std::string& body) {
+    tcp::socket socket = Connect();
+    return Send(socket, bhttp::verb::post, target, body);
+  }
+  Reply Get(const std::string& target) {
+    tcp::socket socket = Connect();
+    return Send(socket, bhttp::verb::get, target);
+  }
+
+  // Plays the engine: takes the next request and finishes it with "hi" (2 tokens).
+  std::thread Engine(FinishReason reason, bool with_logprobs = false) {
+    return std::thread([this, reason, with_logprobs] {
+      testing::FakeScheduler::Submitted submitted;
+      ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+      TokenEvent token;
+      token.text = "h";
+      token.token_ids = {'h' + 3};
+      FinishedEvent finished;
+      finished.reason = reason;
+      finished.text = "i";
+      finished.token_ids = {'i' + 3};
+      if (with_logprobs) {
+        token.logprobs = {{'h' + 3, -0.25f, {{'h' + 3, -0.25f}, {'a' + 3, -2.0f}}}};
+        finished.logprobs = {{'i' + 3, -0.5f, {{'i' + 3, -0.5f}, {'o' + 3, -1.5f}}}};
+      }
+      finished.usage = {.prompt_tokens = 5, .cached_tokens = 3, .completion_tokens = 2};
+      EXPECT_TRUE(submitted.sink->Push(token));
+      EXPECT_TRUE(submitted.sink->Push(finished));
+      scheduler_.MarkDone();
+    });
+  }
+
+  net::io_context io_;
+  RecordingObserver observer_;
+  testing::FakeScheduler scheduler_;
+  testing::FakeTokenizer tokenizer_;
+  ServiceBackend backend_;
+  OpenAiApi api_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpApiTest, HealthFollowsLoadingServingAndDraining) {
+  Reply reply = Get("/health");
+  EXPECT_EQ(reply.status, 503);
+  EXPECT_EQ(Json::parse(reply.body)["status"], "loading");
+  reply = Post("/v1/completions", R"({"prompt": "x"})");
+  EXPECT_EQ(reply.status, 503);
+  EXPECT_THAT(reply.body, HasSubstr("still loading"));
+  Ready();
+  EXPECT_EQ(Get("/health").status, 200);
+  api_.StartDraining();
+  reply = Get("/health");
+  EXPECT_EQ(reply.status, 503);
+  EXPECT_EQ(Json::parse(reply.body)["status"], "draining");
+}
+
+TEST_F(HttpApiTest, CompletionWithUsageAndCachedTokens) {
+  Ready();
+  std::thread engine = Engine(FinishReason::kStopSequence);
+  const Reply reply = Post("/v1/completions", R"({"model": "tiny", "prompt": "abc", "seed": 5})");
+  engine.join();
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.content_type, "application/json");
+  const Json body = Json::parse(reply.body);
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["model"], "tiny");
+  EXPECT_THAT(body["id"].get<std::string>(), ::testing::StartsWith("cmpl-req-"));
+  EXPECT_EQ(body["choices"][0]["text"], "hi");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(body["usage"]["total_tokens"], 7);
+  EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
+  const std::vector<RequestRecord> records = observer_.WaitFor(1);
+  EXPECT_EQ(records[0].code, absl::StatusCode::kOk);
+  EXPECT_STREQ(records[0].api, "http");
+  EXPECT_EQ(records[0].completion_tokens, 2);
+}
+
+TEST_F(HttpApiTest, ChatStreamIsServerSentEventsWithUsageAndDone) {
+  Ready();
+  // The backend has no chat template: chat fails clearly.
+  const Reply no_template =
+      Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})");
+  EXPECT_EQ(no_template.status, 409);
+  EXPECT_THAT(no_template.body, HasSubstr("template"));
+
+  std::thread engine = Engine(FinishReason::kContextFull);
+  const Reply reply = Post("/v1/completions", R"({"prompt": "abc", "stream": true,
+                                  "stream_options": {"include_usage": true}})");
+  engine.join();
+  ASSERT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.content_type, "text/event-stream");
+  std::vector<Json> events;
+  size_t at = 0;
+  bool done = false;
+  while (at < reply.body.size()) {
+    const size_t end = reply.body.find("\n\n", at);
+    ASSERT_NE(end, std::string::npos) << "unterminated event in " << reply.body;
+    const std::string line = reply.body.substr(at, end - at);
+    ASSERT_EQ(line.rfind("data: ", 0), 0u) << line;
+    if (line == "data: [DONE]") {
+      done = true;
+    } else {
+      ASSERT_FALSE(done) << "event after [DONE]";
+      events.push_back(Json::parse(line.substr(6)));
+    }
+    at = end + 2;
+  }
+  EXPECT_TRUE(done);
+  ASSERT_EQ(events.size(), 3u) << reply.body;
+  EXPECT_EQ(events[0]["choices"][0]["text"], "h");
+  EXPECT_TRUE(events[0]["usage"].is_null());
+  EXPECT_EQ(events[1]["choices"][0]["text"], "i");
+  EXPECT_EQ(events[1]["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(events[2]["choices"].empty());
+  EXPECT_EQ(events[2]["usage"]["completion_tokens"], 2);
+}
+
+TEST_F(HttpApiTest, CompletionLogprobsAreLegacyParallelArrays) {
+  Ready();
+  std::thread engine = Engine(FinishReason::kLength, /*with_logprobs=*/true);
+  const Reply reply = Post("/v1/completions", R"({"prompt": "abc", "logprobs": 2})");
+  engine.join();
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const Json logprobs = Json::parse(reply.body)["choices"][0]["logprobs"];
+  EXPECT_EQ(logprobs["tokens"], Json::array({"h", "i"}));
+  EXPECT_EQ(logprobs["token_logprobs"], Json::array({-0.25, -0.5}));
+  EXPECT_EQ(logprobs["top_logprobs"][0], Json({{"h", -0.25}, {"a", -2.0}}));
+  EXPECT_EQ(logprobs["text_offset"], Json::array({0, 1}));
+}
+
+TEST_F(HttpApiTest, ErrorsHaveOpenAiShapeAndStatus) {
+  Ready();
+  Reply reply = Post("/v1/completions", R"({"prompt": "abc", "temperature": -1})");
+  EXPECT_EQ(reply.status, 400);
+  Json error = Json::parse(reply.body)["error"];
+  EXPECT_EQ(error["type"], "invalid_request_error");
+  EXPECT_EQ(error["param"], "temperature");
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("temperature must be"));
+
+  reply = Post("/v1/completions", R"({"prompt": "abc", "model": "gpt-4o"})");
+  EXPECT_EQ(reply.status, 404);
+  EXPECT_EQ(Json::parse(reply.body)["error"]["code"], "model_not_found");
+
+  reply = Post("/v1/completions", R"({"prompt": "abc", "max_tokens": 60})");
+  EXPECT_EQ(reply.status, 400);
+  EXPECT_THAT(reply.body, HasSubstr("max_tokens must be in [1, 32]"));
+
+  reply =
+      Post("/v1/completions", "{\"max_tokens\": 10, \"prompt\": \"" + std::string(60, 'a') + "\"}");
+  EXPECT_EQ(reply.status, 400);
+  EXPECT_EQ(Json::parse(reply.body)["error"]["code"], "context_length_exceeded");
+
+  reply = Post("/v1/completions", std::string(5000, ' '));
+  EXPECT_EQ(reply.status, 413);
+  EXPECT_THAT(reply.body, HasSubstr("4096"));
+
+  reply = Get("/v1/nope");
+  EXPECT_EQ(reply.status, 404);
+  reply = Get("/v1/completions");
+  EXPECT_EQ(reply.status, 405);
+
+  scheduler_.set_max_queue(0);
+  reply = Post("/v1/completions", R"({"prompt": "abc"})");
+  EXPECT_EQ(reply.status, 429);
+  EXPECT_EQ(Json::parse(reply.body)["error"]["type"], "rate_limit_error");
+}
+
+TEST_F(HttpApiTest, ModelsListTheServedModel) {
+  Ready();
+  const Json list = Json::parse(Get("/v1/models").body);
+  EXPECT_EQ(list["object"], "list");
+  ASSERT_EQ(list["data"].size(), 1u);
+  EXPECT_EQ(list["data"][0]["id"], "tiny");
+  EXPECT_EQ(list["data"][0]["context_length"], 64);
+  EXPECT_EQ(Get("/v1/models/tiny").status, 200);
+  EXPECT_EQ(Get("/v1/models/other").status, 404);
+}
+
+TEST_F(HttpApiTest, KeepAliveServesRequestsInTurn) {
+  Ready();
+  tcp::socket socket = Connect();
+  for (int i = 0; i < 3; ++i) {
+    std::thread engine = Engine(FinishReason::kEos);
+    const Reply reply = Send(socket, bhttp::verb::post, "/v1/completions", R"({"prompt": "a"})");
+    engine.join();
+    EXPECT_EQ(reply.status, 200) << reply.body;
+  }
+}
+
+// A client that goes away mid-stream is seen at once (not at the next write): the sink closes,
+// so the scheduler frees the slot at its next step, and the request is counted CANCELLED.
+TEST_F(HttpApiTest, DisconnectMidStreamClosesTheSink) {
+  Ready();
+  tcp::socket socket = Connect();
+  bhttp::request<bhttp::string_body> request{bhttp::verb::post, "/v1/completions", 11};
+  request.set(bhttp::field::host, "localhost");
+  request.body() = R"({"prompt": "abc", "stream": true})";
+  request.prepare_payload();
+  bhttp::write(socket, request);
+  testing::FakeScheduler::Submitted submitted;
+  ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+  TokenEvent token;
+  token.text = "h";
+  token.token_ids = {'h' + 3};
+  ASSERT_TRUE(submitted.sink->Push(token));
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::string_body> parser;
+  bhttp::read_header(socket, buffer, parser);
+  EXPECT_EQ(parser.get().result_int(), 200u);
+  EXPECT_FALSE(submitted.sink->IsClosed());
+
+  socket.close();
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (!submitted.sink->IsClosed() && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(submitted.sink->IsClosed());
+  EXPECT_FALSE(submitted.sink->Push(token));
+  scheduler_.MarkDone();
+  const std::vector<RequestRecord> records = observer_.WaitFor(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].code, absl::StatusCode::kCancelled);
+}
+
+TEST_F(HttpApiTest, EngineErrorMidStreamBecomesAnErrorEvent) {
+  Ready();
+  std::thread engine([this] {
+    testing::FakeScheduler::Submitted submitted;
+    ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+    TokenEvent token;
+    token.text = "h";
+    token.token_ids = {'h' + 3};
+    submitted.sink->Push(token);
+    submitted.sink->Push(ErrorEvent{absl::UnavailableError("the server is shutting down")});
+    scheduler_.MarkDone();
+  });
+  const Reply reply = Post("/v1/completions", R"({"prompt": "abc", "stream": true})");
+  engine.join();
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_THAT(reply.body, HasSubstr(R"(data: {"error":{"message":"the server is shutting down")"));
+  EXPECT_THAT(reply.body, ::testing::Not(HasSubstr("[DONE]")));
+}
+
+TEST_F(HttpApiTest, MalformedHttpIsA400AndOversizedHeadersA431) {
+  Ready();
+  tcp::socket socket = Connect();
+  const std::string garbage = "NOT HTTP AT ALL\r\n\r\n";
+  net::write(socket, net::buffer(garbage));
+  beast::flat_buffer buffer;
+  bhttp::response<bhttp::string_body> response;
+  bhttp::read(socket, buffer, response);
+  EXPECT_EQ(response.result_int(), 400u);
+  EXPECT_THAT(response.body(), HasSubstr("malformed HTTP request"));
+
+  tcp::socket second = Connect();
+  const std::string huge = "GET /health HTTP/1.1\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n";
+  boost::system::error_code ignored;
+  net::write(second, net::buffer(huge), ignored);
+  beast::flat_buffer buffer2;
+  bhttp::response<bhttp::string_body> response2;
+  bhttp::read(second, buffer2, response2);
+  EXPECT_EQ(response2.result_int(), 431u);
+}
+
+}  // namespace
+}  // namespace textgen::server::http

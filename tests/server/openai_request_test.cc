@@ -1,0 +1,252 @@
+#include "server/http/openai_request.h"
+
+#include <random>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/chat_validation.h"
+#include "server/validation.h"
+#include "tests/server/fake_tokenizer.h"
+
+namespace textgen::server::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Param(const absl::Status& status) {
+  const auto param = status.GetPayload(kOpenAiParamPayload);
+  return param ? std::string(*param) : "";
+}
+
+TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
+  absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(R"({
+    "model": "m", "stream": true, "stream_options": {"include_usage": true},
+    "messages": [
+      {"role": "developer", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function"}]},
+      {"role": "tool", "content": "42", "tool_call_id": "c1", "name": "calc"}],
+    "max_completion_tokens": 7, "max_tokens": 99, "temperature": 0.5, "top_p": 0.9,
+    "stop": "END", "seed": -1, "presence_penalty": 0.25, "frequency_penalty": -0.5,
+    "logit_bias": {"12": -100, "7": 2.5}, "logprobs": true, "top_logprobs": 3, "n": 1,
+    "user": "u1", "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "session_id": "s-1",
+    "tools": [{"type": "function", "function": {"name": "calc"}}], "tool_choice": "auto",
+    "chat_template_kwargs": {"enable_thinking": false}, "unknown_field": [1, 2]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->kind, OpenAiRequest::Kind::kChat);
+  EXPECT_EQ(parsed->model, "m");
+  EXPECT_TRUE(parsed->stream);
+  EXPECT_TRUE(parsed->include_usage);
+  EXPECT_EQ(parsed->max_tokens_field, "max_completion_tokens");
+  const v1::ChatRequest& chat = parsed->chat;
+  ASSERT_EQ(chat.messages_size(), 4);
+  EXPECT_EQ(chat.messages(0).role(), "system");
+  EXPECT_EQ(chat.messages(1).content(), "a\nb");
+  EXPECT_EQ(chat.messages(2).content(), "");
+  EXPECT_EQ(chat.messages(2).tool_calls_json(), R"([{"id":"c1","type":"function"}])");
+  EXPECT_EQ(chat.messages(3).tool_call_id(), "c1");
+  EXPECT_EQ(chat.messages(3).name(), "calc");
+  EXPECT_EQ(chat.stopping().max_new_tokens(), 7u);
+  EXPECT_FLOAT_EQ(chat.sampling().temperature(), 0.5f);
+  EXPECT_FLOAT_EQ(chat.sampling().top_p(), 0.9f);
+  EXPECT_EQ(chat.stopping().stop_size(), 1);
+  EXPECT_EQ(chat.sampling().seed(), ~uint64_t{0});
+  EXPECT_FLOAT_EQ(chat.sampling().presence_penalty(), 0.25f);
+  EXPECT_FLOAT_EQ(chat.sampling().frequency_penalty(), -0.5f);
+  EXPECT_FLOAT_EQ(chat.sampling().logit_bias().at(12), -100.0f);
+  EXPECT_FLOAT_EQ(chat.sampling().logit_bias().at(7), 2.5f);
+  EXPECT_TRUE(chat.output().logprobs());
+  EXPECT_EQ(chat.output().top_logprobs(), 3u);
+  EXPECT_EQ(chat.sampling().top_k(), 40);
+  EXPECT_FLOAT_EQ(chat.sampling().min_p(), 0.05f);
+  EXPECT_FLOAT_EQ(chat.sampling().repetition_penalty(), 1.1f);
+  EXPECT_EQ(chat.session_id(), "s-1");
+  EXPECT_EQ(chat.tools_json(), R"([{"function":{"name":"calc"},"type":"function"}])");
+  EXPECT_EQ(chat.template_variables_json(), R"({"enable_thinking":false})");
+}
+
+TEST(OpenAiRequestTest, CompletionPromptShapes) {
+  absl::StatusOr<OpenAiRequest> text = ParseCompletionRequest(R"({"prompt": "hello"})");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->completion.text(), "hello");
+  EXPECT_FALSE(text->completion.parse_special());  // control tokens in the prompt stay text
+
+  absl::StatusOr<OpenAiRequest> list = ParseCompletionRequest(R"({"prompt": ["hello"]})");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->completion.text(), "hello");
+
+  absl::StatusOr<OpenAiRequest> ids =
+      ParseCompletionRequest(R"({"prompt": [1, 2, 3], "logprobs": 2, "echo": true})");
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_THAT(ids->completion.tokens().ids(), ::testing::ElementsAre(1, 2, 3));
+  EXPECT_TRUE(ids->completion.output().logprobs());
+  EXPECT_EQ(ids->completion.output().top_logprobs(), 2u);
+  EXPECT_TRUE(ids->completion.output().echo());
+
+  absl::StatusOr<OpenAiRequest> nested = ParseCompletionRequest(R"({"prompt": [[5, 6]]})");
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_THAT(nested->completion.tokens().ids(), ::testing::ElementsAre(5, 6));
+}
+
+struct BadBody {
+  const char* body;
+  const char* param;    // expected error.param ("" = none)
+  const char* message;  // expected substring
+};
+
+class OpenAiRequestErrorTest : public ::testing::TestWithParam<BadBody> {};
+
+TEST_P(OpenAiRequestErrorTest, NamesTheField) {
+  const BadBody& bad = GetParam();
+  absl::StatusOr<OpenAiRequest> parsed =
+      absl::string_view(bad.body).find("prompt") != absl::string_view::npos
+          ? ParseCompletionRequest(bad.body)
+          : ParseChatCompletionRequest(bad.body);
+  ASSERT_FALSE(parsed.ok()) << bad.body;
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(parsed.status().message()), HasSubstr(bad.message));
+  EXPECT_EQ(Param(parsed.status()), bad.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bodies, OpenAiRequestErrorTest,
+    ::testing::Values(
+        BadBody{"", "", "the request body is empty"},
+        BadBody{"{\"messages\": [", "", "not valid JSON"},
+        BadBody{"[1]", "", "must be a JSON object, got an array"},
+        BadBody{R"({"model": 3, "messages": []})", "model",
+                "model must be a string, got an integer"},
+        BadBody{R"({})", "messages", "messages is missing"},
+        BadBody{R"({"messages": {}})", "messages", "messages must be an array of messages"},
+        BadBody{R"({"messages": [{"content": "x"}]})", "messages[0]",
+                "messages[0].role is missing"},
+        BadBody{R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content",
+                "a string or an array of content parts"},
+        BadBody{R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+                "messages[0].content[0]", "'image_url' is not supported"},
+        BadBody{R"({"messages": [{"role": "user", "name": 1}]})", "messages[0].name",
+                "messages[0].name must be a string"},
+        BadBody{R"({"messages": [], "n": 2})", "n", "n must be 1, got 2"},
+        BadBody{R"({"messages": [], "temperature": "hot"})", "temperature",
+                "temperature must be a number, got a string"},
+        BadBody{R"({"messages": [], "max_tokens": 0})", "max_tokens", "max_tokens must be >= 1"},
+        BadBody{R"({"messages": [], "max_tokens": 1.5})", "max_tokens", "must be an integer"},
+        BadBody{R"({"messages": [], "stop": [1]})", "stop[0]", "stop[0] must be a string"},
+        BadBody{R"({"messages": [], "logit_bias": {"x": 1}})", "logit_bias",
+                "logit_bias key 'x' is not a token id"},
+        BadBody{R"({"messages": [], "seed": "1"})", "seed", "seed must be an integer"},
+        BadBody{R"({"messages": [], "stream": "yes"})", "stream", "stream must be a boolean"},
+        BadBody{R"({"messages": [], "tool_choice": "required"})", "tool_choice",
+                "tool_choice may be"},
+        BadBody{R"({"messages": [], "response_format": {"type": "json_object"}})",
+                "response_format", "does not constrain output to JSON"},
+        BadBody{R"({"prompt": ["a", "b"]})", "prompt", "prompt holds 2 prompts"},
+        BadBody{R"({"prompt": []})", "prompt", "prompt is an empty array"},
+        BadBody{R"({"prompt": [1, "a"]})", "prompt[1]", "prompt[1] must be a token id"},
+        BadBody{R"({"prompt": "x", "best_of": 3})", "best_of", "best_of must be 1"},
+        BadBody{R"({"prompt": "x", "suffix": "y"})", "suffix", "suffix is not supported"},
+        BadBody{R"({"prompt": "x", "logprobs": true})", "logprobs",
+                "logprobs must be an integer"}));
+
+TEST(OpenAiRequestTest, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = "{\"messages\": " + std::string(100, '[') + std::string(100, ']') + "}";
+  absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(deep);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("nests deeper than 64 levels"));
+  EXPECT_EQ(JsonNestingDepth(R"({"a": "[[[[", "b": [{"c": "\"]]"}]})"), 3);
+}
+
+// The shared validation's errors name textgen's fields; OpenAI clients see their own names.
+TEST(OpenAiRequestTest, ValidationErrorsUseOpenAiFieldNames) {
+  testing::FakeTokenizer tokenizer;
+  ValidationOptions options;
+  options.max_new_tokens_limit = 32;
+  options.context_length = 64;
+  const auto validate = [&](absl::string_view body) {
+    absl::StatusOr<OpenAiRequest> parsed = ParseCompletionRequest(body);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<ValidatedRequest> validated =
+        ValidateGenerateRequest(parsed->completion, tokenizer, options, RequestContext{});
+    EXPECT_FALSE(validated.ok()) << body;
+    return ToOpenAiFieldNames(validated.status(), *parsed);
+  };
+  absl::Status status = validate(R"({"prompt": "hi", "temperature": -1})");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("temperature must be a finite number"));
+  EXPECT_EQ(Param(status), "temperature");
+
+  status = validate(R"({"prompt": "hi", "max_completion_tokens": 33})");
+  EXPECT_EQ(status.message(), "max_completion_tokens must be in [1, 32] (server limit), got 33");
+  EXPECT_EQ(Param(status), "max_completion_tokens");
+
+  status = validate(R"({"prompt": "hi", "logprobs": 21})");
+  EXPECT_THAT(std::string(status.message()), HasSubstr("logprobs must be in [0, 20]"));
+  EXPECT_EQ(Param(status), "logprobs");
+
+  status = validate(R"({"prompt": "hi", "stop": ["a", ""]})");
+  EXPECT_EQ(status.message(), "stop[1] is empty");
+  EXPECT_EQ(Param(status), "stop");
+
+  status = validate(R"({"prompt": [999999]})");
+  EXPECT_THAT(std::string(status.message()), HasSubstr("prompt[0] = 999999 is not a token id"));
+  EXPECT_EQ(Param(status), "prompt");
+
+  status = validate(R"({"prompt": "hi", "min_tokens": 20, "max_tokens": 10})");
+  EXPECT_EQ(status.message(), "min_tokens (20) must not exceed max_tokens (10)");
+}
+
+// Property: whatever bytes arrive, the mapping answers OK or INVALID_ARGUMENT (never another
+// code, never a crash or an exception), and an accepted body survives validation without
+// crashing either. Mutations of valid bodies reach deep into the field handling.
+TEST(OpenAiRequestPropertyTest, MutatedBodiesGetAnAnswer) {
+  const std::vector<std::string> seeds = {
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true,)"
+      R"("stream_options":{"include_usage":true},"logit_bias":{"3":1},"stop":["x"],"seed":7})",
+      R"({"prompt":[1,2,3],"logprobs":2,"echo":true,"temperature":0.7,"top_p":0.5,"n":1})",
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"tools":[]})"};
+  const std::string alphabet = "{}[]\":,0123456789.-eE truefalsnl\\u00ff\x80\xc3";
+  std::mt19937_64 rng(20261123);
+  testing::FakeTokenizer tokenizer;
+  ValidationOptions options;
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string body = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 6);
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const size_t at = rng() % body.size();
+      switch (rng() % 3) {
+        case 0:
+          body[at] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          body.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          body.insert(at, 1, alphabet[rng() % alphabet.size()]);
+      }
+    }
+    const bool chat = body.find("prompt") == std::string::npos;
+    absl::StatusOr<OpenAiRequest> parsed =
+        chat ? ParseChatCompletionRequest(body) : ParseCompletionRequest(body);
+    if (!parsed.ok()) {
+      ASSERT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << body;
+      ASSERT_FALSE(parsed.status().message().empty()) << body;
+      continue;
+    }
+    ++accepted;
+    if (!chat) {
+      absl::StatusOr<ValidatedRequest> validated =
+          ValidateGenerateRequest(parsed->completion, tokenizer, options, RequestContext{});
+      if (!validated.ok()) {
+        const absl::Status renamed = ToOpenAiFieldNames(validated.status(), *parsed);
+        ASSERT_FALSE(renamed.message().empty());
+      }
+    }
+  }
+  // The mutations must leave a fair share valid, or the test would only exercise the parser.
+  EXPECT_GT(accepted, 1000);
+}
+
+}  // namespace
+}  // namespace textgen::server::http
