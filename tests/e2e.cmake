@@ -18,6 +18,13 @@ if(TARGET textgen-server)
                    ${CMAKE_CURRENT_BINARY_DIR}/e2e-node)
   set_tests_properties(e2e_python_client e2e_node_client PROPERTIES SKIP_RETURN_CODE 77
                        TIMEOUT 300 LABELS e2e)
+
+  # The OpenAI-compatible HTTP API with the official `openai` npm client, on the bundled model.
+  add_test(NAME e2e_openai_client
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_openai_client_test.sh
+                   $<TARGET_FILE:textgen-server> $<TARGET_FILE:textgen>
+                   ${CMAKE_SOURCE_DIR}/models/default.gguf ${CMAKE_CURRENT_BINARY_DIR}/e2e-openai)
+  set_tests_properties(e2e_openai_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS e2e)
 endif()
 
 # The Chat RPC end to end: real vocabularies and chat templates from llama.cpp's source on

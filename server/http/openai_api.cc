@@ -171,6 +171,7 @@ void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpE
   stream_options.writer.model = served;
   stream_options.writer.logprobs = validated->output.logprobs;
   stream_options.writer.include_usage = parsed->stream && parsed->include_usage;
+  stream_options.writer.last_prompt_token = validated->prompt_tokens.back();
   stream_options.max_buffered_events = options_.max_buffered_events;
   stream_options.observer = options_.observer;
   stream_options.logger = options_.logger;

@@ -22,8 +22,9 @@ std::string Dump(const Json& value) {
 
 std::string Sse(const Json& data) { return absl::StrCat("data: ", Dump(data), "\n\n"); }
 
-std::string TokenString(const model::Tokenizer& tokenizer, int id) {
-  return tokenizer.IsControl(id) ? tokenizer.TokenText(id) : tokenizer.TokenBytes(id, -1);
+// A token's text where it stands (after `previous`); control tokens show their name.
+std::string TokenString(const model::Tokenizer& tokenizer, int id, int previous) {
+  return tokenizer.IsControl(id) ? tokenizer.TokenText(id) : tokenizer.TokenBytes(id, previous);
 }
 
 Json Bytes(const std::string& raw) {
@@ -34,13 +35,13 @@ Json Bytes(const std::string& raw) {
 
 // Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}], "refusal": null}.
 Json ChatLogprobs(const std::vector<model::SampleResult>& samples,
-                  const model::Tokenizer& tokenizer) {
+                  const model::Tokenizer& tokenizer, int& previous) {
   Json content = Json::array();
   for (const model::SampleResult& sample : samples) {
-    const std::string raw = TokenString(tokenizer, sample.token);
+    const std::string raw = TokenString(tokenizer, sample.token, previous);
     Json top = Json::array();
     for (const model::TokenLogprob& alt : sample.top) {
-      const std::string alt_raw = TokenString(tokenizer, alt.token);
+      const std::string alt_raw = TokenString(tokenizer, alt.token, previous);
       top.push_back({{"token", model::SanitizeUtf8(alt_raw)},
                      {"logprob", alt.logprob},
                      {"bytes", Bytes(alt_raw)}});
@@ -49,28 +50,30 @@ Json ChatLogprobs(const std::vector<model::SampleResult>& samples,
                        {"logprob", sample.logprob},
                        {"bytes", Bytes(raw)},
                        {"top_logprobs", std::move(top)}});
+    previous = sample.token;
   }
   return {{"content", std::move(content)}, {"refusal", nullptr}};
 }
 
 // Completions (legacy): parallel arrays; text_offset counts bytes of the completion text.
 Json CompletionLogprobs(const std::vector<model::SampleResult>& samples,
-                        const model::Tokenizer& tokenizer, size_t& text_offset) {
+                        const model::Tokenizer& tokenizer, size_t& text_offset, int& previous) {
   Json tokens = Json::array();
   Json token_logprobs = Json::array();
   Json top_logprobs = Json::array();
   Json offsets = Json::array();
   for (const model::SampleResult& sample : samples) {
-    const std::string raw = TokenString(tokenizer, sample.token);
+    const std::string raw = TokenString(tokenizer, sample.token, previous);
     tokens.push_back(model::SanitizeUtf8(raw));
     token_logprobs.push_back(sample.logprob);
     Json top = Json::object();
     for (const model::TokenLogprob& alt : sample.top) {
-      top[model::SanitizeUtf8(TokenString(tokenizer, alt.token))] = alt.logprob;
+      top[model::SanitizeUtf8(TokenString(tokenizer, alt.token, previous))] = alt.logprob;
     }
     top_logprobs.push_back(std::move(top));
     offsets.push_back(text_offset);
     if (!tokenizer.IsControl(sample.token)) text_offset += raw.size();
+    previous = sample.token;
   }
   return {{"tokens", std::move(tokens)},
           {"token_logprobs", std::move(token_logprobs)},
@@ -184,7 +187,7 @@ const char* FinishReasonName(FinishReason reason) {
 
 OpenAiResponseWriter::OpenAiResponseWriter(const Options& options,
                                            const model::Tokenizer* tokenizer)
-    : options_(options), tokenizer_(tokenizer) {}
+    : options_(options), tokenizer_(tokenizer), previous_token_(options.last_prompt_token) {}
 
 std::string OpenAiResponseWriter::Chunk(const std::string& text,
                                         const std::vector<model::SampleResult>& logprobs,
@@ -197,8 +200,9 @@ std::string OpenAiResponseWriter::Chunk(const std::string& text,
     choice["text"] = text;
   }
   if (options_.logprobs && !logprobs.empty()) {
-    choice["logprobs"] = chat ? ChatLogprobs(logprobs, *tokenizer_)
-                              : CompletionLogprobs(logprobs, *tokenizer_, text_offset_);
+    choice["logprobs"] =
+        chat ? ChatLogprobs(logprobs, *tokenizer_, previous_token_)
+             : CompletionLogprobs(logprobs, *tokenizer_, text_offset_, previous_token_);
   } else {
     choice["logprobs"] = nullptr;
   }
@@ -269,8 +273,9 @@ std::string OpenAiResponseWriter::Body(const FinishedEvent& event) {
     choice["text"] = text_;
   }
   if (options_.logprobs) {
-    choice["logprobs"] = chat ? ChatLogprobs(logprobs_, *tokenizer_)
-                              : CompletionLogprobs(logprobs_, *tokenizer_, text_offset_);
+    choice["logprobs"] =
+        chat ? ChatLogprobs(logprobs_, *tokenizer_, previous_token_)
+             : CompletionLogprobs(logprobs_, *tokenizer_, text_offset_, previous_token_);
   } else {
     choice["logprobs"] = nullptr;
   }

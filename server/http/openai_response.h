@@ -46,6 +46,9 @@ class OpenAiResponseWriter {
     std::string model;
     bool logprobs = false;       // the request asked for them
     bool include_usage = false;  // stream_options.include_usage
+    // The token before the first generated one: a token's text depends on it (SentencePiece
+    // drops the leading space of a text's first piece).
+    int last_prompt_token = -1;
   };
   OpenAiResponseWriter(const Options& options, const model::Tokenizer* tokenizer);
 
@@ -72,6 +75,7 @@ class OpenAiResponseWriter {
   std::string text_;  // collected (non-streaming)
   std::vector<model::SampleResult> logprobs_;
   size_t text_offset_ = 0;  // bytes of completion text already sent (legacy text_offset)
+  int previous_token_;      // of the next logprobs entry
 };
 
 }  // namespace textgen::server::http

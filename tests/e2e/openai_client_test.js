@@ -1,0 +1,221 @@
+// End-to-end test of textgen-server's HTTP API with the official `openai` npm client, the one
+// most tools use. Starts the real server on the bundled model with one running slot and one
+// queue slot, and checks:
+//   completions and chat, streaming and not, agree with each other and with the gRPC path
+//   (textgen generate); usage with cached prompt tokens (session_id); logprobs; a stop string;
+//   each error as the SDK's error class and status (400, 404, 413, 429, 503); a stream aborted
+//   with AbortController frees its slot (textgen_running_requests in /metrics back to 0,
+//   textgen_requests_total{code="CANCELLED"} up); SIGTERM drains and exits 0.
+// Usage: node openai_client_test.js SERVER_BIN CLIENT_BIN MODEL_GGUF
+'use strict';
+const assert = require('assert');
+const readline = require('readline');
+const { spawn, execFileSync } = require('child_process');
+const OpenAI = require('openai');
+
+function startServer(binary, model) {
+  const server = spawn(binary, ['--model', model, '--listen', '127.0.0.1:0',
+    '--metrics-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--threads', '1',
+    '--max-batch', '1', '--max-queue', '1', '--max-request-bytes', '65536',
+    '--drain-timeout', '20s'], { stdio: ['ignore', 'inherit', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let resolved = false;
+    readline.createInterface({ input: server.stderr }).on('line', (line) => {
+      process.stderr.write(`[server] ${line}\n`);
+      const http = /http_port=(\d+)/.exec(line);
+      if (http && !resolved) {
+        resolved = true;
+        resolve({
+          server,
+          httpPort: Number(http[1]),
+          grpcPort: Number(/grpc_port=(\d+)/.exec(line)[1]),
+          metricsPort: Number(/metrics_port=(\d+)/.exec(line)[1]),
+          modelName: /model=(\S+)/.exec(line)[1],
+        });
+      }
+    });
+    server.on('exit', (code) => { if (!resolved) reject(new Error(`server exited ${code}`)); });
+  });
+}
+
+async function metric(port, name) {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(name));
+  return line === undefined ? 0 : Number(line.split(' ').pop());
+}
+
+async function expectError(promise, ErrorClass, status, check = () => {}) {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof ErrorClass, `expected ${ErrorClass.name}, got ${error}`);
+    assert.strictEqual(error.status, status);
+    check(error);
+    return error;
+  }
+  assert.fail(`expected ${ErrorClass.name} (${status})`);
+}
+
+async function collect(stream) {
+  let text = '';
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      text += choice.text ?? choice.delta?.content ?? '';
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+  }
+  return { text, finish, usage };
+}
+
+async function main() {
+  const [serverBin, clientBin, model] = process.argv.slice(2);
+  const { server, httpPort, grpcPort, metricsPort, modelName } = await startServer(serverBin, model);
+  const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
+  // --- snippet used in README (OpenAI-compatible HTTP API) ---
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: 'unused',
+    maxRetries: 0 });
+  // --- end of snippet ---
+  try {
+    const models = await client.models.list();
+    assert.deepStrictEqual(models.data.map((m) => m.id), [modelName]);
+
+    // Completions: the same greedy text over HTTP (both ways) as over gRPC.
+    const prompt = 'Once upon a time';
+    const completion = await client.completions.create({
+      model: modelName, prompt, max_tokens: 24, temperature: 0 });
+    const text = completion.choices[0].text;
+    assert.strictEqual(completion.object, 'text_completion');
+    assert.strictEqual(completion.choices[0].finish_reason, 'length');
+    assert.strictEqual(completion.usage.completion_tokens, 24);
+    assert.ok(completion.usage.prompt_tokens > 0);
+    const grpcText = execFileSync(clientBin, ['generate', '--addr', `127.0.0.1:${grpcPort}`,
+      '--temperature', '0', '--max-tokens', '24', prompt]).toString();
+    assert.strictEqual(text, grpcText, 'HTTP and gRPC disagree on the same request');
+    const streamed = await collect(await client.completions.create({
+      model: modelName, prompt, max_tokens: 24, temperature: 0, stream: true,
+      stream_options: { include_usage: true } }));
+    assert.strictEqual(streamed.text, text);
+    assert.strictEqual(streamed.finish, 'length');
+    assert.strictEqual(streamed.usage.completion_tokens, 24);
+
+    // A stop string cuts the text where it first appears.
+    const stop = text.slice(8, 12);
+    const stopped = await client.completions.create({
+      model: modelName, prompt, max_tokens: 24, temperature: 0, stop: [stop] });
+    assert.strictEqual(stopped.choices[0].text, text.slice(0, text.indexOf(stop)));
+    assert.strictEqual(stopped.choices[0].finish_reason, 'stop');
+
+    // Chat, seeded sampling: streaming and not give the same tokens.
+    const messages = [{ role: 'user', content: 'Tell me a story about a cat.' }];
+    const chat = await client.chat.completions.create({
+      model: modelName, messages, max_tokens: 16, temperature: 0.8, seed: 7 });
+    assert.strictEqual(chat.object, 'chat.completion');
+    assert.strictEqual(chat.choices[0].message.role, 'assistant');
+    const chatStreamed = await collect(await client.chat.completions.create({
+      model: modelName, messages, max_tokens: 16, temperature: 0.8, seed: 7, stream: true }));
+    assert.strictEqual(chatStreamed.text, chat.choices[0].message.content);
+    assert.strictEqual(chatStreamed.finish, chat.choices[0].finish_reason);
+
+    // Logprobs: one entry per token; greedy picks the most likely; the bytes spell the text.
+    const withLogprobs = await client.chat.completions.create({
+      model: modelName, messages, max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 3 });
+    const content = withLogprobs.choices[0].logprobs.content;
+    assert.strictEqual(content.length, withLogprobs.usage.completion_tokens);
+    for (const entry of content) {
+      assert.strictEqual(entry.top_logprobs.length, 3);
+      assert.ok(entry.logprob <= 0);
+      assert.strictEqual(entry.top_logprobs[0].token, entry.token);
+      assert.strictEqual(entry.top_logprobs[0].logprob, entry.logprob);
+      for (let i = 1; i < 3; ++i) {
+        assert.ok(entry.top_logprobs[i].logprob <= entry.top_logprobs[i - 1].logprob);
+      }
+    }
+    const bytes = Buffer.from(content.flatMap((entry) => entry.bytes));
+    assert.strictEqual(bytes.toString('utf8'), withLogprobs.choices[0].message.content);
+
+    // A session: the second turn reuses the first turn's KV cache.
+    const first = await client.chat.completions.create({
+      model: modelName, messages, max_tokens: 8, temperature: 0, session_id: 'openai-e2e' });
+    assert.strictEqual(first.usage.prompt_tokens_details.cached_tokens, 0);
+    const second = await client.chat.completions.create({
+      model: modelName, max_tokens: 8, temperature: 0, session_id: 'openai-e2e',
+      messages: [...messages, first.choices[0].message, { role: 'user', content: 'And then?' }] });
+    assert.ok(second.usage.prompt_tokens_details.cached_tokens > 0,
+      `expected cached tokens, got ${JSON.stringify(second.usage)}`);
+
+    // Errors, each as the SDK's class.
+    await expectError(client.completions.create({ model: modelName, prompt, temperature: -1 }),
+      OpenAI.BadRequestError, 400, (e) => assert.strictEqual(e.param, 'temperature'));
+    await expectError(client.chat.completions.create({ model: 'gpt-4o', messages }),
+      OpenAI.NotFoundError, 404, (e) => assert.strictEqual(e.code, 'model_not_found'));
+    await expectError(client.completions.create({ model: modelName, prompt: 'x'.repeat(70000) }),
+      OpenAI.APIError, 413);
+    await expectError(client.completions.create({ model: modelName, prompt, n: 3 }),
+      OpenAI.BadRequestError, 400, (e) => assert.strictEqual(e.param, 'n'));
+    // One running (its first chunk arrived), one queued, the third is turned away.
+    const long = { model: modelName, prompt, max_tokens: 200, ignore_eos: true };
+    const runningStream = await client.completions.create({ ...long, stream: true });
+    const iterator = runningStream[Symbol.asyncIterator]();
+    await iterator.next();
+    const results = await Promise.allSettled([client.completions.create(long),
+      client.completions.create(long)]);
+    const rejected = results.filter((r) => r.status === 'rejected');
+    assert.strictEqual(rejected.length, 1, JSON.stringify(results.map((r) => r.status)));
+    assert.ok(rejected[0].reason instanceof OpenAI.RateLimitError, `${rejected[0].reason}`);
+    assert.strictEqual(rejected[0].reason.status, 429);
+    while (!(await iterator.next()).done) { /* the running stream completes */ }
+
+    // A stream aborted by the client frees its slot within a step.
+    const cancelledBefore = await metric(metricsPort, 'textgen_requests_total{code="CANCELLED"}');
+    const controller = new AbortController();
+    const aborted = await client.completions.create({ ...long, stream: true },
+      { signal: controller.signal });
+    let chunks = 0;
+    try {
+      for await (const chunk of aborted) {
+        if (++chunks === 2) controller.abort();  // the SDK ends the iteration (or throws)
+      }
+    } catch (error) {
+      assert.ok(error instanceof OpenAI.APIUserAbortError, `unexpected ${error}`);
+    }
+    // Chunks already received may still be delivered; the other ~190 must not be.
+    assert.ok(chunks < 50, `the stream went on after abort(): ${chunks} chunks`);
+    const abortedAt = Date.now();
+    while (await metric(metricsPort, 'textgen_running_requests') !== 0) {
+      assert.ok(Date.now() - abortedAt < 2000, 'the aborted stream still runs after 2 s');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const freedMs = Date.now() - abortedAt;
+    assert.strictEqual(
+      await metric(metricsPort, 'textgen_requests_total{code="CANCELLED"}'), cancelledBefore + 1);
+    console.log(`aborted stream: slot free ${freedMs} ms after AbortController.abort()`);
+
+    // Draining: /health turns 503 at once, a new request gets 503, the running stream finishes.
+    const draining = await client.completions.create({ ...long, max_tokens: 240, stream: true,
+      logprobs: 20 });
+    const drainingIterator = draining[Symbol.asyncIterator]();
+    await drainingIterator.next();
+    server.kill('SIGTERM');
+    while ((await fetch(`http://127.0.0.1:${httpPort}/health`)).status !== 503) { /* poll */ }
+    await expectError(client.completions.create({ model: modelName, prompt }),
+      OpenAI.InternalServerError, 503, (e) => assert.match(e.message, /draining|shutting down/));
+    let last = null;
+    for (let next = await drainingIterator.next(); !next.done; next = await drainingIterator.next()) {
+      last = next.value;
+    }
+    assert.strictEqual(last.choices[0].finish_reason, 'length');
+  } catch (error) {
+    server.kill('SIGKILL');
+    throw error;
+  }
+  assert.strictEqual(await exited, 0);
+  console.log('openai client e2e: PASS');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
