@@ -2,8 +2,9 @@
 # Installs what is needed, builds textgen and runs the whole test suite:
 #   1. Release build, warnings as errors, every test (unit, reference, integration, e2e).
 #   2. ASan+UBSan build of the model and scheduler tests (no gRPC: Debian's is not instrumented).
-#   3. TSan build of the scheduler tests (fake engine; oneDNN/OpenMP are not TSan-instrumented)
-#      and of the chat template tests (renders share one template across threads).
+#   3. TSan build of the scheduler tests (fake engine; oneDNN/OpenMP are not TSan-instrumented),
+#      the chat template tests (renders share one template across threads) and the HTTP
+#      transport tests (streams fed from other threads).
 #   4. The GGUF and chat-template fuzzers for a bounded time each.
 # Every stage states all the build options it relies on (scripts/lib/build-trees.sh), refuses
 # to pass when no test ran, and checks that every test the build registered ran.
@@ -29,12 +30,13 @@ if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     run_counted_ctest build-asan -E '^py_' -- -j"$jobs" --timeout 900
 
-  step "TSan build (scheduler, chat templates)"
+  step "TSan build (scheduler, chat templates, HTTP transport)"
   configure_sanitizer_tests build-tsan thread
-  cmake --build build-tsan --target scheduler_test jinja_test -j"$jobs"
+  cmake --build build-tsan --target scheduler_test jinja_test http_server_test -j"$jobs"
   step "TSan tests"
   TSAN_OPTIONS=halt_on_error=1 run_counted_ctest build-tsan \
-    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest|ChatTemplateTest)\.' -- --timeout 900
+    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest|ChatTemplateTest|HttpServerTest)\.' -- \
+    --timeout 900
 fi
 
 step "fuzzers (GGUF reader, chat templates)"

@@ -9,3 +9,7 @@ textgen_test(scheduler_test
 textgen_test(scheduler_real_engine_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler_real_engine_test.cc
   LIBS textgen_scheduler textgen_random_gguf)
+
+# The HTTP transport (no gRPC, no model): also run under ASan and TSan.
+textgen_test(http_server_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http_server_test.cc
+             LIBS textgen_http_transport Boost::headers absl::synchronization)

@@ -2,12 +2,11 @@
 # asynchronous); openai_* map JSON to the same validated requests the gRPC service makes and
 # the engine's events back to OpenAI's JSON and server-sent events.
 add_library(textgen_http STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/http_server.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_api.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_response.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_stream.cc
 )
 target_link_libraries(textgen_http
-  PUBLIC textgen_service absl::status absl::statusor absl::strings absl::time
+  PUBLIC textgen_http_transport textgen_service absl::status absl::statusor absl::strings absl::time
   PRIVATE Boost::headers nlohmann_json::nlohmann_json Threads::Threads textgen_warnings)

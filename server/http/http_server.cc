@@ -68,6 +68,14 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(absl::string_view addr
 }
 
 class ServerImpl;
+class Connection;
+
+// The open connections, shared by the server and each connection, so a connection that outlives
+// the server object (its last handler destroyed with the io_context) can still unregister.
+struct ConnectionRegistry {
+  std::mutex mu;
+  absl::flat_hash_set<Connection*> connections;  // guarded by mu
+};
 
 // One client connection: reads requests one after another and answers each through the
 // exchange the handler gets. Everything runs on the connection's strand.
@@ -107,6 +115,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void CloseNow();
 
   ServerImpl* const server_;
+  const std::shared_ptr<ConnectionRegistry> registry_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -224,8 +233,8 @@ class ServerImpl final : public HttpServer {
     });
     std::vector<std::shared_ptr<Connection>> open;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (Connection* c : connections_) {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      for (Connection* c : registry_->connections) {
         if (auto alive = c->weak_from_this().lock()) open.push_back(std::move(alive));
       }
     }
@@ -242,14 +251,7 @@ class ServerImpl final : public HttpServer {
     return transport_error_(status, message);
   }
   bool stopping() const { return stopped_.load(); }
-  void Register(Connection* c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    connections_.insert(c);
-  }
-  void Unregister(Connection* c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    connections_.erase(c);
-  }
+  const std::shared_ptr<ConnectionRegistry>& registry() const { return registry_; }
 
  private:
   void Accept() {
@@ -275,19 +277,22 @@ class ServerImpl final : public HttpServer {
   int port_ = 0;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};
-  std::mutex mu_;
-  absl::flat_hash_set<Connection*> connections_;  // guarded by mu_
+  const std::shared_ptr<ConnectionRegistry> registry_ = std::make_shared<ConnectionRegistry>();
 };
 
 Connection::Connection(tcp::socket socket, ServerImpl* server)
-    : server_(server), stream_(std::move(socket)) {
+    : server_(server), registry_(server->registry()), stream_(std::move(socket)) {
   error_code ec;
   const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
   if (!ec) peer_ = absl::StrCat(remote.address().to_string(), ":", remote.port());
-  server_->Register(this);
+  std::lock_guard<std::mutex> lock(registry_->mu);
+  registry_->connections.insert(this);
 }
 
-Connection::~Connection() { server_->Unregister(this); }
+Connection::~Connection() {
+  std::lock_guard<std::mutex> lock(registry_->mu);
+  registry_->connections.erase(this);
+}
 
 void Connection::Run() {
   net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
