@@ -32,6 +32,7 @@ int RunBench(const std::vector<std::string>& args, CommandIo& io) {
   std::optional<absl::Duration> long_prompt_every;
   std::optional<uint64_t> seed;
   bool json = false;
+  std::string http_address;
   std::vector<FlagSpec> specs;
   AddConnectionFlags(&connection, &specs);
   specs.push_back(IntFlag("concurrency", &concurrency, 1, 4096, "streams in flight (default 1)"));
@@ -51,6 +52,10 @@ int RunBench(const std::vector<std::string>& args, CommandIo& io) {
   specs.push_back(IntFlag("warmup", &warmup, 0, kMaxInt, "unmeasured requests first (default 0)"));
   specs.push_back(OptionalUintFlag("seed", &seed, "prompt and sampling seed (default 1)"));
   specs.push_back(BoolFlag("json", &json, "print the results as one JSON object"));
+  specs.push_back(
+      StringFlag("http", &http_address, "HOST:PORT",
+                 "send the requests to the OpenAI HTTP API at HOST:PORT (streaming "
+                 "/v1/completions) instead of gRPC; --addr still answers GetModelInfo"));
   int exit_code = kExitOk;
   std::optional<ParsedArgs> parsed = ParseCommandLine(args, specs, kBenchUsage, io, &exit_code);
   if (!parsed) return exit_code;
@@ -71,6 +76,7 @@ int RunBench(const std::vector<std::string>& args, CommandIo& io) {
   options.warmup = static_cast<int>(warmup);
   options.seed = seed.value_or(1);
   options.timeout = connection.timeout;
+  options.http_address = http_address;
 
   std::shared_ptr<grpc::Channel> channel = MakeChannel(connection);
   textgen::v1::ModelInfo info;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
+#include "client/bench_http.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen::client {
@@ -129,6 +130,8 @@ BenchRun RunPlan(const std::shared_ptr<grpc::ChannelInterface>& channel,
 
   auto worker = [&](int w) {
     std::unique_ptr<TextGeneration::Stub> stub = TextGeneration::NewStub(channel);
+    std::optional<HttpBenchClient> http;
+    if (!options.http_address.empty()) http.emplace(options.http_address);
     for (size_t i = next++; i < plan.size(); i = next++) {
       const Conversation& c = plan[i];
       if (options.arrival_rate > 0) std::this_thread::sleep_until(run_start + c.arrival_offset);
@@ -140,8 +143,10 @@ BenchRun RunPlan(const std::shared_ptr<grpc::ChannelInterface>& channel,
       for (int turn = 0; turn < c.turns; ++turn) {
         source.Append(options.prompt_tokens, &prompt);
         std::vector<int32_t> output;
-        RequestRecord r = RunOne(*stub, options, prompt, options.max_tokens, session,
-                                 conversation_seed + turn, c.turns > 1 ? &output : nullptr);
+        RequestRecord r =
+            http ? http->Run(options, prompt, options.max_tokens, conversation_seed + turn)
+                 : RunOne(*stub, options, prompt, options.max_tokens, session,
+                          conversation_seed + turn, c.turns > 1 ? &output : nullptr);
         r.turn = turn;
         per_worker[w].push_back(std::move(r));
         // Next turn's prompt = this prompt + this output + P new tokens.
@@ -156,13 +161,16 @@ BenchRun RunPlan(const std::shared_ptr<grpc::ChannelInterface>& channel,
   if (with_long_prompts && options.long_prompt_tokens > 0) {
     long_prompts = std::thread([&] {
       std::unique_ptr<TextGeneration::Stub> stub = TextGeneration::NewStub(channel);
+      std::optional<HttpBenchClient> http;
+      if (!options.http_address.empty()) http.emplace(options.http_address);
       PromptSource source(model, options.seed ^ 0x5bd1e995ULL);
       uint64_t n = 0;
       while (
           !done.WaitForNotificationWithTimeout(absl::Seconds(options.long_prompt_every_seconds))) {
         std::vector<int32_t> prompt;
         source.Append(options.long_prompt_tokens, &prompt);
-        RequestRecord r = RunOne(*stub, options, prompt, /*max_tokens=*/1, "", ++n, nullptr);
+        RequestRecord r = http ? http->Run(options, prompt, /*max_tokens=*/1, ++n)
+                               : RunOne(*stub, options, prompt, /*max_tokens=*/1, "", ++n, nullptr);
         r.long_prompt = true;
         per_worker[workers].push_back(std::move(r));
       }
@@ -197,6 +205,10 @@ absl::Status ValidateBenchOptions(const BenchOptions& o, const BenchModel& model
         at_least("session-turns", o.session_turns, 1), at_least("arrival-rate", o.arrival_rate, 0),
         at_least("long-prompt-tokens", o.long_prompt_tokens, 0), at_least("warmup", o.warmup, 0)}) {
     if (!s.ok()) return s;
+  }
+  if (!o.http_address.empty() && o.session_turns > 1) {
+    return absl::InvalidArgumentError(
+        "--session-turns > 1 needs the gRPC path (the HTTP API returns text, not token ids)");
   }
   if ((o.long_prompt_tokens > 0) != (o.long_prompt_every_seconds > 0)) {
     return absl::InvalidArgumentError(

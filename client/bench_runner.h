@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -35,6 +36,9 @@ struct BenchOptions {
   int warmup = 0;                         // unmeasured requests run before the measurement
   uint64_t seed = 1;                      // prompts and sampling seeds
   std::optional<absl::Duration> timeout;  // per request deadline
+  // HOST:PORT of the OpenAI-compatible HTTP API: requests go there (streaming
+  // /v1/completions) instead of to the gRPC Generate RPC. Single-turn only.
+  std::string http_address;
 };
 
 // What the runner needs to know about the served model (from GetModelInfo).
