@@ -1,7 +1,7 @@
 # textgen: CPU text-generation server. Two stages: build with Debian 12's -dev packages, run on
 # Debian 12 with only the runtime libraries. The bundled default model is baked in.
 #   podman build -t textgen .   (or docker build)
-#   podman run --rm -p 50051:50051 -p 9090:9090 textgen
+#   podman run --rm -p 50051:50051 -p 8080:8080 -p 9090:9090 textgen
 FROM debian:bookworm AS build
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       cmake ninja-build g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev \
@@ -28,11 +28,12 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
 COPY --from=build /src/build/bin/textgen-server /src/build/bin/textgen /usr/local/bin/
 COPY models/default.gguf /models/default.gguf
 USER textgen
-EXPOSE 50051 9090
+EXPOSE 50051 8080 9090
 ENV TEXTGEN_MODEL=/models/default.gguf
 # The server is PID 1: it handles SIGTERM itself (drain, then exit 0).
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
   CMD ["textgen", "health", "--addr", "127.0.0.1:50051"]
-ENTRYPOINT ["textgen-server", "--listen", "0.0.0.0:50051", "--metrics-listen", "0.0.0.0:9090"]
+ENTRYPOINT ["textgen-server", "--listen", "0.0.0.0:50051", "--http-listen", "0.0.0.0:8080", \
+            "--metrics-listen", "0.0.0.0:9090"]
 CMD ["--model", "/models/default.gguf"]

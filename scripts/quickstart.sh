@@ -7,4 +7,5 @@ source scripts/lib/build-trees.sh
 scripts/install-deps.sh
 configure_quickstart build
 cmake --build build --target textgen-server textgen -j"$(nproc)"
-exec build/bin/textgen-server --listen 127.0.0.1:50051 --metrics-listen 127.0.0.1:9090 "$@"
+exec build/bin/textgen-server --listen 127.0.0.1:50051 --metrics-listen 127.0.0.1:9090 \
+  --http-listen 127.0.0.1:8080 "$@"

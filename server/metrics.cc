@@ -26,10 +26,11 @@ Histogram::BucketBoundaries Exponential(double start, double factor, int count) 
 
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   prometheus::Registry& r = *registry_;
-  auto& requests = BuildCounter()
-                       .Name("textgen_requests_total")
-                       .Help("Generate requests by final gRPC status code")
-                       .Register(r);
+  auto& requests =
+      BuildCounter()
+          .Name("textgen_requests_total")
+          .Help("Generation requests (gRPC Generate/Chat, HTTP completions) by final status code")
+          .Register(r);
   for (int code = 0; code < static_cast<int>(requests_by_code_.size()); ++code) {
     requests_by_code_[code] =
         &requests.Add({{"code", std::string(StatusCodeName(static_cast<absl::StatusCode>(code)))}});
