@@ -57,7 +57,7 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
   const ServiceBackend* backend = backend_.load(std::memory_order_acquire);
   const std::string& path = request.path;
   if (path == "/health") {
-    if (request.method != "GET" && request.method != "HEAD") {
+    if (request.method != "GET") {
       return exchange->Respond(MethodNotAllowed(request, "GET"));
     }
     const char* state = backend == nullptr ? "loading" : draining_ ? "draining" : "ok";

@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -162,24 +163,20 @@ absl::Status ParseCommon(const Fields& f, OpenAiRequest& out, v1::SamplingParame
     out.include_usage = include_usage.value_or(false);
   }
 
-  std::optional<double> number;
-  TEXTGEN_RETURN_IF_ERROR(f.Number("temperature", number));
-  if (number) sampling.set_temperature(static_cast<float>(*number));
-  number.reset();
-  TEXTGEN_RETURN_IF_ERROR(f.Number("top_p", number));
-  if (number) sampling.set_top_p(static_cast<float>(*number));
-  number.reset();
-  TEXTGEN_RETURN_IF_ERROR(f.Number("presence_penalty", number));
-  if (number) sampling.set_presence_penalty(static_cast<float>(*number));
-  number.reset();
-  TEXTGEN_RETURN_IF_ERROR(f.Number("frequency_penalty", number));
-  if (number) sampling.set_frequency_penalty(static_cast<float>(*number));
-  number.reset();
-  TEXTGEN_RETURN_IF_ERROR(f.Number("min_p", number));
-  if (number) sampling.set_min_p(static_cast<float>(*number));
-  number.reset();
-  TEXTGEN_RETURN_IF_ERROR(f.Number("repetition_penalty", number));
-  if (number) sampling.set_repetition_penalty(static_cast<float>(*number));
+  // Numbers copied as they are; their ranges are the shared validation's business.
+  using FloatSetter = void (v1::SamplingParameters::*)(float);
+  for (const auto& [name, setter] :
+       {std::pair<const char*, FloatSetter>{"temperature",
+                                            &v1::SamplingParameters::set_temperature},
+        {"top_p", &v1::SamplingParameters::set_top_p},
+        {"presence_penalty", &v1::SamplingParameters::set_presence_penalty},
+        {"frequency_penalty", &v1::SamplingParameters::set_frequency_penalty},
+        {"min_p", &v1::SamplingParameters::set_min_p},
+        {"repetition_penalty", &v1::SamplingParameters::set_repetition_penalty}}) {
+    std::optional<double> number;
+    TEXTGEN_RETURN_IF_ERROR(f.Number(name, number));
+    if (number) (sampling.*setter)(static_cast<float>(*number));
+  }
 
   std::optional<int64_t> integer;
   TEXTGEN_RETURN_IF_ERROR(f.Integer("top_k", integer));
@@ -495,8 +492,15 @@ absl::Status ToOpenAiFieldNames(const absl::Status& status, const OpenAiRequest&
     return status;
   }
   const bool chat = request.kind == OpenAiRequest::Kind::kChat;
-  const std::string& max_tokens = request.max_tokens_field;
   std::string message(status.message());
+  // A template's own words (raise_exception) are passed on untouched.
+  if (absl::StartsWith(message, "the chat template") ||
+      absl::StartsWith(message, "chat template")) {
+    absl::Status out(status.code(), message);
+    out.SetPayload(kOpenAiParamPayload, absl::Cord("messages"));
+    return out;
+  }
+  const std::string& max_tokens = request.max_tokens_field;
   message =
       absl::StrReplaceAll(message, {{"stopping.max_new_tokens", max_tokens},
                                     {"stopping.min_new_tokens", "min_tokens"},

@@ -194,6 +194,17 @@ TEST(OpenAiRequestTest, ValidationErrorsUseOpenAiFieldNames) {
 
   status = validate(R"({"prompt": "hi", "min_tokens": 20, "max_tokens": 10})");
   EXPECT_EQ(status.message(), "min_tokens (20) must not exceed max_tokens (10)");
+
+  // A template's own message keeps its words, even ones that look like textgen's field names.
+  OpenAiRequest chat;
+  chat.kind = OpenAiRequest::Kind::kChat;
+  status = ToOpenAiFieldNames(
+      absl::InvalidArgumentError(
+          "the chat template refused the conversation: bad sampling.x and output."),
+      chat);
+  EXPECT_EQ(status.message(),
+            "the chat template refused the conversation: bad sampling.x and output.");
+  EXPECT_EQ(Param(status), "messages");
 }
 
 // Property: whatever bytes arrive, the mapping answers OK or INVALID_ARGUMENT (never another
