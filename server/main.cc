@@ -28,15 +28,15 @@
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/drain.h"
+#include "server/core/logging.h"
+#include "server/core/metrics.h"
+#include "server/grpc/drain.h"
+#include "server/grpc/service.h"
 #include "server/http/http_server.h"
 #include "server/http/openai_api.h"
-#include "server/logging.h"
-#include "server/metrics.h"
 #include "server/model_info.h"
-#include "server/scheduler.h"
+#include "server/scheduler/scheduler.h"
 #include "server/server_options.h"
-#include "server/service.h"
 
 namespace {
 const textgen::server::ServerOptions kDefaults;

@@ -5,7 +5,7 @@ if(TARGET textgen_service)
   textgen_test(service_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/service_test.cc
                LIBS textgen_service)
   textgen_test(service_support_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/support_test.cc
-               LIBS textgen_service)
+               LIBS textgen_service textgen_server_options)
   textgen_test(openai_request_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/openai_request_test.cc
                LIBS textgen_http textgen_service)
   textgen_test(http_api_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http_api_test.cc

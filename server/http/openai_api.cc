@@ -6,12 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
-#include "server/chat_validation.h"
+#include "server/core/chat_validation.h"
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
 #include "server/http/openai_stream.h"
-#include "server/request_report.h"
-#include "server/validation.h"
+#include "server/core/request_report.h"
+#include "server/core/validation.h"
 
 namespace textgen::server::http {
 namespace {

@@ -5,9 +5,9 @@
 
 #include "absl/time/time.h"
 #include "server/http/http_server.h"
-#include "server/logging.h"
-#include "server/request_observer.h"
-#include "server/service_backend.h"
+#include "server/core/logging.h"
+#include "server/core/request_observer.h"
+#include "server/core/service_backend.h"
 
 namespace textgen::server::http {
 

@@ -13,9 +13,9 @@
 #include "absl/time/time.h"
 #include "server/http/http_server.h"
 #include "server/http/openai_response.h"
-#include "server/logging.h"
-#include "server/request_observer.h"
-#include "server/stream_sink.h"
+#include "server/core/logging.h"
+#include "server/core/request_observer.h"
+#include "server/core/stream_sink.h"
 
 namespace textgen::server::http {
 

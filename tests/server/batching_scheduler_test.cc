@@ -12,7 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/scheduler.h"
+#include "server/scheduler/scheduler.h"
 #include "tests/server/fake_engine.h"
 
 namespace textgen::server {

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/scheduler.h"
+#include "server/scheduler/scheduler.h"
 
 namespace textgen::server::testing {
 

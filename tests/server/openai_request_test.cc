@@ -5,8 +5,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/chat_validation.h"
-#include "server/validation.h"
+#include "server/core/chat_validation.h"
+#include "server/core/validation.h"
 #include "tests/server/fake_tokenizer.h"
 
 namespace textgen::server::http {

@@ -17,7 +17,7 @@
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/scheduler.h"
+#include "server/scheduler/scheduler.h"
 #include "tests/server/fake_engine.h"
 #include "tests/tools/random_gguf.h"
 

@@ -1,6 +1,6 @@
 // The TextGeneration service in-process on a loopback port, with a FakeScheduler playing the
 // engine thread: streaming, unary RPCs, every error code, health, drain and /metrics.
-#include "server/service.h"
+#include "server/grpc/service.h"
 
 #include <memory>
 #include <string>
@@ -18,8 +18,8 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "server/drain.h"
-#include "server/metrics.h"
+#include "server/grpc/drain.h"
+#include "server/core/metrics.h"
 #include "tests/server/fake_scheduler.h"
 #include "tests/server/fake_tokenizer.h"
 #include "tests/server/http_get.h"

@@ -1,4 +1,4 @@
-#include "server/session_store.h"
+#include "server/scheduler/session_store.h"
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"

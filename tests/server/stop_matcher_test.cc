@@ -1,4 +1,4 @@
-#include "server/stop_matcher.h"
+#include "server/scheduler/stop_matcher.h"
 
 #include <string>
 #include <vector>

@@ -9,9 +9,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/logging.h"
+#include "server/core/logging.h"
 #include "server/server_options.h"
-#include "server/status_mapping.h"
+#include "server/grpc/status_mapping.h"
 
 namespace textgen::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/validation.h"
+#include "server/core/validation.h"
 
 #include <cmath>
 #include <limits>
@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/chat_validation.h"
+#include "server/core/chat_validation.h"
 #include "tests/server/fake_tokenizer.h"
 
 namespace textgen::server {

@@ -1,0 +1,111 @@
+#include "server/core/chat_validation.h"
+
+#include "absl/strings/str_cat.h"
+#include "model/chat/jinja/interpreter.h"
+#include "model/tokenizer/utf8.h"
+
+namespace textgen::server {
+namespace {
+
+using absl::InvalidArgumentError;
+using absl::StrCat;
+
+// Bytes a rendered prompt may reach: far more than any context holds, small enough that a
+// template cannot make the server build something huge.
+constexpr size_t kMaxRenderedPromptBytes = 8 << 20;
+
+absl::Status CheckText(const std::string& text, absl::string_view field) {
+  if (const size_t bad = model::FirstInvalidUtf8(text); bad != std::string::npos) {
+    return InvalidArgumentError(
+        StrCat(field, " is not valid UTF-8 (invalid byte at offset ", bad, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request) {
+  if (request.messages().empty()) {
+    return InvalidArgumentError("messages is empty; send at least one message");
+  }
+  if (request.messages_size() > kMaxChatMessages) {
+    return InvalidArgumentError(StrCat("messages has ", request.messages_size(),
+                                       " entries; at most ", kMaxChatMessages, " are allowed"));
+  }
+  model::ChatInput input;
+  input.add_generation_prompt =
+      request.has_add_generation_prompt() ? request.add_generation_prompt() : true;
+  input.tools_json = request.tools_json();
+  input.variables_json = request.template_variables_json();
+  for (int i = 0; i < request.messages_size(); ++i) {
+    const v1::ChatMessage& m = request.messages(i);
+    const std::string field = StrCat("messages[", i, "]");
+    if (m.role().empty()) return InvalidArgumentError(StrCat(field, ".role is empty"));
+    if (m.role().size() > static_cast<size_t>(kMaxChatRoleBytes)) {
+      return InvalidArgumentError(StrCat(field, ".role is ", m.role().size(), " bytes; at most ",
+                                         kMaxChatRoleBytes, " are allowed"));
+    }
+    for (const auto& [text, name] :
+         {std::pair{&m.role(), "role"}, std::pair{&m.content(), "content"},
+          std::pair{&m.reasoning_content(), "reasoning_content"}, std::pair{&m.name(), "name"},
+          std::pair{&m.tool_call_id(), "tool_call_id"},
+          std::pair{&m.tool_calls_json(), "tool_calls_json"}}) {
+      if (absl::Status s = CheckText(*text, StrCat(field, ".", name)); !s.ok()) return s;
+    }
+    input.messages.push_back({m.role(), m.content(), m.reasoning_content(), m.name(),
+                              m.tool_call_id(), m.tool_calls_json()});
+  }
+  return input;
+}
+
+}  // namespace
+
+absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& request,
+                                                     const ChatTemplates& templates,
+                                                     const model::Tokenizer& tokenizer,
+                                                     const ValidationOptions& options,
+                                                     const RequestContext& context) {
+  // The template first: without one nothing else matters. Its name goes into messages, so it
+  // is checked like an identifier before it is looked up.
+  const std::string& name = request.template_name();
+  if (name.size() > static_cast<size_t>(kMaxTemplateNameBytes)) {
+    return InvalidArgumentError(StrCat("template_name is ", name.size(), " bytes; at most ",
+                                       kMaxTemplateNameBytes, " are allowed"));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x21 || c > 0x7E) {
+      return InvalidArgumentError(
+          StrCat("template_name has a byte outside printable ASCII at "
+                 "offset ",
+                 i));
+    }
+  }
+  absl::StatusOr<const model::ChatTemplate*> chat_template =
+      templates.Find(request.template_name());
+  if (!chat_template.ok()) return chat_template.status();
+  const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
+                             request.stopping(), request.output()};
+  return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
+    absl::StatusOr<model::ChatInput> input = ToChatInput(request);
+    if (!input.ok()) return input.status();
+    model::jinja::RenderOptions render;
+    render.limits.max_output_bytes = kMaxRenderedPromptBytes;
+    absl::StatusOr<model::ChatPrompt> prompt = (*chat_template)->Render(*input, render);
+    if (!prompt.ok()) {
+      if (prompt.status().GetPayload(model::jinja::kRaisedByTemplatePayload).has_value()) {
+        return InvalidArgumentError(
+            StrCat("the chat template refused the conversation: ", prompt.status().message()));
+      }
+      return absl::Status(prompt.status().code(),
+                          StrCat("chat template: ", prompt.status().message()));
+    }
+    out.prompt_tokens =
+        tokenizer.EncodeWithSpecialTokens(prompt->text, /*add_bos=*/false, prompt->untrusted);
+    if (out.prompt_tokens.empty()) {
+      return InvalidArgumentError("the chat template rendered an empty prompt");
+    }
+    out.prompt_text = std::move(prompt->text);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace textgen::server

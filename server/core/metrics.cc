@@ -1,0 +1,195 @@
+#include "server/core/metrics.h"
+
+#include <exception>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/text_serializer.h"
+#include "server/core/status_code_name.h"
+
+namespace textgen::server {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+// Exponential bucket bounds start, start*factor, ... (count of them).
+Histogram::BucketBoundaries Exponential(double start, double factor, int count) {
+  Histogram::BucketBoundaries bounds;
+  for (double b = start; count-- > 0; b *= factor) bounds.push_back(b);
+  return bounds;
+}
+
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  prometheus::Registry& r = *registry_;
+  auto& requests =
+      BuildCounter()
+          .Name("textgen_requests_total")
+          .Help("Generation requests (gRPC Generate/Chat, HTTP completions) by final status code")
+          .Register(r);
+  for (int code = 0; code < static_cast<int>(requests_by_code_.size()); ++code) {
+    requests_by_code_[code] =
+        &requests.Add({{"code", std::string(StatusCodeName(static_cast<absl::StatusCode>(code)))}});
+  }
+  request_duration_ = &BuildHistogram()
+                           .Name("textgen_request_duration_seconds")
+                           .Help("Generate request duration, arrival to last message")
+                           .Register(r)
+                           .Add({}, Exponential(0.005, 2, 17));  // 5 ms .. ~330 s
+  time_to_first_token_ = &BuildHistogram()
+                              .Name("textgen_time_to_first_token_seconds")
+                              .Help("Arrival to first generated token")
+                              .Register(r)
+                              .Add({}, Exponential(0.001, 2, 16));  // 1 ms .. ~33 s
+  inter_token_latency_ = &BuildHistogram()
+                              .Name("textgen_inter_token_latency_seconds")
+                              .Help("Time between consecutive tokens of one request")
+                              .Register(r)
+                              .Add({}, Exponential(0.0005, 2, 14));  // 0.5 ms .. ~4 s
+  queue_wait_ = &BuildHistogram()
+                     .Name("textgen_queue_wait_seconds")
+                     .Help("Arrival to admission into the running batch")
+                     .Register(r)
+                     .Add({}, Exponential(0.0005, 2, 18));  // 0.5 ms .. ~65 s
+  prompt_tokens_ = &BuildCounter()
+                        .Name("textgen_prompt_tokens_total")
+                        .Help("Prompt tokens of Generate requests")
+                        .Register(r)
+                        .Add({});
+  cached_tokens_ = &BuildCounter()
+                        .Name("textgen_cached_tokens_total")
+                        .Help("Prompt tokens reused from a session's KV cache")
+                        .Register(r)
+                        .Add({});
+  generated_tokens_ = &BuildCounter()
+                           .Name("textgen_generated_tokens_total")
+                           .Help("Tokens generated (sent to clients)")
+                           .Register(r)
+                           .Add({});
+  batch_size_ = &BuildHistogram()
+                     .Name("textgen_batch_size")
+                     .Help("Sequences per engine step")
+                     .Register(r)
+                     .Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256});
+  step_seconds_ = &BuildHistogram()
+                       .Name("textgen_step_seconds")
+                       .Help("Duration of one engine step (batched forward pass + sampling)")
+                       .Register(r)
+                       .Add({}, Exponential(0.0001, 2, 17));  // 0.1 ms .. ~6.5 s
+  running_requests_ = &BuildGauge()
+                           .Name("textgen_running_requests")
+                           .Help("Requests in the running batch")
+                           .Register(r)
+                           .Add({});
+  queued_requests_ = &BuildGauge()
+                          .Name("textgen_queued_requests")
+                          .Help("Requests waiting for admission")
+                          .Register(r)
+                          .Add({});
+  kv_bytes_used_ = &BuildGauge()
+                        .Name("textgen_kv_cache_bytes_used")
+                        .Help("KV cache bytes held by sequences and sessions")
+                        .Register(r)
+                        .Add({});
+  kv_bytes_budget_ = &BuildGauge()
+                          .Name("textgen_kv_cache_bytes_budget")
+                          .Help("KV cache byte budget")
+                          .Register(r)
+                          .Add({});
+  sessions_ = &BuildGauge().Name("textgen_sessions").Help("Sessions kept").Register(r).Add({});
+  auto& lookups = BuildCounter()
+                      .Name("textgen_session_lookups_total")
+                      .Help("Session lookups by requests naming a session_id")
+                      .Register(r);
+  session_hits_ = &lookups.Add({{"result", "hit"}});
+  session_misses_ = &lookups.Add({{"result", "miss"}});
+  session_evictions_ = &BuildCounter()
+                            .Name("textgen_session_evictions_total")
+                            .Help("Sessions evicted (TTL or memory pressure)")
+                            .Register(r)
+                            .Add({});
+  model_info_ = &BuildGauge()
+                     .Name("textgen_model_info")
+                     .Help("The served model (value is always 1)")
+                     .Register(r);
+}
+
+Metrics::~Metrics() = default;
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const MetricsOptions& options) {
+  std::unique_ptr<Metrics> metrics(new Metrics());
+  if (!options.listen_address.empty()) {
+    try {
+      metrics->exposer_ = std::make_unique<prometheus::Exposer>(options.listen_address,
+                                                                /*num_threads=*/1);
+    } catch (const std::exception& e) {
+      // CivetWeb reports a failed bind by throwing; keep exceptions inside this module.
+      return absl::UnavailableError(absl::StrCat("--metrics-listen ", options.listen_address,
+                                                 ": cannot serve HTTP: ", e.what()));
+    }
+    metrics->exposer_->RegisterCollectable(metrics->registry_);
+  }
+  return metrics;
+}
+
+int Metrics::port() const {
+  if (exposer_ == nullptr) return 0;
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::SetModelInfo(const std::string& name, const std::string& architecture,
+                           const std::string& dtype) {
+  model_info_->Add({{"name", name}, {"architecture", architecture}, {"dtype", dtype}}).Set(1);
+}
+
+std::string Metrics::Render() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+void Metrics::OnRequestDone(const RequestRecord& record) {
+  const int code = static_cast<int>(record.code);
+  const bool known = code >= 0 && code < static_cast<int>(requests_by_code_.size());
+  requests_by_code_[known ? code : static_cast<int>(absl::StatusCode::kUnknown)]->Increment();
+  request_duration_->Observe(record.duration_seconds);
+  prompt_tokens_->Increment(record.prompt_tokens);
+  cached_tokens_->Increment(record.cached_tokens);
+  generated_tokens_->Increment(record.completion_tokens);
+}
+
+void Metrics::OnQueued(int queue_depth) { queued_requests_->Set(queue_depth); }
+
+void Metrics::OnAdmitted(double queue_seconds) { queue_wait_->Observe(queue_seconds); }
+
+void Metrics::OnStep(int batch_sequences, int batch_tokens, int prefill_tokens,
+                     double step_seconds) {
+  batch_size_->Observe(batch_sequences);
+  step_seconds_->Observe(step_seconds);
+}
+
+void Metrics::OnFirstToken(double seconds_since_arrival) {
+  time_to_first_token_->Observe(seconds_since_arrival);
+}
+
+void Metrics::OnToken(double inter_token_seconds) {
+  inter_token_latency_->Observe(inter_token_seconds);
+}
+
+void Metrics::OnStateGauges(int running, int queued, int64_t kv_bytes_used, int64_t kv_bytes_budget,
+                            int sessions) {
+  running_requests_->Set(running);
+  queued_requests_->Set(queued);
+  kv_bytes_used_->Set(static_cast<double>(kv_bytes_used));
+  kv_bytes_budget_->Set(static_cast<double>(kv_bytes_budget));
+  sessions_->Set(sessions);
+}
+
+void Metrics::OnSessionLookup(bool hit) { (hit ? session_hits_ : session_misses_)->Increment(); }
+
+void Metrics::OnSessionEvicted(int count) { session_evictions_->Increment(count); }
+
+}  // namespace textgen::server

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "server/core/request_observer.h"
+#include "server/scheduler/scheduler_observer.h"
+
+namespace textgen::server {
+
+struct MetricsOptions {
+  // HOST:PORT the Prometheus exposer serves GET /metrics on; empty = no HTTP endpoint
+  // (the registry still counts, Render() still works). Port 0 picks a free port.
+  std::string listen_address;
+};
+
+// Prometheus metrics of the server (prefix textgen_, base units). Fed by the scheduler
+// (SchedulerObserver: engine thread) and by the service (RequestObserver: gRPC threads).
+// Thread-safe and non-blocking: every labelled series is created up front, so updates are
+// atomic adds (histograms take prometheus-cpp's short internal lock). Request outcomes and
+// token counts are recorded once, at the edge (OnRequestDone, every Generate RPC including
+// validation rejects), so OnRejected / OnFinished / OnFailed are deliberately not used.
+class Metrics final : public SchedulerObserver, public RequestObserver {
+ public:
+  static absl::StatusOr<std::unique_ptr<Metrics>> Create(const MetricsOptions& options);
+  ~Metrics() override;
+
+  // The bound HTTP port (0 when there is no exposer).
+  int port() const;
+  // textgen_model_info{name,architecture,dtype} 1.
+  void SetModelInfo(const std::string& name, const std::string& architecture,
+                    const std::string& dtype);
+  // The text exposition format of everything registered (what GET /metrics returns).
+  std::string Render() const;
+
+  // RequestObserver: textgen_requests_total{code}, request duration, token counters.
+  void OnRequestDone(const RequestRecord& record) override;
+
+  // SchedulerObserver.
+  void OnQueued(int queue_depth) override;
+  void OnAdmitted(double queue_seconds) override;
+  void OnStep(int batch_sequences, int batch_tokens, int prefill_tokens,
+              double step_seconds) override;
+  void OnFirstToken(double seconds_since_arrival) override;
+  void OnToken(double inter_token_seconds) override;
+  void OnStateGauges(int running, int queued, int64_t kv_bytes_used, int64_t kv_bytes_budget,
+                     int sessions) override;
+  void OnSessionLookup(bool hit) override;
+  void OnSessionEvicted(int count) override;
+
+ private:
+  Metrics();
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+
+  std::array<prometheus::Counter*, 17> requests_by_code_{};  // index = absl::StatusCode
+  prometheus::Histogram* request_duration_;
+  prometheus::Histogram* time_to_first_token_;
+  prometheus::Histogram* inter_token_latency_;
+  prometheus::Histogram* queue_wait_;
+  prometheus::Counter* prompt_tokens_;
+  prometheus::Counter* cached_tokens_;
+  prometheus::Counter* generated_tokens_;
+  prometheus::Histogram* batch_size_;
+  prometheus::Histogram* step_seconds_;
+  prometheus::Gauge* running_requests_;
+  prometheus::Gauge* queued_requests_;
+  prometheus::Gauge* kv_bytes_used_;
+  prometheus::Gauge* kv_bytes_budget_;
+  prometheus::Gauge* sessions_;
+  prometheus::Counter* session_hits_;
+  prometheus::Counter* session_misses_;
+  prometheus::Counter* session_evictions_;
+  prometheus::Family<prometheus::Gauge>* model_info_;
+};
+
+}  // namespace textgen::server

@@ -1,0 +1,312 @@
+#include "server/core/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "model/tokenizer/utf8.h"
+
+namespace textgen::server {
+namespace {
+
+using absl::InvalidArgumentError;
+using absl::StrCat;
+
+// Prints a float the way a person typed it ("0.7", "nan", "-inf").
+std::string Num(float value) { return absl::StrFormat("%g", value); }
+
+absl::Status CheckUtf8(absl::string_view text, absl::string_view field) {
+  const size_t bad = model::FirstInvalidUtf8(std::string_view(text.data(), text.size()));
+  if (bad == absl::string_view::npos) return absl::OkStatus();
+  return InvalidArgumentError(
+      absl::StrFormat("%s is not valid UTF-8 (invalid byte 0x%02X at byte offset %d)", field,
+                      static_cast<uint8_t>(text[bad]), bad));
+}
+
+// Checks lo <= value <= hi (or lo < value when lo_open) and that value is finite.
+absl::Status CheckRange(float value, float lo, float hi, bool lo_open, absl::string_view field) {
+  const bool ok = std::isfinite(value) && (lo_open ? value > lo : value >= lo) && value <= hi;
+  if (ok) return absl::OkStatus();
+  return InvalidArgumentError(StrCat(field, " must be in ", lo_open ? "(" : "[", Num(lo), ", ",
+                                     Num(hi), "], got ", Num(value)));
+}
+
+absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
+                              model::SamplingParams& out) {
+  if (in.has_temperature()) {
+    const float t = in.temperature();
+    if (!std::isfinite(t) || t < 0 || t > kMaxTemperature) {
+      return InvalidArgumentError(StrCat("sampling.temperature must be a finite number in [0, ",
+                                         Num(kMaxTemperature), "] (0 = greedy), got ", Num(t)));
+    }
+    out.temperature = t;
+  }
+  if (in.top_k() < 0) {
+    return InvalidArgumentError(
+        StrCat("sampling.top_k must be >= 0 (0 = disabled), got ", in.top_k()));
+  }
+  out.top_k = in.top_k();
+  if (in.has_top_p()) {
+    if (absl::Status s = CheckRange(in.top_p(), 0, 1, /*lo_open=*/true, "sampling.top_p");
+        !s.ok()) {
+      return s;
+    }
+    out.top_p = in.top_p();
+  }
+  if (absl::Status s = CheckRange(in.min_p(), 0, 1, /*lo_open=*/false, "sampling.min_p"); !s.ok()) {
+    return s;
+  }
+  out.min_p = in.min_p();
+  if (in.has_repetition_penalty()) {
+    const float r = in.repetition_penalty();
+    if (!std::isfinite(r) || r <= 0) {
+      return InvalidArgumentError(StrCat(
+          "sampling.repetition_penalty must be a finite number > 0 (1 = off), got ", Num(r)));
+    }
+    out.repetition_penalty = r;
+  }
+  for (const auto& [value, field] :
+       {std::pair{in.presence_penalty(), "sampling.presence_penalty"},
+        std::pair{in.frequency_penalty(), "sampling.frequency_penalty"}}) {
+    if (absl::Status s = CheckRange(value, -kMaxPenalty, kMaxPenalty, /*lo_open=*/false, field);
+        !s.ok()) {
+      return s;
+    }
+  }
+  out.presence_penalty = in.presence_penalty();
+  out.frequency_penalty = in.frequency_penalty();
+  out.logit_bias.clear();
+  out.logit_bias.reserve(in.logit_bias_size());
+  for (const auto& [id, bias] : in.logit_bias()) {
+    if (id < 0 || id >= vocab_size) {
+      return InvalidArgumentError(StrCat("sampling.logit_bias has token id ", id,
+                                         ", outside the vocabulary [0, ", vocab_size, ")"));
+    }
+    if (!std::isfinite(bias) || bias < -kMaxLogitBias || bias > kMaxLogitBias) {
+      return InvalidArgumentError(StrCat("sampling.logit_bias[", id, "] must be in [",
+                                         Num(-kMaxLogitBias), ", ", Num(kMaxLogitBias), "], got ",
+                                         Num(bias)));
+    }
+    out.logit_bias.emplace_back(id, bias);
+  }
+  // Map order is unspecified; sort so equal requests give equal parameters.
+  std::sort(out.logit_bias.begin(), out.logit_bias.end());
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStopping(const v1::StoppingCriteria& in, int vocab_size, StoppingParams& out) {
+  if (in.stop_size() > kMaxStopStrings) {
+    return InvalidArgumentError(StrCat("stopping.stop has ", in.stop_size(), " strings; at most ",
+                                       kMaxStopStrings, " are allowed"));
+  }
+  for (int i = 0; i < in.stop_size(); ++i) {
+    const std::string& stop = in.stop(i);
+    const std::string field = StrCat("stopping.stop[", i, "]");
+    if (stop.empty()) return InvalidArgumentError(StrCat(field, " is empty"));
+    if (stop.size() > static_cast<size_t>(kMaxStopStringBytes)) {
+      return InvalidArgumentError(StrCat(field, " is ", stop.size(), " bytes; at most ",
+                                         kMaxStopStringBytes, " are allowed"));
+    }
+    if (absl::Status s = CheckUtf8(stop, field); !s.ok()) return s;
+    out.stop_strings.push_back(stop);
+  }
+  if (in.stop_token_ids_size() > kMaxStopTokenIds) {
+    return InvalidArgumentError(StrCat("stopping.stop_token_ids has ", in.stop_token_ids_size(),
+                                       " ids; at most ", kMaxStopTokenIds, " are allowed"));
+  }
+  if (absl::Status s = ValidateTokenIds(in.stop_token_ids(), vocab_size, "stopping.stop_token_ids");
+      !s.ok()) {
+    return s;
+  }
+  out.stop_token_ids.assign(in.stop_token_ids().begin(), in.stop_token_ids().end());
+  out.ignore_eos = in.ignore_eos();
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRequestId(absl::string_view id) {
+  if (id.size() > static_cast<size_t>(kMaxRequestIdLength)) {
+    return InvalidArgumentError(StrCat("request_id is ", id.size(), " characters; at most ",
+                                       kMaxRequestIdLength, " are allowed"));
+  }
+  // Request ids go into log lines: printable ASCII only, so no one can forge a line.
+  for (size_t i = 0; i < id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(id[i]);
+    if (c < 0x21 || c > 0x7E) {
+      return InvalidArgumentError(absl::StrFormat(
+          "request_id has byte 0x%02X at offset %d; only printable ASCII without spaces is "
+          "allowed",
+          c, i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Tokenizes the prompt (text or ids) into `out`.
+absl::Status ValidatePrompt(const v1::GenerateRequest& request, const model::Tokenizer& tokenizer,
+                            bool add_bos, ValidatedRequest& out) {
+  switch (request.prompt_case()) {
+    case v1::GenerateRequest::kText: {
+      const std::string& text = request.text();
+      if (text.empty()) {
+        return InvalidArgumentError("prompt text is empty; send some text or token ids");
+      }
+      if (absl::Status s = CheckUtf8(text, "prompt text"); !s.ok()) return s;
+      out.prompt_tokens = request.parse_special()
+                              ? tokenizer.EncodeWithSpecialTokens(text, add_bos, {})
+                              : tokenizer.Encode(text, add_bos);
+      out.prompt_text = text;
+      if (out.prompt_tokens.empty()) {
+        return InvalidArgumentError("prompt text encodes to no tokens");
+      }
+      return absl::OkStatus();
+    }
+    case v1::GenerateRequest::kTokens: {
+      const auto& ids = request.tokens().ids();
+      if (ids.empty()) {
+        return InvalidArgumentError("prompt tokens.ids is empty; send at least one token id");
+      }
+      if (absl::Status s = ValidateTokenIds(ids, tokenizer.vocab_size(), "prompt tokens.ids");
+          !s.ok()) {
+        return s;
+      }
+      out.prompt_tokens.assign(ids.begin(), ids.end());
+      return absl::OkStatus();
+    }
+    default:
+      return InvalidArgumentError("prompt is missing: set either text or tokens");
+  }
+}
+
+// Resolves max_new_tokens against the server limit and the room left in the context.
+absl::Status ResolveLength(const v1::StoppingCriteria& in, int prompt_tokens,
+                           const ValidationOptions& options, StoppingParams& out) {
+  const int64_t context = options.context_length;
+  if (prompt_tokens >= context) {
+    return absl::OutOfRangeError(StrCat("prompt is ", prompt_tokens,
+                                        " tokens, leaving no room to generate in the model's "
+                                        "context length of ",
+                                        context, " tokens"));
+  }
+  const int64_t requested = in.max_new_tokens();
+  if (requested > options.max_new_tokens_limit) {
+    return InvalidArgumentError(StrCat("stopping.max_new_tokens must be in [1, ",
+                                       options.max_new_tokens_limit, "] (server limit), got ",
+                                       requested));
+  }
+  if (requested == 0) {
+    // Unset: the server default, shortened to what still fits in the context.
+    out.max_new_tokens = static_cast<int>(
+        std::min<int64_t>(options.default_max_new_tokens, context - prompt_tokens));
+  } else if (prompt_tokens + requested > context) {
+    return absl::OutOfRangeError(
+        StrCat("prompt (", prompt_tokens, " tokens) + stopping.max_new_tokens (", requested,
+               ") = ", prompt_tokens + requested, " exceeds the model's context length of ",
+               context, " tokens; ask for at most ", context - prompt_tokens, " new tokens"));
+  } else {
+    out.max_new_tokens = static_cast<int>(requested);
+  }
+  if (in.min_new_tokens() > static_cast<uint32_t>(out.max_new_tokens)) {
+    return InvalidArgumentError(StrCat("stopping.min_new_tokens (", in.min_new_tokens(),
+                                       ") must not exceed max_new_tokens (", out.max_new_tokens,
+                                       ")"));
+  }
+  out.min_new_tokens = static_cast<int>(in.min_new_tokens());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field) {
+  if (session_id.empty() || session_id.size() > static_cast<size_t>(kMaxSessionIdLength)) {
+    return InvalidArgumentError(
+        StrCat(field, " must be 1..", kMaxSessionIdLength, " characters, got ", session_id.size()));
+  }
+  for (size_t i = 0; i < session_id.size(); ++i) {
+    const char c = session_id[i];
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != ':' &&
+        c != '-') {
+      return InvalidArgumentError(
+          absl::StrFormat("%s has character 0x%02X at offset %d; allowed are [A-Za-z0-9._:-]",
+                          field, static_cast<uint8_t>(c), i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& ids, int vocab_size,
+                              absl::string_view field) {
+  for (int i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size) {
+      return InvalidArgumentError(StrCat(field, "[", i, "] = ", ids[i],
+                                         " is not a token id: the vocabulary is [0, ", vocab_size,
+                                         ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
+                                                 const model::Tokenizer& tokenizer,
+                                                 const ValidationOptions& options,
+                                                 const RequestContext& context,
+                                                 const PromptBuilder& build_prompt) {
+  absl::BitGen bitgen;
+  const auto random = [&]() -> uint64_t {
+    return context.random ? context.random() : absl::Uniform<uint64_t>(bitgen);
+  };
+  ValidatedRequest out;
+  if (absl::Status s = ValidateRequestId(fields.request_id); !s.ok()) return s;
+  out.request_id =
+      fields.request_id.empty() ? absl::StrFormat("req-%016x", random()) : fields.request_id;
+  if (!fields.session_id.empty()) {
+    if (absl::Status s = ValidateSessionId(fields.session_id, "session_id"); !s.ok()) return s;
+    out.session_id = fields.session_id;
+  }
+  const int vocab_size = tokenizer.vocab_size();
+  if (absl::Status s = ValidateSampling(fields.sampling, vocab_size, out.sampling); !s.ok()) {
+    return s;
+  }
+  out.sampling.seed = fields.sampling.has_seed() ? fields.sampling.seed() : random();
+  if (absl::Status s = ValidateStopping(fields.stopping, vocab_size, out.stopping); !s.ok()) {
+    return s;
+  }
+  const v1::OutputOptions& output = fields.output;
+  if (output.top_logprobs() > static_cast<uint32_t>(kMaxTopLogprobs)) {
+    return InvalidArgumentError(StrCat("output.top_logprobs must be in [0, ", kMaxTopLogprobs,
+                                       "], got ", output.top_logprobs()));
+  }
+  out.output.top_logprobs = static_cast<int>(output.top_logprobs());
+  // Asking for alternatives implies asking for the chosen token's logprob too.
+  out.output.logprobs = output.logprobs() || output.top_logprobs() > 0;
+  out.output.echo = output.echo();
+  out.sampling.top_logprobs = out.output.top_logprobs;
+
+  // The prompt last: tokenizing is the expensive part, do it only for otherwise-valid requests.
+  if (absl::Status s = build_prompt(out); !s.ok()) return s;
+  if (absl::Status s = ResolveLength(fields.stopping, static_cast<int>(out.prompt_tokens.size()),
+                                     options, out.stopping);
+      !s.ok()) {
+    return s;
+  }
+  out.arrival_time = context.arrival_time;
+  out.deadline = context.deadline;
+  return out;
+}
+
+absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
+                                                         const model::Tokenizer& tokenizer,
+                                                         const ValidationOptions& options,
+                                                         const RequestContext& context) {
+  const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
+                             request.stopping(), request.output()};
+  return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
+    return ValidatePrompt(request, tokenizer, options.add_bos, out);
+  });
+}
+
+}  // namespace textgen::server

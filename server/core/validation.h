@@ -1,0 +1,82 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/core/validated_request.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen::server {
+
+// Request limits published to clients (the per-field ranges are fixed in validation.cc).
+inline constexpr int kMaxStopStrings = 16;
+inline constexpr int kMaxStopStringBytes = 256;
+inline constexpr int kMaxStopTokenIds = 64;
+inline constexpr int kMaxTopLogprobs = 20;
+inline constexpr int kMaxSessionIdLength = 128;
+inline constexpr int kMaxRequestIdLength = 128;
+inline constexpr float kMaxTemperature = 100.0f;
+inline constexpr float kMaxLogitBias = 100.0f;
+inline constexpr float kMaxPenalty = 2.0f;
+
+struct ValidationOptions {
+  // max_new_tokens when the request leaves it 0 (clamped to the room left in the context).
+  int default_max_new_tokens = 256;
+  // Largest max_new_tokens a request may ask for (--max-new-tokens-limit).
+  int max_new_tokens_limit = 4096;
+  // The model's context length: prompt + max_new_tokens must fit.
+  int context_length = 2048;
+  // Prepend BOS to text prompts (the vocabulary's tokenizer.ggml.add_bos_token).
+  bool add_bos = true;
+};
+
+// Per-request facts that do not come from the message itself.
+struct RequestContext {
+  absl::Time arrival_time = absl::InfinitePast();
+  absl::Time deadline = absl::InfiniteFuture();
+  // Source of server-chosen seeds and request ids; null = a fresh absl::BitGen.
+  std::function<uint64_t()> random;
+};
+
+// The fields every generating request (Generate, Chat) has besides its prompt.
+struct RequestFields {
+  const std::string& request_id;
+  const std::string& session_id;
+  const v1::SamplingParameters& sampling;
+  const v1::StoppingCriteria& stopping;
+  const v1::OutputOptions& output;
+};
+// Fills ValidatedRequest::prompt_tokens (and prompt_text) or says why it cannot.
+using PromptBuilder = std::function<absl::Status(ValidatedRequest&)>;
+
+// Checks `fields`, then builds the prompt (only for an otherwise valid request: it is the
+// expensive part), then checks it against the context length. Errors as for
+// ValidateGenerateRequest.
+absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
+                                                 const model::Tokenizer& tokenizer,
+                                                 const ValidationOptions& options,
+                                                 const RequestContext& context,
+                                                 const PromptBuilder& build_prompt);
+
+// Turns a GenerateRequest into a ValidatedRequest: tokenizes a text prompt, checks every
+// field and resolves every default. Errors are INVALID_ARGUMENT (malformed field; the message
+// names the field, the value and the allowed range) or OUT_OF_RANGE (prompt + max_new_tokens
+// over the context length). Thread-safe (the tokenizer is).
+absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateRequest& request,
+                                                         const model::Tokenizer& tokenizer,
+                                                         const ValidationOptions& options,
+                                                         const RequestContext& context);
+
+// Checks a session id: 1..128 characters of [A-Za-z0-9._:-]. `field` names it in errors.
+absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field);
+
+// Checks token ids against the vocabulary; `field` names the list in errors.
+absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& ids, int vocab_size,
+                              absl::string_view field);
+
+}  // namespace textgen::server

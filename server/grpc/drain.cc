@@ -1,0 +1,74 @@
+#include "server/grpc/drain.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace textgen::server {
+namespace {
+
+sigset_t ShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+absl::Status BlockShutdownSignals() {
+  const sigset_t set = ShutdownSignals();
+  if (const int error = pthread_sigmask(SIG_BLOCK, &set, nullptr); error != 0) {
+    return absl::InternalError(absl::StrCat("pthread_sigmask: ", std::strerror(error)));
+  }
+  return absl::OkStatus();
+}
+
+int WaitForShutdownSignal() {
+  const sigset_t set = ShutdownSignals();
+  int signal_number = 0;
+  while (sigwait(&set, &signal_number) != 0) {
+  }
+  return signal_number;
+}
+
+void SetServing(grpc::Server& server, bool serving) {
+  if (grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService()) {
+    health->SetServingStatus(serving);  // "" (overall) and every registered service
+  }
+}
+
+DrainResult DrainAndShutdown(grpc::Server& server, Scheduler* scheduler, absl::Duration timeout,
+                             Logger* logger) {
+  const absl::Time start = absl::Now();
+  SetServing(server, false);
+  DrainResult result;
+  if (scheduler != nullptr) {
+    scheduler->StartDrain();
+    result.idle = scheduler->WaitUntilIdle(timeout);
+  } else {
+    result.idle = true;
+  }
+  result.waited = absl::Now() - start;
+  if (logger != nullptr) {
+    logger->Info(result.idle ? absl::StrFormat("drain: all requests finished in %.3f s",
+                                               absl::ToDoubleSeconds(result.waited))
+                             : absl::StrFormat("drain: requests still running after %s; "
+                                               "cancelling them",
+                                               absl::FormatDuration(timeout)));
+  }
+  // Streams whose last messages are still being written get what is left of the timeout
+  // (at least a moment) before gRPC cancels them.
+  const absl::Duration left = std::max(timeout - result.waited, absl::Milliseconds(500));
+  server.Shutdown(absl::ToChronoTime(absl::Now() + left));
+  return result;
+}
+
+}  // namespace textgen::server

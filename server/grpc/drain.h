@@ -1,0 +1,35 @@
+#pragma once
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "server/core/logging.h"
+#include "server/scheduler/scheduler.h"
+
+namespace textgen::server {
+
+// SIGTERM / SIGINT handling without signal handlers: the signals are blocked in every thread
+// and one thread (main) takes them with sigwait, so no work ever runs in signal context.
+
+// Blocks SIGTERM and SIGINT in the calling thread and in every thread it starts afterwards
+// (the mask is inherited). Call first thing in main, before any thread exists.
+absl::Status BlockShutdownSignals();
+
+// Waits until SIGTERM or SIGINT arrives (or is already pending); returns its number.
+int WaitForShutdownSignal();
+
+// Marks every service NOT_SERVING in the standard health service (if enabled).
+void SetServing(grpc::Server& server, bool serving);
+
+struct DrainResult {
+  bool idle = false;  // every running request finished within the timeout
+  absl::Duration waited;
+};
+
+// Graceful stop: health NOT_SERVING, the scheduler stops accepting (new Generate calls get
+// UNAVAILABLE), running requests get up to `timeout` to finish, then the server shuts down
+// (streams still open at the deadline are cancelled). Blocks; call from main only.
+DrainResult DrainAndShutdown(grpc::Server& server, Scheduler* scheduler, absl::Duration timeout,
+                             Logger* logger);
+
+}  // namespace textgen::server

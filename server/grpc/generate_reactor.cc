@@ -1,0 +1,309 @@
+#include "server/grpc/generate_reactor.h"
+
+#include <chrono>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "model/tokenizer/utf8.h"
+#include "server/core/chat_validation.h"
+#include "server/core/request_report.h"
+#include "server/grpc/status_mapping.h"
+
+namespace textgen::server {
+namespace {
+
+// Token events merged into one response message at most (when the client reads slower than
+// the engine produces, several small deltas become one write).
+constexpr size_t kMaxEventsPerWrite = 64;
+
+v1::FinishReason ToProto(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kEos:
+      return v1::FINISH_REASON_EOS;
+    case FinishReason::kStopSequence:
+      return v1::FINISH_REASON_STOP_SEQUENCE;
+    case FinishReason::kStopToken:
+      return v1::FINISH_REASON_STOP_TOKEN;
+    case FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kContextFull:
+      return v1::FINISH_REASON_CONTEXT_FULL;
+  }
+  return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+void AppendDelta(const std::string& text, const std::vector<int>& ids,
+                 const std::vector<model::SampleResult>& logprobs,
+                 const model::Tokenizer* tokenizer, v1::GenerateResponse& out) {
+  out.mutable_text()->append(text);
+  for (int id : ids) out.add_token_ids(id);
+  for (const model::SampleResult& sample : logprobs) {
+    v1::TokenLogprobs* lp = out.add_logprobs();
+    lp->set_token_id(sample.token);
+    lp->set_logprob(sample.logprob);
+    for (const model::TokenLogprob& alt : sample.top) {
+      v1::TopLogprob* top = lp->add_top();
+      top->set_token_id(alt.token);
+      top->set_logprob(alt.logprob);
+      if (tokenizer != nullptr)
+        top->set_token(model::SanitizeUtf8(tokenizer->TokenText(alt.token)));
+    }
+  }
+}
+
+int CountTokens(const StreamEvent& event) {
+  if (const auto* token = std::get_if<TokenEvent>(&event)) return token->token_ids.size();
+  if (const auto* finished = std::get_if<FinishedEvent>(&event)) return finished->token_ids.size();
+  return 0;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// GenerateStream
+
+GenerateStream::GenerateStream(GenerateReactor* reactor, const model::Tokenizer* tokenizer,
+                               size_t max_buffered_events)
+    : tokenizer_(tokenizer), max_buffered_events_(max_buffered_events), reactor_(reactor) {}
+
+bool GenerateStream::Push(StreamEvent event) {
+  bool accepted = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_ || finish_called_ || overflowed_ || close_status_.has_value()) return false;
+    if (outbox_.size() >= max_buffered_events_) {
+      // Pump finishes the RPC with RESOURCE_EXHAUSTED once no write is in flight (a client
+      // that never reads again keeps that write pending until its deadline or disconnect).
+      overflowed_ = true;
+      outbox_.clear();
+    } else {
+      accepted = true;
+      const int tokens = CountTokens(event);
+      if (tokens > 0 && !first_token_time_.has_value()) first_token_time_ = absl::Now();
+      completion_tokens_ += tokens;
+      if (const auto* finished = std::get_if<FinishedEvent>(&event)) usage_ = finished->usage;
+      outbox_.push_back(std::move(event));
+    }
+  }
+  Pump();
+  return accepted;
+}
+
+bool GenerateStream::IsClosed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ || finish_called_ || overflowed_ || close_status_.has_value();
+}
+
+void GenerateStream::SetRequestId(std::string request_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  request_id_ = std::move(request_id);
+}
+
+void GenerateStream::Fail(absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!close_status_.has_value()) close_status_ = std::move(status);
+    outbox_.clear();  // nothing more is sent
+  }
+  Pump();
+}
+
+void GenerateStream::OnWriteDone(bool ok) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok && !close_status_.has_value()) {
+      close_status_ = absl::CancelledError("the client stream was closed while writing");
+    }
+  }
+  Pump();
+}
+
+void GenerateStream::OnCancel(absl::Status status) { Fail(std::move(status)); }
+
+void GenerateStream::OnDone() {
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = true;
+  reactor_ = nullptr;
+  outbox_.clear();
+}
+
+void GenerateStream::Pump() {
+  // Keeps this object alive while gRPC calls below may let the reactor reach OnDone.
+  const std::shared_ptr<GenerateStream> self = shared_from_this();
+  enum class Action { kWrite, kWriteAndFinish, kFinish };
+  Action action;
+  std::deque<StreamEvent> batch;
+  GenerateReactor* reactor;
+  std::string request_id;
+  absl::Status finish_status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writing_ || finish_called_ || done_) return;
+    if (close_status_.has_value()) {
+      final_status_ = *close_status_;
+      action = Action::kFinish;
+    } else if (overflowed_) {
+      final_status_ = absl::ResourceExhaustedError(
+          absl::StrCat("client is not reading its stream fast enough (more than ",
+                       max_buffered_events_, " events buffered); the request was cancelled"));
+      action = Action::kFinish;
+    } else if (outbox_.empty()) {
+      return;
+    } else if (const auto* error = std::get_if<ErrorEvent>(&outbox_.front())) {
+      final_status_ =
+          error->status.ok() ? absl::InternalError("error event with OK status") : error->status;
+      action = Action::kFinish;
+    } else {
+      // Merge consecutive token deltas, and the final event if it comes right after them.
+      action = Action::kWrite;
+      while (!outbox_.empty() && batch.size() < kMaxEventsPerWrite) {
+        if (std::holds_alternative<TokenEvent>(outbox_.front())) {
+          batch.push_back(std::move(outbox_.front()));
+          outbox_.pop_front();
+        } else if (std::holds_alternative<FinishedEvent>(outbox_.front())) {
+          batch.push_back(std::move(outbox_.front()));
+          outbox_.pop_front();
+          action = Action::kWriteAndFinish;
+          break;
+        } else {
+          break;  // an ErrorEvent: the next Pump finishes with it
+        }
+      }
+    }
+    writing_ = true;
+    if (action != Action::kWrite) {
+      finish_called_ = true;
+      outbox_.clear();
+    }
+    if (action == Action::kWriteAndFinish) final_status_ = absl::OkStatus();
+    finish_status = final_status_;
+    reactor = reactor_;
+    request_id = request_id_;
+  }
+  // Writer role held: no other thread touches response_ or calls into the reactor.
+  if (action == Action::kFinish) {
+    reactor->Finish(ToGrpcStatus(finish_status));
+    return;
+  }
+  response_.Clear();
+  response_.set_request_id(request_id);
+  BuildResponse(batch);
+  if (action == Action::kWriteAndFinish) {
+    reactor->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  } else {
+    reactor->StartWrite(&response_);
+  }
+}
+
+void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
+  for (StreamEvent& event : events) {
+    if (auto* token = std::get_if<TokenEvent>(&event)) {
+      AppendDelta(token->text, token->token_ids, token->logprobs, tokenizer_, response_);
+    } else if (auto* finished = std::get_if<FinishedEvent>(&event)) {
+      AppendDelta(finished->text, finished->token_ids, finished->logprobs, tokenizer_, response_);
+      v1::Finished* out = response_.mutable_finished();
+      out->set_reason(ToProto(finished->reason));
+      out->set_matched_stop(model::SanitizeUtf8(finished->matched_stop));
+      out->mutable_usage()->set_prompt_tokens(finished->usage.prompt_tokens);
+      out->mutable_usage()->set_cached_tokens(finished->usage.cached_tokens);
+      out->mutable_usage()->set_completion_tokens(finished->usage.completion_tokens);
+      out->mutable_timings()->set_queue_seconds(finished->timings.queue_seconds);
+      out->mutable_timings()->set_time_to_first_token_seconds(
+          finished->timings.time_to_first_token_seconds);
+      out->mutable_timings()->set_decode_seconds(finished->timings.decode_seconds);
+      out->mutable_timings()->set_total_seconds(finished->timings.total_seconds);
+      out->set_seed(finished->seed);
+    }
+  }
+  // The scheduler promises whole characters; a proto3 string must be valid UTF-8 regardless.
+  if (model::FirstInvalidUtf8(response_.text()) != absl::string_view::npos) {
+    response_.set_text(model::SanitizeUtf8(response_.text()));
+  }
+}
+
+GenerateStream::Summary GenerateStream::summary() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Summary{final_status_, completion_tokens_, first_token_time_, usage_};
+}
+
+// ------------------------------------------------------------------------------------------
+// GenerateReactor
+
+GenerateReactor::GenerateReactor(const GenerateDeps& deps, grpc::CallbackServerContext* context)
+    : deps_(deps),
+      context_(context),
+      arrival_time_(absl::Now()),
+      stream_(std::make_shared<GenerateStream>(this, deps.tokenizer, deps.max_buffered_events)) {}
+
+RequestContext GenerateReactor::MakeRequestContext() const {
+  RequestContext request_context;
+  request_context.arrival_time = arrival_time_;
+  if (context_->deadline() != std::chrono::system_clock::time_point::max()) {
+    request_context.deadline = absl::FromChrono(context_->deadline());
+  }
+  return request_context;
+}
+
+void GenerateReactor::Start(const v1::GenerateRequest& request) {
+  Submit(
+      ValidateGenerateRequest(request, *deps_.tokenizer, *deps_.validation, MakeRequestContext()),
+      request.request_id());
+}
+
+void GenerateReactor::StartChat(const v1::ChatRequest& request) {
+  Submit(ValidateChatRequest(request, *deps_.chat_templates, *deps_.tokenizer, *deps_.validation,
+                             MakeRequestContext()),
+         request.request_id());
+}
+
+void GenerateReactor::Submit(absl::StatusOr<ValidatedRequest> validated,
+                             const std::string& raw_request_id) {
+  if (!validated.ok()) {
+    request_id_ = raw_request_id;
+    stream_->Fail(validated.status());
+    return;
+  }
+  request_id_ = validated->request_id;
+  prompt_tokens_ = static_cast<int>(validated->prompt_tokens.size());
+  stream_->SetRequestId(request_id_);
+  if (absl::Status status = deps_.scheduler->Submit(*std::move(validated), stream_); !status.ok()) {
+    stream_->Fail(std::move(status));
+  }
+}
+
+void GenerateReactor::OnWriteDone(bool ok) { stream_->OnWriteDone(ok); }
+
+void GenerateReactor::OnCancel() {
+  const absl::Time now = absl::Now();
+  const bool past_deadline = context_->deadline() != std::chrono::system_clock::time_point::max() &&
+                             absl::FromChrono(context_->deadline()) <= now;
+  stream_->OnCancel(past_deadline ? absl::DeadlineExceededError(
+                                        absl::StrFormat("the deadline passed after %.3f s",
+                                                        absl::ToDoubleSeconds(now - arrival_time_)))
+                                  : absl::CancelledError("the client cancelled the request"));
+}
+
+void GenerateReactor::OnDone() {
+  stream_->OnDone();
+  const GenerateStream::Summary summary = stream_->summary();
+  RequestRecord record;
+  record.request_id = request_id_;
+  record.code = summary.status.code();
+  record.message = std::string(summary.status.message());
+  record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - arrival_time_);
+  record.prompt_tokens = summary.usage ? summary.usage->prompt_tokens : prompt_tokens_;
+  record.cached_tokens = summary.usage ? summary.usage->cached_tokens : 0;
+  record.completion_tokens = summary.completion_tokens;
+  if (summary.first_token_time) {
+    record.time_to_first_token_seconds =
+        absl::ToDoubleSeconds(*summary.first_token_time - arrival_time_);
+  }
+  ReportRequestDone(record, deps_.observer, deps_.logger);
+  delete this;
+}
+
+}  // namespace textgen::server

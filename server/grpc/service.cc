@@ -1,0 +1,150 @@
+#include "server/grpc/service.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "model/tokenizer/utf8.h"
+#include "server/grpc/status_mapping.h"
+
+namespace textgen::server {
+namespace {
+
+// Largest Tokenize text / Detokenize id list accepted (the model's context is far smaller).
+constexpr size_t kMaxTokenizeBytes = 1 << 20;
+constexpr int kMaxDetokenizeIds = 1 << 18;
+
+absl::Status LoadingError() {
+  return absl::UnavailableError("the model is still loading; retry in a moment");
+}
+
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
+                                      const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// A write reactor that only finishes with an error (Generate before the model is loaded).
+class FailedGenerate final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  explicit FailedGenerate(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+TextGenerationService::TextGenerationService(const ServiceOptions& options) : options_(options) {}
+
+void TextGenerationService::SetBackend(const ServiceBackend* backend) {
+  backend_.store(backend, std::memory_order_release);
+}
+
+GenerateReactor* TextGenerationService::NewReactor(grpc::CallbackServerContext* context) {
+  const ServiceBackend* ready = backend();
+  if (ready == nullptr) {
+    if (options_.observer != nullptr) {
+      RequestRecord record;
+      record.code = absl::StatusCode::kUnavailable;
+      record.message = std::string(LoadingError().message());
+      options_.observer->OnRequestDone(record);
+    }
+    return nullptr;
+  }
+  GenerateDeps deps;
+  deps.scheduler = ready->scheduler;
+  deps.tokenizer = ready->tokenizer;
+  deps.validation = &ready->validation;
+  deps.chat_templates = &ready->chat_templates;
+  deps.observer = options_.observer;
+  deps.logger = options_.logger;
+  deps.max_buffered_events = options_.max_buffered_events;
+  return new GenerateReactor(deps, context);
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Generate(
+    grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+  GenerateReactor* reactor = NewReactor(context);
+  if (reactor == nullptr) return new FailedGenerate(LoadingError());
+  reactor->Start(*request);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Chat(
+    grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
+  GenerateReactor* reactor = NewReactor(context);
+  if (reactor == nullptr) return new FailedGenerate(LoadingError());
+  reactor->StartChat(*request);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerContext* context,
+                                                          const v1::TokenizeRequest* request,
+                                                          v1::TokenizeResponse* response) {
+  const ServiceBackend* ready = backend();
+  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  const std::string& text = request->text();
+  if (text.size() > kMaxTokenizeBytes) {
+    return FinishUnary(context, absl::InvalidArgumentError(
+                                    absl::StrCat("text is ", text.size(), " bytes; at most ",
+                                                 kMaxTokenizeBytes, " are allowed")));
+  }
+  if (const size_t bad = model::FirstInvalidUtf8(text); bad != std::string::npos) {
+    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
+                                    "text is not valid UTF-8 (invalid byte at offset ", bad, ")")));
+  }
+  const bool add_bos = request->has_add_bos() ? request->add_bos() : ready->validation.add_bos;
+  const model::Tokenizer& tokenizer = *ready->tokenizer;
+  for (int id : request->parse_special() ? tokenizer.EncodeWithSpecialTokens(text, add_bos, {})
+                                         : tokenizer.Encode(text, add_bos)) {
+    response->add_ids(id);
+    response->add_tokens(model::SanitizeUtf8(ready->tokenizer->TokenText(id)));
+  }
+  return FinishUnary(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServerContext* context,
+                                                            const v1::DetokenizeRequest* request,
+                                                            v1::DetokenizeResponse* response) {
+  const ServiceBackend* ready = backend();
+  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  if (request->ids_size() > kMaxDetokenizeIds) {
+    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
+                                    "ids has ", request->ids_size(), " entries; at most ",
+                                    kMaxDetokenizeIds, " are allowed")));
+  }
+  if (absl::Status status = ValidateTokenIds(request->ids(), ready->tokenizer->vocab_size(), "ids");
+      !status.ok()) {
+    return FinishUnary(context, status);
+  }
+  const std::string text = ready->tokenizer->Decode(
+      std::vector<int>(request->ids().begin(), request->ids().end()), request->render_control());
+  // Ids may split a UTF-8 character; a proto3 string must stay valid.
+  response->set_text(model::SanitizeUtf8(text));
+  return FinishUnary(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
+    grpc::CallbackServerContext* context, const v1::GetModelInfoRequest* request,
+    v1::ModelInfo* response) {
+  const ServiceBackend* ready = backend();
+  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  *response = ready->model_info;
+  return FinishUnary(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
+    grpc::CallbackServerContext* context, const v1::DeleteSessionRequest* request,
+    v1::DeleteSessionResponse* response) {
+  const ServiceBackend* ready = backend();
+  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  if (absl::Status status = ValidateSessionId(request->session_id(), "session_id"); !status.ok()) {
+    return FinishUnary(context, status);
+  }
+  absl::StatusOr<int> freed = ready->scheduler->DeleteSession(request->session_id());
+  if (!freed.ok()) return FinishUnary(context, freed.status());
+  response->set_freed_tokens(static_cast<uint32_t>(*freed));
+  return FinishUnary(context, absl::OkStatus());
+}
+
+}  // namespace textgen::server

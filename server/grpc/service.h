@@ -1,0 +1,63 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/core/chat_templates.h"
+#include "server/grpc/generate_reactor.h"
+#include "server/core/logging.h"
+#include "server/core/request_observer.h"
+#include "server/scheduler/scheduler.h"
+#include "server/core/service_backend.h"
+#include "server/core/validation.h"
+#include "textgen/v1/textgen.grpc.pb.h"
+
+namespace textgen::server {
+
+struct ServiceOptions {
+  RequestObserver* observer = nullptr;  // Generate outcomes (metrics); may be null
+  Logger* logger = nullptr;             // one line per Generate request; may be null
+  // Per-request outbox bound (see GenerateDeps::max_buffered_events).
+  size_t max_buffered_events = 4096;
+};
+
+// The textgen.v1.TextGeneration service on gRPC's callback API. Handlers only validate,
+// tokenize, enqueue and write; they never block and never run the model. Until SetBackend()
+// is called (the model is loading) every RPC fails with UNAVAILABLE. Thread-safe.
+class TextGenerationService final : public v1::TextGeneration::CallbackService {
+ public:
+  explicit TextGenerationService(const ServiceOptions& options);
+
+  // Makes the service ready. `backend` must outlive the service; call at most once.
+  void SetBackend(const ServiceBackend* backend);
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Chat(grpc::CallbackServerContext* context,
+                                                       const v1::ChatRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
+                                       const v1::DetokenizeRequest* request,
+                                       v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetModelInfoRequest* request,
+                                         v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* DeleteSession(grpc::CallbackServerContext* context,
+                                          const v1::DeleteSessionRequest* request,
+                                          v1::DeleteSessionResponse* response) override;
+
+ private:
+  const ServiceBackend* backend() const { return backend_.load(std::memory_order_acquire); }
+  // A reactor for Generate/Chat, or null (and the observer told) while the model loads.
+  GenerateReactor* NewReactor(grpc::CallbackServerContext* context);
+
+  const ServiceOptions options_;
+  std::atomic<const ServiceBackend*> backend_{nullptr};
+};
+
+}  // namespace textgen::server

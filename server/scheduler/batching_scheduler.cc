@@ -1,0 +1,448 @@
+#include "server/scheduler/batching_scheduler.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace textgen::server {
+namespace {
+
+int ContextLength(const model::Engine& engine) {
+  int ctx = engine.config().context_length;
+  return ctx > 0 ? ctx : std::numeric_limits<int>::max();
+}
+
+// The most tokens one sequence can hold within the whole budget.
+int MaxFitTokens(const model::KvCache& cache, int context_length) {
+  const int64_t block = cache.BytesForTokens(model::KvCache::kBlockTokens);
+  const int64_t blocks = block > 0 ? cache.budget_bytes() / block : 0;
+  return static_cast<int>(std::min<int64_t>(blocks * model::KvCache::kBlockTokens, context_length));
+}
+
+int CommonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
+  size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<int>(i);
+}
+
+// Limits below 1 would stall the loop (no token could ever be scheduled).
+SchedulerOptions Sanitized(SchedulerOptions options) {
+  options.max_batch_sequences = std::max(options.max_batch_sequences, 1);
+  options.max_batch_tokens = std::max(options.max_batch_tokens, 1);
+  if (options.max_prefill_tokens_while_decoding <= 0 ||
+      options.max_prefill_tokens_while_decoding > options.max_batch_tokens) {
+    options.max_prefill_tokens_while_decoding = options.max_batch_tokens;
+  }
+  options.max_queue = std::max(options.max_queue, 0);
+  options.max_sessions = std::max(options.max_sessions, 0);
+  return options;
+}
+
+}  // namespace
+
+BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokenizer* tokenizer,
+                                     const SchedulerOptions& options, SchedulerObserver* observer)
+    : engine_(engine),
+      kv_cache_(engine->kv_cache()),
+      tokenizer_(tokenizer),
+      options_(Sanitized(options)),
+      observer_(observer),
+      context_length_(ContextLength(*engine)),
+      max_fit_tokens_(MaxFitTokens(kv_cache_, context_length_)),
+      inbox_(options_.max_queue),
+      sessions_(options_.max_sessions, options_.session_ttl),
+      thread_([this] { Run(); }) {}
+
+BatchingScheduler::~BatchingScheduler() {
+  inbox_.Stop();
+  thread_.join();
+}
+
+// ---------------------------------------------------------------------------------------
+// Any thread
+// ---------------------------------------------------------------------------------------
+
+absl::Status BatchingScheduler::Submit(ValidatedRequest request, std::shared_ptr<StreamSink> sink) {
+  absl::Status status;
+  const int64_t prompt = static_cast<int64_t>(request.prompt_tokens.size());
+  const int64_t need =
+      std::min<int64_t>(prompt + std::max(request.stopping.max_new_tokens, 1), context_length_);
+  if (sink == nullptr) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("request ", request.request_id, ": no stream sink"));
+  } else if (prompt == 0) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("request ", request.request_id, ": prompt_tokens is empty"));
+  } else if (prompt > context_length_) {
+    status =
+        absl::OutOfRangeError(absl::StrCat("request ", request.request_id, ": prompt has ", prompt,
+                                           " tokens, the model context is ", context_length_));
+  } else if (need > max_fit_tokens_) {
+    status = absl::ResourceExhaustedError(
+        absl::StrCat("request ", request.request_id, " needs ", need,
+                     " KV tokens (prompt + max_new_tokens) but the KV cache budget holds at most ",
+                     max_fit_tokens_, " tokens"));
+  } else {
+    status = inbox_.Submit(SubmitCommand{std::move(request), std::move(sink)});
+  }
+  if (!status.ok() && observer_ != nullptr) observer_->OnRejected(status);
+  return status;
+}
+
+absl::StatusOr<int> BatchingScheduler::DeleteSession(const std::string& session_id) {
+  DeleteSessionCommand command;
+  command.session_id = session_id;
+  std::future<absl::StatusOr<int>> result = command.result.get_future();
+  absl::Status posted = inbox_.PostDelete(std::move(command));
+  if (!posted.ok()) return posted;
+  return result.get();  // the engine thread answers between two steps
+}
+
+void BatchingScheduler::StartDrain() { inbox_.StartDrain(); }
+
+bool BatchingScheduler::WaitUntilIdle(absl::Duration timeout) {
+  return inbox_.WaitUntilIdle(timeout);
+}
+
+// ---------------------------------------------------------------------------------------
+// Engine thread: the loop
+// ---------------------------------------------------------------------------------------
+
+void BatchingScheduler::Run() {
+  // Named before its first parallel region: the OpenMP workers it starts inherit the name,
+  // so `top -H` shows the engine's threads (and the e2e test counts them).
+  pthread_setname_np(pthread_self(), "textgen-engine");
+  while (true) {
+    // Sleeps only when nothing runs and nothing was freed since the last admission try:
+    // then only a command, a waiting deadline or a session expiry can change anything.
+    const bool has_work = !running_.empty() || retry_admission_;
+    HandleCommands(inbox_.Take(has_work, has_work ? absl::InfinitePast() : NextWakeTime()));
+    if (inbox_.stopped()) break;
+    const absl::Time now = absl::Now();
+    if (now >= next_session_sweep_) {  // not every step: the sweep visits every session
+      if (int expired = sessions_.ExpireIdle(now); expired > 0 && observer_ != nullptr) {
+        observer_->OnSessionEvicted(expired);
+      }
+      next_session_sweep_ = sessions_.NextExpiry().value_or(absl::InfiniteFuture());
+    }
+    DropWaiting(now);
+    DropRunning(now);
+    AdmitWaiting(now);
+    if (!running_.empty()) Step();
+    PublishGauges();
+  }
+  // Nothing is accepted after Stop(), so this takes the last commands.
+  HandleCommands(inbox_.Take(/*has_work=*/true, absl::InfinitePast()));
+  FailEverything(absl::UnavailableError("scheduler is shutting down"));
+}
+
+void BatchingScheduler::HandleCommands(std::vector<Command> commands) {
+  const absl::Time now = absl::Now();
+  for (Command& command : commands) {
+    if (auto* submit = std::get_if<SubmitCommand>(&command)) {
+      waiting_.push_back(
+          std::make_unique<Sequence>(std::move(submit->request), std::move(submit->sink), now));
+      if (observer_ != nullptr) observer_->OnQueued(static_cast<int>(waiting_.size()));
+    } else if (auto* del = std::get_if<DeleteSessionCommand>(&command)) {
+      del->result.set_value(sessions_.Erase(del->session_id));
+    }
+  }
+}
+
+absl::Time BatchingScheduler::NextWakeTime() const {
+  absl::Time wake = next_session_sweep_;
+  for (const auto& seq : waiting_) wake = std::min(wake, seq->deadline());
+  return wake;
+}
+
+void BatchingScheduler::DropWaiting(absl::Time now) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    Sequence& seq = **it;
+    if (seq.Dropped()) {
+      Fail(seq,
+           absl::CancelledError(absl::StrCat("request ", seq.request().request_id,
+                                             ": client cancelled while queued")),
+           /*was_waiting=*/true);
+    } else if (now >= seq.deadline()) {
+      Fail(seq,
+           absl::DeadlineExceededError(
+               absl::StrCat("request ", seq.request().request_id, ": deadline passed after ",
+                            absl::FormatDuration(now - seq.arrival()), " in the queue")),
+           /*was_waiting=*/true);
+    } else {
+      ++it;
+      continue;
+    }
+    it = waiting_.erase(it);
+  }
+}
+
+void BatchingScheduler::DropRunning(absl::Time now) {
+  std::erase_if(running_, [&](const std::unique_ptr<Sequence>& ptr) {
+    Sequence& seq = *ptr;
+    if (seq.Dropped()) {
+      Fail(seq,
+           absl::CancelledError(absl::StrCat("request ", seq.request().request_id,
+                                             ": client cancelled or too slow")),
+           /*was_waiting=*/false);
+      return true;
+    }
+    if (now >= seq.deadline()) {
+      Fail(seq,
+           absl::DeadlineExceededError(
+               absl::StrCat("request ", seq.request().request_id, ": deadline passed after ",
+                            absl::FormatDuration(now - seq.arrival()), " while generating")),
+           /*was_waiting=*/false);
+      return true;
+    }
+    return false;
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Engine thread: admission
+// ---------------------------------------------------------------------------------------
+
+void BatchingScheduler::AdmitWaiting(absl::Time now) {
+  retry_admission_ = false;
+  int admitted = 0;
+  // Strict FCFS: a head that does not fit blocks everyone behind it, so a big request is
+  // never starved by a stream of small ones; running sequences free memory as they finish.
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < options_.max_batch_sequences) {
+    Admission result = TryAdmit(*waiting_.front(), now);
+    if (result == Admission::kNoRoom) break;
+    if (result == Admission::kAdmitted) {
+      ++admitted;
+      if (observer_ != nullptr) {
+        observer_->OnAdmitted(absl::ToDoubleSeconds(now - waiting_.front()->arrival()));
+      }
+      running_.push_back(std::move(waiting_.front()));
+    }
+    waiting_.pop_front();
+  }
+  inbox_.MarkAdmitted(admitted);
+}
+
+BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Time now) {
+  const std::string& sid = seq.session_id();
+  const int need = seq.TokensNeeded(context_length_);
+  Session* session = sid.empty() ? nullptr : sessions_.Find(sid);
+  const bool hit = session != nullptr;
+  int cached = 0;
+  if (session != nullptr && session->kv.valid()) {
+    // Reuse the longest common prefix, but recompute the last prompt token for its logits.
+    cached = std::min(CommonPrefix(session->tokens, seq.request().prompt_tokens),
+                      seq.prompt_length() - 1);
+    cached = std::min(cached, session->kv.length());
+    absl::Status truncated = kv_cache_.Truncate(session->kv.id(), cached);
+    if (!truncated.ok()) {
+      cached = 0;
+      session->kv.Reset();
+    }
+    session->tokens.resize(cached);
+  }
+
+  // Room: the whole reservation must fit, counting what idle sessions could give back.
+  const int64_t own = (session != nullptr && session->kv.valid())
+                          ? kv_cache_.BytesForTokens(kv_cache_.Capacity(session->kv.id()))
+                          : 0;
+  const int64_t extra = kv_cache_.BytesForTokens(need) - own;
+  auto free_bytes = [&] { return kv_cache_.budget_bytes() - kv_cache_.bytes_in_use(); };
+  if (extra > free_bytes()) {
+    if (extra > free_bytes() + sessions_.IdleBytes(kv_cache_, sid)) return Admission::kNoRoom;
+    int evicted = 0;
+    while (extra > free_bytes() && sessions_.EvictLru(/*keep=*/sid)) ++evicted;
+    if (evicted > 0 && observer_ != nullptr) observer_->OnSessionEvicted(evicted);
+  }
+
+  if (!sid.empty() && session == nullptr) {
+    int evicted = 0;
+    absl::StatusOr<Session*> created = sessions_.Create(sid, now, &evicted);
+    if (evicted > 0 && observer_ != nullptr) observer_->OnSessionEvicted(evicted);
+    if (!created.ok()) {
+      Fail(seq, created.status(), /*was_waiting=*/true);
+      return Admission::kFailed;
+    }
+    session = *created;
+  }
+
+  KvSequence kv;
+  if (session != nullptr) {
+    if (!session->kv.valid()) session->kv = KvSequence(&kv_cache_);
+    kv = std::move(session->kv);
+  } else {
+    kv = KvSequence(&kv_cache_);
+  }
+  if (absl::Status reserved = kv_cache_.Reserve(kv.id(), need); !reserved.ok()) {
+    if (session != nullptr) session->kv = std::move(kv);  // keep the cache, retry later
+    return Admission::kNoRoom;
+  }
+  if (session != nullptr) {
+    session->busy = true;
+    session->last_used = now;
+    if (observer_ != nullptr) observer_->OnSessionLookup(hit);
+  }
+  seq.Start(std::move(kv), cached, tokenizer_, now);
+  return Admission::kAdmitted;
+}
+
+// ---------------------------------------------------------------------------------------
+// Engine thread: one batched forward pass
+// ---------------------------------------------------------------------------------------
+
+void BatchingScheduler::Step() {
+  std::vector<model::SequenceChunk>& batch = batch_;
+  std::vector<Slot>& slots = slots_;
+  batch.clear();
+  slots.clear();
+  int budget = options_.max_batch_tokens;
+  int prefill_tokens = 0;
+
+  // Decode tokens first: one per generating sequence keeps every stream moving.
+  const size_t n = running_.size();
+  int decodes = 0;
+  for (size_t i = 0; i < n && budget > 0; ++i) {
+    Sequence& seq = *running_[(decode_cursor_ + i) % n];
+    if (seq.prefilling()) continue;
+    batch.push_back({seq.kv().id(), seq.DecodeToken(), /*want_logits=*/true});
+    slots.push_back({&seq, 1, true});
+    --budget;
+    ++decodes;
+  }
+  decode_cursor_ += decodes;
+  // Then prompt chunks in admission order; a prompt longer than the rest of the budget
+  // continues next step. While streams decode, prefill gets at most max(chunk, decodes)
+  // tokens: a compute-bound step then costs at most about twice a pure-decode step, so
+  // every stream's next token is never much later than usual, and with many streams
+  // decoding new prompts still get a proportional share (their TTFT stays bounded).
+  if (decodes > 0) {
+    budget = std::min(budget, std::max(options_.max_prefill_tokens_while_decoding, decodes));
+  }
+  for (const auto& ptr : running_) {
+    if (budget == 0) break;
+    Sequence& seq = *ptr;
+    if (!seq.prefilling()) continue;
+    const int take = std::min(seq.prefill_remaining(), budget);
+    const bool last = take == seq.prefill_remaining();
+    batch.push_back({seq.kv().id(), seq.PrefillChunk(take), last});
+    slots.push_back({&seq, take, last});
+    budget -= take;
+    prefill_tokens += take;
+  }
+  if (batch.empty()) return;
+
+  const absl::Time start = absl::Now();
+  absl::StatusOr<model::ForwardResult> result = engine_->Forward(batch);
+  const absl::Time now = absl::Now();
+  if (!result.ok()) {
+    // Fail the batch, not the server (the engine guarantees nothing advanced).
+    absl::Status status(result.status().code(),
+                        absl::StrCat("forward pass failed: ", result.status().message()));
+    for (const Slot& slot : slots) Fail(*slot.seq, status, /*was_waiting=*/false);
+    std::erase_if(running_, [&](const std::unique_ptr<Sequence>& seq) {
+      return std::any_of(slots.begin(), slots.end(),
+                         [&](const Slot& s) { return s.seq == seq.get(); });
+    });
+    return;
+  }
+  // Sampling (a pass over the vocab per sequence) runs on the engine's pool; taking the
+  // tokens (detokenizer, stop strings, events) stays on this thread, in batch order.
+  sampled_.clear();
+  for (const Slot& slot : slots) {
+    slot.seq->Advance(slot.tokens);
+    if (slot.logits) sampled_.push_back({slot.seq, {}});
+  }
+  engine_->ParallelFor(static_cast<int>(sampled_.size()), [&](int i) {
+    sampled_[i].result = sampled_[i].seq->Sample(result->Row(i));
+  });
+  for (Sampled& s : sampled_) s.seq->Emit(std::move(s.result), context_length_, now, observer_);
+  if (observer_ != nullptr) {
+    observer_->OnStep(static_cast<int>(slots.size()), decodes + prefill_tokens, prefill_tokens,
+                      absl::ToDoubleSeconds(now - start));
+  }
+  // Finished and disconnected sequences leave at once and free their KV.
+  std::erase_if(running_, [&](const std::unique_ptr<Sequence>& ptr) {
+    Sequence& seq = *ptr;
+    if (seq.finished()) {
+      Finish(seq, now);
+      return true;
+    }
+    if (seq.Dropped()) {
+      Fail(seq,
+           absl::CancelledError(absl::StrCat("request ", seq.request().request_id,
+                                             ": client cancelled or too slow")),
+           /*was_waiting=*/false);
+      return true;
+    }
+    return false;
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Engine thread: endings
+// ---------------------------------------------------------------------------------------
+
+void BatchingScheduler::ReleaseKv(Sequence& seq, absl::Time now) {
+  if (!seq.started()) return;
+  retry_admission_ = true;  // memory (or a batch slot) came free: the head may fit now
+  Session* session = seq.session_id().empty() ? nullptr : sessions_.Find(seq.session_id());
+  if (session == nullptr) {
+    seq.TakeKv().Reset();
+    return;
+  }
+  session->tokens = seq.KvTokens();
+  session->kv = seq.TakeKv();
+  // Give back the reserved-but-unused tail; the session keeps only what it caches.
+  if (!kv_cache_.Truncate(session->kv.id(), session->kv.length()).ok()) {
+    session->kv.Reset();
+    session->tokens.clear();
+  }
+  session->busy = false;
+  session->last_used = now;
+  next_session_sweep_ = std::min(next_session_sweep_, now + options_.session_ttl);
+}
+
+void BatchingScheduler::Finish(Sequence& seq, absl::Time now) {
+  FinishedEvent done = seq.MakeFinished(now);
+  ReleaseKv(seq, now);
+  inbox_.MarkDone(seq.session_id(), /*was_waiting=*/false);
+  if (observer_ != nullptr) observer_->OnFinished(done);
+  seq.Push(std::move(done));
+}
+
+void BatchingScheduler::Fail(Sequence& seq, const absl::Status& status, bool was_waiting) {
+  ReleaseKv(seq, absl::Now());
+  inbox_.MarkDone(seq.session_id(), was_waiting);
+  if (observer_ != nullptr) observer_->OnFailed(status);
+  seq.Push(ErrorEvent{status});
+}
+
+void BatchingScheduler::FailEverything(const absl::Status& status) {
+  for (auto& seq : waiting_) Fail(*seq, status, /*was_waiting=*/true);
+  waiting_.clear();
+  for (auto& seq : running_) Fail(*seq, status, /*was_waiting=*/false);
+  running_.clear();
+  sessions_.Clear();
+}
+
+void BatchingScheduler::PublishGauges() {
+  if (observer_ == nullptr) return;
+  observer_->OnStateGauges(static_cast<int>(running_.size()), static_cast<int>(waiting_.size()),
+                           kv_cache_.bytes_in_use(), kv_cache_.budget_bytes(), sessions_.size());
+}
+
+// ---------------------------------------------------------------------------------------
+
+std::unique_ptr<Scheduler> CreateBatchingScheduler(model::Engine* engine,
+                                                   const model::Tokenizer* tokenizer,
+                                                   const SchedulerOptions& options,
+                                                   SchedulerObserver* observer) {
+  return std::make_unique<BatchingScheduler>(engine, tokenizer, options, observer);
+}
+
+}  // namespace textgen::server

@@ -1,0 +1,98 @@
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model/runtime/engine.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/scheduler/request_inbox.h"
+#include "server/scheduler/scheduler.h"
+#include "server/scheduler/scheduler_observer.h"
+#include "server/scheduler/sequence.h"
+#include "server/scheduler/session_store.h"
+
+namespace textgen::server {
+
+// Continuous (iteration-level) batching, actor style: one engine thread owns the engine,
+// its KV cache, every Sequence and the SessionStore, so the hot path takes no locks. Other
+// threads only touch the RequestInbox (bounded, never blocks on the model) and the sinks.
+//
+// Each step: take commands; expire sessions; drop waiting/running requests that are
+// cancelled or past their deadline; admit waiting requests in FCFS order while their whole
+// KV reservation (prompt + max_new_tokens) fits; run ONE Engine::Forward with a decode token
+// per running sequence first, then prefill chunks, under max_batch_tokens; sample; emit;
+// retire finished sequences (their KV handle frees the memory or goes back to the session).
+class BatchingScheduler final : public Scheduler {
+ public:
+  BatchingScheduler(model::Engine* engine, const model::Tokenizer* tokenizer,
+                    const SchedulerOptions& options, SchedulerObserver* observer);
+  ~BatchingScheduler() override;
+
+  absl::Status Submit(ValidatedRequest request, std::shared_ptr<StreamSink> sink) override;
+  absl::StatusOr<int> DeleteSession(const std::string& session_id) override;
+  void StartDrain() override;
+  bool WaitUntilIdle(absl::Duration timeout) override;
+
+ private:
+  enum class Admission { kAdmitted, kNoRoom, kFailed };
+  // One chunk of the step's batch and whose it is.
+  struct Slot {
+    Sequence* seq;
+    int tokens;
+    bool logits;
+  };
+
+  // ---- Engine thread ----
+  void Run();
+  void HandleCommands(std::vector<Command> commands);
+  void DropWaiting(absl::Time now);
+  void DropRunning(absl::Time now);
+  void AdmitWaiting(absl::Time now);
+  Admission TryAdmit(Sequence& seq, absl::Time now);
+  void Step();
+  // Ends a request: hands its KV to its session (or frees it), updates the ledger, then
+  // pushes the last event.
+  void Finish(Sequence& seq, absl::Time now);
+  void Fail(Sequence& seq, const absl::Status& status, bool was_waiting);
+  void ReleaseKv(Sequence& seq, absl::Time now);
+  void FailEverything(const absl::Status& status);
+  absl::Time NextWakeTime() const;
+  void PublishGauges();
+
+  model::Engine* engine_;
+  model::KvCache& kv_cache_;
+  const model::Tokenizer* tokenizer_;
+  const SchedulerOptions options_;
+  SchedulerObserver* observer_;  // may be null
+  const int context_length_;
+  const int max_fit_tokens_;  // the most K/V tokens one request can ever get
+
+  RequestInbox inbox_;
+
+  // Engine-thread state.
+  std::deque<std::unique_ptr<Sequence>> waiting_;   // FCFS
+  std::vector<std::unique_ptr<Sequence>> running_;  // admission order
+  SessionStore sessions_;
+  size_t decode_cursor_ = 0;      // round-robin start when decodes exceed the token budget
+  bool retry_admission_ = false;  // a running request ended since the last AdmitWaiting
+  absl::Time next_session_sweep_ = absl::InfiniteFuture();  // earliest idle-session expiry
+  // Step scratch, reused so a steady-state step does not allocate: [chunks in the batch].
+  std::vector<model::SequenceChunk> batch_;
+  std::vector<Slot> slots_;
+  // [sequences sampled this step], in batch (logits row) order.
+  struct Sampled {
+    Sequence* seq;
+    model::SampleResult result;
+  };
+  std::vector<Sampled> sampled_;
+
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace textgen::server

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model/runtime/engine.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/scheduler/scheduler_observer.h"
+#include "server/core/stream_sink.h"
+#include "server/core/validated_request.h"
+
+namespace textgen::server {
+
+struct SchedulerOptions {
+  int max_batch_sequences = 64;  // running sequences per step
+  int max_batch_tokens = 512;    // tokens per forward pass (decode + prefill chunks)
+  // Prompt tokens per forward pass while D > 0 sequences decode: at most max(this, D);
+  // <= 0: no extra limit. A big prefill chunk makes that step slow for every stream in it
+  // (inter-token latency spikes), so prompts trickle in while others decode; on an idle
+  // server they use the whole max_batch_tokens for a low TTFT. Default measured in
+  // docs/performance.md.
+  int max_prefill_tokens_while_decoding = 16;
+  int max_queue = 256;      // waiting requests; beyond -> RESOURCE_EXHAUSTED
+  int max_sessions = 1024;  // sessions kept; beyond -> LRU idle eviction
+  absl::Duration session_ttl = absl::Minutes(10);
+  size_t max_buffered_events = 4096;  // per request; beyond -> cancelled (slow reader)
+};
+
+// Continuous batching over one Engine on one engine thread that it owns. Thread-safe:
+// Submit/Cancel/DeleteSession may be called from any (gRPC) thread and never block on
+// the model.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  // Queues a request; its events go to `sink`. Returns RESOURCE_EXHAUSTED at once when
+  // the queue is full, UNAVAILABLE while draining, FAILED_PRECONDITION when the request's
+  // session is busy. On OK the sink receives exactly one FinishedEvent or ErrorEvent.
+  virtual absl::Status Submit(ValidatedRequest request, std::shared_ptr<StreamSink> sink) = 0;
+  // Frees a session's KV cache. NOT_FOUND if unknown, FAILED_PRECONDITION if busy.
+  // Returns the number of cached tokens freed.
+  virtual absl::StatusOr<int> DeleteSession(const std::string& session_id) = 0;
+  // Stops accepting requests (Submit -> UNAVAILABLE); running ones continue.
+  virtual void StartDrain() = 0;
+  // Blocks until no request is running or queued, or the timeout passes. True if idle.
+  virtual bool WaitUntilIdle(absl::Duration timeout) = 0;
+};
+
+// Starts the continuous-batching scheduler and its engine thread. `engine`, `tokenizer` and
+// `observer` (may be null) must outlive the scheduler; destroying it stops the thread after
+// failing whatever is still queued or running with UNAVAILABLE.
+std::unique_ptr<Scheduler> CreateBatchingScheduler(model::Engine* engine,
+                                                   const model::Tokenizer* tokenizer,
+                                                   const SchedulerOptions& options,
+                                                   SchedulerObserver* observer);
+
+}  // namespace textgen::server

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "server/core/stream_event.h"
+
+namespace textgen::server {
+
+// What the scheduler reports as it works; the Prometheus metrics implement it, tests may
+// count. Called on the engine thread only (except OnRejected, any thread); must not block.
+class SchedulerObserver {
+ public:
+  virtual ~SchedulerObserver() = default;
+  virtual void OnQueued(int queue_depth) {}
+  virtual void OnRejected(const absl::Status& status) {}  // refused before queueing
+  virtual void OnAdmitted(double queue_seconds) {}
+  virtual void OnStep(int batch_sequences, int batch_tokens, int prefill_tokens,
+                      double step_seconds) {}
+  virtual void OnFirstToken(double seconds_since_arrival) {}
+  virtual void OnToken(double inter_token_seconds) {}
+  virtual void OnFinished(const FinishedEvent& finished) {}
+  virtual void OnFailed(const absl::Status& status) {}
+  virtual void OnStateGauges(int running, int queued, int64_t kv_bytes_used,
+                             int64_t kv_bytes_budget, int sessions) {}
+  virtual void OnSessionLookup(bool hit) {}
+  virtual void OnSessionEvicted(int count) {}
+};
+
+}  // namespace textgen::server

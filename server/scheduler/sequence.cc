@@ -1,0 +1,178 @@
+#include "server/scheduler/sequence.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <variant>
+
+namespace textgen::server {
+namespace {
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+Sequence::Sequence(ValidatedRequest request, std::shared_ptr<StreamSink> sink,
+                   absl::Time submit_time)
+    : request_(std::move(request)),
+      sink_(std::move(sink)),
+      arrival_(request_.arrival_time == absl::InfinitePast() ? submit_time : request_.arrival_time),
+      stop_matcher_(request_.stopping.stop_strings) {}
+
+Sequence::~Sequence() = default;
+
+int Sequence::TokensNeeded(int context_length) const {
+  int64_t want = int64_t{prompt_length()} + std::max(request_.stopping.max_new_tokens, 1);
+  return static_cast<int>(std::min<int64_t>(want, context_length));
+}
+
+void Sequence::Start(KvSequence kv, int cached_tokens, const model::Tokenizer* tokenizer,
+                     absl::Time now) {
+  kv_ = std::move(kv);
+  cached_tokens_ = cached_tokens;
+  prefill_pos_ = cached_tokens;
+  admitted_ = now;
+  model::SamplingParams params = request_.sampling;
+  if (request_.output.logprobs) {
+    params.top_logprobs = std::max(params.top_logprobs, request_.output.top_logprobs);
+  }
+  sampler_ = std::make_unique<model::Sampler>(params, request_.prompt_tokens);
+  detokenizer_.emplace(tokenizer, request_.prompt_tokens.back());
+  tokenizer_ = tokenizer;
+  if (request_.output.echo) {
+    TokenEvent echo;
+    echo.text = request_.prompt_text.empty() ? tokenizer->Decode(request_.prompt_tokens)
+                                             : request_.prompt_text;
+    Push(std::move(echo));
+  }
+}
+
+std::span<const int> Sequence::PrefillChunk(int n) const {
+  return std::span<const int>(request_.prompt_tokens).subspan(prefill_pos_, n);
+}
+
+void Sequence::Advance(int n) {
+  if (prefilling()) {
+    prefill_pos_ += n;
+  } else {
+    last_token_fed_ = true;
+  }
+}
+
+std::span<const float> Sequence::MaskEarlyStops(std::span<const float> logits) {
+  const StoppingParams& stop = request_.stopping;
+  if (static_cast<int>(generated_.size()) >= stop.min_new_tokens) return logits;
+  masked_.assign(logits.begin(), logits.end());
+  const float kBanned = -std::numeric_limits<float>::infinity();
+  auto ban = [&](int id) {
+    if (id >= 0 && id < static_cast<int>(masked_.size())) masked_[id] = kBanned;
+  };
+  if (!stop.ignore_eos) {
+    for (int id : tokenizer_->end_of_generation_ids()) ban(id);
+  }
+  for (int id : stop.stop_token_ids) ban(id);
+  return masked_;
+}
+
+model::SampleResult Sequence::Sample(std::span<const float> logits) {
+  return sampler_->Sample(MaskEarlyStops(logits));
+}
+
+bool Sequence::Emit(model::SampleResult sample, int context_length, absl::Time now,
+                    SchedulerObserver* observer) {
+  const int token = sample.token;
+  generated_.push_back(token);
+  last_token_fed_ = false;
+  if (observer != nullptr) {
+    if (generated_.size() == 1) {
+      observer->OnFirstToken(Seconds(now - arrival_));
+    } else {
+      observer->OnToken(Seconds(now - last_token_));
+    }
+  }
+  if (generated_.size() == 1) first_token_ = now;
+  last_token_ = now;
+
+  const StoppingParams& stop = request_.stopping;
+  pending_ids_.push_back(token);
+  if (request_.output.logprobs) pending_logprobs_.push_back(std::move(sample));
+  if (!stop.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
+    finish_reason_ = FinishReason::kEos;  // an end-of-generation token adds no text
+  } else {
+    StopMatcher::Result released = stop_matcher_.Push(detokenizer_->Push(token));
+    pending_text_ += released.text;
+    if (released.stopped) {
+      finish_reason_ = FinishReason::kStopSequence;
+      matched_stop_ = std::move(released.matched_stop);
+    } else if (std::find(stop.stop_token_ids.begin(), stop.stop_token_ids.end(), token) !=
+               stop.stop_token_ids.end()) {
+      finish_reason_ = FinishReason::kStopToken;
+    }
+  }
+  const int n = static_cast<int>(generated_.size());
+  if (!finish_reason_ && n >= stop.max_new_tokens) finish_reason_ = FinishReason::kLength;
+  if (!finish_reason_ && prompt_length() + n >= context_length) {
+    finish_reason_ = FinishReason::kContextFull;
+  }
+  if (finish_reason_) return true;  // everything pending goes into the FinishedEvent
+
+  if (!pending_text_.empty()) {
+    TokenEvent event;
+    event.text = std::move(pending_text_);
+    event.token_ids = std::move(pending_ids_);
+    event.logprobs = std::move(pending_logprobs_);
+    pending_text_.clear();
+    pending_ids_.clear();
+    pending_logprobs_.clear();
+    Push(std::move(event));
+  }
+  return false;
+}
+
+FinishedEvent Sequence::MakeFinished(absl::Time now) {
+  FinishedEvent done;
+  done.reason = finish_reason_.value_or(FinishReason::kLength);
+  if (done.reason != FinishReason::kStopSequence) {
+    // Bytes of an unfinished character, then whatever was held for a possible stop string.
+    StopMatcher::Result tail = stop_matcher_.Push(detokenizer_->Flush());
+    pending_text_ += tail.text;
+    if (tail.stopped) {
+      done.reason = FinishReason::kStopSequence;
+      matched_stop_ = std::move(tail.matched_stop);
+    }
+  }
+  pending_text_ += stop_matcher_.Flush();
+  done.text = std::move(pending_text_);
+  done.token_ids = std::move(pending_ids_);
+  done.logprobs = std::move(pending_logprobs_);
+  done.matched_stop = std::move(matched_stop_);
+  done.usage.prompt_tokens = prompt_length();
+  done.usage.cached_tokens = cached_tokens_;
+  done.usage.completion_tokens = static_cast<int>(generated_.size());
+  done.timings.queue_seconds = Seconds(admitted_ - arrival_);
+  done.timings.time_to_first_token_seconds = Seconds(first_token_ - arrival_);
+  done.timings.decode_seconds = Seconds(now - first_token_);
+  done.timings.total_seconds = Seconds(now - arrival_);
+  done.seed = request_.sampling.seed;
+  return done;
+}
+
+void Sequence::Push(StreamEvent event) {
+  // After a refused push only the last event is still offered: the sink is owed exactly
+  // one FinishedEvent or ErrorEvent.
+  if (dropped_ && std::holds_alternative<TokenEvent>(event)) return;
+  if (!sink_->Push(std::move(event))) dropped_ = true;
+}
+
+std::vector<int> Sequence::KvTokens() const {
+  std::vector<int> tokens(request_.prompt_tokens.begin(),
+                          request_.prompt_tokens.begin() + prefill_pos_);
+  if (!prefilling()) {
+    size_t fed = generated_.size() - (last_token_fed_ || generated_.empty() ? 0 : 1);
+    tokens.insert(tokens.end(), generated_.begin(), generated_.begin() + fed);
+  }
+  tokens.resize(std::min<size_t>(tokens.size(), std::max(kv_.length(), 0)));
+  return tokens;
+}
+
+}  // namespace textgen::server

@@ -1,0 +1,108 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "model/runtime/sampler.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/scheduler/kv_sequence.h"
+#include "server/scheduler/scheduler_observer.h"
+#include "server/scheduler/stop_matcher.h"
+#include "server/core/stream_event.h"
+#include "server/core/stream_sink.h"
+#include "server/core/validated_request.h"
+
+namespace textgen::server {
+
+// One request from admission to its last event: KV handle, sampler, detokenizer, stop
+// conditions, buffered output and timestamps. Owned by the scheduler; engine thread only.
+class Sequence {
+ public:
+  Sequence(ValidatedRequest request, std::shared_ptr<StreamSink> sink, absl::Time submit_time);
+  ~Sequence();
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  const ValidatedRequest& request() const { return request_; }
+  const std::string& session_id() const { return request_.session_id; }
+  absl::Time arrival() const { return arrival_; }
+  absl::Time deadline() const { return request_.deadline; }
+  int prompt_length() const { return static_cast<int>(request_.prompt_tokens.size()); }
+  // K/V tokens the whole request may need (prompt + max_new_tokens, capped by the context).
+  int TokensNeeded(int context_length) const;
+
+  // Whether the client is gone (closed sink, or a Push that returned false).
+  bool Dropped() const { return dropped_ || sink_->IsClosed(); }
+
+  // Admission: `kv` already holds the first `cached_tokens` prompt tokens and has room for
+  // TokensNeeded(). Sends the echo event when asked.
+  void Start(KvSequence kv, int cached_tokens, const model::Tokenizer* tokenizer, absl::Time now);
+  bool started() const { return kv_.valid(); }
+  const KvSequence& kv() const { return kv_; }
+
+  // ---- Batch building ----
+  bool prefilling() const { return prefill_pos_ < prompt_length(); }
+  int prefill_remaining() const { return prompt_length() - prefill_pos_; }
+  // The next `n` prompt tokens to prefill.
+  std::span<const int> PrefillChunk(int n) const;
+  // The token to feed in a decode step (the last one sampled).
+  std::span<const int> DecodeToken() const { return {&generated_.back(), 1}; }
+  // `n` tokens of the last chunk are now in the KV cache.
+  void Advance(int n);
+
+  // ---- After a forward pass ----
+  // Samples the next token from this sequence's logits row. Touches only this sequence's
+  // sampler, so different sequences may sample on different threads at once.
+  model::SampleResult Sample(std::span<const float> logits);
+  // Takes the sampled token: checks the stop conditions and pushes a TokenEvent when text is
+  // ready. Engine thread only. Returns true when the request is finished.
+  bool Emit(model::SampleResult sample, int context_length, absl::Time now,
+            SchedulerObserver* observer);
+
+  bool finished() const { return finish_reason_.has_value(); }
+  // The last event of a finished request (flushes held-back text).
+  FinishedEvent MakeFinished(absl::Time now);
+  // Pushes an event; a false return marks the request as dropped.
+  void Push(StreamEvent event);
+
+  // Hands the KV sequence back (for a session) with the tokens it holds.
+  KvSequence TakeKv() { return std::move(kv_); }
+  std::vector<int> KvTokens() const;
+
+ private:
+  // Bans EOS / stop tokens before min_new_tokens by masking a copy of the logits.
+  std::span<const float> MaskEarlyStops(std::span<const float> logits);
+
+  ValidatedRequest request_;
+  std::shared_ptr<StreamSink> sink_;
+  absl::Time arrival_;
+  bool dropped_ = false;
+
+  KvSequence kv_;
+  int cached_tokens_ = 0;
+  int prefill_pos_ = 0;          // prompt tokens in the KV cache
+  bool last_token_fed_ = false;  // whether generated_.back() is in the KV cache
+  std::unique_ptr<model::Sampler> sampler_;
+  std::optional<model::IncrementalDetokenizer> detokenizer_;
+  StopMatcher stop_matcher_;
+  const model::Tokenizer* tokenizer_ = nullptr;  // set by Start; knows the end-of-generation ids
+  std::vector<float> masked_;                    // [vocab] scratch for MaskEarlyStops
+
+  std::vector<int> generated_;
+  // Output not yet pushed: text released by the stop matcher, with its tokens.
+  std::string pending_text_;
+  std::vector<int> pending_ids_;
+  std::vector<model::SampleResult> pending_logprobs_;
+  std::optional<FinishReason> finish_reason_;
+  std::string matched_stop_;
+
+  absl::Time admitted_ = absl::InfinitePast();
+  absl::Time first_token_ = absl::InfinitePast();
+  absl::Time last_token_ = absl::InfinitePast();
+};
+
+}  // namespace textgen::server

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/scheduler/kv_sequence.h"
+
+namespace textgen::server {
+
+// A KV sequence that outlives the request that filled it, named by the client.
+struct Session {
+  std::string id;
+  KvSequence kv;            // lent to the running request while busy (then invalid here)
+  std::vector<int> tokens;  // the tokens whose K/V `kv` holds, in order
+  absl::Time last_used = absl::InfinitePast();
+  bool busy = false;  // a request is running on it; never evicted or expired then
+};
+
+// The sessions of one scheduler, with TTL expiry and LRU eviction of idle sessions.
+// Engine thread only (not thread-safe); the scheduler's engine thread owns it.
+class SessionStore {
+ public:
+  SessionStore(int max_sessions, absl::Duration ttl);
+
+  // The session named `id`, or null.
+  Session* Find(const std::string& id);
+  // Adds an empty idle session. When the store is full the least recently used idle session
+  // is evicted first (*evicted counts it); RESOURCE_EXHAUSTED when every session is busy.
+  absl::StatusOr<Session*> Create(const std::string& id, absl::Time now, int* evicted);
+  // Removes an idle session and returns how many cached tokens it freed. NOT_FOUND if
+  // unknown, FAILED_PRECONDITION while a request runs on it.
+  absl::StatusOr<int> Erase(const std::string& id);
+  // Drops idle sessions unused for longer than the TTL; returns how many.
+  int ExpireIdle(absl::Time now);
+  // Evicts the least recently used idle session other than `keep`; false if there is none.
+  bool EvictLru(const std::string& keep);
+  // Bytes held by idle sessions other than `keep` (what eviction could free).
+  int64_t IdleBytes(const model::KvCache& cache, const std::string& keep) const;
+  // When the next idle session expires, if any.
+  std::optional<absl::Time> NextExpiry() const;
+  // Frees everything (shutdown).
+  void Clear() { sessions_.clear(); }
+
+  int size() const { return static_cast<int>(sessions_.size()); }
+
+ private:
+  int max_sessions_;
+  absl::Duration ttl_;
+  // unique_ptr: Session* handed out stays valid while other sessions come and go.
+  absl::flat_hash_map<std::string, std::unique_ptr<Session>> sessions_;
+};
+
+}  // namespace textgen::server
