@@ -326,8 +326,12 @@ int Run(ServerOptions options) {
   DrainAndShutdown(*server, (*loaded)->scheduler.get(), options.drain_timeout, &logger);
   server->Wait();
   server.reset();  // no gRPC handler runs past this point
-  // Streams still open past the drain deadline are closed; their sinks see IsClosed().
-  if (http_server != nullptr) http_server->Stop();
+  // The engine is done, but a finished stream may still be writing its last bytes: give
+  // HTTP clients a few seconds to receive them, then close what is left (sinks see IsClosed()).
+  if (http_server != nullptr) {
+    http_server->Drain(absl::Seconds(5));
+    http_server->Stop();
+  }
   loaded->reset();      // stops the engine thread (and drops every sink it held)
   http_server.reset();  // only now: a sink may hold an exchange on its connections
   logger.Info("stopped");

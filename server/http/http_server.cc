@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "boost/asio/bind_executor.hpp"
 #include "boost/asio/executor_work_guard.hpp"
@@ -87,6 +88,9 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void Run();
   // Thread-safe: closes the connection on its strand.
   void CloseFromAnyThread();
+  // Thread-safe: closes the connection on its strand unless a response is pending (that one
+  // closes the connection when it has been sent, as the server is stopping).
+  void CloseWhenIdle();
   net::any_io_executor executor() { return stream_.get_executor(); }
 
   // The exchange's operations (on the strand); `id` says which request they answer.
@@ -225,21 +229,26 @@ class ServerImpl final : public HttpServer {
 
   int port() const override { return port_; }
 
+  bool Drain(absl::Duration grace) override {
+    if (stopped_) return true;
+    draining_ = true;
+    CloseAcceptor();
+    for (const auto& c : OpenConnections()) c->CloseWhenIdle();
+    const absl::Time deadline = absl::Now() + grace;
+    while (absl::Now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(registry_->mu);
+        if (registry_->connections.empty()) return true;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return false;
+  }
+
   void Stop() override {
     if (stopped_.exchange(true)) return;
-    net::post(acceptor_.get_executor(), [this] {
-      error_code ignored;
-      acceptor_.close(ignored);
-    });
-    std::vector<std::shared_ptr<Connection>> open;
-    {
-      std::lock_guard<std::mutex> lock(registry_->mu);
-      for (Connection* c : registry_->connections) {
-        if (auto alive = c->weak_from_this().lock()) open.push_back(std::move(alive));
-      }
-    }
-    for (const auto& c : open) c->CloseFromAnyThread();
-    open.clear();
+    CloseAcceptor();
+    for (const auto& c : OpenConnections()) c->CloseFromAnyThread();
     work_.reset();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
@@ -250,10 +259,25 @@ class ServerImpl final : public HttpServer {
   HttpResponse TransportErrorResponse(int status, absl::string_view message) const {
     return transport_error_(status, message);
   }
-  bool stopping() const { return stopped_.load(); }
+  bool stopping() const { return stopped_.load() || draining_.load(); }
   const std::shared_ptr<ConnectionRegistry>& registry() const { return registry_; }
 
  private:
+  void CloseAcceptor() {
+    net::post(acceptor_.get_executor(), [this] {
+      error_code ignored;
+      acceptor_.close(ignored);
+    });
+  }
+  std::vector<std::shared_ptr<Connection>> OpenConnections() {
+    std::vector<std::shared_ptr<Connection>> open;
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    for (Connection* c : registry_->connections) {
+      if (auto alive = c->weak_from_this().lock()) open.push_back(std::move(alive));
+    }
+    return open;
+  }
+
   void Accept() {
     acceptor_.async_accept(net::make_strand(io_), [this](const error_code& ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
@@ -277,6 +301,7 @@ class ServerImpl final : public HttpServer {
   int port_ = 0;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> draining_{false};
   const std::shared_ptr<ConnectionRegistry> registry_ = std::make_shared<ConnectionRegistry>();
 };
 
@@ -300,6 +325,12 @@ void Connection::Run() {
 
 void Connection::CloseFromAnyThread() {
   net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+}
+
+void Connection::CloseWhenIdle() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (!self->exchange_active_) self->CloseNow();
+  });
 }
 
 void Connection::ReadHeader() {

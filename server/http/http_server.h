@@ -95,6 +95,10 @@ class HttpServer {
   virtual ~HttpServer() = default;
 
   virtual int port() const = 0;
+  // Graceful stop: stops accepting, closes idle connections at once and every other one as
+  // soon as its response is sent (a stream the engine finished may still be writing). Returns
+  // true when all were closed within `grace`; call Stop() afterwards in any case.
+  virtual bool Drain(absl::Duration grace) = 0;
   // Stops accepting, closes every connection (their pending exchanges see closed()) and joins
   // the I/O threads. Idempotent. Whoever still holds an HttpExchange must drop it before the
   // server is destroyed.

@@ -79,6 +79,12 @@ class HttpServerTest : public ::testing::Test {
       held_ = exchange;  // never ended: only the client's disconnect finishes it
       return;
     }
+    if (request.path == "/slow") {
+      exchange->StartStream(200, "text/plain");
+      exchange->Write("a");
+      held_ = exchange;  // the test ends it
+      return;
+    }
     exchange->Respond(ErrorBody(404, "no route"));
   }
 
@@ -199,6 +205,36 @@ TEST_F(HttpServerTest, StopClosesOpenConnections) {
   boost::system::error_code ec;
   idle.read_some(net::buffer(&byte, 1), ec);
   EXPECT_TRUE(ec) << "the idle connection is still open after Stop()";
+}
+
+// Drain: idle connections close at once; a response still being produced is sent in full
+// before its connection closes.
+TEST_F(HttpServerTest, DrainLetsPendingResponsesFinish) {
+  tcp::socket idle = Connect();
+  tcp::socket streaming = Connect();
+  bhttp::request<bhttp::string_body> request{bhttp::verb::get, "/slow", 11};
+  request.set(bhttp::field::host, "localhost");
+  bhttp::write(streaming, request);
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::string_body> parser;
+  bhttp::read_header(streaming, buffer, parser);
+  ASSERT_EQ(parser.get().result_int(), 200u);
+
+  bool drained = false;
+  std::thread drain([&] { drained = server_->Drain(absl::Seconds(5)); });
+  char byte;
+  boost::system::error_code ec;
+  idle.read_some(net::buffer(&byte, 1), ec);
+  EXPECT_TRUE(ec) << "an idle connection stays open while draining";
+  absl::SleepFor(absl::Milliseconds(100));
+  held_->Post([exchange = held_] {
+    exchange->Write("b");
+    exchange->EndStream();
+  });
+  bhttp::read(streaming, buffer, parser);
+  EXPECT_EQ(parser.get().body(), "ab");
+  drain.join();
+  EXPECT_TRUE(drained);
 }
 
 }  // namespace
