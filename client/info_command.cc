@@ -92,7 +92,9 @@ int RunInfo(const std::vector<std::string>& args, CommandIo& io) {
            ? absl::StrFormat("%d (%.1f MiB)", info.max_request_bytes(),
                              static_cast<double>(info.max_request_bytes()) / (1 << 20))
            : "(not published; gRPC's default is 4194304)");
-  Line(out, "model_path", info.model_path());
+  Line(out, "model_path",
+       info.model_path().empty() ? "(not published; server flag --expose-model-path)"
+                                 : info.model_path());
   return kExitOk;
 }
 

@@ -28,6 +28,7 @@
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/auth/api_keys.h"
 #include "server/core/logging.h"
 #include "server/core/metrics.h"
 #include "server/grpc/drain.h"
@@ -58,6 +59,13 @@ ABSL_FLAG(std::string, http_listen, kDefaults.http_listen,
           "/v1/models, /health); empty: off");
 ABSL_FLAG(int, http_threads, kDefaults.http_threads,
           "I/O threads of the HTTP API (they parse and stream; the engine has its own)");
+ABSL_FLAG(std::string, api_keys_file, kDefaults.api_keys_file,
+          "File of 'PRINCIPAL KEY' lines: every RPC and HTTP route but health checks and "
+          "reflection then needs 'authorization: Bearer KEY'; sessions belong to their "
+          "principal. Re-read on SIGHUP. Empty: no authentication");
+ABSL_FLAG(bool, expose_model_path, kDefaults.expose_model_path,
+          "Publish the model file's path in GetModelInfo (off: clients learn nothing about the "
+          "server's file system)");
 ABSL_FLAG(int, threads, kDefaults.threads, "Engine (oneDNN) threads; 0 = all cores");
 ABSL_FLAG(int, max_batch, kDefaults.max_batch, "Most sequences running in one engine step");
 ABSL_FLAG(int, max_batch_tokens, kDefaults.max_batch_tokens,
@@ -105,6 +113,8 @@ ServerOptions OptionsFromFlags() {
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.http_listen = absl::GetFlag(FLAGS_http_listen);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.api_keys_file = absl::GetFlag(FLAGS_api_keys_file);
+  o.expose_model_path = absl::GetFlag(FLAGS_expose_model_path);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.max_batch = absl::GetFlag(FLAGS_max_batch);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
@@ -195,6 +205,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
                                      PublishedLimits{.max_new_tokens_limit = o.max_new_tokens_limit,
                                                      .max_batch_size = o.max_batch,
                                                      .max_request_bytes = o.max_request_bytes});
+  if (!o.expose_model_path) backend.model_info.clear_model_path();
   for (const std::string& name : backend.chat_templates.names()) {
     backend.model_info.add_chat_templates(name);
   }
@@ -247,7 +258,20 @@ int Run(ServerOptions options) {
     logger.Error(metrics.status().ToString());
     return 1;
   }
+  std::unique_ptr<auth::Authenticator> authenticator;
+  if (!options.api_keys_file.empty()) {
+    absl::StatusOr<std::unique_ptr<auth::Authenticator>> created =
+        auth::Authenticator::Create(options.api_keys_file);
+    if (!created.ok()) {
+      logger.Error(created.status().ToString());
+      return 2;
+    }
+    authenticator = *std::move(created);
+    logger.Info(absl::StrFormat("api keys: %d loaded from %s", authenticator->key_count(),
+                                options.api_keys_file));
+  }
   ServiceOptions service_options;
+  service_options.authenticator = authenticator.get();
   service_options.observer = metrics->get();
   service_options.logger = &logger;
   TextGenerationService service(service_options);
@@ -269,8 +293,10 @@ int Run(ServerOptions options) {
   SetServing(*server, false);  // until the model is loaded
 
   // The HTTP front end shares the observer, logger and (once loaded) the backend with gRPC.
-  http::OpenAiApi openai_api(http::OpenAiApiOptions{
-      .observer = metrics->get(), .logger = &logger, .max_buffered_events = 4096});
+  http::OpenAiApi openai_api(http::OpenAiApiOptions{.authenticator = authenticator.get(),
+                                                    .observer = metrics->get(),
+                                                    .logger = &logger,
+                                                    .max_buffered_events = 4096});
   std::unique_ptr<http::HttpServer> http_server;
   if (!options.http_listen.empty()) {
     http::HttpServerOptions http_options;
@@ -313,13 +339,22 @@ int Run(ServerOptions options) {
       "serving model=%s path=%s arch=%s params=%d file_dtype=%s compute_dtype=%s context=%d "
       "listen=%s grpc_port=%d metrics_listen=%s metrics_port=%d http_listen=%s http_port=%d "
       "load_time=%.2fs",
-      info.name(), info.model_path(), info.architecture(), info.parameters(), info.file_dtype(),
+      info.name(), options.model_path, info.architecture(), info.parameters(), info.file_dtype(),
       info.compute_dtype(), info.context_length(), options.listen, port,
       options.metrics_listen.empty() ? "off" : options.metrics_listen, (*metrics)->port(),
       options.http_listen.empty() ? "off" : options.http_listen,
       http_server != nullptr ? http_server->port() : 0, absl::ToDoubleSeconds(load_time)));
 
-  const int signal_number = WaitForShutdownSignal();
+  const int signal_number = WaitForShutdownSignal([&] {
+    if (authenticator == nullptr) {
+      logger.Info("SIGHUP: no --api-keys-file, nothing to reload");
+    } else if (absl::Status reloaded = authenticator->Reload(); !reloaded.ok()) {
+      logger.Warning(absl::StrCat("SIGHUP: keeping the current API keys: ", reloaded.ToString()));
+    } else {
+      logger.Info(absl::StrFormat("SIGHUP: api keys: %d loaded from %s", authenticator->key_count(),
+                                  options.api_keys_file));
+    }
+  });
   logger.Info(absl::StrFormat("signal %d: draining (timeout %s)", signal_number,
                               absl::FormatDuration(options.drain_timeout)));
   openai_api.StartDraining();

@@ -19,6 +19,8 @@ struct ServerOptions {
   std::string metrics_listen = "0.0.0.0:9090";  // empty = no metrics endpoint
   std::string http_listen;                      // OpenAI-compatible HTTP API; empty = off
   int http_threads = 2;                         // its I/O threads
+  std::string api_keys_file;                    // "PRINCIPAL KEY" lines; empty = no auth
+  bool expose_model_path = false;               // publish the file path in GetModelInfo
   int threads = 0;                              // engine threads, 0 = all cores
   int max_batch = 64;                           // running sequences per step
   int max_batch_tokens = 512;                   // tokens per forward pass

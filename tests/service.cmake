@@ -10,6 +10,8 @@ if(TARGET textgen_service)
                LIBS textgen_http textgen_service)
   textgen_test(http_api_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http_api_test.cc
                LIBS textgen_http textgen_service Boost::headers nlohmann_json::nlohmann_json)
+  textgen_test(api_keys_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/api_keys_test.cc
+               LIBS textgen_auth)
   textgen_test(metrics_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/metrics_test.cc
                LIBS textgen_service)
 endif()

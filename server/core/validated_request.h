@@ -29,7 +29,8 @@ struct ValidatedRequest {
   std::string request_id;
   std::vector<int> prompt_tokens;  // non-empty, every id < vocab_size
   std::string prompt_text;         // for echo; empty when the prompt came as ids
-  std::string session_id;          // empty = no session
+  std::string session_id;          // empty = no session; else SessionKey(principal, id)
+  std::string principal;           // who sent it (empty without API keys)
   model::SamplingParams sampling;  // seed resolved
   StoppingParams stopping;
   OutputParams output;

@@ -221,6 +221,11 @@ absl::Status ResolveLength(const v1::StoppingCriteria& in, int prompt_tokens,
 
 }  // namespace
 
+std::string SessionKey(absl::string_view principal, absl::string_view session_id) {
+  if (principal.empty()) return std::string(session_id);
+  return absl::StrCat(principal, "/", session_id);
+}
+
 absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field) {
   if (session_id.empty() || session_id.size() > static_cast<size_t>(kMaxSessionIdLength)) {
     return InvalidArgumentError(
@@ -265,7 +270,7 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
       fields.request_id.empty() ? absl::StrFormat("req-%016x", random()) : fields.request_id;
   if (!fields.session_id.empty()) {
     if (absl::Status s = ValidateSessionId(fields.session_id, "session_id"); !s.ok()) return s;
-    out.session_id = fields.session_id;
+    out.session_id = SessionKey(context.principal, fields.session_id);
   }
   const int vocab_size = tokenizer.vocab_size();
   if (absl::Status s = ValidateSampling(fields.sampling, vocab_size, out.sampling); !s.ok()) {
@@ -293,6 +298,7 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
       !s.ok()) {
     return s;
   }
+  out.principal = context.principal;
   out.arrival_time = context.arrival_time;
   out.deadline = context.deadline;
   return out;

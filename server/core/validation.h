@@ -41,7 +41,14 @@ struct RequestContext {
   absl::Time deadline = absl::InfiniteFuture();
   // Source of server-chosen seeds and request ids; null = a fresh absl::BitGen.
   std::function<uint64_t()> random;
+  // Who sent it (an API key's principal); empty when the server has no keys.
+  std::string principal;
 };
+
+// The scheduler's key of a session: sessions belong to the principal that made them, so one id
+// from two principals names two caches (neither can see or probe the other's). Neither a
+// principal nor a session id can contain '/'.
+std::string SessionKey(absl::string_view principal, absl::string_view session_id);
 
 // The fields every generating request (Generate, Chat) has besides its prompt.
 struct RequestFields {

@@ -18,6 +18,7 @@ sigset_t ShutdownSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);  // reload, not shutdown: taken by the same waiting thread
   return set;
 }
 
@@ -31,12 +32,14 @@ absl::Status BlockShutdownSignals() {
   return absl::OkStatus();
 }
 
-int WaitForShutdownSignal() {
+int WaitForShutdownSignal(const std::function<void()>& on_reload) {
   const sigset_t set = ShutdownSignals();
-  int signal_number = 0;
-  while (sigwait(&set, &signal_number) != 0) {
+  for (;;) {
+    int signal_number = 0;
+    if (sigwait(&set, &signal_number) != 0) continue;
+    if (signal_number != SIGHUP) return signal_number;
+    if (on_reload) on_reload();
   }
-  return signal_number;
 }
 
 void SetServing(grpc::Server& server, bool serving) {

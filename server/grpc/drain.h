@@ -1,5 +1,7 @@
 #pragma once
 
+#include <functional>
+
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
@@ -11,12 +13,13 @@ namespace textgen::server {
 // SIGTERM / SIGINT handling without signal handlers: the signals are blocked in every thread
 // and one thread (main) takes them with sigwait, so no work ever runs in signal context.
 
-// Blocks SIGTERM and SIGINT in the calling thread and in every thread it starts afterwards
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and in every thread it starts afterwards
 // (the mask is inherited). Call first thing in main, before any thread exists.
 absl::Status BlockShutdownSignals();
 
-// Waits until SIGTERM or SIGINT arrives (or is already pending); returns its number.
-int WaitForShutdownSignal();
+// Waits until SIGTERM or SIGINT arrives (or is already pending); returns its number. Each
+// SIGHUP meanwhile calls `on_reload` (may be empty) on this thread.
+int WaitForShutdownSignal(const std::function<void()>& on_reload);
 
 // Marks every service NOT_SERVING in the standard health service (if enabled).
 void SetServing(grpc::Server& server, bool serving);

@@ -239,8 +239,9 @@ GenerateReactor::GenerateReactor(const GenerateDeps& deps, grpc::CallbackServerC
       arrival_time_(absl::Now()),
       stream_(std::make_shared<GenerateStream>(this, deps.tokenizer, deps.max_buffered_events)) {}
 
-RequestContext GenerateReactor::MakeRequestContext() const {
+RequestContext GenerateReactor::MakeRequestContext(const std::string& principal) const {
   RequestContext request_context;
+  request_context.principal = principal;
   request_context.arrival_time = arrival_time_;
   if (context_->deadline() != std::chrono::system_clock::time_point::max()) {
     request_context.deadline = absl::FromChrono(context_->deadline());
@@ -248,15 +249,15 @@ RequestContext GenerateReactor::MakeRequestContext() const {
   return request_context;
 }
 
-void GenerateReactor::Start(const v1::GenerateRequest& request) {
-  Submit(
-      ValidateGenerateRequest(request, *deps_.tokenizer, *deps_.validation, MakeRequestContext()),
-      request.request_id());
+void GenerateReactor::Start(const v1::GenerateRequest& request, const std::string& principal) {
+  Submit(ValidateGenerateRequest(request, *deps_.tokenizer, *deps_.validation,
+                                 MakeRequestContext(principal)),
+         request.request_id());
 }
 
-void GenerateReactor::StartChat(const v1::ChatRequest& request) {
+void GenerateReactor::StartChat(const v1::ChatRequest& request, const std::string& principal) {
   Submit(ValidateChatRequest(request, *deps_.chat_templates, *deps_.tokenizer, *deps_.validation,
-                             MakeRequestContext()),
+                             MakeRequestContext(principal)),
          request.request_id());
 }
 

@@ -15,9 +15,9 @@
 #include "server/core/chat_templates.h"
 #include "server/core/logging.h"
 #include "server/core/request_observer.h"
-#include "server/scheduler/scheduler.h"
 #include "server/core/stream_sink.h"
 #include "server/core/validation.h"
+#include "server/scheduler/scheduler.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {
@@ -109,8 +109,9 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
 
   // Validates `request` and submits it (or fails the RPC). Call one of them once, right after
   // creation.
-  void Start(const v1::GenerateRequest& request);
-  void StartChat(const v1::ChatRequest& request);
+  // `principal` is the authenticated caller ("" without API keys).
+  void Start(const v1::GenerateRequest& request, const std::string& principal);
+  void StartChat(const v1::ChatRequest& request, const std::string& principal);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -119,7 +120,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
  private:
   const GenerateDeps deps_;
   grpc::CallbackServerContext* const context_;
-  RequestContext MakeRequestContext() const;
+  RequestContext MakeRequestContext(const std::string& principal) const;
   void Submit(absl::StatusOr<ValidatedRequest> validated, const std::string& raw_request_id);
 
   const absl::Time arrival_time_;

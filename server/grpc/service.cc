@@ -40,15 +40,29 @@ void TextGenerationService::SetBackend(const ServiceBackend* backend) {
   backend_.store(backend, std::memory_order_release);
 }
 
+absl::StatusOr<std::string> TextGenerationService::Authenticate(
+    grpc::CallbackServerContext* context) const {
+  if (options_.authenticator == nullptr) return std::string();
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find("authorization");
+  const absl::string_view value = it == metadata.end()
+                                      ? absl::string_view()
+                                      : absl::string_view(it->second.data(), it->second.size());
+  return options_.authenticator->Authenticate(value);
+}
+
+void TextGenerationService::ObserveRefusal(const absl::Status& status) const {
+  if (options_.observer == nullptr) return;
+  RequestRecord record;
+  record.code = status.code();
+  record.message = std::string(status.message());
+  options_.observer->OnRequestDone(record);
+}
+
 GenerateReactor* TextGenerationService::NewReactor(grpc::CallbackServerContext* context) {
   const ServiceBackend* ready = backend();
   if (ready == nullptr) {
-    if (options_.observer != nullptr) {
-      RequestRecord record;
-      record.code = absl::StatusCode::kUnavailable;
-      record.message = std::string(LoadingError().message());
-      options_.observer->OnRequestDone(record);
-    }
+    ObserveRefusal(LoadingError());
     return nullptr;
   }
   GenerateDeps deps;
@@ -64,23 +78,36 @@ GenerateReactor* TextGenerationService::NewReactor(grpc::CallbackServerContext* 
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+  absl::StatusOr<std::string> principal = Authenticate(context);
+  if (!principal.ok()) {
+    ObserveRefusal(principal.status());
+    return new FailedGenerate(principal.status());
+  }
   GenerateReactor* reactor = NewReactor(context);
   if (reactor == nullptr) return new FailedGenerate(LoadingError());
-  reactor->Start(*request);
+  reactor->Start(*request, *principal);
   return reactor;
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Chat(
     grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
+  absl::StatusOr<std::string> principal = Authenticate(context);
+  if (!principal.ok()) {
+    ObserveRefusal(principal.status());
+    return new FailedGenerate(principal.status());
+  }
   GenerateReactor* reactor = NewReactor(context);
   if (reactor == nullptr) return new FailedGenerate(LoadingError());
-  reactor->StartChat(*request);
+  reactor->StartChat(*request, *principal);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerContext* context,
                                                           const v1::TokenizeRequest* request,
                                                           v1::TokenizeResponse* response) {
+  if (absl::StatusOr<std::string> principal = Authenticate(context); !principal.ok()) {
+    return FinishUnary(context, principal.status());
+  }
   const ServiceBackend* ready = backend();
   if (ready == nullptr) return FinishUnary(context, LoadingError());
   const std::string& text = request->text();
@@ -106,6 +133,9 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServerContext* context,
                                                             const v1::DetokenizeRequest* request,
                                                             v1::DetokenizeResponse* response) {
+  if (absl::StatusOr<std::string> principal = Authenticate(context); !principal.ok()) {
+    return FinishUnary(context, principal.status());
+  }
   const ServiceBackend* ready = backend();
   if (ready == nullptr) return FinishUnary(context, LoadingError());
   if (request->ids_size() > kMaxDetokenizeIds) {
@@ -127,6 +157,9 @@ grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServer
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     grpc::CallbackServerContext* context, const v1::GetModelInfoRequest* request,
     v1::ModelInfo* response) {
+  if (absl::StatusOr<std::string> principal = Authenticate(context); !principal.ok()) {
+    return FinishUnary(context, principal.status());
+  }
   const ServiceBackend* ready = backend();
   if (ready == nullptr) return FinishUnary(context, LoadingError());
   *response = ready->model_info;
@@ -136,12 +169,16 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
 grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
     grpc::CallbackServerContext* context, const v1::DeleteSessionRequest* request,
     v1::DeleteSessionResponse* response) {
+  absl::StatusOr<std::string> principal = Authenticate(context);
+  if (!principal.ok()) return FinishUnary(context, principal.status());
   const ServiceBackend* ready = backend();
   if (ready == nullptr) return FinishUnary(context, LoadingError());
   if (absl::Status status = ValidateSessionId(request->session_id(), "session_id"); !status.ok()) {
     return FinishUnary(context, status);
   }
-  absl::StatusOr<int> freed = ready->scheduler->DeleteSession(request->session_id());
+  // Only the caller's own session: another principal's with the same id is NOT_FOUND.
+  absl::StatusOr<int> freed =
+      ready->scheduler->DeleteSession(SessionKey(*principal, request->session_id()));
   if (!freed.ok()) return FinishUnary(context, freed.status());
   response->set_freed_tokens(static_cast<uint32_t>(*freed));
   return FinishUnary(context, absl::OkStatus());

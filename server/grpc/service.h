@@ -6,18 +6,21 @@
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/auth/api_keys.h"
 #include "server/core/chat_templates.h"
-#include "server/grpc/generate_reactor.h"
 #include "server/core/logging.h"
 #include "server/core/request_observer.h"
-#include "server/scheduler/scheduler.h"
 #include "server/core/service_backend.h"
 #include "server/core/validation.h"
+#include "server/grpc/generate_reactor.h"
+#include "server/scheduler/scheduler.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen::server {
 
 struct ServiceOptions {
+  // API keys; null = no authentication (every caller is the empty principal).
+  const auth::Authenticator* authenticator = nullptr;
   RequestObserver* observer = nullptr;  // Generate outcomes (metrics); may be null
   Logger* logger = nullptr;             // one line per Generate request; may be null
   // Per-request outbox bound (see GenerateDeps::max_buffered_events).
@@ -55,6 +58,11 @@ class TextGenerationService final : public v1::TextGeneration::CallbackService {
   const ServiceBackend* backend() const { return backend_.load(std::memory_order_acquire); }
   // A reactor for Generate/Chat, or null (and the observer told) while the model loads.
   GenerateReactor* NewReactor(grpc::CallbackServerContext* context);
+  // The caller's principal from its "authorization" metadata ("" without API keys), or
+  // UNAUTHENTICATED.
+  absl::StatusOr<std::string> Authenticate(grpc::CallbackServerContext* context) const;
+  // Tells the observer about a Generate/Chat refused before it started.
+  void ObserveRefusal(const absl::Status& status) const;
 
   const ServiceOptions options_;
   std::atomic<const ServiceBackend*> backend_{nullptr};

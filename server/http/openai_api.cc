@@ -7,11 +7,11 @@
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/core/chat_validation.h"
+#include "server/core/request_report.h"
+#include "server/core/validation.h"
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
 #include "server/http/openai_stream.h"
-#include "server/core/request_report.h"
-#include "server/core/validation.h"
 
 namespace textgen::server::http {
 namespace {
@@ -73,6 +73,18 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
                           "; textgen serves POST /v1/chat/completions, POST /v1/completions, "
                           "GET /v1/models and GET /health"))));
   }
+  std::string principal;
+  if (options_.authenticator != nullptr) {
+    const std::string* header = request.Header("authorization");
+    absl::StatusOr<std::string> authenticated =
+        options_.authenticator->Authenticate(header == nullptr ? "" : *header);
+    if (!authenticated.ok()) {
+      HttpResponse response = ErrorResponse(ApiErrorFromStatus(authenticated.status()));
+      response.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return exchange->Respond(std::move(response));
+    }
+    principal = *std::move(authenticated);
+  }
   if (models && request.method != "GET") {
     return exchange->Respond(MethodNotAllowed(request, "GET"));
   }
@@ -87,7 +99,7 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
                           ? absl::string_view(path).substr(kModelsPrefix.size())
                           : absl::string_view());
   }
-  Generate(request, exchange, chat, *backend);
+  Generate(request, exchange, chat, *backend, principal);
 }
 
 void OpenAiApi::ListModels(const std::shared_ptr<HttpExchange>& exchange,
@@ -115,7 +127,7 @@ void OpenAiApi::ListModels(const std::shared_ptr<HttpExchange>& exchange,
 }
 
 void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
-                         bool chat, const ServiceBackend& backend) {
+                         bool chat, const ServiceBackend& backend, const std::string& principal) {
   const absl::Time arrival = absl::Now();
   RequestRecord record;
   record.api = "http";
@@ -153,6 +165,7 @@ void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpE
 
   RequestContext context;
   context.arrival_time = arrival;
+  context.principal = principal;
   absl::StatusOr<ValidatedRequest> validated =
       chat ? ValidateChatRequest(parsed->chat, backend.chat_templates, *backend.tokenizer,
                                  backend.validation, context)

@@ -4,14 +4,17 @@
 #include <memory>
 
 #include "absl/time/time.h"
-#include "server/http/http_server.h"
+#include "server/auth/api_keys.h"
 #include "server/core/logging.h"
 #include "server/core/request_observer.h"
 #include "server/core/service_backend.h"
+#include "server/http/http_server.h"
 
 namespace textgen::server::http {
 
 struct OpenAiApiOptions {
+  // API keys ("Authorization: Bearer KEY"); null = no authentication. /health stays open.
+  const auth::Authenticator* authenticator = nullptr;
   RequestObserver* observer = nullptr;  // generation outcomes (metrics); may be null
   Logger* logger = nullptr;             // one line per generation request; may be null
   size_t max_buffered_events = 4096;    // per request, as on gRPC
@@ -40,7 +43,7 @@ class OpenAiApi {
 
  private:
   void Generate(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
-                bool chat, const ServiceBackend& backend);
+                bool chat, const ServiceBackend& backend, const std::string& principal);
   void ListModels(const std::shared_ptr<HttpExchange>& exchange, const ServiceBackend& backend,
                   absl::string_view only);
 

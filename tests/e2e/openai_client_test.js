@@ -5,19 +5,24 @@
 //   (textgen generate); usage with cached prompt tokens (session_id); logprobs; a stop string;
 //   each error as the SDK's error class and status (400, 404, 413, 429, 503); a stream aborted
 //   with AbortController frees its slot (textgen_running_requests in /metrics back to 0,
-//   textgen_requests_total{code="CANCELLED"} up); SIGTERM drains and exits 0.
+//   textgen_requests_total{code="CANCELLED"} up); SIGTERM drains and exits 0. Then, on a server
+//   with --api-keys-file: a wrong key is an AuthenticationError, sessions belong to their
+//   principal (no cached tokens leak across principals), SIGHUP reloads the keys.
 // Usage: node openai_client_test.js SERVER_BIN CLIENT_BIN MODEL_GGUF
 'use strict';
 const assert = require('assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const readline = require('readline');
 const { spawn, execFileSync } = require('child_process');
 const OpenAI = require('openai');
 
-function startServer(binary, model) {
+function startServer(binary, model, extraArgs = []) {
   const server = spawn(binary, ['--model', model, '--listen', '127.0.0.1:0',
     '--metrics-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--threads', '1',
     '--max-batch', '1', '--max-queue', '1', '--max-request-bytes', '65536',
-    '--drain-timeout', '20s'], { stdio: ['ignore', 'inherit', 'pipe'] });
+    '--drain-timeout', '20s', ...extraArgs], { stdio: ['ignore', 'inherit', 'pipe'] });
   return new Promise((resolve, reject) => {
     let resolved = false;
     readline.createInterface({ input: server.stderr }).on('line', (line) => {
@@ -212,7 +217,71 @@ async function main() {
     throw error;
   }
   assert.strictEqual(await exited, 0);
+  await apiKeys(serverBin, model);
   console.log('openai client e2e: PASS');
+}
+
+// With --api-keys-file: a wrong key is the SDK's AuthenticationError, and a session belongs to
+// its principal: bob sending alice's session id and her exact conversation gets no cached
+// tokens (nothing about her cache leaks), while alice's own next turn does. SIGHUP swaps the
+// keys without cutting a running stream.
+async function apiKeys(serverBin, model) {
+  const keysFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'textgen-keys-')), 'keys');
+  fs.writeFileSync(keysFile, 'alice alice-key-0123456789\nbob bob-key-0123456789\n');
+  const { server, httpPort, modelName } = await startServer(serverBin, model,
+    ['--api-keys-file', keysFile]);
+  const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
+  const as = (apiKey) => new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey,
+    maxRetries: 0 });
+  try {
+    await expectError(as('not-a-key-of-anyone').models.list(), OpenAI.AuthenticationError, 401);
+    assert.strictEqual((await fetch(`http://127.0.0.1:${httpPort}/health`)).status, 200);
+    const alice = as('alice-key-0123456789');
+    const bob = as('bob-key-0123456789');
+    const messages = [{ role: 'user', content: 'Tell me a story about a cat.' }];
+    const first = await alice.chat.completions.create({
+      model: modelName, messages, max_tokens: 8, temperature: 0, session_id: 'shared' });
+    const next = [...messages, first.choices[0].message, { role: 'user', content: 'And then?' }];
+    const probe = await bob.chat.completions.create({
+      model: modelName, messages: next, max_tokens: 8, temperature: 0, session_id: 'shared' });
+    assert.strictEqual(probe.usage.prompt_tokens_details.cached_tokens, 0,
+      'bob saw cached tokens of alice\'s session');
+    const own = await alice.chat.completions.create({
+      model: modelName, messages: next, max_tokens: 8, temperature: 0, session_id: 'shared' });
+    assert.ok(own.usage.prompt_tokens_details.cached_tokens > 0);
+    assert.strictEqual(own.choices[0].message.content, probe.choices[0].message.content);
+
+    // SIGHUP re-reads the keys; a stream already running is not disturbed.
+    const running = await alice.completions.create({ model: modelName, prompt: 'Once',
+      max_tokens: 200, ignore_eos: true, stream: true });
+    const iterator = running[Symbol.asyncIterator]();
+    await iterator.next();
+    fs.writeFileSync(keysFile, 'carol carol-key-0123456789\n');
+    server.kill('SIGHUP');
+    const carol = as('carol-key-0123456789');
+    const reloadedAt = Date.now();
+    for (;;) {
+      try {
+        await carol.models.list();
+        break;
+      } catch (error) {
+        assert.ok(error instanceof OpenAI.AuthenticationError, `${error}`);
+        assert.ok(Date.now() - reloadedAt < 5000, 'the keys were not reloaded within 5 s');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    await expectError(alice.models.list(), OpenAI.AuthenticationError, 401);
+    let last = null;
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      last = next.value;
+    }
+    assert.strictEqual(last.choices[0].finish_reason, 'length');
+  } catch (error) {
+    server.kill('SIGKILL');
+    throw error;
+  }
+  server.kill('SIGTERM');
+  assert.strictEqual(await exited, 0);
 }
 
 main().catch((error) => {

@@ -1,5 +1,6 @@
 // The OpenAI HTTP front end in process: the real HttpServer and OpenAiApi over a fake
 // scheduler (the test plays the engine thread), driven by a Beast client over loopback.
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,11 +53,23 @@ struct Reply {
   int status = 0;
   std::string body;
   std::string content_type;
+  std::string www_authenticate;
 };
+
+// Writes `keys` to a file and loads it (null: no API keys).
+std::unique_ptr<auth::Authenticator> MakeAuthenticator(const char* keys) {
+  if (keys == nullptr) return nullptr;
+  const std::string path = ::testing::TempDir() + "/http_api_test_keys";
+  std::ofstream(path) << keys;
+  return *auth::Authenticator::Create(path);
+}
 
 class HttpApiTest : public ::testing::Test {
  protected:
-  HttpApiTest() : api_(OpenAiApiOptions{.observer = &observer_, .logger = nullptr}) {
+  explicit HttpApiTest(const char* keys = nullptr)
+      : authenticator_(MakeAuthenticator(keys)),
+        api_(OpenAiApiOptions{
+            .authenticator = authenticator_.get(), .observer = &observer_, .logger = nullptr}) {
     backend_.scheduler = &scheduler_;
     backend_.tokenizer = &tokenizer_;
     backend_.validation.context_length = 64;
@@ -85,9 +98,10 @@ class HttpApiTest : public ::testing::Test {
   }
 
   Reply Send(tcp::socket& socket, bhttp::verb verb, const std::string& target,
-             const std::string& body = "") {
+             const std::string& body = "", const std::string& authorization = "") {
     bhttp::request<bhttp::string_body> request{verb, target, 11};
     request.set(bhttp::field::host, "localhost");
+    if (!authorization.empty()) request.set(bhttp::field::authorization, authorization);
     request.set(bhttp::field::content_type, "application/json");
     request.body() = body;
     request.prepare_payload();
@@ -96,7 +110,8 @@ class HttpApiTest : public ::testing::Test {
     bhttp::response<bhttp::string_body> response;
     bhttp::read(socket, buffer, response);
     return Reply{static_cast<int>(response.result_int()), response.body(),
-                 std::string(response[bhttp::field::content_type])};
+                 std::string(response[bhttp::field::content_type]),
+                 std::string(response[bhttp::field::www_authenticate])};
   }
   Reply Post(const std::string& target, const std::string& body) {
     tcp::socket socket = Connect();
@@ -131,6 +146,7 @@ class HttpApiTest : public ::testing::Test {
   }
 
   net::io_context io_;
+  std::unique_ptr<auth::Authenticator> authenticator_;
   RecordingObserver observer_;
   testing::FakeScheduler scheduler_;
   testing::FakeTokenizer tokenizer_;
@@ -361,6 +377,47 @@ TEST_F(HttpApiTest, MalformedHttpIsA400AndOversizedHeadersA431) {
   bhttp::response<bhttp::string_body> response2;
   bhttp::read(second, buffer2, response2);
   EXPECT_EQ(response2.result_int(), 431u);
+}
+
+class HttpApiAuthTest : public HttpApiTest {
+ protected:
+  HttpApiAuthTest() : HttpApiTest("alice key-of-alice-0001\nbob key-of-bob-00000002\n") {}
+};
+
+TEST_F(HttpApiAuthTest, KeysAreRequiredAndSessionsBelongToTheirPrincipal) {
+  Ready();
+  EXPECT_EQ(Get("/health").status, 200) << "probes need no key";
+  tcp::socket socket = Connect();
+  Reply reply = Send(socket, bhttp::verb::get, "/v1/models");
+  EXPECT_EQ(reply.status, 401);
+  EXPECT_EQ(reply.www_authenticate, "Bearer");
+  const Json error = Json::parse(reply.body)["error"];
+  EXPECT_EQ(error["type"], "authentication_error");
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("missing API key"));
+  reply = Send(socket, bhttp::verb::post, "/v1/completions", R"({"prompt": "a"})",
+               "Bearer key-of-alice-0002");
+  EXPECT_EQ(reply.status, 401);
+  EXPECT_EQ(Json::parse(reply.body)["error"]["message"], "invalid API key");
+  EXPECT_EQ(Send(socket, bhttp::verb::get, "/v1/models", "", "Bearer key-of-bob-00000002").status,
+            200);
+
+  for (const auto& [key, principal] :
+       {std::pair{"key-of-alice-0001", "alice"}, std::pair{"key-of-bob-00000002", "bob"}}) {
+    std::thread engine([this, principal = std::string(principal)] {
+      testing::FakeScheduler::Submitted submitted;
+      ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+      EXPECT_EQ(submitted.request.principal, principal);
+      EXPECT_EQ(submitted.request.session_id, principal + "/conv");
+      FinishedEvent finished;
+      finished.reason = FinishReason::kLength;
+      submitted.sink->Push(finished);
+      scheduler_.MarkDone();
+    });
+    reply = Send(socket, bhttp::verb::post, "/v1/completions",
+                 R"({"prompt": "a", "session_id": "conv"})", std::string("Bearer ") + key);
+    engine.join();
+    EXPECT_EQ(reply.status, 200) << reply.body;
+  }
 }
 
 }  // namespace

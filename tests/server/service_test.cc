@@ -2,6 +2,7 @@
 // engine thread: streaming, unary RPCs, every error code, health, drain and /metrics.
 #include "server/grpc/service.h"
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,8 +19,8 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "server/grpc/drain.h"
 #include "server/core/metrics.h"
+#include "server/grpc/drain.h"
 #include "tests/server/fake_scheduler.h"
 #include "tests/server/fake_tokenizer.h"
 #include "tests/server/http_get.h"
@@ -79,6 +80,7 @@ class ServiceTest : public ::testing::Test {
     }
     metrics_ = *Metrics::Create(MetricsOptions{.listen_address = metrics_address_});
     ServiceOptions options;
+    options.authenticator = authenticator_.get();
     options.observer = metrics_.get();
     options.max_buffered_events = max_buffered_events;
     service_ = std::make_unique<TextGenerationService>(options);
@@ -148,7 +150,8 @@ class ServiceTest : public ::testing::Test {
 
   std::string Scrape() { return testing::HttpGet(metrics_->port(), "/metrics"); }
 
-  std::string metrics_address_;  // empty: no HTTP endpoint
+  std::string metrics_address_;                         // empty: no HTTP endpoint
+  std::unique_ptr<auth::Authenticator> authenticator_;  // null: no API keys
   testing::FakeTokenizer tokenizer_;
   FakeScheduler scheduler_;
   ServiceBackend backend_;
@@ -628,6 +631,73 @@ TEST_F(ServiceTest, MetricsCountOutcomesByCode) {
   EXPECT_THAT(page, HasSubstr("textgen_prompt_tokens_total 3"));
   EXPECT_THAT(page, HasSubstr("textgen_generated_tokens_total 2"));
   EXPECT_THAT(page, HasSubstr("textgen_request_duration_seconds_count 3"));
+}
+
+// With API keys every RPC but health needs a valid key, and sessions belong to the principal:
+// the same session id from two principals names two caches, and one cannot delete the other's.
+TEST_F(ServiceTest, ApiKeysAuthenticateAndScopeSessions) {
+  const std::string keys_file = ::testing::TempDir() + "/service_test_keys";
+  {
+    std::ofstream out(keys_file);
+    out << "# principal key\nalice alice-key-0123456789\nbob   bob-key-0123456789abc\n";
+  }
+  authenticator_ = *auth::Authenticator::Create(keys_file);
+  StartServer(/*ready=*/true, /*max_buffered_events=*/4096);
+  const auto as = [](grpc::ClientContext& context, const std::string& key) {
+    context.AddMetadata("authorization", "Bearer " + key);
+  };
+
+  v1::GenerateRequest request = TextRequest("hi");
+  request.set_session_id("s");
+  StreamResult missing = GenerateExpectingNoSubmit(request);
+  EXPECT_EQ(missing.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(missing.status.error_message(), HasSubstr("missing API key"));
+  {
+    grpc::ClientContext context;
+    as(context, "alice-key-0123456789-wrong");
+    auto reader = stub_->Generate(&context, request);
+    StreamResult wrong = ReadAll(*reader);
+    EXPECT_EQ(wrong.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(wrong.status.error_message(), "invalid API key");
+  }
+  EXPECT_EQ(HealthStatus(), 1) << "health checks stay reachable without a key";
+  {
+    grpc::ClientContext context;
+    v1::ModelInfo info;
+    EXPECT_EQ(stub_->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+
+  for (const auto& [key, principal] :
+       {std::pair{"alice-key-0123456789", "alice"}, std::pair{"bob-key-0123456789abc", "bob"}}) {
+    grpc::ClientContext context;
+    as(context, key);
+    auto reader = stub_->Generate(&context, request);
+    FakeScheduler::Submitted submitted;
+    ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+    EXPECT_EQ(submitted.request.principal, principal);
+    EXPECT_EQ(submitted.request.session_id, std::string(principal) + "/s");
+    submitted.sink->Push(Finished(FinishReason::kLength, 3, 0));
+    scheduler_.MarkDone();
+    EXPECT_TRUE(ReadAll(*reader).status.ok());
+  }
+
+  scheduler_.AddSession("alice/s", 7);
+  v1::DeleteSessionRequest delete_request;
+  delete_request.set_session_id("s");
+  v1::DeleteSessionResponse deleted;
+  {
+    grpc::ClientContext context;
+    as(context, "bob-key-0123456789abc");
+    EXPECT_EQ(stub_->DeleteSession(&context, delete_request, &deleted).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext context;
+    as(context, "alice-key-0123456789");
+    ASSERT_TRUE(stub_->DeleteSession(&context, delete_request, &deleted).ok());
+    EXPECT_EQ(deleted.freed_tokens(), 7u);
+  }
 }
 
 }  // namespace
