@@ -86,6 +86,9 @@ ABSL_FLAG(int, max_new_tokens_limit, kDefaults.max_new_tokens_limit,
 ABSL_FLAG(int, max_request_bytes, kDefaults.max_request_bytes,
           "Largest request message accepted, in bytes (bigger: RESOURCE_EXHAUSTED from gRPC); "
           "published in GetModelInfo so clients can check a prompt before sending it");
+ABSL_FLAG(int64_t, max_prompt_bytes, kDefaults.max_prompt_bytes,
+          "Largest text prompt in bytes (Chat: all message text, tools and variables together); "
+          "checked before tokenizing or rendering (bigger: INVALID_ARGUMENT / HTTP 400)");
 ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
           "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
 ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
@@ -124,6 +127,7 @@ ServerOptions OptionsFromFlags() {
   o.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
   o.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
   o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  o.max_prompt_bytes = absl::GetFlag(FLAGS_max_prompt_bytes);
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
@@ -199,6 +203,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   backend.tokenizer = loaded->tokenizer.get();
   backend.validation.default_max_new_tokens = o.max_new_tokens;
   backend.validation.max_new_tokens_limit = o.max_new_tokens_limit;
+  backend.validation.max_prompt_bytes = static_cast<size_t>(o.max_prompt_bytes);
   backend.validation.context_length = loaded->model.config.context_length;
   backend.validation.add_bos = loaded->model.tokenizer.add_bos;
   backend.model_info = DescribeModel(loaded->model, *loaded->tokenizer, o.bf16,

@@ -33,6 +33,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.max_new_tokens, 1, "max-new-tokens"},
         {o.max_new_tokens_limit, 1, "max-new-tokens-limit"},
         {o.max_request_bytes, 1024, "max-request-bytes"},
+        {o.max_prompt_bytes, 1, "max-prompt-bytes"},
         {o.max_sessions, 0, "max-sessions"},
         {o.http_threads, 1, "http-threads"}}) {
     if (absl::Status s = CheckAtLeast(value, min, flag); !s.ok()) return s;

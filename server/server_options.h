@@ -29,6 +29,7 @@ struct ServerOptions {
   int max_new_tokens = 256;                     // default when a request leaves it 0
   int max_new_tokens_limit = 4096;              // most a request may ask for
   int max_request_bytes = 4 << 20;              // largest request message gRPC accepts
+  int64_t max_prompt_bytes = 1 << 20;           // largest prompt text, before tokenizing
   absl::Duration session_ttl = absl::Minutes(10);
   int max_sessions = 1024;
   absl::Duration drain_timeout = absl::Seconds(30);

@@ -22,13 +22,25 @@ absl::Status CheckText(const std::string& text, absl::string_view field) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request) {
+absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
+                                             size_t max_prompt_bytes) {
   if (request.messages().empty()) {
     return InvalidArgumentError("messages is empty; send at least one message");
   }
   if (request.messages_size() > kMaxChatMessages) {
     return InvalidArgumentError(StrCat("messages has ", request.messages_size(),
                                        " entries; at most ", kMaxChatMessages, " are allowed"));
+  }
+  // The size limit before any rendering: everything the template can put into the prompt.
+  size_t bytes = request.tools_json().size() + request.template_variables_json().size();
+  for (const v1::ChatMessage& m : request.messages()) {
+    bytes += m.role().size() + m.content().size() + m.reasoning_content().size() + m.name().size() +
+             m.tool_call_id().size() + m.tool_calls_json().size();
+  }
+  if (bytes > max_prompt_bytes) {
+    return InvalidArgumentError(StrCat("messages, tools and template variables hold ", bytes,
+                                       " bytes; at most ", max_prompt_bytes,
+                                       " are accepted (server flag --max-prompt-bytes)"));
   }
   model::ChatInput input;
   input.add_generation_prompt =
@@ -85,7 +97,7 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
   const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
                              request.stopping(), request.output()};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
-    absl::StatusOr<model::ChatInput> input = ToChatInput(request);
+    absl::StatusOr<model::ChatInput> input = ToChatInput(request, options.max_prompt_bytes);
     if (!input.ok()) return input.status();
     model::jinja::RenderOptions render;
     render.limits.max_output_bytes = kMaxRenderedPromptBytes;

@@ -148,12 +148,17 @@ absl::Status ValidateRequestId(absl::string_view id) {
 
 // Tokenizes the prompt (text or ids) into `out`.
 absl::Status ValidatePrompt(const v1::GenerateRequest& request, const model::Tokenizer& tokenizer,
-                            bool add_bos, ValidatedRequest& out) {
+                            bool add_bos, size_t max_prompt_bytes, ValidatedRequest& out) {
   switch (request.prompt_case()) {
     case v1::GenerateRequest::kText: {
       const std::string& text = request.text();
       if (text.empty()) {
         return InvalidArgumentError("prompt text is empty; send some text or token ids");
+      }
+      if (text.size() > max_prompt_bytes) {
+        return InvalidArgumentError(StrCat("prompt text is ", text.size(), " bytes; at most ",
+                                           max_prompt_bytes,
+                                           " are accepted (server flag --max-prompt-bytes)"));
       }
       if (absl::Status s = CheckUtf8(text, "prompt text"); !s.ok()) return s;
       out.prompt_tokens = request.parse_special()
@@ -311,7 +316,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
   const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
                              request.stopping(), request.output()};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
-    return ValidatePrompt(request, tokenizer, options.add_bos, out);
+    return ValidatePrompt(request, tokenizer, options.add_bos, options.max_prompt_bytes, out);
   });
 }
 

@@ -31,6 +31,9 @@ struct ValidationOptions {
   int max_new_tokens_limit = 4096;
   // The model's context length: prompt + max_new_tokens must fit.
   int context_length = 2048;
+  // Largest text prompt (Chat: all message text together), checked before tokenizing or
+  // rendering, which cost ~85 ms per MiB on a request thread (--max-prompt-bytes).
+  size_t max_prompt_bytes = 1 << 20;
   // Prepend BOS to text prompts (the vocabulary's tokenizer.ggml.add_bos_token).
   bool add_bos = true;
 };

@@ -145,6 +145,20 @@ TEST_F(ValidationTest, PromptErrors) {
   ExpectError(kInvalid, "prompt tokens.ids[1] = -1");
 }
 
+// The prompt size limit applies before tokenizing (Generate) or rendering (Chat).
+TEST_F(ValidationTest, PromptBytesAreLimitedBeforeTokenizing) {
+  options_.max_prompt_bytes = 8;
+  request_.set_text("123456789");
+  absl::StatusOr<ValidatedRequest> result = Validate();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), kInvalid);
+  EXPECT_EQ(result.status().message(),
+            "prompt text is 9 bytes; at most 8 are accepted (server flag --max-prompt-bytes)");
+  request_.set_text("12345678");
+  options_.context_length = 64;
+  EXPECT_TRUE(Validate().ok());
+}
+
 TEST_F(ValidationTest, TemperatureErrors) {
   for (float bad : {-1.0f, std::nanf(""), std::numeric_limits<float>::infinity(), 100.5f}) {
     request_.mutable_sampling()->set_temperature(bad);
@@ -292,6 +306,28 @@ TEST_F(ValidationTest, ChatMessagesAreCheckedBeforeRendering) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->prompt_text, "fine");
   EXPECT_EQ(result->prompt_tokens.size(), 4u);  // no BOS added to a chat prompt
+}
+
+TEST_F(ValidationTest, ChatPromptBytesAreLimitedBeforeRendering) {
+  // A template that would fail if it ran: the limit must refuse the request first.
+  absl::StatusOr<ChatTemplates> templates =
+      ChatTemplates::Load({{"", "{{ raise_exception('rendered') }}"}}, "", tokenizer_);
+  ASSERT_TRUE(templates.ok()) << templates.status();
+  v1::ChatRequest chat;
+  v1::ChatMessage* message = chat.add_messages();
+  message->set_role("user");
+  message->set_content("0123456789");
+  chat.set_tools_json("[]");
+  options_.max_prompt_bytes = 15;
+  absl::StatusOr<ValidatedRequest> result =
+      ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), kInvalid);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("messages, tools and template variables hold 16 bytes; at most 15"));
+  options_.max_prompt_bytes = 16;
+  result = ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("rendered"));
 }
 
 }  // namespace
