@@ -77,6 +77,9 @@ ABSL_FLAG(int, max_prefill_chunk,
           "0: no extra limit");
 ABSL_FLAG(int, max_queue, kDefaults.max_queue,
           "Most requests waiting for admission; beyond it Generate fails RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_requests_per_principal, kDefaults.max_requests_per_principal,
+          "With --api-keys-file: most requests one principal may have queued or running "
+          "(beyond: RESOURCE_EXHAUSTED / HTTP 429); 0 = no limit");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV cache budget in bytes (overrides --kv-cache-mb)");
 ABSL_FLAG(int64_t, kv_cache_mb, kDefaults.kv_cache_bytes >> 20, "KV cache budget in MiB");
 ABSL_FLAG(int, max_new_tokens, kDefaults.max_new_tokens,
@@ -122,6 +125,7 @@ ServerOptions OptionsFromFlags() {
   o.max_batch = absl::GetFlag(FLAGS_max_batch);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_queue = absl::GetFlag(FLAGS_max_queue);
+  o.max_requests_per_principal = absl::GetFlag(FLAGS_max_requests_per_principal);
   const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
   o.kv_cache_bytes = bytes > 0 ? bytes : absl::GetFlag(FLAGS_kv_cache_mb) << 20;
   o.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
@@ -193,6 +197,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   scheduler_options.max_batch_tokens = o.max_batch_tokens;
   scheduler_options.max_prefill_tokens_while_decoding = absl::GetFlag(FLAGS_max_prefill_chunk);
   scheduler_options.max_queue = o.max_queue;
+  scheduler_options.max_requests_per_principal = o.max_requests_per_principal;
   scheduler_options.max_sessions = o.max_sessions;
   scheduler_options.session_ttl = o.session_ttl;
   loaded->scheduler = CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(),

@@ -54,7 +54,7 @@ BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokeniz
       observer_(observer),
       context_length_(ContextLength(*engine)),
       max_fit_tokens_(MaxFitTokens(kv_cache_, context_length_)),
-      inbox_(options_.max_queue),
+      inbox_(options_.max_queue, options_.max_requests_per_principal),
       sessions_(options_.max_sessions, options_.session_ttl),
       thread_([this] { Run(); }) {}
 
@@ -410,14 +410,14 @@ void BatchingScheduler::ReleaseKv(Sequence& seq, absl::Time now) {
 void BatchingScheduler::Finish(Sequence& seq, absl::Time now) {
   FinishedEvent done = seq.MakeFinished(now);
   ReleaseKv(seq, now);
-  inbox_.MarkDone(seq.session_id(), /*was_waiting=*/false);
+  inbox_.MarkDone(seq.request(), /*was_waiting=*/false);
   if (observer_ != nullptr) observer_->OnFinished(done);
   seq.Push(std::move(done));
 }
 
 void BatchingScheduler::Fail(Sequence& seq, const absl::Status& status, bool was_waiting) {
   ReleaseKv(seq, absl::Now());
-  inbox_.MarkDone(seq.session_id(), was_waiting);
+  inbox_.MarkDone(seq.request(), was_waiting);
   if (observer_ != nullptr) observer_->OnFailed(status);
   seq.Push(ErrorEvent{status});
 }

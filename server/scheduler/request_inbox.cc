@@ -7,7 +7,8 @@
 
 namespace textgen::server {
 
-RequestInbox::RequestInbox(int max_queue) : max_queue_(max_queue) {}
+RequestInbox::RequestInbox(int max_queue, int max_per_principal)
+    : max_queue_(max_queue), max_per_principal_(max_per_principal) {}
 
 absl::Status RequestInbox::Submit(SubmitCommand command) {
   std::unique_lock lock(mu_);
@@ -18,6 +19,15 @@ absl::Status RequestInbox::Submit(SubmitCommand command) {
     return absl::ResourceExhaustedError(
         absl::StrCat("queue full: ", waiting_, " requests waiting (max_queue ", max_queue_, ")"));
   }
+  const std::string& principal = command.request.principal;
+  if (max_per_principal_ > 0 && !principal.empty()) {
+    const auto it = in_flight_by_principal_.find(principal);
+    if (it != in_flight_by_principal_.end() && it->second >= max_per_principal_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "principal ", principal, " has ", it->second,
+          " requests queued or running (max_requests_per_principal ", max_per_principal_, ")"));
+    }
+  }
   const std::string& session = command.request.session_id;
   if (!session.empty()) {
     if (!busy_sessions_.insert(session).second) {
@@ -25,6 +35,7 @@ absl::Status RequestInbox::Submit(SubmitCommand command) {
           absl::StrCat("session ", session, " is busy: one request at a time per session"));
     }
   }
+  if (!principal.empty()) ++in_flight_by_principal_[principal];
   ++waiting_;
   ++active_;
   commands_.push_back(std::move(command));
@@ -67,11 +78,17 @@ void RequestInbox::MarkAdmitted(int n) {
   waiting_ -= n;
 }
 
-void RequestInbox::MarkDone(const std::string& session_id, bool was_waiting) {
+void RequestInbox::MarkDone(const ValidatedRequest& request, bool was_waiting) {
   std::unique_lock lock(mu_);
   if (was_waiting) --waiting_;
   --active_;
-  if (!session_id.empty()) busy_sessions_.erase(session_id);
+  if (!request.session_id.empty()) busy_sessions_.erase(request.session_id);
+  if (!request.principal.empty()) {
+    const auto it = in_flight_by_principal_.find(request.principal);
+    if (it != in_flight_by_principal_.end() && --it->second <= 0) {
+      in_flight_by_principal_.erase(it);
+    }
+  }
   if (active_ == 0) idle_cv_.notify_all();
 }
 

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -36,10 +37,13 @@ using Command = std::variant<SubmitCommand, DeleteSessionCommand>;
 // absl::Mutex: the system absl is not TSan-instrumented, pthreads are intercepted.)
 class RequestInbox {
  public:
-  explicit RequestInbox(int max_queue);
+  // `max_per_principal`: requests one principal may have queued or running (0 = no limit;
+  // requests without a principal are not counted).
+  RequestInbox(int max_queue, int max_per_principal);
 
-  // Queues a request. RESOURCE_EXHAUSTED when max_queue requests already wait, UNAVAILABLE
-  // while draining or stopped, FAILED_PRECONDITION when its session is busy.
+  // Queues a request. RESOURCE_EXHAUSTED when max_queue requests already wait or its principal
+  // has max_per_principal in flight, UNAVAILABLE while draining or stopped,
+  // FAILED_PRECONDITION when its session is busy.
   absl::Status Submit(SubmitCommand command);
   // Queues a session deletion (FAILED_PRECONDITION at once when a request holds it).
   absl::Status PostDelete(DeleteSessionCommand command);
@@ -51,7 +55,7 @@ class RequestInbox {
   void MarkAdmitted(int n);
   // Engine thread: a request is over (call before its last event is pushed, so a client
   // that saw it can reuse the session at once). `was_waiting`: it never got admitted.
-  void MarkDone(const std::string& session_id, bool was_waiting);
+  void MarkDone(const ValidatedRequest& request, bool was_waiting);
 
   void StartDrain();
   // Stops accepting and wakes the engine thread for good.
@@ -62,6 +66,7 @@ class RequestInbox {
 
  private:
   const int max_queue_;
+  const int max_per_principal_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // engine thread sleeps here
   std::condition_variable idle_cv_;  // WaitUntilIdle sleeps here
@@ -70,6 +75,7 @@ class RequestInbox {
   int waiting_ = 0;  // accepted, not yet admitted or failed
   int active_ = 0;   // accepted, last event not yet pushed
   absl::flat_hash_set<std::string> busy_sessions_;
+  absl::flat_hash_map<std::string, int> in_flight_by_principal_;
   bool draining_ = false;
   bool stopped_ = false;
 };

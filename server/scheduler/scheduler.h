@@ -8,9 +8,9 @@
 #include "absl/time/time.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/scheduler/scheduler_observer.h"
 #include "server/core/stream_sink.h"
 #include "server/core/validated_request.h"
+#include "server/scheduler/scheduler_observer.h"
 
 namespace textgen::server {
 
@@ -23,7 +23,10 @@ struct SchedulerOptions {
   // server they use the whole max_batch_tokens for a low TTFT. Default measured in
   // docs/performance.md.
   int max_prefill_tokens_while_decoding = 16;
-  int max_queue = 256;      // waiting requests; beyond -> RESOURCE_EXHAUSTED
+  int max_queue = 256;  // waiting requests; beyond -> RESOURCE_EXHAUSTED
+  // Requests one principal may have queued or running; beyond -> RESOURCE_EXHAUSTED (0 = no
+  // limit). Keeps one API key from taking every slot and the whole queue.
+  int max_requests_per_principal = 0;
   int max_sessions = 1024;  // sessions kept; beyond -> LRU idle eviction
   absl::Duration session_ttl = absl::Minutes(10);
   size_t max_buffered_events = 4096;  // per request; beyond -> cancelled (slow reader)

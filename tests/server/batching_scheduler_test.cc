@@ -407,6 +407,37 @@ TEST_F(SchedulerTest, QueueFullIsRejectedAtOnceNamingTheLimit) {
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(Summarize(sinks[i]->Wait()).finished) << i;
 }
 
+// One principal (API key) cannot take every slot and the whole queue; the count is released
+// as its requests end, and requests without a principal are not counted.
+TEST_F(SchedulerTest, OnePrincipalCannotTakeEveryPlace) {
+  SchedulerOptions options;
+  options.max_batch_sequences = 1;
+  options.max_queue = 8;
+  options.max_requests_per_principal = 2;
+  gate_ = std::make_unique<Gate>(/*at=*/0);
+  Start(options);
+  const auto from = [](std::string principal, ValidatedRequest request) {
+    request.principal = std::move(principal);
+    return request;
+  };
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 6; ++i) sinks.push_back(std::make_shared<RecordingSink>());
+  ASSERT_TRUE(scheduler_->Submit(from("alice", MakeRequest(Prompt(2, 3), 2, "a1")), sinks[0]).ok());
+  gate_->WaitEntered();  // running
+  EXPECT_TRUE(scheduler_->Submit(from("alice", MakeRequest(Prompt(3, 3), 2, "a2")), sinks[1]).ok());
+  absl::Status limited =
+      scheduler_->Submit(from("alice", MakeRequest(Prompt(4, 3), 2, "a3")), sinks[2]);
+  EXPECT_EQ(limited.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(limited.message(),
+            "principal alice has 2 requests queued or running (max_requests_per_principal 2)");
+  EXPECT_TRUE(scheduler_->Submit(from("bob", MakeRequest(Prompt(5, 3), 2, "b1")), sinks[3]).ok());
+  EXPECT_TRUE(scheduler_->Submit(from("", MakeRequest(Prompt(6, 3), 2, "n1")), sinks[4]).ok());
+  gate_->Release();
+  for (int i : {0, 1, 3, 4}) EXPECT_TRUE(Summarize(sinks[i]->Wait()).finished) << i;
+  EXPECT_TRUE(scheduler_->Submit(from("alice", MakeRequest(Prompt(7, 3), 2, "a4")), sinks[5]).ok());
+  EXPECT_TRUE(Summarize(sinks[5]->Wait()).finished);
+}
+
 TEST_F(SchedulerTest, RequestThatCanNeverFitIsRejected) {
   Start({}, /*kv_blocks=*/4);  // 64 tokens
   auto sink = std::make_shared<RecordingSink>();
