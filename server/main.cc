@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -140,6 +141,14 @@ ServerOptions OptionsFromFlags() {
   o.kv_cache_dtype = absl::GetFlag(FLAGS_kv_cache_dtype);
   o.log_level = absl::GetFlag(FLAGS_log_level);
   return o;
+}
+
+// 127.0.0.0/8, ::1 or localhost.
+bool IsLoopbackAddress(absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  absl::string_view host = address.substr(0, colon);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return absl::StartsWith(host, "127.") || host == "::1" || host == "localhost";
 }
 
 std::string ExecutablePath() {
@@ -326,6 +335,17 @@ int Run(ServerOptions options) {
       return 1;
     }
     http_server = *std::move(started);
+  }
+
+  // Without keys, anyone who reaches a non-loopback listener can use the model and its sessions.
+  if (authenticator == nullptr) {
+    for (const std::string& address : {options.listen, options.http_listen}) {
+      if (!address.empty() && !IsLoopbackAddress(address)) {
+        logger.Warning(absl::StrCat("listening on ", address,
+                                    " without --api-keys-file: anyone who can reach it can "
+                                    "generate and use sessions (plain text: no TLS yet)"));
+      }
+    }
   }
 
   const absl::Time load_start = absl::Now();
