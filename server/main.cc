@@ -81,6 +81,10 @@ ABSL_FLAG(int, max_queue, kDefaults.max_queue,
 ABSL_FLAG(int, max_requests_per_principal, kDefaults.max_requests_per_principal,
           "With --api-keys-file: most requests one principal may have queued or running "
           "(beyond: RESOURCE_EXHAUSTED / HTTP 429); 0 = no limit");
+ABSL_FLAG(int, max_sessions_per_principal, kDefaults.max_sessions_per_principal,
+          "With --api-keys-file: most sessions one principal may keep; beyond it that "
+          "principal's least recently used idle session is evicted (RESOURCE_EXHAUSTED when all "
+          "are busy); 0 = no limit of its own");
 ABSL_FLAG(int64_t, kv_cache_bytes, 0, "KV cache budget in bytes (overrides --kv-cache-mb)");
 ABSL_FLAG(int64_t, kv_cache_mb, kDefaults.kv_cache_bytes >> 20, "KV cache budget in MiB");
 ABSL_FLAG(int, max_new_tokens, kDefaults.max_new_tokens,
@@ -127,6 +131,7 @@ ServerOptions OptionsFromFlags() {
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_queue = absl::GetFlag(FLAGS_max_queue);
   o.max_requests_per_principal = absl::GetFlag(FLAGS_max_requests_per_principal);
+  o.max_sessions_per_principal = absl::GetFlag(FLAGS_max_sessions_per_principal);
   const int64_t bytes = absl::GetFlag(FLAGS_kv_cache_bytes);
   o.kv_cache_bytes = bytes > 0 ? bytes : absl::GetFlag(FLAGS_kv_cache_mb) << 20;
   o.max_new_tokens = absl::GetFlag(FLAGS_max_new_tokens);
@@ -207,6 +212,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   scheduler_options.max_prefill_tokens_while_decoding = absl::GetFlag(FLAGS_max_prefill_chunk);
   scheduler_options.max_queue = o.max_queue;
   scheduler_options.max_requests_per_principal = o.max_requests_per_principal;
+  scheduler_options.max_sessions_per_principal = o.max_sessions_per_principal;
   scheduler_options.max_sessions = o.max_sessions;
   scheduler_options.session_ttl = o.session_ttl;
   loaded->scheduler = CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(),

@@ -30,6 +30,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.max_batch_tokens, 1, "max-batch-tokens"},
         {o.max_queue, 1, "max-queue"},
         {o.max_requests_per_principal, 0, "max-requests-per-principal"},
+        {o.max_sessions_per_principal, 0, "max-sessions-per-principal"},
         {o.kv_cache_bytes, 1, "kv-cache-bytes"},
         {o.max_new_tokens, 1, "max-new-tokens"},
         {o.max_new_tokens_limit, 1, "max-new-tokens-limit"},

@@ -26,6 +26,7 @@ struct ServerOptions {
   int max_batch_tokens = 512;                   // tokens per forward pass
   int max_queue = 256;                          // waiting requests
   int max_requests_per_principal = 0;           // queued + running per API key owner; 0 = off
+  int max_sessions_per_principal = 0;           // sessions kept per API key owner; 0 = off
   int64_t kv_cache_bytes = int64_t{1} << 30;    // KV cache budget
   int max_new_tokens = 256;                     // default when a request leaves it 0
   int max_new_tokens_limit = 4096;              // most a request may ask for

@@ -55,7 +55,7 @@ BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokeniz
       context_length_(ContextLength(*engine)),
       max_fit_tokens_(MaxFitTokens(kv_cache_, context_length_)),
       inbox_(options_.max_queue, options_.max_requests_per_principal),
-      sessions_(options_.max_sessions, options_.session_ttl),
+      sessions_(options_.max_sessions, options_.max_sessions_per_principal, options_.session_ttl),
       thread_([this] { Run(); }) {}
 
 BatchingScheduler::~BatchingScheduler() {
@@ -262,7 +262,8 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
 
   if (!sid.empty() && session == nullptr) {
     int evicted = 0;
-    absl::StatusOr<Session*> created = sessions_.Create(sid, now, &evicted);
+    absl::StatusOr<Session*> created =
+        sessions_.Create(sid, now, &evicted, seq.request().principal);
     if (evicted > 0 && observer_ != nullptr) observer_->OnSessionEvicted(evicted);
     if (!created.ok()) {
       Fail(seq, created.status(), /*was_waiting=*/true);

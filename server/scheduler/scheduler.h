@@ -28,6 +28,9 @@ struct SchedulerOptions {
   // limit). Keeps one API key from taking every slot and the whole queue.
   int max_requests_per_principal = 0;
   int max_sessions = 1024;  // sessions kept; beyond -> LRU idle eviction
+  // Sessions one principal may keep; beyond -> its own LRU idle session is evicted (0 = no
+  // limit of its own), so one key cannot push everyone else's sessions out.
+  int max_sessions_per_principal = 0;
   absl::Duration session_ttl = absl::Minutes(10);
   size_t max_buffered_events = 4096;  // per request; beyond -> cancelled (slow reader)
 };

@@ -8,12 +8,44 @@ namespace textgen::server {
 SessionStore::SessionStore(int max_sessions, absl::Duration ttl)
     : max_sessions_(max_sessions), ttl_(ttl) {}
 
+SessionStore::SessionStore(int max_sessions, int max_per_principal, absl::Duration ttl)
+    : max_sessions_(max_sessions), max_per_principal_(max_per_principal), ttl_(ttl) {}
+
+int SessionStore::CountOf(const std::string& principal) const {
+  int count = 0;
+  for (const auto& [id, s] : sessions_) count += s->principal == principal;
+  return count;
+}
+
+bool SessionStore::EvictLruOf(const std::string& principal) {
+  auto victim = sessions_.end();
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+    const Session& s = *it->second;
+    if (s.busy || s.principal != principal) continue;
+    if (victim == sessions_.end() || s.last_used < victim->second->last_used) victim = it;
+  }
+  if (victim == sessions_.end()) return false;
+  sessions_.erase(victim);
+  return true;
+}
+
 Session* SessionStore::Find(const std::string& id) {
   auto it = sessions_.find(id);
   return it == sessions_.end() ? nullptr : it->second.get();
 }
 
-absl::StatusOr<Session*> SessionStore::Create(const std::string& id, absl::Time now, int* evicted) {
+absl::StatusOr<Session*> SessionStore::Create(const std::string& id, absl::Time now, int* evicted,
+                                              const std::string& principal) {
+  if (max_per_principal_ > 0 && !principal.empty()) {
+    for (int count = CountOf(principal); count >= max_per_principal_; --count) {
+      if (!EvictLruOf(principal)) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "principal ", principal, " keeps ", count,
+            " sessions, all busy (max_sessions_per_principal ", max_per_principal_, ")"));
+      }
+      ++*evicted;
+    }
+  }
   while (size() >= max_sessions_) {
     if (!EvictLru(/*keep=*/"")) {
       return absl::ResourceExhaustedError(absl::StrCat("session ", id, ": all ", max_sessions_,
@@ -23,6 +55,7 @@ absl::StatusOr<Session*> SessionStore::Create(const std::string& id, absl::Time 
   }
   auto session = std::make_unique<Session>();
   session->id = id;
+  session->principal = principal;
   session->last_used = now;
   Session* raw = session.get();
   sessions_[id] = std::move(session);

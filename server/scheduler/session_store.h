@@ -15,6 +15,7 @@ namespace textgen::server {
 // A KV sequence that outlives the request that filled it, named by the client.
 struct Session {
   std::string id;
+  std::string principal;    // who made it (empty without API keys)
   KvSequence kv;            // lent to the running request while busy (then invalid here)
   std::vector<int> tokens;  // the tokens whose K/V `kv` holds, in order
   absl::Time last_used = absl::InfinitePast();
@@ -26,12 +27,16 @@ struct Session {
 class SessionStore {
  public:
   SessionStore(int max_sessions, absl::Duration ttl);
+  // `max_per_principal`: sessions one principal may keep (0 = no limit of its own).
+  SessionStore(int max_sessions, int max_per_principal, absl::Duration ttl);
 
   // The session named `id`, or null.
   Session* Find(const std::string& id);
   // Adds an empty idle session. When the store is full the least recently used idle session
   // is evicted first (*evicted counts it); RESOURCE_EXHAUSTED when every session is busy.
-  absl::StatusOr<Session*> Create(const std::string& id, absl::Time now, int* evicted);
+  // Likewise per principal: at its limit, its own least recently used idle session goes.
+  absl::StatusOr<Session*> Create(const std::string& id, absl::Time now, int* evicted,
+                                  const std::string& principal = "");
   // Removes an idle session and returns how many cached tokens it freed. NOT_FOUND if
   // unknown, FAILED_PRECONDITION while a request runs on it.
   absl::StatusOr<int> Erase(const std::string& id);
@@ -49,7 +54,12 @@ class SessionStore {
   int size() const { return static_cast<int>(sessions_.size()); }
 
  private:
+  // Evicts `principal`'s least recently used idle session; false if it has none.
+  bool EvictLruOf(const std::string& principal);
+  int CountOf(const std::string& principal) const;
+
   int max_sessions_;
+  int max_per_principal_ = 0;
   absl::Duration ttl_;
   // unique_ptr: Session* handed out stays valid while other sessions come and go.
   absl::flat_hash_map<std::string, std::unique_ptr<Session>> sessions_;

@@ -51,6 +51,27 @@ TEST_F(SessionStoreTest, BusySessionCannotBeErasedEvictedOrExpired) {
   EXPECT_EQ(store.NextExpiry(), std::nullopt);
 }
 
+// A principal at its own limit loses its own least recently used idle session, never another
+// principal's; with all of its sessions busy it is refused, naming the limit.
+TEST_F(SessionStoreTest, PrincipalLimitEvictsItsOwnSessions) {
+  SessionStore store(/*max_sessions=*/8, /*max_per_principal=*/2, absl::Minutes(1));
+  int evicted = 0;
+  ASSERT_TRUE(store.Create("bob/x", t0_, &evicted, "bob").ok());
+  ASSERT_TRUE(store.Create("alice/a", t0_ + absl::Seconds(1), &evicted, "alice").ok());
+  ASSERT_TRUE(store.Create("alice/b", t0_ + absl::Seconds(2), &evicted, "alice").ok());
+  ASSERT_TRUE(store.Create("alice/c", t0_ + absl::Seconds(3), &evicted, "alice").ok());
+  EXPECT_EQ(evicted, 1);
+  EXPECT_EQ(store.Find("alice/a"), nullptr);  // alice's oldest
+  EXPECT_NE(store.Find("bob/x"), nullptr);    // older, but bob's
+  store.Find("alice/b")->busy = true;
+  store.Find("alice/c")->busy = true;
+  absl::StatusOr<Session*> refused = store.Create("alice/d", t0_, &evicted, "alice");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().message(),
+            "principal alice keeps 2 sessions, all busy (max_sessions_per_principal 2)");
+  EXPECT_TRUE(store.Create("no-principal", t0_, &evicted).ok());  // not counted
+}
+
 TEST_F(SessionStoreTest, TtlExpiry) {
   SessionStore store(4, absl::Seconds(10));
   Add(store, "old", 5, t0_);
