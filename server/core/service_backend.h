@@ -2,8 +2,8 @@
 
 #include "model/tokenizer/tokenizer.h"
 #include "server/core/chat_templates.h"
-#include "server/scheduler/scheduler.h"
 #include "server/core/validation.h"
+#include "server/scheduler/scheduler.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {

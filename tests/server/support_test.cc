@@ -10,8 +10,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/logging.h"
-#include "server/server_options.h"
 #include "server/grpc/status_mapping.h"
+#include "server/server_options.h"
 
 namespace textgen::server {
 namespace {
