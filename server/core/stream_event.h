@@ -51,4 +51,11 @@ struct ErrorEvent {
 
 using StreamEvent = std::variant<TokenEvent, FinishedEvent, ErrorEvent>;
 
+// Token ids an event carries (what a front end counts as generated).
+inline int CountTokens(const StreamEvent& event) {
+  if (const auto* token = std::get_if<TokenEvent>(&event)) return token->token_ids.size();
+  if (const auto* finished = std::get_if<FinishedEvent>(&event)) return finished->token_ids.size();
+  return 0;
+}
+
 }  // namespace textgen::server

@@ -54,12 +54,6 @@ void AppendDelta(const std::string& text, const std::vector<int>& ids,
   }
 }
 
-int CountTokens(const StreamEvent& event) {
-  if (const auto* token = std::get_if<TokenEvent>(&event)) return token->token_ids.size();
-  if (const auto* finished = std::get_if<FinishedEvent>(&event)) return finished->token_ids.size();
-  return 0;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------------------------

@@ -8,15 +8,6 @@
 #include "server/core/request_report.h"
 
 namespace textgen::server::http {
-namespace {
-
-int CountTokens(const StreamEvent& event) {
-  if (const auto* token = std::get_if<TokenEvent>(&event)) return token->token_ids.size();
-  if (const auto* finished = std::get_if<FinishedEvent>(&event)) return finished->token_ids.size();
-  return 0;
-}
-
-}  // namespace
 
 OpenAiStream::OpenAiStream(std::shared_ptr<HttpExchange> exchange,
                            const OpenAiStreamOptions& options, const model::Tokenizer* tokenizer,
