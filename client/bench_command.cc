@@ -77,11 +77,13 @@ int RunBench(const std::vector<std::string>& args, CommandIo& io) {
   options.seed = seed.value_or(1);
   options.timeout = connection.timeout;
   options.http_address = http_address;
+  options.api_key = connection.api_key;
 
   std::shared_ptr<grpc::Channel> channel = MakeChannel(connection);
   textgen::v1::ModelInfo info;
   {
     grpc::ClientContext context;
+    ConfigureCall(connection, &context);
     context.set_deadline(
         absl::ToChronoTime(absl::Now() + connection.timeout.value_or(absl::Seconds(30))));
     grpc::Status status = textgen::v1::TextGeneration::NewStub(channel)->GetModelInfo(

@@ -73,6 +73,8 @@ RequestRecord HttpBenchClient::Run(const BenchOptions& options, const std::vecto
   bhttp::request<bhttp::string_body> request{bhttp::verb::post, "/v1/completions", 11};
   request.set(bhttp::field::host, c.host);
   request.set(bhttp::field::content_type, "application/json");
+  if (!options.api_key.empty())
+    request.set(bhttp::field::authorization, "Bearer " + options.api_key);
   request.body() = body.dump();
   request.prepare_payload();
 

@@ -82,6 +82,7 @@ RequestRecord RunOne(TextGeneration::Stub& stub, const BenchOptions& options,
   record.prompt_tokens = static_cast<int>(prompt.size());
   grpc::ClientContext context;
   if (options.timeout) context.set_deadline(absl::ToChronoTime(absl::Now() + *options.timeout));
+  if (!options.api_key.empty()) context.AddMetadata("authorization", "Bearer " + options.api_key);
   Clock::time_point start = Clock::now();
   Clock::time_point last_token_message = start;
   std::unique_ptr<grpc::ClientReader<textgen::v1::GenerateResponse>> reader =
@@ -108,12 +109,14 @@ RequestRecord RunOne(TextGeneration::Stub& stub, const BenchOptions& options,
   return record;
 }
 
-void DeleteSession(TextGeneration::Stub& stub, const std::string& session_id) {
+void DeleteSession(TextGeneration::Stub& stub, const std::string& session_id,
+                   const std::string& api_key) {
   textgen::v1::DeleteSessionRequest request;
   request.set_session_id(session_id);
   textgen::v1::DeleteSessionResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!api_key.empty()) context.AddMetadata("authorization", "Bearer " + api_key);
   (void)stub.DeleteSession(&context, request, &response);  // best effort cleanup
 }
 
@@ -152,7 +155,7 @@ BenchRun RunPlan(const std::shared_ptr<grpc::ChannelInterface>& channel,
         // Next turn's prompt = this prompt + this output + P new tokens.
         prompt.insert(prompt.end(), output.begin(), output.end());
       }
-      if (!session.empty()) DeleteSession(*stub, session);
+      if (!session.empty()) DeleteSession(*stub, session, options.api_key);
     }
   };
 

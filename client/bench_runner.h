@@ -39,6 +39,7 @@ struct BenchOptions {
   // HOST:PORT of the OpenAI-compatible HTTP API: requests go there (streaming
   // /v1/completions) instead of to the gRPC Generate RPC. Single-turn only.
   std::string http_address;
+  std::string api_key;  // sent as "authorization: Bearer KEY" (gRPC metadata or HTTP header)
 };
 
 // What the runner needs to know about the served model (from GetModelInfo).

@@ -1,28 +1,78 @@
 #include "client/command_common.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <ostream>
+#include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
 namespace textgen::client {
 
+namespace {
+
+// A flag whose value is a file: its contents go to `*out` (trailing whitespace trimmed when
+// `trim`, as for a key written with echo).
+FlagSpec FileFlag(std::string name, std::string* out, bool trim, std::string help) {
+  const std::string flag = "--" + name;
+  return FlagSpec{std::move(name), "FILE", std::move(help),
+                  [out, flag, trim](absl::string_view path) -> absl::Status {
+                    std::ifstream in{std::string(path), std::ios::binary};
+                    if (!in) {
+                      return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+                    }
+                    std::ostringstream text;
+                    text << in.rdbuf();
+                    *out = std::move(text).str();
+                    if (trim) {
+                      *out = std::string(absl::StripTrailingAsciiWhitespace(*out));
+                    }
+                    return absl::OkStatus();
+                  }};
+}
+
+}  // namespace
+
 void AddConnectionFlags(ConnectionFlags* flags, std::vector<FlagSpec>* specs) {
+  if (const char* key = std::getenv("TEXTGEN_API_KEY"); key != nullptr) flags->api_key = key;
   specs->push_back(
       StringFlag("addr", &flags->addr, "HOST:PORT", "server address (default localhost:50051)"));
   specs->push_back(DurationFlag("timeout", &flags->timeout,
                                 "deadline per RPC, e.g. 30s, 2m, 500ms (default: none)"));
+  specs->push_back(FileFlag("api-key-file", &flags->api_key, /*trim=*/true,
+                            "file holding the API key sent as 'authorization: Bearer KEY' "
+                            "(default: $TEXTGEN_API_KEY; a key is never taken on the command "
+                            "line, where other users could see it)"));
+  specs->push_back(BoolFlag("tls", &flags->tls, "connect with TLS, trusting the system's CAs"));
+  specs->push_back(FileFlag("tls-ca", &flags->tls_ca_pem, /*trim=*/false,
+                            "PEM CA certificates to trust instead (implies --tls)"));
+  specs->push_back(FileFlag("tls-cert", &flags->tls_cert_pem, /*trim=*/false,
+                            "PEM client certificate for mutual TLS (implies --tls; needs "
+                            "--tls-key)"));
+  specs->push_back(
+      FileFlag("tls-key", &flags->tls_key_pem, /*trim=*/false, "PEM private key of --tls-cert"));
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionFlags& flags) {
-  return grpc::CreateChannel(flags.addr, grpc::InsecureChannelCredentials());
+  if (!flags.tls && flags.tls_ca_pem.empty() && flags.tls_cert_pem.empty()) {
+    return grpc::CreateChannel(flags.addr, grpc::InsecureChannelCredentials());
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = flags.tls_ca_pem;
+  ssl.pem_cert_chain = flags.tls_cert_pem;
+  ssl.pem_private_key = flags.tls_key_pem;
+  return grpc::CreateChannel(flags.addr, grpc::SslCredentials(ssl));
 }
 
-void ApplyTimeout(const ConnectionFlags& flags, grpc::ClientContext* context) {
+void ConfigureCall(const ConnectionFlags& flags, grpc::ClientContext* context) {
   if (flags.timeout.has_value()) {
     context->set_deadline(absl::ToChronoTime(absl::Now() + *flags.timeout));
   }
+  if (!flags.api_key.empty()) context->AddMetadata("authorization", "Bearer " + flags.api_key);
 }
 
 std::optional<ParsedArgs> ParseCommandLine(const std::vector<std::string>& args,

@@ -41,20 +41,27 @@ struct CommandUsage {
   absl::string_view description;  // one paragraph
 };
 
-// --addr and --timeout, present on every command that talks to a server.
+// --addr, --timeout, the API key and TLS, present on every command that talks to a server.
+// Files are read while the flags are parsed, so a bad path is a usage error naming the flag.
 struct ConnectionFlags {
   std::string addr = "localhost:50051";
   std::optional<absl::Duration> timeout;  // per RPC; none = no deadline
+  std::string api_key;                    // --api-key-file, else $TEXTGEN_API_KEY; empty = none
+  bool tls = false;                       // --tls, or implied by any --tls-* file
+  std::string tls_ca_pem;                 // --tls-ca: roots to trust (empty: the system's)
+  std::string tls_cert_pem;               // --tls-cert / --tls-key: client certificate (mTLS)
+  std::string tls_key_pem;
 };
 
-// Appends --addr and --timeout specs writing into `flags`.
+// Appends --addr, --timeout, --api-key-file, --tls, --tls-ca, --tls-cert and --tls-key specs
+// writing into `flags`, whose api_key starts as $TEXTGEN_API_KEY.
 void AddConnectionFlags(ConnectionFlags* flags, std::vector<FlagSpec>* specs);
 
-// An insecure channel to flags.addr (the server speaks plaintext gRPC).
+// A channel to flags.addr: TLS when asked for (with the client certificate, if any), else plain.
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionFlags& flags);
 
-// Sets the deadline from --timeout, if given.
-void ApplyTimeout(const ConnectionFlags& flags, grpc::ClientContext* context);
+// Per call: the deadline from --timeout, and "authorization: Bearer KEY" when there is a key.
+void ConfigureCall(const ConnectionFlags& flags, grpc::ClientContext* context);
 
 // Parses flags; on --help prints usage to io.out and sets *exit_code = 0, on a bad command line
 // prints the error to io.err and sets *exit_code = kExitUsage. Returns nullopt in both cases.

@@ -32,7 +32,7 @@ int RunDetokenize(const std::vector<std::string>& args, CommandIo& io) {
   }
   textgen::v1::DetokenizeResponse response;
   grpc::ClientContext context;
-  ApplyTimeout(connection, &context);
+  ConfigureCall(connection, &context);
   grpc::Status status = textgen::v1::TextGeneration::NewStub(MakeChannel(connection))
                             ->Detokenize(&context, request, &response);
   if (!status.ok()) return RpcError(kDetokenizeUsage, "Detokenize", status, io);

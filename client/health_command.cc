@@ -42,7 +42,7 @@ int RunHealth(const std::vector<std::string>& args, CommandIo& io) {
   grpc::ByteBuffer response;
   grpc::GenericStub stub(MakeChannel(connection));
   grpc::ClientContext context;
-  ApplyTimeout(connection, &context);
+  ConfigureCall(connection, &context);
   std::promise<grpc::Status> done;
   stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
                  [&done](grpc::Status s) { done.set_value(std::move(s)); });

@@ -42,7 +42,7 @@ int RunInfo(const std::vector<std::string>& args, CommandIo& io) {
   }
   textgen::v1::ModelInfo info;
   grpc::ClientContext context;
-  ApplyTimeout(connection, &context);
+  ConfigureCall(connection, &context);
   grpc::Status status = textgen::v1::TextGeneration::NewStub(MakeChannel(connection))
                             ->GetModelInfo(&context, textgen::v1::GetModelInfoRequest(), &info);
   if (!status.ok()) return RpcError(kInfoUsage, "GetModelInfo", status, io);

@@ -41,7 +41,7 @@ uint64_t RequestSizeGuard::Limit() {
   if (limit_.has_value()) return *limit_;
   textgen::v1::ModelInfo info;
   grpc::ClientContext context;
-  ApplyTimeout(connection_, &context);
+  ConfigureCall(connection_, &context);
   const grpc::Status status =
       stub_.GetModelInfo(&context, textgen::v1::GetModelInfoRequest(), &info);
   // A server that does not publish its limit (or cannot be asked) has gRPC's default.

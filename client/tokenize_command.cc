@@ -50,7 +50,7 @@ int RunTokenize(const std::vector<std::string>& args, CommandIo& io) {
   }
   textgen::v1::TokenizeResponse response;
   grpc::ClientContext context;
-  ApplyTimeout(connection, &context);
+  ConfigureCall(connection, &context);
   grpc::Status status = stub->Tokenize(&context, request, &response);
   if (!status.ok()) return RpcError(kTokenizeUsage, "Tokenize", status, io);
 

@@ -35,7 +35,7 @@ if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
   cmake --build build-tsan --target scheduler_test jinja_test http_server_test -j"$jobs"
   step "TSan tests"
   TSAN_OPTIONS=halt_on_error=1 run_counted_ctest build-tsan \
-    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest|ChatTemplateTest|HttpServerTest)\.' -- \
+    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest|ChatTemplateTest|HttpServerTest|HttpTlsTest|TlsCredentialsTest)\.' -- \
     --timeout 900
 fi
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -39,6 +40,7 @@
 #include "server/model_info.h"
 #include "server/scheduler/scheduler.h"
 #include "server/server_options.h"
+#include "server/tls/tls_credentials.h"
 
 namespace {
 const textgen::server::ServerOptions kDefaults;
@@ -60,6 +62,17 @@ ABSL_FLAG(std::string, http_listen, kDefaults.http_listen,
           "/v1/models, /health); empty: off");
 ABSL_FLAG(int, http_threads, kDefaults.http_threads,
           "I/O threads of the HTTP API (they parse and stream; the engine has its own)");
+ABSL_FLAG(int, http_max_connections, kDefaults.http_max_connections,
+          "Most open HTTP API connections (each streams at most one response at a time); "
+          "beyond it new connections are closed at once. 0 = no limit");
+ABSL_FLAG(std::string, tls_cert, kDefaults.tls_cert,
+          "PEM certificate chain (leaf first): the gRPC, HTTP and metrics listeners then speak "
+          "TLS 1.2+ only. Needs --tls-key. Empty: plain text (keep listeners on loopback)");
+ABSL_FLAG(std::string, tls_key, kDefaults.tls_key, "PEM private key of --tls-cert (unencrypted)");
+ABSL_FLAG(std::string, tls_client_ca, kDefaults.tls_client_ca,
+          "PEM CA certificates: with it, every listener requires a client certificate they "
+          "signed (mutual TLS); without --api-keys-file the certificate's subject is then the "
+          "principal");
 ABSL_FLAG(std::string, api_keys_file, kDefaults.api_keys_file,
           "File of 'PRINCIPAL KEY' lines: every RPC and HTTP route but health checks and "
           "reflection then needs 'authorization: Bearer KEY'; sessions belong to their "
@@ -124,6 +137,10 @@ ServerOptions OptionsFromFlags() {
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.http_listen = absl::GetFlag(FLAGS_http_listen);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key = absl::GetFlag(FLAGS_tls_key);
+  o.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
   o.api_keys_file = absl::GetFlag(FLAGS_api_keys_file);
   o.expose_model_path = absl::GetFlag(FLAGS_expose_model_path);
   o.threads = absl::GetFlag(FLAGS_threads);
@@ -154,6 +171,18 @@ bool IsLoopbackAddress(absl::string_view address) {
   absl::string_view host = address.substr(0, colon);
   if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
   return absl::StartsWith(host, "127.") || host == "::1" || host == "localhost";
+}
+
+// gRPC's own TLS with the checked PEMs (mutual: a client certificate the CAs signed is required
+// before any RPC); plain text without them.
+std::shared_ptr<grpc::ServerCredentials> GrpcCredentials(const tls::TlsCredentials& pems) {
+  if (pems.cert_chain_pem.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(
+      pems.mutual() ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                    : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  ssl.pem_root_certs = pems.client_ca_pem;
+  ssl.pem_key_cert_pairs.push_back({pems.private_key_pem, pems.cert_chain_pem});
+  return grpc::SslServerCredentials(ssl);
 }
 
 std::string ExecutablePath() {
@@ -277,8 +306,21 @@ int Run(ServerOptions options) {
   }
   options.model_path = *model_path;
 
-  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Create(MetricsOptions{.listen_address = options.metrics_listen});
+  // TLS files are read and checked once, before anything listens.
+  absl::StatusOr<tls::TlsCredentials> tls_credentials =
+      tls::LoadTlsCredentials({.cert_file = options.tls_cert,
+                               .key_file = options.tls_key,
+                               .client_ca_file = options.tls_client_ca});
+  if (!tls_credentials.ok()) {
+    logger.Error(tls_credentials.status().ToString());
+    return 2;
+  }
+  const bool tls_enabled = !tls_credentials->cert_chain_pem.empty();
+  std::optional<tls::TlsCredentials> listener_tls;
+  if (tls_enabled) listener_tls = *tls_credentials;
+
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Create(
+      MetricsOptions{.listen_address = options.metrics_listen, .tls = listener_tls});
   if (!metrics.ok()) {
     logger.Error(metrics.status().ToString());
     return 1;
@@ -295,8 +337,11 @@ int Run(ServerOptions options) {
     logger.Info(absl::StrFormat("api keys: %d loaded from %s", authenticator->key_count(),
                                 options.api_keys_file));
   }
+  // Under mutual TLS without API keys, a client is who its certificate says.
+  const bool principal_from_certificate = authenticator == nullptr && tls_credentials->mutual();
   ServiceOptions service_options;
   service_options.authenticator = authenticator.get();
+  service_options.principal_from_client_certificate = principal_from_certificate;
   service_options.observer = metrics->get();
   service_options.logger = &logger;
   TextGenerationService service(service_options);
@@ -305,7 +350,7 @@ int Run(ServerOptions options) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, GrpcCredentials(*tls_credentials), &port);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -318,16 +363,20 @@ int Run(ServerOptions options) {
   SetServing(*server, false);  // until the model is loaded
 
   // The HTTP front end shares the observer, logger and (once loaded) the backend with gRPC.
-  http::OpenAiApi openai_api(http::OpenAiApiOptions{.authenticator = authenticator.get(),
-                                                    .observer = metrics->get(),
-                                                    .logger = &logger,
-                                                    .max_buffered_events = 4096});
+  http::OpenAiApi openai_api(
+      http::OpenAiApiOptions{.authenticator = authenticator.get(),
+                             .principal_from_client_certificate = principal_from_certificate,
+                             .observer = metrics->get(),
+                             .logger = &logger,
+                             .max_buffered_events = 4096});
   std::unique_ptr<http::HttpServer> http_server;
   if (!options.http_listen.empty()) {
     http::HttpServerOptions http_options;
     http_options.listen = options.http_listen;
     http_options.threads = options.http_threads;
     http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
+    http_options.max_connections = options.http_max_connections;
+    http_options.tls = listener_tls;
     absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::Start(
         http_options,
         [&openai_api](const http::HttpRequest& request,
@@ -343,14 +392,20 @@ int Run(ServerOptions options) {
     http_server = *std::move(started);
   }
 
-  // Without keys, anyone who reaches a non-loopback listener can use the model and its sessions.
-  if (authenticator == nullptr) {
-    for (const std::string& address : {options.listen, options.http_listen}) {
-      if (!address.empty() && !IsLoopbackAddress(address)) {
-        logger.Warning(absl::StrCat("listening on ", address,
-                                    " without --api-keys-file: anyone who can reach it can "
-                                    "generate and use sessions (plain text: no TLS yet)"));
-      }
+  // A non-loopback listener without TLS shows prompts, outputs and keys to the network; without
+  // keys or client certificates anyone who reaches it can use the model and its sessions.
+  for (const std::string& address : {options.listen, options.http_listen, options.metrics_listen}) {
+    if (address.empty() || IsLoopbackAddress(address)) continue;
+    if (!tls_enabled) {
+      logger.Warning(absl::StrCat("listening on ", address,
+                                  " in plain text: give --tls-cert and --tls-key (or keep it on "
+                                  "loopback behind a TLS-terminating proxy)"));
+    }
+    if (address != options.metrics_listen && authenticator == nullptr &&
+        !principal_from_certificate) {
+      logger.Warning(absl::StrCat("listening on ", address,
+                                  " without --api-keys-file or --tls-client-ca: anyone who can "
+                                  "reach it can generate and use sessions"));
     }
   }
 
@@ -374,12 +429,14 @@ int Run(ServerOptions options) {
   logger.Info(absl::StrFormat(
       "serving model=%s path=%s arch=%s params=%d file_dtype=%s compute_dtype=%s context=%d "
       "listen=%s grpc_port=%d metrics_listen=%s metrics_port=%d http_listen=%s http_port=%d "
-      "load_time=%.2fs",
+      "tls=%s load_time=%.2fs",
       info.name(), options.model_path, info.architecture(), info.parameters(), info.file_dtype(),
       info.compute_dtype(), info.context_length(), options.listen, port,
       options.metrics_listen.empty() ? "off" : options.metrics_listen, (*metrics)->port(),
       options.http_listen.empty() ? "off" : options.http_listen,
-      http_server != nullptr ? http_server->port() : 0, absl::ToDoubleSeconds(load_time)));
+      http_server != nullptr ? http_server->port() : 0,
+      !tls_enabled ? "off" : (tls_credentials->mutual() ? "mutual" : "on"),
+      absl::ToDoubleSeconds(load_time)));
 
   const int signal_number = WaitForShutdownSignal([&] {
     if (authenticator == nullptr) {

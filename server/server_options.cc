@@ -37,7 +37,8 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.max_request_bytes, 1024, "max-request-bytes"},
         {o.max_prompt_bytes, 1, "max-prompt-bytes"},
         {o.max_sessions, 0, "max-sessions"},
-        {o.http_threads, 1, "http-threads"}}) {
+        {o.http_threads, 1, "http-threads"},
+        {o.http_max_connections, 0, "http-max-connections"}}) {
     if (absl::Status s = CheckAtLeast(value, min, flag); !s.ok()) return s;
   }
   if (o.max_new_tokens > o.max_new_tokens_limit) {

@@ -19,19 +19,23 @@ struct ServerOptions {
   std::string metrics_listen = "0.0.0.0:9090";  // empty = no metrics endpoint
   std::string http_listen;                      // OpenAI-compatible HTTP API; empty = off
   int http_threads = 2;                         // its I/O threads
-  std::string api_keys_file;                    // "PRINCIPAL KEY" lines; empty = no auth
-  bool expose_model_path = false;               // publish the file path in GetModelInfo
-  int threads = 0;                              // engine threads, 0 = all cores
-  int max_batch = 64;                           // running sequences per step
-  int max_batch_tokens = 512;                   // tokens per forward pass
-  int max_queue = 256;                          // waiting requests
-  int max_requests_per_principal = 0;           // queued + running per API key owner; 0 = off
-  int max_sessions_per_principal = 0;           // sessions kept per API key owner; 0 = off
-  int64_t kv_cache_bytes = int64_t{1} << 30;    // KV cache budget
-  int max_new_tokens = 256;                     // default when a request leaves it 0
-  int max_new_tokens_limit = 4096;              // most a request may ask for
-  int max_request_bytes = 4 << 20;              // largest request message gRPC accepts
-  int64_t max_prompt_bytes = 1 << 20;           // largest prompt text, before tokenizing
+  int http_max_connections = 1024;              // open HTTP connections; beyond: closed at once
+  std::string tls_cert;            // PEM chain: every listener speaks TLS; empty = plain text
+  std::string tls_key;             // its PEM private key
+  std::string tls_client_ca;       // PEM CAs: clients need a certificate they signed (mutual TLS)
+  std::string api_keys_file;       // "PRINCIPAL KEY" lines; empty = no auth
+  bool expose_model_path = false;  // publish the file path in GetModelInfo
+  int threads = 0;                 // engine threads, 0 = all cores
+  int max_batch = 64;              // running sequences per step
+  int max_batch_tokens = 512;      // tokens per forward pass
+  int max_queue = 256;             // waiting requests
+  int max_requests_per_principal = 0;         // queued + running per API key owner; 0 = off
+  int max_sessions_per_principal = 0;         // sessions kept per API key owner; 0 = off
+  int64_t kv_cache_bytes = int64_t{1} << 30;  // KV cache budget
+  int max_new_tokens = 256;                   // default when a request leaves it 0
+  int max_new_tokens_limit = 4096;            // most a request may ask for
+  int max_request_bytes = 4 << 20;            // largest request message gRPC accepts
+  int64_t max_prompt_bytes = 1 << 20;         // largest prompt text, before tokenizing
   absl::Duration session_ttl = absl::Minutes(10);
   int max_sessions = 1024;
   absl::Duration drain_timeout = absl::Seconds(30);

@@ -8,6 +8,14 @@ if(TARGET textgen-server)
                              TEXTGEN_SERVER_BIN="$<TARGET_FILE:textgen-server>")
   add_dependencies(grpc_e2e_test textgen-server)
 
+  # Mutual TLS on every listener, with the real CLI (bundled model: no ../shared needed).
+  textgen_test(tls_e2e_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/e2e/tls_e2e_test.cc
+               LIBS textgen_test_pki Boost::headers nlohmann_json::nlohmann_json absl::strings)
+  target_compile_definitions(tls_e2e_test PRIVATE
+                             TEXTGEN_SERVER_BIN="$<TARGET_FILE:textgen-server>"
+                             TEXTGEN_CLI_BIN="$<TARGET_FILE:textgen>")
+  add_dependencies(tls_e2e_test textgen-server textgen)
+
   add_test(NAME e2e_python_client
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/e2e/python_client_test.py
                    --server $<TARGET_FILE:textgen-server> --proto-root ${CMAKE_SOURCE_DIR}/proto

@@ -10,6 +10,12 @@ textgen_test(scheduler_real_engine_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler_real_engine_test.cc
   LIBS textgen_scheduler textgen_random_gguf)
 
-# The HTTP transport (no gRPC, no model): also run under ASan and TSan.
+# The HTTP transport with its TLS (no gRPC, no model): also run under ASan and TSan.
+add_library(textgen_test_pki STATIC ${CMAKE_CURRENT_SOURCE_DIR}/server/test_pki.cc)
+target_link_libraries(textgen_test_pki PUBLIC OpenSSL::SSL OpenSSL::Crypto GTest::gtest
+                      PRIVATE textgen_warnings)
 textgen_test(http_server_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http_server_test.cc
-             LIBS textgen_http_transport Boost::headers absl::synchronization)
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/server/http_tls_test.cc
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/server/tls_credentials_test.cc
+             LIBS textgen_http_transport textgen_tls textgen_test_pki Boost::headers
+                  absl::synchronization)

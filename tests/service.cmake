@@ -3,7 +3,7 @@ if(TARGET textgen_service)
   textgen_test(validation_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/validation_test.cc
                LIBS textgen_service)
   textgen_test(service_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/service_test.cc
-               LIBS textgen_service)
+               LIBS textgen_service textgen_test_pki)
   textgen_test(service_support_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/support_test.cc
                LIBS textgen_service textgen_server_options)
   textgen_test(openai_request_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/openai_request_test.cc
@@ -13,5 +13,5 @@ if(TARGET textgen_service)
   textgen_test(api_keys_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/api_keys_test.cc
                LIBS textgen_auth)
   textgen_test(metrics_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/metrics_test.cc
-               LIBS textgen_service)
+               LIBS textgen_service textgen_test_pki Boost::headers)
 endif()

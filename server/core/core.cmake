@@ -11,7 +11,8 @@ add_library(textgen_server_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/validation.cc
 )
 target_link_libraries(textgen_server_core
-  PUBLIC textgen_proto textgen_tokenizer textgen_chat prometheus-cpp::pull prometheus-cpp::core
+  PUBLIC textgen_proto textgen_tokenizer textgen_chat textgen_http_transport textgen_tls
+         prometheus-cpp::core
          absl::status absl::statusor absl::strings absl::str_format absl::time
          absl::random_random absl::synchronization Threads::Threads
   PRIVATE textgen_warnings)

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
 #include "server/core/status_code_name.h"
+#include "server/http/http_server.h"
 
 namespace textgen::server {
 namespace {
@@ -118,29 +119,56 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Register(r);
 }
 
-Metrics::~Metrics() = default;
+// The endpoint first: its handler reads the registry.
+Metrics::~Metrics() {
+  if (endpoint_ != nullptr) endpoint_->Stop();
+}
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const MetricsOptions& options) {
   std::unique_ptr<Metrics> metrics(new Metrics());
-  if (!options.listen_address.empty()) {
-    try {
-      metrics->exposer_ = std::make_unique<prometheus::Exposer>(options.listen_address,
-                                                                /*num_threads=*/1);
-    } catch (const std::exception& e) {
-      // CivetWeb reports a failed bind by throwing; keep exceptions inside this module.
-      return absl::UnavailableError(absl::StrCat("--metrics-listen ", options.listen_address,
-                                                 ": cannot serve HTTP: ", e.what()));
-    }
-    metrics->exposer_->RegisterCollectable(metrics->registry_);
+  if (options.listen_address.empty()) return metrics;
+  http::HttpServerOptions endpoint_options;
+  endpoint_options.listen = options.listen_address;
+  endpoint_options.threads = 1;
+  endpoint_options.max_body_bytes = 0;  // scrapes have no body
+  endpoint_options.max_connections = 64;
+  endpoint_options.tls = options.tls;
+  const Metrics* serving = metrics.get();
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> endpoint = http::HttpServer::Start(
+      endpoint_options,
+      [serving](const http::HttpRequest& request, std::shared_ptr<http::HttpExchange> exchange) {
+        http::HttpResponse response;
+        response.content_type = "text/plain; charset=utf-8";
+        if (request.path != "/metrics") {
+          response.status = 404;
+          response.body = "not found: metrics are at /metrics\n";
+        } else if (request.method != "GET") {
+          response.status = 405;
+          response.headers.emplace_back("Allow", "GET");
+          response.body = "method not allowed: use GET\n";
+        } else {
+          response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+          response.body = serving->Render();
+        }
+        exchange->Respond(std::move(response));
+      },
+      [](int status, absl::string_view message) {
+        http::HttpResponse response;
+        response.status = status;
+        response.content_type = "text/plain; charset=utf-8";
+        response.body = absl::StrCat(message, "\n");
+        return response;
+      });
+  if (!endpoint.ok()) {
+    return absl::Status(endpoint.status().code(),
+                        absl::StrCat("--metrics-listen ", options.listen_address, ": ",
+                                     endpoint.status().message()));
   }
+  metrics->endpoint_ = *std::move(endpoint);
   return metrics;
 }
 
-int Metrics::port() const {
-  if (exposer_ == nullptr) return 0;
-  const std::vector<int> ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
-}
+int Metrics::port() const { return endpoint_ == nullptr ? 0 : endpoint_->port(); }
 
 void Metrics::SetModelInfo(const std::string& name, const std::string& architecture,
                            const std::string& dtype) {

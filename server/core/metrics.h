@@ -2,24 +2,31 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "server/core/request_observer.h"
 #include "server/scheduler/scheduler_observer.h"
+#include "server/tls/tls_credentials.h"
 
 namespace textgen::server {
 
+namespace http {
+class HttpServer;
+}
+
 struct MetricsOptions {
-  // HOST:PORT the Prometheus exposer serves GET /metrics on; empty = no HTTP endpoint
-  // (the registry still counts, Render() still works). Port 0 picks a free port.
+  // HOST:PORT GET /metrics is served on; empty = no HTTP endpoint (the registry still counts,
+  // Render() still works). Port 0 picks a free port.
   std::string listen_address;
+  // The endpoint speaks TLS (mutual when these carry client CAs), like the other listeners.
+  std::optional<tls::TlsCredentials> tls;
 };
 
 // Prometheus metrics of the server (prefix textgen_, base units). Fed by the scheduler
@@ -33,7 +40,7 @@ class Metrics final : public SchedulerObserver, public RequestObserver {
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(const MetricsOptions& options);
   ~Metrics() override;
 
-  // The bound HTTP port (0 when there is no exposer).
+  // The bound HTTP port (0 when there is no endpoint).
   int port() const;
   // textgen_model_info{name,architecture,dtype} 1.
   void SetModelInfo(const std::string& name, const std::string& architecture,
@@ -60,7 +67,8 @@ class Metrics final : public SchedulerObserver, public RequestObserver {
   Metrics();
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  // The same HTTP transport as the OpenAI API (one TLS implementation, one set of limits).
+  std::unique_ptr<http::HttpServer> endpoint_;
 
   std::array<prometheus::Counter*, 17> requests_by_code_{};  // index = absl::StatusCode
   prometheus::Histogram* request_duration_;

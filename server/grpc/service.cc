@@ -1,9 +1,13 @@
 #include "server/grpc/service.h"
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "grpc/grpc_security_constants.h"
+#include "grpcpp/security/auth_context.h"
 #include "model/tokenizer/utf8.h"
 #include "server/grpc/status_mapping.h"
 
@@ -42,7 +46,17 @@ void TextGenerationService::SetBackend(const ServiceBackend* backend) {
 
 absl::StatusOr<std::string> TextGenerationService::Authenticate(
     grpc::CallbackServerContext* context) const {
-  if (options_.authenticator == nullptr) return std::string();
+  if (options_.authenticator == nullptr) {
+    if (!options_.principal_from_client_certificate) return std::string();
+    const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+    const std::vector<grpc::string_ref> subject =
+        auth == nullptr ? std::vector<grpc::string_ref>()
+                        : auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME);
+    if (subject.empty() || subject.front().empty()) {
+      return absl::UnauthenticatedError("no verified client certificate");
+    }
+    return std::string(subject.front().data(), subject.front().size());
+  }
   const auto& metadata = context->client_metadata();
   const auto it = metadata.find("authorization");
   const absl::string_view value = it == metadata.end()

@@ -21,6 +21,9 @@ namespace textgen::server {
 struct ServiceOptions {
   // API keys; null = no authentication (every caller is the empty principal).
   const auth::Authenticator* authenticator = nullptr;
+  // Without API keys, under mutual TLS: the verified client certificate's subject is the
+  // principal (sessions and per-principal limits follow it).
+  bool principal_from_client_certificate = false;
   RequestObserver* observer = nullptr;  // Generate outcomes (metrics); may be null
   Logger* logger = nullptr;             // one line per Generate request; may be null
   // Per-request outbox bound (see GenerateDeps::max_buffered_events).

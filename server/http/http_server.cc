@@ -2,6 +2,9 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -24,11 +27,14 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/post.hpp"
+#include "boost/asio/ssl/context.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "boost/asio/strand.hpp"
 #include "boost/asio/write.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/tcp_stream.hpp"
 #include "boost/beast/http.hpp"
+#include "boost/beast/ssl/ssl_stream.hpp"
 
 namespace textgen::server::http {
 
@@ -78,31 +84,62 @@ struct ConnectionRegistry {
   absl::flat_hash_set<Connection*> connections;  // guarded by mu
 };
 
-// One client connection: reads requests one after another and answers each through the
-// exchange the handler gets. Everything runs on the connection's strand.
-class Connection final : public std::enable_shared_from_this<Connection> {
+// One client connection, as the server and the exchanges see it. Implemented once per transport
+// (plain TCP or TLS) by StreamConnection below; everything runs on the connection's strand.
+class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, ServerImpl* server);
-  ~Connection();
-
-  void Run();
+  virtual ~Connection() = default;
+  virtual void Run() = 0;
   // Thread-safe: closes the connection on its strand.
-  void CloseFromAnyThread();
+  virtual void CloseFromAnyThread() = 0;
   // Thread-safe: closes the connection on its strand unless a response is pending (that one
   // closes the connection when it has been sent, as the server is stopping).
-  void CloseWhenIdle();
-  net::any_io_executor executor() { return stream_.get_executor(); }
+  virtual void CloseWhenIdle() = 0;
+  virtual net::any_io_executor executor() = 0;
 
   // The exchange's operations (on the strand); `id` says which request they answer.
-  bool IsCurrent(uint64_t id) const { return exchange_active_ && id == exchange_id_ && !closed_; }
-  void Respond(uint64_t id, HttpResponse response);
-  void StartStream(uint64_t id, int status, const std::string& content_type);
-  void Write(uint64_t id, std::string data);
-  void EndStream(uint64_t id);
-  size_t unsent_bytes(uint64_t id) const { return IsCurrent(id) ? unsent_bytes_ : 0; }
-  void SetOnClose(uint64_t id, std::function<void()> on_close);
+  virtual bool IsCurrent(uint64_t id) const = 0;
+  virtual void Respond(uint64_t id, HttpResponse response) = 0;
+  virtual void StartStream(uint64_t id, int status, const std::string& content_type) = 0;
+  virtual void Write(uint64_t id, std::string data) = 0;
+  virtual void EndStream(uint64_t id) = 0;
+  virtual size_t unsent_bytes(uint64_t id) const = 0;
+  virtual void SetOnClose(uint64_t id, std::function<void()> on_close) = 0;
+};
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// Reads requests one after another from a `Stream` (beast::tcp_stream or TlsStream) and answers
+// each through the exchange the handler gets.
+template <class Stream>
+class StreamConnection final : public Connection {
+ public:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  StreamConnection(Stream stream, ServerImpl* server);
+  ~StreamConnection() override;
+
+  void Run() override;
+  void CloseFromAnyThread() override;
+  void CloseWhenIdle() override;
+  net::any_io_executor executor() override { return stream_.get_executor(); }
+
+  bool IsCurrent(uint64_t id) const override {
+    return exchange_active_ && id == exchange_id_ && !closed_;
+  }
+  void Respond(uint64_t id, HttpResponse response) override;
+  void StartStream(uint64_t id, int status, const std::string& content_type) override;
+  void Write(uint64_t id, std::string data) override;
+  void EndStream(uint64_t id) override;
+  size_t unsent_bytes(uint64_t id) const override { return IsCurrent(id) ? unsent_bytes_ : 0; }
+  void SetOnClose(uint64_t id, std::function<void()> on_close) override;
 
  private:
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+  std::shared_ptr<StreamConnection> shared() {
+    return std::static_pointer_cast<StreamConnection>(shared_from_this());
+  }
+  void OnHandshake(const error_code& ec);
   void ReadHeader();
   void OnHeader(const error_code& ec);
   void ReadBody();
@@ -116,14 +153,17 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void OnWritten(const error_code& ec);
   void FinishExchange();
   void LingerThenClose();
+  void DiscardUntilClosed();
   void CloseNow();
 
   ServerImpl* const server_;
   const std::shared_ptr<ConnectionRegistry> registry_;
-  beast::tcp_stream stream_;
+  Stream stream_;
+  net::steady_timer watch_timer_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::string peer_;
+  std::string client_subject_;  // of a verified client certificate (mutual TLS)
 
   uint64_t exchange_id_ = 0;
   bool exchange_active_ = false;
@@ -194,6 +234,32 @@ class ServerImpl final : public HttpServer {
         work_(net::make_work_guard(io_)),
         acceptor_(net::make_strand(io_)) {}
   ~ServerImpl() override { Stop(); }
+
+  // The TLS context, when options ask for TLS. INVALID_ARGUMENT when OpenSSL refuses the PEMs.
+  absl::Status ConfigureTls() {
+    if (!options_.tls.has_value()) return absl::OkStatus();
+    const tls::TlsCredentials& pems = *options_.tls;
+    tls_context_.emplace(net::ssl::context::tls_server);
+    net::ssl::context& context = *tls_context_;
+    error_code ec;
+    // TLS 1.2 and 1.3 only; no renegotiation (a client could make the server redo handshakes).
+    context.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                            net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                            net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use,
+                        ec);
+    SSL_CTX_set_options(context.native_handle(), SSL_OP_NO_RENEGOTIATION);
+    if (!ec) context.use_certificate_chain(net::buffer(pems.cert_chain_pem), ec);
+    if (!ec) context.use_private_key(net::buffer(pems.private_key_pem), net::ssl::context::pem, ec);
+    if (!ec && pems.mutual()) {
+      context.add_certificate_authority(net::buffer(pems.client_ca_pem), ec);
+      context.set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert, ec);
+    }
+    if (ec) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TLS for ", options_.listen, ": OpenSSL refused the credentials: ", ec.message()));
+    }
+    return absl::OkStatus();
+  }
 
   absl::Status Bind() {
     absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options_.listen);
@@ -284,12 +350,30 @@ class ServerImpl final : public HttpServer {
       if (!ec) {
         error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);  // SSE deltas are small writes
-        std::make_shared<Connection>(std::move(socket), this)->Run();
+        if (!AtConnectionLimit()) {
+          if (tls_context_.has_value()) {
+            std::make_shared<StreamConnection<TlsStream>>(
+                TlsStream(beast::tcp_stream(std::move(socket)), *tls_context_), this)
+                ->Run();
+          } else {
+            std::make_shared<StreamConnection<beast::tcp_stream>>(
+                beast::tcp_stream(std::move(socket)), this)
+                ->Run();
+          }
+        }
+        // Beyond --http-max-connections the socket closes here: a client is told at once
+        // (connection reset) instead of waiting on a server that cannot take it.
       }
       // On an accept error (out of file descriptors) keep accepting: the next attempt
       // may succeed once connections close.
       Accept();
     });
+  }
+
+  bool AtConnectionLimit() {
+    if (options_.max_connections <= 0) return false;
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    return registry_->connections.size() >= static_cast<size_t>(options_.max_connections);
   }
 
   const HttpServerOptions options_;
@@ -298,6 +382,7 @@ class ServerImpl final : public HttpServer {
   net::io_context io_;
   net::executor_work_guard<net::io_context::executor_type> work_;
   tcp::acceptor acceptor_;
+  std::optional<net::ssl::context> tls_context_;
   int port_ = 0;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};
@@ -305,46 +390,92 @@ class ServerImpl final : public HttpServer {
   const std::shared_ptr<ConnectionRegistry> registry_ = std::make_shared<ConnectionRegistry>();
 };
 
-Connection::Connection(tcp::socket socket, ServerImpl* server)
-    : server_(server), registry_(server->registry()), stream_(std::move(socket)) {
+template <class Stream>
+StreamConnection<Stream>::StreamConnection(Stream stream, ServerImpl* server)
+    : server_(server),
+      registry_(server->registry()),
+      stream_(std::move(stream)),
+      watch_timer_(stream_.get_executor()) {
   error_code ec;
-  const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+  const tcp::endpoint remote = tcp().socket().remote_endpoint(ec);
   if (!ec) peer_ = absl::StrCat(remote.address().to_string(), ":", remote.port());
   std::lock_guard<std::mutex> lock(registry_->mu);
   registry_->connections.insert(this);
 }
 
-Connection::~Connection() {
+template <class Stream>
+StreamConnection<Stream>::~StreamConnection() {
   std::lock_guard<std::mutex> lock(registry_->mu);
   registry_->connections.erase(this);
 }
 
-void Connection::Run() {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+template <class Stream>
+void StreamConnection<Stream>::Run() {
+  net::dispatch(stream_.get_executor(), [self = shared()] {
+    if constexpr (kTls) {
+      // The handshake has the read timeout: a client that connects and says nothing is dropped.
+      self->tcp().expires_after(ToChrono(self->server_->options().read_timeout));
+      self->stream_.async_handshake(net::ssl::stream_base::server,
+                                    [self](const error_code& ec) { self->OnHandshake(ec); });
+    } else {
+      self->ReadHeader();
+    }
+  });
 }
 
-void Connection::CloseFromAnyThread() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+// RFC 2253 text of the subject ("CN=alice,O=Example"), the form gRPC reports as x509_subject,
+// so a client certificate names the same principal on both front ends.
+std::string SubjectText(X509* certificate) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (bio == nullptr) return "";
+  X509_NAME_print_ex(bio, X509_get_subject_name(certificate), 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  std::string text(data, static_cast<size_t>(std::max(0L, size)));
+  BIO_free(bio);
+  return text;
 }
 
-void Connection::CloseWhenIdle() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] {
+template <class Stream>
+void StreamConnection<Stream>::OnHandshake(const error_code& ec) {
+  if constexpr (kTls) {
+    // A failed handshake (wrong protocol, no or untrusted client certificate) just closes:
+    // there is no HTTP to answer in.
+    if (ec) return CloseNow();
+    SSL* ssl = stream_.native_handle();
+    if (X509* peer = SSL_get0_peer_certificate(ssl);
+        peer != nullptr && SSL_get_verify_result(ssl) == X509_V_OK) {
+      client_subject_ = SubjectText(peer);
+    }
+    ReadHeader();
+  }
+}
+
+template <class Stream>
+void StreamConnection<Stream>::CloseFromAnyThread() {
+  net::post(stream_.get_executor(), [self = shared()] { self->CloseNow(); });
+}
+
+template <class Stream>
+void StreamConnection<Stream>::CloseWhenIdle() {
+  net::post(stream_.get_executor(), [self = shared()] {
     if (!self->exchange_active_) self->CloseNow();
   });
 }
 
-void Connection::ReadHeader() {
+template <class Stream>
+void StreamConnection<Stream>::ReadHeader() {
   if (closed_ || server_->stopping()) return CloseNow();
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(server_->options().max_header_bytes));
   parser_->body_limit(server_->options().max_body_bytes);
-  stream_.expires_after(ToChrono(server_->options().idle_timeout));
-  bhttp::async_read_header(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](const error_code& ec, size_t) { self->OnHeader(ec); });
+  tcp().expires_after(ToChrono(server_->options().idle_timeout));
+  bhttp::async_read_header(stream_, buffer_, *parser_,
+                           [self = shared()](const error_code& ec, size_t) { self->OnHeader(ec); });
 }
 
-void Connection::OnHeader(const error_code& ec) {
+template <class Stream>
+void StreamConnection<Stream>::OnHeader(const error_code& ec) {
   if (ec == bhttp::error::header_limit) {
     return TransportError(431, absl::StrCat("request headers exceed ",
                                             server_->options().max_header_bytes, " bytes"));
@@ -370,9 +501,9 @@ void Connection::OnHeader(const error_code& ec) {
   if (expect != header.end() && beast::iequals(expect->value(), "100-continue") &&
       !parser_->is_done()) {
     static constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    stream_.expires_after(ToChrono(server_->options().write_timeout));
+    tcp().expires_after(ToChrono(server_->options().write_timeout));
     net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
-                     [self = shared_from_this()](const error_code& write_ec, size_t) {
+                     [self = shared()](const error_code& write_ec, size_t) {
                        if (write_ec) return self->CloseNow();
                        self->ReadBody();
                      });
@@ -381,15 +512,16 @@ void Connection::OnHeader(const error_code& ec) {
   ReadBody();
 }
 
-void Connection::ReadBody() {
+template <class Stream>
+void StreamConnection<Stream>::ReadBody() {
   if (parser_->is_done()) return Dispatch();
-  stream_.expires_after(ToChrono(server_->options().read_timeout));
-  bhttp::async_read(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](const error_code& ec, size_t) { self->OnBody(ec); });
+  tcp().expires_after(ToChrono(server_->options().read_timeout));
+  bhttp::async_read(stream_, buffer_, *parser_,
+                    [self = shared()](const error_code& ec, size_t) { self->OnBody(ec); });
 }
 
-void Connection::OnBody(const error_code& ec) {
+template <class Stream>
+void StreamConnection<Stream>::OnBody(const error_code& ec) {
   if (ec == bhttp::error::body_limit) {
     return TransportError(
         413, absl::StrCat("request body exceeds ", server_->options().max_body_bytes, " bytes"));
@@ -401,8 +533,9 @@ void Connection::OnBody(const error_code& ec) {
   Dispatch();
 }
 
-void Connection::Dispatch() {
-  stream_.expires_never();
+template <class Stream>
+void StreamConnection<Stream>::Dispatch() {
+  tcp().expires_never();
   bhttp::request<bhttp::string_body> message = parser_->release();
   parser_.reset();
   HttpRequest request;
@@ -416,6 +549,7 @@ void Connection::Dispatch() {
   }
   request.body = std::move(message.body());
   request.peer = peer_;
+  request.client_certificate_subject = client_subject_;
 
   ++exchange_id_;
   exchange_active_ = true;
@@ -441,31 +575,39 @@ void Connection::Dispatch() {
 
 // While a response is pending the client sends nothing (no pipelining in practice), so the
 // socket turning readable means it closed (or, rarely, pipelined its next request).
-void Connection::WatchForClose() {
-  stream_.socket().async_wait(tcp::socket::wait_read,
-                              [self = shared_from_this(), id = exchange_id_](const error_code& ec) {
-                                self->OnReadable(ec, id);
-                              });
+template <class Stream>
+void StreamConnection<Stream>::WatchForClose() {
+  tcp().socket().async_wait(
+      tcp::socket::wait_read,
+      [self = shared(), id = exchange_id_](const error_code& ec) { self->OnReadable(ec, id); });
 }
 
-void Connection::OnReadable(const error_code& ec, uint64_t id) {
+template <class Stream>
+void StreamConnection<Stream>::OnReadable(const error_code& ec, uint64_t id) {
   if (!IsCurrent(id) || ec == net::error::operation_aborted) return;
-  if (!ec) {
-    char byte;
-    const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) return;  // a pipelined request: it is read after this response
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      return WatchForClose();
-    }
-  }
-  CloseNow();  // EOF or a socket error: the client is gone
+  if (ec) return CloseNow();
+  // POLLRDHUP: the client shut its side, even with bytes still unread before the FIN (a TLS
+  // close_notify record, a request it pipelined before leaving).
+  pollfd poll_fd{tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
+  if (::poll(&poll_fd, 1, 0) < 0) return WatchForClose();
+  if ((poll_fd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) return CloseNow();
+  if ((poll_fd.revents & POLLIN) == 0) return WatchForClose();
+  // Bytes but no FIN: a pipelined request (read after this response) or a TLS record. The socket
+  // stays readable, so look again a little later rather than spin.
+  watch_timer_.expires_after(std::chrono::milliseconds(100));
+  watch_timer_.async_wait([self = shared(), id](const error_code& timer_ec) {
+    if (timer_ec || !self->IsCurrent(id)) return;
+    self->OnReadable({}, id);
+  });
 }
 
-void Connection::SetOnClose(uint64_t id, std::function<void()> on_close) {
+template <class Stream>
+void StreamConnection<Stream>::SetOnClose(uint64_t id, std::function<void()> on_close) {
   if (IsCurrent(id)) on_close_ = std::move(on_close);
 }
 
-void Connection::TransportError(int status, absl::string_view message) {
+template <class Stream>
+void StreamConnection<Stream>::TransportError(int status, absl::string_view message) {
   // Nothing more is read from a connection whose request was not understood (or whose body
   // was not read): answer and close.
   parser_.reset();
@@ -479,7 +621,8 @@ void Connection::TransportError(int status, absl::string_view message) {
   Respond(exchange_id_, server_->TransportErrorResponse(status, message));
 }
 
-void Connection::Respond(uint64_t id, HttpResponse response) {
+template <class Stream>
+void StreamConnection<Stream>::Respond(uint64_t id, HttpResponse response) {
   if (!IsCurrent(id) || response_started_) return;
   response_started_ = true;
   bhttp::response<bhttp::string_body> message{static_cast<bhttp::status>(response.status),
@@ -496,7 +639,9 @@ void Connection::Respond(uint64_t id, HttpResponse response) {
   Send(std::move(out).str());
 }
 
-void Connection::StartStream(uint64_t id, int status, const std::string& content_type) {
+template <class Stream>
+void StreamConnection<Stream>::StartStream(uint64_t id, int status,
+                                           const std::string& content_type) {
   if (!IsCurrent(id) || response_started_) return;
   response_started_ = true;
   bhttp::response<bhttp::empty_body> message{static_cast<bhttp::status>(status), version_};
@@ -513,7 +658,8 @@ void Connection::StartStream(uint64_t id, int status, const std::string& content
   Send(std::move(out).str());
 }
 
-void Connection::Write(uint64_t id, std::string data) {
+template <class Stream>
+void StreamConnection<Stream>::Write(uint64_t id, std::string data) {
   if (!IsCurrent(id) || !response_started_ || ending_ || data.empty()) return;
   if (chunked_) {
     data = absl::StrCat(absl::Hex(data.size()), "\r\n", data, "\r\n");
@@ -521,7 +667,8 @@ void Connection::Write(uint64_t id, std::string data) {
   Send(std::move(data));
 }
 
-void Connection::EndStream(uint64_t id) {
+template <class Stream>
+void StreamConnection<Stream>::EndStream(uint64_t id) {
   if (!IsCurrent(id) || !response_started_ || ending_) return;
   ending_ = true;
   if (chunked_) {
@@ -531,13 +678,15 @@ void Connection::EndStream(uint64_t id) {
   }
 }
 
-void Connection::Send(std::string bytes) {
+template <class Stream>
+void StreamConnection<Stream>::Send(std::string bytes) {
   unsent_bytes_ += bytes.size();
   queued_.push_back(std::move(bytes));
   WriteNext();
 }
 
-void Connection::WriteNext() {
+template <class Stream>
+void StreamConnection<Stream>::WriteNext() {
   if (writing_ || closed_) return;
   if (queued_.empty()) {
     if (ending_ && exchange_active_) FinishExchange();
@@ -549,28 +698,30 @@ void Connection::WriteNext() {
     queued_.pop_front();
   }
   writing_ = true;
-  stream_.expires_after(ToChrono(server_->options().write_timeout));
-  net::async_write(
-      stream_, net::buffer(in_flight_),
-      [self = shared_from_this()](const error_code& ec, size_t) { self->OnWritten(ec); });
+  tcp().expires_after(ToChrono(server_->options().write_timeout));
+  net::async_write(stream_, net::buffer(in_flight_),
+                   [self = shared()](const error_code& ec, size_t) { self->OnWritten(ec); });
 }
 
-void Connection::OnWritten(const error_code& ec) {
+template <class Stream>
+void StreamConnection<Stream>::OnWritten(const error_code& ec) {
   writing_ = false;
   unsent_bytes_ -= std::min(unsent_bytes_, in_flight_.size());
   in_flight_.clear();
   if (ec) return CloseNow();  // the client is gone or stopped reading (write timeout)
-  stream_.expires_never();
+  tcp().expires_never();
   WriteNext();
 }
 
-void Connection::FinishExchange() {
+template <class Stream>
+void StreamConnection<Stream>::FinishExchange() {
   const std::shared_ptr<Connection> keep = shared_from_this();
   exchange_active_ = false;
   on_close_ = nullptr;
   self_.reset();
   error_code ignored;
-  stream_.socket().cancel(ignored);  // the close watcher; nothing else is pending
+  watch_timer_.cancel();
+  tcp().socket().cancel(ignored);  // the close watcher; nothing else is pending
   if (keep_alive_ && !server_->stopping()) {
     ReadHeader();
   } else {
@@ -579,24 +730,36 @@ void Connection::FinishExchange() {
 }
 
 // Closing a socket with unread input makes the kernel send RST, which can destroy the response
-// before the client reads it (a 413 for a body never read). So: FIN first, then read and drop
-// whatever still arrives until the client closes, for at most a couple of seconds.
-void Connection::LingerThenClose() {
-  if (!lingering_) {
-    lingering_ = true;
-    error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(std::chrono::seconds(2));
+// before the client reads it (a 413 for a body never read). So: close_notify (TLS), FIN, then
+// read and drop whatever still arrives until the client closes, for at most a couple of seconds.
+template <class Stream>
+void StreamConnection<Stream>::LingerThenClose() {
+  if (lingering_) return;
+  lingering_ = true;
+  tcp().expires_after(std::chrono::seconds(2));
+  if constexpr (kTls) {
+    // Sends close_notify and waits for the client's (or its FIN, or the timeout).
+    stream_.async_shutdown([self = shared()](const error_code&) { self->DiscardUntilClosed(); });
+  } else {
+    DiscardUntilClosed();
   }
-  auto discard = std::make_shared<std::array<char, 4096>>();
-  stream_.async_read_some(net::buffer(*discard),
-                          [self = shared_from_this(), discard](const error_code& ec, size_t) {
-                            if (ec) return self->CloseNow();
-                            self->LingerThenClose();
-                          });
 }
 
-void Connection::CloseNow() {
+template <class Stream>
+void StreamConnection<Stream>::DiscardUntilClosed() {
+  if (closed_) return;
+  error_code ignored;
+  tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+  auto discard = std::make_shared<std::array<char, 4096>>();
+  tcp().async_read_some(net::buffer(*discard),
+                        [self = shared(), discard](const error_code& ec, size_t) {
+                          if (ec) return self->CloseNow();
+                          self->DiscardUntilClosed();
+                        });
+}
+
+template <class Stream>
+void StreamConnection<Stream>::CloseNow() {
   if (closed_) return;
   const std::shared_ptr<Connection> keep = shared_from_this();
   closed_ = true;
@@ -604,7 +767,8 @@ void Connection::CloseNow() {
   std::function<void()> on_close = std::move(on_close_);
   on_close_ = nullptr;
   error_code ignored;
-  stream_.socket().close(ignored);
+  watch_timer_.cancel();
+  tcp().socket().close(ignored);
   if (exchange_active_ && on_close) on_close();
   self_.reset();
 }
@@ -616,6 +780,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
                                                               ErrorBody transport_error) {
   auto server =
       std::make_unique<ServerImpl>(options, std::move(handler), std::move(transport_error));
+  if (absl::Status status = server->ConfigureTls(); !status.ok()) return status;
   if (absl::Status status = server->Bind(); !status.ok()) return status;
   server->StartThreads();
   return server;

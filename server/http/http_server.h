@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "server/tls/tls_credentials.h"
 
 namespace textgen::server::http {
 
@@ -20,6 +22,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
   std::string body;
   std::string peer;  // "ip:port" of the client
+  // With mutual TLS: the verified client certificate's subject in RFC 2253 form
+  // ("CN=alice,O=Example", as gRPC reports it); empty otherwise.
+  std::string client_certificate_subject;
 
   // The value of header `lower_name`, or null.
   const std::string* Header(absl::string_view lower_name) const;
@@ -76,6 +81,9 @@ struct HttpServerOptions {
   absl::Duration read_timeout = absl::Seconds(30);   // to read one request once it started
   absl::Duration idle_timeout = absl::Seconds(60);   // a keep-alive connection with no request
   absl::Duration write_timeout = absl::Seconds(60);  // a client that stops reading is dropped
+  int max_connections = 0;  // open connections; beyond, new ones are closed at once. 0 = no cap
+  // TLS 1.2+ with these credentials (mutual when they carry client CAs); none = plain text.
+  std::optional<tls::TlsCredentials> tls;
 };
 
 // An HTTP/1.1 server on Boost.Beast (asynchronous: a few I/O threads serve any number of
@@ -87,8 +95,8 @@ class HttpServer {
  public:
   using ErrorBody = std::function<HttpResponse(int status, absl::string_view message)>;
 
-  // Binds and starts serving. INVALID_ARGUMENT for a malformed address, UNAVAILABLE when it
-  // cannot be bound.
+  // Binds and starts serving. INVALID_ARGUMENT for a malformed address or TLS credentials
+  // OpenSSL refuses, UNAVAILABLE when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                            HttpHandler handler,
                                                            ErrorBody transport_error);

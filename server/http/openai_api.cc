@@ -84,6 +84,13 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
       return exchange->Respond(std::move(response));
     }
     principal = *std::move(authenticated);
+  } else if (options_.principal_from_client_certificate) {
+    // The handshake already refused clients without a valid certificate; this is the name.
+    if (request.client_certificate_subject.empty()) {
+      return exchange->Respond(ErrorResponse(
+          ApiErrorFromStatus(absl::UnauthenticatedError("no verified client certificate"))));
+    }
+    principal = request.client_certificate_subject;
   }
   if (models && request.method != "GET") {
     return exchange->Respond(MethodNotAllowed(request, "GET"));

@@ -15,6 +15,8 @@ namespace textgen::server::http {
 struct OpenAiApiOptions {
   // API keys ("Authorization: Bearer KEY"); null = no authentication. /health stays open.
   const auth::Authenticator* authenticator = nullptr;
+  // Without API keys, under mutual TLS: the client certificate's subject is the principal.
+  bool principal_from_client_certificate = false;
   RequestObserver* observer = nullptr;  // generation outcomes (metrics); may be null
   Logger* logger = nullptr;             // one line per generation request; may be null
   size_t max_buffered_events = 4096;    // per request, as on gRPC

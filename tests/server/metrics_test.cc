@@ -5,15 +5,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/http_get.h"
+#include "tests/server/https_get.h"
+#include "tests/server/test_pki.h"
 
 namespace textgen::server {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(MetricsTest, ServesEveryMetricOverHttp) {
   absl::StatusOr<std::unique_ptr<Metrics>> created =
-      Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0"});
+      Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0", .tls = std::nullopt});
   ASSERT_TRUE(created.ok()) << created.status();
   Metrics& m = **created;
   ASSERT_GT(m.port(), 0);
@@ -72,7 +75,7 @@ TEST(MetricsTest, ServesEveryMetricOverHttp) {
        }) {
     EXPECT_THAT(page, HasSubstr(line));
   }
-  // The exposer adds its own exposer_* metrics before ours.
+  EXPECT_THAT(page, HasSubstr("Content-Type: text/plain; version=0.0.4"));
   EXPECT_THAT(page, HasSubstr(m.Render()));
 }
 
@@ -85,13 +88,32 @@ TEST(MetricsTest, NoEndpointWithoutAddress) {
 
 TEST(MetricsTest, PortInUseIsAnError) {
   absl::StatusOr<std::unique_ptr<Metrics>> first =
-      Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0"});
+      Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0", .tls = std::nullopt});
   ASSERT_TRUE(first.ok());
   const std::string address = "127.0.0.1:" + std::to_string((*first)->port());
   absl::StatusOr<std::unique_ptr<Metrics>> second =
-      Metrics::Create(MetricsOptions{.listen_address = address});
+      Metrics::Create(MetricsOptions{.listen_address = address, .tls = std::nullopt});
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(std::string(second.status().message()), HasSubstr(address));
+}
+
+TEST(MetricsTest, ServesOverMutualTlsLikeTheOtherListeners) {
+  const textgen::testing::TestPki& pki = textgen::testing::GetTestPki();
+  absl::StatusOr<std::unique_ptr<Metrics>> m =
+      Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0",
+                                     .tls = tls::TlsCredentials{.cert_chain_pem = pki.server.cert,
+                                                                .private_key_pem = pki.server.key,
+                                                                .client_ca_pem = pki.ca_cert}});
+  ASSERT_TRUE(m.ok()) << m.status();
+  const testing::HttpsResult scrape =
+      testing::HttpsGet((*m)->port(), "/metrics", pki.ca_cert, &pki.alice);
+  ASSERT_EQ(scrape.error, "");
+  EXPECT_EQ(scrape.status, 200);
+  EXPECT_EQ(scrape.body, (*m)->Render());
+  EXPECT_NE(testing::HttpsGet((*m)->port(), "/metrics", pki.ca_cert).error, "")
+      << "a scraper without a client certificate is refused";
+  EXPECT_THAT(testing::HttpGet((*m)->port(), "/metrics"), Not(HasSubstr("textgen_")));
+  EXPECT_EQ(testing::HttpsGet((*m)->port(), "/other", pki.ca_cert, &pki.alice).status, 404);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "tests/server/fake_scheduler.h"
 #include "tests/server/fake_tokenizer.h"
 #include "tests/server/http_get.h"
+#include "tests/server/test_pki.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen::server {
@@ -78,9 +79,11 @@ class ServiceTest : public ::testing::Test {
       server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
       server_.reset();
     }
-    metrics_ = *Metrics::Create(MetricsOptions{.listen_address = metrics_address_});
+    metrics_ =
+        *Metrics::Create(MetricsOptions{.listen_address = metrics_address_, .tls = std::nullopt});
     ServiceOptions options;
     options.authenticator = authenticator_.get();
+    options.principal_from_client_certificate = principal_from_certificate_;
     options.observer = metrics_.get();
     options.max_buffered_events = max_buffered_events;
     service_ = std::make_unique<TextGenerationService>(options);
@@ -96,14 +99,26 @@ class ServiceTest : public ::testing::Test {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort("127.0.0.1:0", server_credentials_, &port);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_NE(port, 0);
-    channel_ =
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+    server_address_ = absl::StrCat("127.0.0.1:", port);
+    channel_ = grpc::CreateChannel(server_address_, grpc::InsecureChannelCredentials());
     stub_ = v1::TextGeneration::NewStub(channel_);
+  }
+
+  // A stub over TLS to the running server, trusting the test CA, with `client`'s certificate.
+  std::unique_ptr<v1::TextGeneration::Stub> TlsStub(const textgen::testing::PemPair* client) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = textgen::testing::GetTestPki().ca_cert;
+    if (client != nullptr) {
+      ssl.pem_private_key = client->key;
+      ssl.pem_cert_chain = client->cert;
+    }
+    return v1::TextGeneration::NewStub(
+        grpc::CreateChannel(server_address_, grpc::SslCredentials(ssl)));
   }
 
   // Reads a whole Generate stream.
@@ -152,6 +167,9 @@ class ServiceTest : public ::testing::Test {
 
   std::string metrics_address_;                         // empty: no HTTP endpoint
   std::unique_ptr<auth::Authenticator> authenticator_;  // null: no API keys
+  bool principal_from_certificate_ = false;
+  std::shared_ptr<grpc::ServerCredentials> server_credentials_ = grpc::InsecureServerCredentials();
+  std::string server_address_;
   testing::FakeTokenizer tokenizer_;
   FakeScheduler scheduler_;
   ServiceBackend backend_;
@@ -698,6 +716,47 @@ TEST_F(ServiceTest, ApiKeysAuthenticateAndScopeSessions) {
     ASSERT_TRUE(stub_->DeleteSession(&context, delete_request, &deleted).ok());
     EXPECT_EQ(deleted.freed_tokens(), 7u);
   }
+}
+
+// Mutual TLS without API keys: gRPC's own handshake refuses clients without a certificate the
+// CA signed, and the certificate's subject (the same RFC 2253 text the HTTP listener reports)
+// is the principal its sessions belong to.
+TEST_F(ServiceTest, MutualTlsCertificateSubjectIsThePrincipal) {
+  const textgen::testing::TestPki& pki = textgen::testing::GetTestPki();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = pki.ca_cert;
+  ssl.pem_key_cert_pairs.push_back({pki.server.key, pki.server.cert});
+  server_credentials_ = grpc::SslServerCredentials(ssl);
+  principal_from_certificate_ = true;
+  StartServer(/*ready=*/true, /*max_buffered_events=*/4096);
+
+  v1::GenerateRequest request = TextRequest("hi");
+  request.set_session_id("s");
+  for (const auto& [client, principal] : {std::pair{&pki.alice, "CN=alice,O=textgen test"},
+                                          std::pair{&pki.bob, "CN=bob,O=textgen test"}}) {
+    std::unique_ptr<v1::TextGeneration::Stub> stub = TlsStub(client);
+    grpc::ClientContext context;
+    auto reader = stub->Generate(&context, request);
+    FakeScheduler::Submitted submitted;
+    ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+    EXPECT_EQ(submitted.request.principal, principal);
+    EXPECT_EQ(submitted.request.session_id, std::string(principal) + "/s");
+    submitted.sink->Push(Finished(FinishReason::kLength, 3, 0));
+    scheduler_.MarkDone();
+    EXPECT_TRUE(ReadAll(*reader).status.ok());
+  }
+
+  for (const textgen::testing::PemPair* refused :
+       {static_cast<const textgen::testing::PemPair*>(nullptr), &pki.stranger}) {
+    std::unique_ptr<v1::TextGeneration::Stub> stub = TlsStub(refused);
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    v1::ModelInfo info;
+    EXPECT_EQ(stub->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).error_code(),
+              grpc::StatusCode::UNAVAILABLE)
+        << (refused == nullptr ? "no client certificate" : "a certificate from another CA");
+  }
+  EXPECT_EQ(HealthStatus(), -1) << "the plain-text channel gets nowhere";
 }
 
 }  // namespace
