@@ -57,15 +57,20 @@ bool IsByteTokenPiece(std::string_view piece) {
          piece[5] == '>';
 }
 
-}  // namespace
-
-absl::StatusOr<TokenizerData> ReadLlama2cTokenizer(const std::string& path, int vocab_size) {
+absl::Status CheckVocabSize(const std::string& source, int vocab_size) {
   // Ids 0/1/2 are <unk>, <s>, </s> in every llama2.c vocabulary.
   if (vocab_size < 3 || vocab_size > kMaxVocabSize) {
-    return absl::InvalidArgumentError(absl::StrCat("llama2.c tokenizer ", path, ": vocab_size ",
+    return absl::InvalidArgumentError(absl::StrCat("llama2.c tokenizer ", source, ": vocab_size ",
                                                    vocab_size, " must be in [3, ", kMaxVocabSize,
                                                    "]"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TokenizerData> ReadLlama2cTokenizer(const std::string& path, int vocab_size) {
+  if (absl::Status status = CheckVocabSize(path, vocab_size); !status.ok()) return status;
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     return absl::NotFoundError(absl::StrCat("llama2.c tokenizer ", path, ": cannot open file"));
@@ -75,8 +80,14 @@ absl::StatusOr<TokenizerData> ReadLlama2cTokenizer(const std::string& path, int 
   if (file.bad()) {
     return absl::DataLossError(absl::StrCat("llama2.c tokenizer ", path, ": read error"));
   }
+  return ParseLlama2cTokenizer(contents, vocab_size, path);
+}
+
+absl::StatusOr<TokenizerData> ParseLlama2cTokenizer(std::string_view contents, int vocab_size,
+                                                    const std::string& source) {
+  if (absl::Status status = CheckVocabSize(source, vocab_size); !status.ok()) return status;
   const std::string where =
-      absl::StrCat("llama2.c tokenizer ", path, " (", contents.size(), " bytes)");
+      absl::StrCat("llama2.c tokenizer ", source, " (", contents.size(), " bytes)");
   ByteCursor cursor(contents);
 
   int32_t max_token_length = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "model/tokenizer/tokenizer_data.h"
@@ -18,5 +19,8 @@ namespace textgen::model {
 // Every count, length and the file size are validated; a vocabulary size that does not use
 // up the file exactly is an error. Thread-safe (no shared state).
 absl::StatusOr<TokenizerData> ReadLlama2cTokenizer(const std::string& path, int vocab_size);
+// The same from the file's bytes; `source` names it in errors (the fuzzer's entry point).
+absl::StatusOr<TokenizerData> ParseLlama2cTokenizer(std::string_view contents, int vocab_size,
+                                                    const std::string& source);
 
 }  // namespace textgen::model

@@ -39,7 +39,7 @@ configure_fuzz() {
   local dir=$1; shift
   CC=clang CXX=clang++ cmake -S . -B "$dir" "${_textgen_common_options[@]}" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEXTGEN_SANITIZE= -DTEXTGEN_FUZZ=ON \
-    -DTEXTGEN_BUILD_SERVER=OFF -DTEXTGEN_BUILD_TESTS=ON -DTEXTGEN_BUILD_BENCH=OFF "$@" >/dev/null
+    -DTEXTGEN_BUILD_SERVER=ON -DTEXTGEN_BUILD_TESTS=ON -DTEXTGEN_BUILD_BENCH=OFF "$@" >/dev/null
 }
 
 # registered_test_count DIR [ctest selection args]: how many tests ctest would run.

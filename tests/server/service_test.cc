@@ -64,7 +64,7 @@ class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { StartServer(/*ready=*/true, /*max_buffered_events=*/4096); }
 
-  // Serves /metrics on a free port (only the test that scrapes pays CivetWeb's start/stop).
+  // Serves /metrics on a free port (only the test that scrapes starts an HTTP endpoint).
   void StartServerWithMetricsEndpoint() {
     metrics_address_ = "127.0.0.1:0";
     StartServer(/*ready=*/true, /*max_buffered_events=*/4096);

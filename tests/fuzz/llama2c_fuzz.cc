@@ -1,0 +1,58 @@
+// libFuzzer target: the llama2.c formats. Byte 0 picks what the rest is:
+//   even: a checkpoint (config header + weights) through BuildModelFromLlama2c; every weight
+//     view a successful load hands out is read in full, so ASan catches one outside the input.
+//   odd: a tokenizer.bin of 512 or 32000 tokens (bit 1) through ParseLlama2cTokenizer; a
+//     vocabulary that loads is built into a tokenizer and used to encode and decode.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "model/format/llama2c_loader.h"
+#include "model/format/weights.h"
+#include "model/tokenizer/llama2c_tokenizer_file.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace {
+
+void Touch(const textgen::model::TensorView& view, std::vector<float>& scratch) {
+  if (view.empty()) return;
+  scratch.resize(static_cast<size_t>(view.elements()));
+  textgen::model::ToFloat(view, scratch.data());
+}
+
+void TouchAll(const textgen::model::LoadedModel& model) {
+  std::vector<float> scratch;
+  const textgen::model::ModelWeights& w = model.weights;
+  for (const auto* v : {&w.token_embedding, &w.output_norm, &w.output}) Touch(*v, scratch);
+  for (const textgen::model::LayerWeights& l : w.layers) {
+    for (const auto* v :
+         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+      Touch(*v, scratch);
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const std::span<const uint8_t> rest(data + 1, size - 1);
+  if ((data[0] & 1) == 0) {
+    if (auto model = textgen::model::BuildModelFromLlama2c(rest, "fuzz"); model.ok()) {
+      TouchAll(*model);
+    }
+    return 0;
+  }
+  const int vocab_size = (data[0] & 2) != 0 ? 32000 : 512;
+  auto vocabulary = textgen::model::ParseLlama2cTokenizer(
+      std::string_view(reinterpret_cast<const char*>(rest.data()), rest.size()), vocab_size,
+      "fuzz");
+  if (!vocabulary.ok()) return 0;
+  auto tokenizer = textgen::model::CreateTokenizer(*std::move(vocabulary));
+  if (!tokenizer.ok()) return 0;
+  const std::vector<int> ids = (*tokenizer)->Encode("Once upon a time, 🙂 <s> x", true);
+  (void)(*tokenizer)->Decode(ids);
+  return 0;
+}

@@ -1,0 +1,149 @@
+// libFuzzer target: the request validation path from raw protobuf bytes, as gRPC hands them to
+// the service (and as the HTTP front end builds them): byte 0 picks GenerateRequest or
+// ChatRequest, the rest is parsed as that message and validated against the bundled model's
+// real tokenizer and chat template (plus Llama 3's, named "llama3", when
+// $TEXTGEN_FUZZ_CHAT_TEMPLATE names a file). Checks beyond "no crash, no leak, no UB":
+//   accepted: a non-empty prompt of in-vocabulary ids that fits the context with its
+//     max_new_tokens, which is within the limit; stop token ids in the vocabulary; the session
+//     key scoped to the principal.
+//   refused: one of the statuses the service documents, with a non-empty, valid UTF-8 message
+//     (gRPC sends it to the client as is).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "model/format/gguf_reader.h"
+#include "model/format/gguf_tokenizer.h"
+#include "model/format/mapped_file.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/utf8.h"
+#include "server/core/chat_templates.h"
+#include "server/core/chat_validation.h"
+#include "server/core/validation.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace {
+
+using textgen::server::ValidatedRequest;
+
+struct Fixture {
+  std::unique_ptr<textgen::model::Tokenizer> tokenizer;
+  textgen::server::ChatTemplates templates;
+  textgen::server::ValidationOptions options;
+};
+
+Fixture* fixture = nullptr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
+}
+
+[[noreturn]] void Fail(const std::string& what) {
+  std::fprintf(stderr, "request fuzzer: %s\n", what.c_str());
+  std::abort();
+}
+
+void CheckAccepted(const ValidatedRequest& request) {
+  const textgen::server::ValidationOptions& o = fixture->options;
+  const int vocab = fixture->tokenizer->vocab_size();
+  if (request.prompt_tokens.empty()) Fail("accepted an empty prompt");
+  for (const int id : request.prompt_tokens) {
+    if (id < 0 || id >= vocab) Fail("accepted a prompt id outside the vocabulary");
+  }
+  if (request.stopping.max_new_tokens < 1 ||
+      request.stopping.max_new_tokens > o.max_new_tokens_limit) {
+    Fail("accepted max_new_tokens outside [1, limit]");
+  }
+  if (request.prompt_tokens.size() + request.stopping.max_new_tokens >
+      static_cast<size_t>(o.context_length)) {
+    Fail("accepted a request that does not fit the context");
+  }
+  for (const int id : request.stopping.stop_token_ids) {
+    if (id < 0 || id >= vocab) Fail("accepted a stop token id outside the vocabulary");
+  }
+  if (!request.session_id.empty() && !request.session_id.starts_with("fuzzer/")) {
+    Fail("a session key not scoped to its principal");
+  }
+}
+
+void CheckRefused(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kResourceExhausted:
+      break;
+    default:
+      Fail("unexpected status " + status.ToString());
+  }
+  if (status.message().empty()) Fail("a refusal without a message");
+  if (!textgen::model::IsValidUtf8(
+          std::string_view(status.message().data(), status.message().size()))) {
+    Fail("a refusal message that is not valid UTF-8: " + status.ToString());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const std::string model = std::string(TEXTGEN_SOURCE_DIR) + "/models/default.gguf";
+  auto mapped = textgen::model::MappedFile::Open(model);
+  if (!mapped.ok()) Fail(mapped.status().ToString());
+  auto file = textgen::model::ParseGguf((*mapped)->bytes());
+  if (!file.ok()) Fail(file.status().ToString());
+  auto tokens = file->GetArray("tokenizer.ggml.tokens", textgen::model::GgufType::kString);
+  if (!tokens.ok()) Fail(tokens.status().ToString());
+  auto data = textgen::model::ReadGgufTokenizer(*file, static_cast<int>((*tokens)->size()));
+  if (!data.ok()) Fail(data.status().ToString());
+  auto tokenizer = textgen::model::CreateTokenizer(*std::move(data));
+  if (!tokenizer.ok()) Fail(tokenizer.status().ToString());
+
+  std::map<std::string, std::string> sources{
+      {"", ReadFile(std::string(TEXTGEN_SOURCE_DIR) + "/models/default.chat.jinja")}};
+  if (const char* path = std::getenv("TEXTGEN_FUZZ_CHAT_TEMPLATE"); path != nullptr) {
+    sources["llama3"] = ReadFile(path);
+  }
+  auto templates = textgen::server::ChatTemplates::Load(sources, "", **tokenizer);
+  if (!templates.ok()) Fail(templates.status().ToString());
+
+  fixture = new Fixture{*std::move(tokenizer), *std::move(templates), {}};
+  // Small limits, so the fuzzer reaches them.
+  fixture->options.context_length = 256;
+  fixture->options.default_max_new_tokens = 16;
+  fixture->options.max_new_tokens_limit = 64;
+  fixture->options.max_prompt_bytes = 4096;
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  textgen::server::RequestContext context;
+  context.principal = "fuzzer";
+  context.random = [] { return uint64_t{42}; };
+  const bool chat = (data[0] & 1) != 0;
+  absl::StatusOr<ValidatedRequest> validated;
+  if (chat) {
+    textgen::v1::ChatRequest request;
+    if (!request.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
+    validated = textgen::server::ValidateChatRequest(
+        request, fixture->templates, *fixture->tokenizer, fixture->options, context);
+  } else {
+    textgen::v1::GenerateRequest request;
+    if (!request.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
+    validated = textgen::server::ValidateGenerateRequest(request, *fixture->tokenizer,
+                                                         fixture->options, context);
+  }
+  if (validated.ok()) {
+    CheckAccepted(*validated);
+  } else {
+    CheckRefused(validated.status());
+  }
+  return 0;
+}

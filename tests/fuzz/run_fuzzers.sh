@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs the request, tokenizer and llama2.c fuzzers for a bounded time each (the GGUF and chat
+# template fuzzers have their own scripts).
+# Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [request|tokenizer|llama2c ...]
+#   BUILD_DIR was configured by configure_fuzz (scripts/lib/build-trees.sh) and has built
+#   textgen-fuzz-request, textgen-fuzz-tokenizer and textgen-fuzz-llama2c. LLAMACPP_DIR is the
+#   llama.cpp source (tests/reference/llamacpp_source.sh): its models/ggml-vocab-*.gguf are the
+#   tokenizer fuzzer's vocabularies and their .inp test texts its seeds; its Llama 3 template
+#   is the request fuzzer's named variant.
+# Env: FUZZ_RUNS=N runs N executions per fuzzer instead of SECONDS (for the 10M-execution runs).
+# Seeds: tests/fuzz/corpus/request/*.textproto (encoded with protoc), the .inp texts, the real
+# stories260K checkpoint and tok512.bin from ../shared (when present). Failing inputs land in
+# BUILD_DIR/fuzz/artifacts and fail the script.
+set -euo pipefail
+build=${1:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
+seconds=${2:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
+llamacpp=${3:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
+shift 3
+names=("$@")
+((${#names[@]})) || names=(request tokenizer llama2c)
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+shared=${TEXTGEN_SHARED_DIR:-$repo/../shared}
+work=$build/fuzz
+mkdir -p "$work/artifacts"
+limit=(-max_total_time="$seconds")
+[[ -n "${FUZZ_RUNS:-}" ]] && limit=(-runs="$FUZZ_RUNS")
+
+seed_request() {
+  local corpus=$1 seed kind
+  for seed in "$here"/corpus/request/*.textproto; do
+    # Byte 0 picks the message: 0 Generate, 1 Chat.
+    case $(basename "$seed") in chat_*) kind=ChatRequest; printf '\x01' ;; *) kind=GenerateRequest; printf '\x00' ;; esac \
+      > "$corpus/$(basename "$seed" .textproto)"
+    grep -v '^#' "$seed" | protoc --proto_path="$repo/proto" \
+      --encode="textgen.v1.$kind" textgen/v1/textgen.proto >> "$corpus/$(basename "$seed" .textproto)"
+  done
+}
+
+seed_tokenizer() {
+  local corpus=$1
+  # Every test text of every vocabulary, for vocabularies 0..7 (byte 0) with BOS (byte 1 = 1).
+  /usr/bin/python3 - "$llamacpp/models" "$corpus" <<'PY'
+import glob, os, sys
+models, corpus = sys.argv[1], sys.argv[2]
+n = 0
+for path in sorted(glob.glob(os.path.join(models, "ggml-vocab-*.gguf.inp"))):
+    text = open(path, "rb").read()
+    for case in text.split(b"\n__ggml_vocab_test__\n"):
+        if not case or len(case) > 2048:
+            continue
+        with open(os.path.join(corpus, "inp_%d" % n), "wb") as out:
+            out.write(bytes([n % 8, 1]) + case)
+        n += 1
+PY
+}
+
+seed_llama2c() {
+  local corpus=$1
+  if [[ -f "$shared/models/stories260K/stories260K.bin" ]]; then
+    { printf '\x00'; cat "$shared/models/stories260K/stories260K.bin"; } > "$corpus/checkpoint"
+    { printf '\x01'; cat "$shared/models/stories260K/tok512.bin"; } > "$corpus/tok512"
+  else
+    echo "note: $shared/models/stories260K absent; the llama2.c fuzzer starts from nothing" >&2
+  fi
+}
+
+status=0
+for name in "${names[@]}"; do
+  fuzzer=$build/bin/textgen-fuzz-$name
+  [[ -x "$fuzzer" ]] || { echo "missing $fuzzer (configure_fuzz, then build it)" >&2; exit 2; }
+  corpus=$work/${name}_corpus
+  mkdir -p "$corpus"
+  "seed_$name" "$corpus"
+  extra=()
+  case $name in
+    request) extra=(-max_len=4096)
+             export TEXTGEN_FUZZ_CHAT_TEMPLATE="$llamacpp/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" ;;
+    tokenizer) extra=(-max_len=2048)
+               export TEXTGEN_FUZZ_VOCAB_DIR="$llamacpp/models" ;;
+    llama2c) extra=(-max_len=1100000) ;;
+  esac
+  printf '\n== %s fuzzer\n' "$name"
+  # One worker keeps to the shared 2-core budget.
+  "$fuzzer" "$corpus" "${limit[@]}" "${extra[@]}" -timeout=10 -rss_limit_mb=2560 \
+    -print_final_stats=1 -artifact_prefix="$work/artifacts/$name-" 2>&1 |
+    grep -E 'fuzzer: |INITED|DONE|stat::|ERROR|SUMMARY|Test unit|==[0-9]+==' || status=1
+done
+if ls "$work/artifacts"/*crash-* "$work/artifacts"/*leak-* "$work/artifacts"/*oom-* \
+     "$work/artifacts"/*timeout-* >/dev/null 2>&1; then
+  echo "fuzzers found failing inputs in $work/artifacts" >&2
+  exit 1
+fi
+exit "$status"
