@@ -8,6 +8,15 @@ if(TARGET textgen-server)
                              TEXTGEN_SERVER_BIN="$<TARGET_FILE:textgen-server>")
   add_dependencies(grpc_e2e_test textgen-server)
 
+  # Faults: a client gone during a long prefill, SIGTERM in a 64-stream burst, a KV budget full
+  # of idle sessions (a random-weight model made at test time).
+  textgen_test(fault_e2e_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/e2e/fault_e2e_test.cc
+               LIBS textgen_proto gRPC::grpc++ absl::strings absl::time)
+  target_compile_definitions(fault_e2e_test PRIVATE
+                             TEXTGEN_SERVER_BIN="$<TARGET_FILE:textgen-server>"
+                             TEXTGEN_MAKE_GGUF_BIN="$<TARGET_FILE:textgen-make-random-gguf>")
+  add_dependencies(fault_e2e_test textgen-server textgen-make-random-gguf)
+
   # Mutual TLS on every listener, with the real CLI (bundled model: no ../shared needed).
   textgen_test(tls_e2e_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/e2e/tls_e2e_test.cc
                LIBS textgen_test_pki Boost::headers nlohmann_json::nlohmann_json absl::strings)
