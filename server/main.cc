@@ -110,6 +110,18 @@ ABSL_FLAG(int, max_request_bytes, kDefaults.max_request_bytes,
 ABSL_FLAG(int64_t, max_prompt_bytes, kDefaults.max_prompt_bytes,
           "Largest text prompt in bytes (Chat: all message text, tools and variables together); "
           "checked before tokenizing or rendering (bigger: INVALID_ARGUMENT / HTTP 400)");
+ABSL_FLAG(int, max_stop_strings, kDefaults.max_stop_strings,
+          "Most stop strings per request (more: INVALID_ARGUMENT / HTTP 400); each is matched "
+          "against every generated token");
+ABSL_FLAG(int, max_stop_string_bytes, kDefaults.max_stop_string_bytes,
+          "Longest stop string in bytes (longer: INVALID_ARGUMENT / HTTP 400)");
+ABSL_FLAG(int, max_stop_token_ids, kDefaults.max_stop_token_ids,
+          "Most stop token ids per request (more: INVALID_ARGUMENT / HTTP 400)");
+ABSL_FLAG(int, max_logit_bias_entries, kDefaults.max_logit_bias_entries,
+          "Most logit_bias entries per request (more: INVALID_ARGUMENT / HTTP 400); each is "
+          "applied to every generated token");
+ABSL_FLAG(int, max_session_id_bytes, kDefaults.max_session_id_bytes,
+          "Longest session id in bytes (longer: INVALID_ARGUMENT / HTTP 400)");
 ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
           "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
 ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
@@ -155,6 +167,11 @@ ServerOptions OptionsFromFlags() {
   o.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
   o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   o.max_prompt_bytes = absl::GetFlag(FLAGS_max_prompt_bytes);
+  o.max_stop_strings = absl::GetFlag(FLAGS_max_stop_strings);
+  o.max_stop_string_bytes = absl::GetFlag(FLAGS_max_stop_string_bytes);
+  o.max_stop_token_ids = absl::GetFlag(FLAGS_max_stop_token_ids);
+  o.max_logit_bias_entries = absl::GetFlag(FLAGS_max_logit_bias_entries);
+  o.max_session_id_bytes = absl::GetFlag(FLAGS_max_session_id_bytes);
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
@@ -253,6 +270,11 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   backend.validation.default_max_new_tokens = o.max_new_tokens;
   backend.validation.max_new_tokens_limit = o.max_new_tokens_limit;
   backend.validation.max_prompt_bytes = static_cast<size_t>(o.max_prompt_bytes);
+  backend.validation.max_stop_strings = o.max_stop_strings;
+  backend.validation.max_stop_string_bytes = o.max_stop_string_bytes;
+  backend.validation.max_stop_token_ids = o.max_stop_token_ids;
+  backend.validation.max_logit_bias_entries = o.max_logit_bias_entries;
+  backend.validation.max_session_id_bytes = o.max_session_id_bytes;
   backend.validation.context_length = loaded->model.config.context_length;
   backend.validation.add_bos = loaded->model.tokenizer.add_bos;
   backend.model_info = DescribeModel(loaded->model, *loaded->tokenizer, o.bf16,

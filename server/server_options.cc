@@ -36,6 +36,11 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.max_new_tokens_limit, 1, "max-new-tokens-limit"},
         {o.max_request_bytes, 1024, "max-request-bytes"},
         {o.max_prompt_bytes, 1, "max-prompt-bytes"},
+        {o.max_stop_strings, 0, "max-stop-strings"},
+        {o.max_stop_string_bytes, 1, "max-stop-string-bytes"},
+        {o.max_stop_token_ids, 0, "max-stop-token-ids"},
+        {o.max_logit_bias_entries, 0, "max-logit-bias-entries"},
+        {o.max_session_id_bytes, 1, "max-session-id-bytes"},
         {o.max_sessions, 0, "max-sessions"},
         {o.http_threads, 1, "http-threads"},
         {o.http_max_connections, 0, "http-max-connections"}}) {

@@ -35,7 +35,12 @@ struct ServerOptions {
   int max_new_tokens = 256;                   // default when a request leaves it 0
   int max_new_tokens_limit = 4096;            // most a request may ask for
   int max_request_bytes = 4 << 20;            // largest request message gRPC accepts
-  int64_t max_prompt_bytes = 1 << 20;         // largest prompt text, before tokenizing
+  int64_t max_prompt_bytes = 1 << 20;           // largest prompt text, before tokenizing
+  int max_stop_strings = 16;                    // per request
+  int max_stop_string_bytes = 256;              // each
+  int max_stop_token_ids = 64;                  // per request
+  int max_logit_bias_entries = 300;             // per request (OpenAI's limit)
+  int max_session_id_bytes = 128;
   absl::Duration session_ttl = absl::Minutes(10);
   int max_sessions = 1024;
   absl::Duration drain_timeout = absl::Seconds(30);

@@ -34,6 +34,15 @@ configure_sanitizer_tests() {
     -DTEXTGEN_BUILD_TESTS=ON -DTEXTGEN_BUILD_BENCH=OFF "$@" >/dev/null
 }
 
+# The server under AddressSanitizer with leak detection, for scripts/soak.sh (BUILD=build-asan-server
+# scripts/soak.sh). Debian's gRPC is not instrumented; ASan only needs our code to be.
+configure_asan_server() {
+  local dir=$1; shift
+  cmake -S . -B "$dir" "${_textgen_common_options[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTEXTGEN_SANITIZE=address -DTEXTGEN_FUZZ=OFF -DTEXTGEN_BUILD_SERVER=ON \
+    -DTEXTGEN_BUILD_TESTS=ON -DTEXTGEN_BUILD_BENCH=OFF "$@" >/dev/null
+}
+
 # libFuzzer targets (clang).
 configure_fuzz() {
   local dir=$1; shift

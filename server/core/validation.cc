@@ -37,7 +37,7 @@ absl::Status CheckRange(float value, float lo, float hi, bool lo_open, absl::str
 }
 
 absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
-                              model::SamplingParams& out) {
+                              const ValidationOptions& options, model::SamplingParams& out) {
   if (in.has_temperature()) {
     const float t = in.temperature();
     if (!std::isfinite(t) || t < 0 || t > kMaxTemperature) {
@@ -81,6 +81,11 @@ absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
   out.presence_penalty = in.presence_penalty();
   out.frequency_penalty = in.frequency_penalty();
   out.logit_bias.clear();
+  if (in.logit_bias_size() > options.max_logit_bias_entries) {
+    return InvalidArgumentError(StrCat("sampling.logit_bias has ", in.logit_bias_size(),
+                                       " entries; at most ", options.max_logit_bias_entries,
+                                       " are allowed (--max-logit-bias-entries)"));
+  }
   out.logit_bias.reserve(in.logit_bias_size());
   for (const auto& [id, bias] : in.logit_bias()) {
     if (id < 0 || id >= vocab_size) {
@@ -99,25 +104,29 @@ absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
   return absl::OkStatus();
 }
 
-absl::Status ValidateStopping(const v1::StoppingCriteria& in, int vocab_size, StoppingParams& out) {
-  if (in.stop_size() > kMaxStopStrings) {
+absl::Status ValidateStopping(const v1::StoppingCriteria& in, int vocab_size,
+                              const ValidationOptions& options, StoppingParams& out) {
+  if (in.stop_size() > options.max_stop_strings) {
     return InvalidArgumentError(StrCat("stopping.stop has ", in.stop_size(), " strings; at most ",
-                                       kMaxStopStrings, " are allowed"));
+                                       options.max_stop_strings,
+                                       " are allowed (--max-stop-strings)"));
   }
   for (int i = 0; i < in.stop_size(); ++i) {
     const std::string& stop = in.stop(i);
     const std::string field = StrCat("stopping.stop[", i, "]");
     if (stop.empty()) return InvalidArgumentError(StrCat(field, " is empty"));
-    if (stop.size() > static_cast<size_t>(kMaxStopStringBytes)) {
+    if (stop.size() > static_cast<size_t>(options.max_stop_string_bytes)) {
       return InvalidArgumentError(StrCat(field, " is ", stop.size(), " bytes; at most ",
-                                         kMaxStopStringBytes, " are allowed"));
+                                         options.max_stop_string_bytes,
+                                         " are allowed (--max-stop-string-bytes)"));
     }
     if (absl::Status s = CheckUtf8(stop, field); !s.ok()) return s;
     out.stop_strings.push_back(stop);
   }
-  if (in.stop_token_ids_size() > kMaxStopTokenIds) {
+  if (in.stop_token_ids_size() > options.max_stop_token_ids) {
     return InvalidArgumentError(StrCat("stopping.stop_token_ids has ", in.stop_token_ids_size(),
-                                       " ids; at most ", kMaxStopTokenIds, " are allowed"));
+                                       " ids; at most ", options.max_stop_token_ids,
+                                       " are allowed (--max-stop-token-ids)"));
   }
   if (absl::Status s = ValidateTokenIds(in.stop_token_ids(), vocab_size, "stopping.stop_token_ids");
       !s.ok()) {
@@ -231,10 +240,11 @@ std::string SessionKey(absl::string_view principal, absl::string_view session_id
   return absl::StrCat(principal, "/", session_id);
 }
 
-absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field) {
-  if (session_id.empty() || session_id.size() > static_cast<size_t>(kMaxSessionIdLength)) {
-    return InvalidArgumentError(
-        StrCat(field, " must be 1..", kMaxSessionIdLength, " characters, got ", session_id.size()));
+absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field,
+                               int max_bytes) {
+  if (session_id.empty() || session_id.size() > static_cast<size_t>(max_bytes)) {
+    return InvalidArgumentError(StrCat(field, " must be 1..", max_bytes, " characters, got ",
+                                       session_id.size(), " (--max-session-id-bytes)"));
   }
   for (size_t i = 0; i < session_id.size(); ++i) {
     const char c = session_id[i];
@@ -274,15 +284,19 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
   out.request_id =
       fields.request_id.empty() ? absl::StrFormat("req-%016x", random()) : fields.request_id;
   if (!fields.session_id.empty()) {
-    if (absl::Status s = ValidateSessionId(fields.session_id, "session_id"); !s.ok()) return s;
+    if (absl::Status s =
+            ValidateSessionId(fields.session_id, "session_id", options.max_session_id_bytes);
+        !s.ok()) {
+      return s;
+    }
     out.session_id = SessionKey(context.principal, fields.session_id);
   }
   const int vocab_size = tokenizer.vocab_size();
-  if (absl::Status s = ValidateSampling(fields.sampling, vocab_size, out.sampling); !s.ok()) {
+  if (absl::Status s = ValidateSampling(fields.sampling, vocab_size, options, out.sampling); !s.ok()) {
     return s;
   }
   out.sampling.seed = fields.sampling.has_seed() ? fields.sampling.seed() : random();
-  if (absl::Status s = ValidateStopping(fields.stopping, vocab_size, out.stopping); !s.ok()) {
+  if (absl::Status s = ValidateStopping(fields.stopping, vocab_size, options, out.stopping); !s.ok()) {
     return s;
   }
   const v1::OutputOptions& output = fields.output;

@@ -13,12 +13,9 @@
 
 namespace textgen::server {
 
-// Request limits published to clients (the per-field ranges are fixed in validation.cc).
-inline constexpr int kMaxStopStrings = 16;
-inline constexpr int kMaxStopStringBytes = 256;
-inline constexpr int kMaxStopTokenIds = 64;
+// Fixed ranges of request fields (the size limits an operator may change are in
+// ValidationOptions, each with its flag).
 inline constexpr int kMaxTopLogprobs = 20;
-inline constexpr int kMaxSessionIdLength = 128;
 inline constexpr int kMaxRequestIdLength = 128;
 inline constexpr float kMaxTemperature = 100.0f;
 inline constexpr float kMaxLogitBias = 100.0f;
@@ -36,6 +33,14 @@ struct ValidationOptions {
   size_t max_prompt_bytes = 1 << 20;
   // Prepend BOS to text prompts (the vocabulary's tokenizer.ggml.add_bos_token).
   bool add_bos = true;
+  // Size limits, each checked before the work it guards (stop matching and logit biasing run
+  // for every generated token): --max-stop-strings, --max-stop-string-bytes,
+  // --max-stop-token-ids, --max-logit-bias-entries, --max-session-id-bytes.
+  int max_stop_strings = 16;
+  int max_stop_string_bytes = 256;
+  int max_stop_token_ids = 64;
+  int max_logit_bias_entries = 300;  // OpenAI's own limit
+  int max_session_id_bytes = 128;
 };
 
 // Per-request facts that do not come from the message itself.
@@ -82,8 +87,9 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                          const ValidationOptions& options,
                                                          const RequestContext& context);
 
-// Checks a session id: 1..128 characters of [A-Za-z0-9._:-]. `field` names it in errors.
-absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field);
+// Checks a session id: 1..max_bytes characters of [A-Za-z0-9._:-]. `field` names it in errors.
+absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field,
+                               int max_bytes = ValidationOptions().max_session_id_bytes);
 
 // Checks token ids against the vocabulary; `field` names the list in errors.
 absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& ids, int vocab_size,

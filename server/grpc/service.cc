@@ -187,7 +187,9 @@ grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
   if (!principal.ok()) return FinishUnary(context, principal.status());
   const ServiceBackend* ready = backend();
   if (ready == nullptr) return FinishUnary(context, LoadingError());
-  if (absl::Status status = ValidateSessionId(request->session_id(), "session_id"); !status.ok()) {
+  if (absl::Status status = ValidateSessionId(request->session_id(), "session_id",
+                                              ready->validation.max_session_id_bytes);
+      !status.ok()) {
     return FinishUnary(context, status);
   }
   // Only the caller's own session: another principal's with the same id is NOT_FOUND.

@@ -12,10 +12,14 @@ namespace textgen::server::testing {
 // (vocab 259, like the byte tokens of a SentencePiece vocabulary). Thread-safe.
 class FakeTokenizer final : public model::Tokenizer {
  public:
+  // How often Encode ran (tests of limits that must be checked before tokenizing).
+  mutable int encode_calls = 0;
+
   static constexpr int kBos = 1;
   static constexpr int kEos = 2;
 
   std::vector<int> Encode(std::string_view text, bool add_bos) const override {
+    ++encode_calls;
     std::vector<int> ids;
     if (add_bos) ids.push_back(kBos);
     for (unsigned char c : text) ids.push_back(c + 3);

@@ -242,7 +242,7 @@ TEST_F(ValidationTest, OutputErrors) {
 
 TEST_F(ValidationTest, IdErrors) {
   request_.set_session_id(std::string(129, 'a'));
-  ExpectError(kInvalid, "session_id must be 1..128 characters, got 129");
+  ExpectError(kInvalid, "session_id must be 1..128 characters, got 129 (--max-session-id-bytes)");
   request_.set_session_id("has space");
   ExpectError(kInvalid, "session_id has character 0x20 at offset 3");
   request_.set_session_id("ok");
@@ -250,6 +250,45 @@ TEST_F(ValidationTest, IdErrors) {
   ExpectError(kInvalid, "request_id is 129 characters");
   request_.set_request_id("line\nbreak");
   ExpectError(kInvalid, "request_id has byte 0x0A");
+}
+
+// Every size limit follows its flag (small values here), names the flag, and refuses before the
+// prompt is tokenized.
+TEST_F(ValidationTest, SizeLimitsFollowTheirFlagsAndComeBeforeTokenizing) {
+  options_.max_stop_strings = 2;
+  options_.max_stop_string_bytes = 4;
+  options_.max_stop_token_ids = 3;
+  options_.max_logit_bias_entries = 2;
+  options_.max_session_id_bytes = 8;
+  const auto expect_refused = [&](const std::string& message) {
+    const int calls = tokenizer_.encode_calls;
+    absl::StatusOr<ValidatedRequest> result = Validate();
+    ASSERT_FALSE(result.ok()) << message;
+    EXPECT_EQ(result.status().code(), kInvalid);
+    EXPECT_EQ(result.status().message(), message);
+    EXPECT_EQ(tokenizer_.encode_calls, calls) << "tokenized before refusing: " << message;
+  };
+  v1::StoppingCriteria* st = request_.mutable_stopping();
+  for (const char* stop : {"a", "b", "c"}) st->add_stop(stop);
+  expect_refused("stopping.stop has 3 strings; at most 2 are allowed (--max-stop-strings)");
+  st->clear_stop();
+  st->add_stop("12345");
+  expect_refused("stopping.stop[0] is 5 bytes; at most 4 are allowed (--max-stop-string-bytes)");
+  st->clear_stop();
+  for (int id : {5, 6, 7, 8}) st->add_stop_token_ids(id);
+  expect_refused(
+      "stopping.stop_token_ids has 4 ids; at most 3 are allowed (--max-stop-token-ids)");
+  st->clear_stop_token_ids();
+  for (int id : {5, 6, 7}) (*request_.mutable_sampling()->mutable_logit_bias())[id] = 1;
+  expect_refused(
+      "sampling.logit_bias has 3 entries; at most 2 are allowed (--max-logit-bias-entries)");
+  request_.mutable_sampling()->mutable_logit_bias()->erase(7);
+  request_.set_session_id("123456789");
+  expect_refused("session_id must be 1..8 characters, got 9 (--max-session-id-bytes)");
+  request_.set_session_id("12345678");
+  st->add_stop("1234");
+  for (int id : {5, 6, 7}) st->add_stop_token_ids(id);
+  EXPECT_TRUE(Validate().ok()) << "at every limit exactly";
 }
 
 TEST_F(ValidationTest, ContextLengthIsOutOfRange) {
