@@ -1,5 +1,6 @@
 #include "model/format/gguf_tokenizer.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "model/format/loader_macros.h"
+#include "model/format/mapped_file.h"
 #include "model/tokenizer/bpe_pre_tokenizer.h"
 
 namespace textgen::model {
@@ -216,6 +218,14 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_
     TEXTGEN_ASSIGN_OR_RETURN(data.add_bos, file.GetBool("tokenizer.ggml.add_bos_token"));
   }
   return data;
+}
+
+absl::StatusOr<TokenizerData> ReadGgufVocabularyFile(const std::string& path) {
+  TEXTGEN_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::Open(path));
+  TEXTGEN_ASSIGN_OR_RETURN(GgufFile file, ParseGguf(mapped->bytes()));
+  TEXTGEN_ASSIGN_OR_RETURN(const auto* tokens,
+                           file.GetArray("tokenizer.ggml.tokens", GgufType::kString));
+  return ReadGgufTokenizer(file, static_cast<int>(tokens->size()));
 }
 
 }  // namespace textgen::model

@@ -10,32 +10,7 @@
 #include "model/format/gguf_reader.h"
 #include "model/format/llama2c_loader.h"
 #include "model/format/weights.h"
-
-namespace {
-
-void Touch(const textgen::model::TensorView& view, std::vector<float>& scratch) {
-  if (view.empty()) return;
-  scratch.resize(static_cast<size_t>(view.elements()));
-  textgen::model::ToFloat(view, scratch.data());
-}
-
-void TouchAll(const textgen::model::LoadedModel& model) {
-  std::vector<float> scratch;
-  const textgen::model::ModelWeights& w = model.weights;
-  for (const auto* v : {&w.token_embedding, &w.position_embedding, &w.output_norm,
-                        &w.output_norm_bias, &w.output}) {
-    Touch(*v, scratch);
-  }
-  for (const textgen::model::LayerWeights& l : w.layers) {
-    for (const auto* v :
-         {&l.attn_norm, &l.attn_norm_bias, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.wo, &l.bo,
-          &l.ffn_norm, &l.ffn_norm_bias, &l.w_gate, &l.w_up, &l.b_up, &l.w_down, &l.b_down}) {
-      Touch(*v, scratch);
-    }
-  }
-}
-
-}  // namespace
+#include "tests/fuzz/touch_weights.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> bytes(data, size);
@@ -46,11 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)last;
     }
     if (auto model = textgen::model::BuildModelFromGguf(*file, "fuzz"); model.ok()) {
-      TouchAll(*model);
+      textgen::fuzz::TouchAllWeights(*model);
     }
   }
   if (auto model = textgen::model::BuildModelFromLlama2c(bytes, "fuzz"); model.ok()) {
-    TouchAll(*model);
+    textgen::fuzz::TouchAllWeights(*model);
   }
   return 0;
 }

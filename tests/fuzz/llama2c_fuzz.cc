@@ -13,35 +13,14 @@
 #include "model/format/weights.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "model/tokenizer/tokenizer.h"
-
-namespace {
-
-void Touch(const textgen::model::TensorView& view, std::vector<float>& scratch) {
-  if (view.empty()) return;
-  scratch.resize(static_cast<size_t>(view.elements()));
-  textgen::model::ToFloat(view, scratch.data());
-}
-
-void TouchAll(const textgen::model::LoadedModel& model) {
-  std::vector<float> scratch;
-  const textgen::model::ModelWeights& w = model.weights;
-  for (const auto* v : {&w.token_embedding, &w.output_norm, &w.output}) Touch(*v, scratch);
-  for (const textgen::model::LayerWeights& l : w.layers) {
-    for (const auto* v :
-         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
-      Touch(*v, scratch);
-    }
-  }
-}
-
-}  // namespace
+#include "tests/fuzz/touch_weights.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::span<const uint8_t> rest(data + 1, size - 1);
   if ((data[0] & 1) == 0) {
     if (auto model = textgen::model::BuildModelFromLlama2c(rest, "fuzz"); model.ok()) {
-      TouchAll(*model);
+      textgen::fuzz::TouchAllWeights(*model);
     }
     return 0;
   }

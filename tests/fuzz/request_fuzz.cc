@@ -17,9 +17,7 @@
 #include <string>
 
 #include "google/protobuf/stubs/logging.h"
-#include "model/format/gguf_reader.h"
 #include "model/format/gguf_tokenizer.h"
-#include "model/format/mapped_file.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_templates.h"
@@ -98,13 +96,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // does); the validator is what must refuse it, so the log is noise here.
   google::protobuf::SetLogHandler(nullptr);
   const std::string model = std::string(TEXTGEN_SOURCE_DIR) + "/models/default.gguf";
-  auto mapped = textgen::model::MappedFile::Open(model);
-  if (!mapped.ok()) Fail(mapped.status().ToString());
-  auto file = textgen::model::ParseGguf((*mapped)->bytes());
-  if (!file.ok()) Fail(file.status().ToString());
-  auto tokens = file->GetArray("tokenizer.ggml.tokens", textgen::model::GgufType::kString);
-  if (!tokens.ok()) Fail(tokens.status().ToString());
-  auto data = textgen::model::ReadGgufTokenizer(*file, static_cast<int>((*tokens)->size()));
+  auto data = textgen::model::ReadGgufVocabularyFile(model);
   if (!data.ok()) Fail(data.status().ToString());
   auto tokenizer = textgen::model::CreateTokenizer(*std::move(data));
   if (!tokenizer.ok()) Fail(tokenizer.status().ToString());

@@ -17,9 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "model/format/gguf_reader.h"
 #include "model/format/gguf_tokenizer.h"
-#include "model/format/mapped_file.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/utf8.h"
@@ -69,16 +67,6 @@ void Add(std::string name, absl::StatusOr<textgen::model::TokenizerData> data) {
   Vocabularies().push_back(std::move(v));
 }
 
-absl::StatusOr<textgen::model::TokenizerData> ReadGgufVocabulary(const std::string& path) {
-  auto mapped = textgen::model::MappedFile::Open(path);
-  if (!mapped.ok()) return mapped.status();
-  auto file = textgen::model::ParseGguf((*mapped)->bytes());
-  if (!file.ok()) return file.status();
-  auto tokens = file->GetArray("tokenizer.ggml.tokens", textgen::model::GgufType::kString);
-  if (!tokens.ok()) return tokens.status();
-  return textgen::model::ReadGgufTokenizer(*file, static_cast<int>((*tokens)->size()));
-}
-
 [[noreturn]] void Fail(const Vocabulary& v, const char* what) {
   std::fprintf(stderr, "tokenizer fuzzer: %s: %s\n", v.name.c_str(), what);
   std::abort();
@@ -108,7 +96,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       if (name.starts_with("ggml-vocab-") && name.ends_with(".gguf")) files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
-    for (const auto& path : files) Add(path.filename().string(), ReadGgufVocabulary(path));
+    for (const auto& path : files)
+      Add(path.filename().string(), textgen::model::ReadGgufVocabularyFile(path));
   }
   if (const char* bin = std::getenv("TEXTGEN_FUZZ_LLAMA2C_TOKENIZER"); bin != nullptr) {
     // tokenizer.bin does not say its size: try the two llama2.c vocabularies.

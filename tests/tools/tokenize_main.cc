@@ -21,9 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "model/format/gguf_reader.h"
 #include "model/format/gguf_tokenizer.h"
-#include "model/format/mapped_file.h"
 #include "model/tokenizer/gpt2_vocab_files.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "model/tokenizer/tokenizer.h"
@@ -43,15 +41,6 @@ int Usage() {
 }
 
 // The vocabulary of a GGUF file, which may hold no tensors (llama.cpp's ggml-vocab-*.gguf).
-absl::StatusOr<TokenizerData> ReadGgufVocabulary(const std::string& path) {
-  auto mapped = textgen::model::MappedFile::Open(path);
-  if (!mapped.ok()) return mapped.status();
-  auto file = textgen::model::ParseGguf((*mapped)->bytes());
-  if (!file.ok()) return file.status();
-  auto tokens = file->GetArray("tokenizer.ggml.tokens", textgen::model::GgufType::kString);
-  if (!tokens.ok()) return tokens.status();
-  return textgen::model::ReadGgufTokenizer(*file, static_cast<int>((*tokens)->size()));
-}
 
 }  // namespace
 
@@ -99,7 +88,7 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<TokenizerData> data;
   if (!gguf_path.empty()) {
-    data = ReadGgufVocabulary(gguf_path);
+    data = textgen::model::ReadGgufVocabularyFile(gguf_path);
   } else if (!encoder_path.empty()) {
     data = textgen::model::ReadGpt2VocabFiles(encoder_path, merges_path);
   } else {
