@@ -223,12 +223,11 @@ void Gpt2Tokenizer::EncodeChunk(std::string_view chunk, std::vector<int>* ids) c
     consider(prev[top.left], top.left);
     consider(top.left, next[top.left]);
   }
+  // A byte the vocabulary has no token for is dropped, as llama.cpp does (StarCoder's and
+  // Falcon's vocabularies lack some). Never <unk>: that id can be a control token
+  // (StarCoder's is <|endoftext|>), which user text must not be able to produce.
   for (int i = 0; i >= 0 && i < n; i = next[i]) {
-    if (symbols[i] >= 0) {
-      ids->push_back(symbols[i]);
-    } else if (data_.unk_id >= 0) {
-      ids->push_back(data_.unk_id);  // a byte without a token (not in real GPT-2 vocabs)
-    }
+    if (symbols[i] >= 0) ids->push_back(symbols[i]);
   }
 }
 

@@ -2,10 +2,10 @@
 // pre-tokenizer regexes and special-token splitting) on real vocabularies, the ones llama.cpp
 // ships for its own tokenizer tests. Input: [vocabulary selector][mode][payload].
 //   mode 0..127: payload is text. Valid UTF-8 only (callers reject the rest). Checks: ids in
-//     range; EncodeWithSpecialTokens with the whole text untrusted equals Encode (user text can
-//     never become a control token); on vocabularies that round-trip, Decode(Encode(text)) is
-//     the text; the incremental detokenizer emits only whole UTF-8 characters and, with its
-//     flush, exactly Decode's text.
+//     range and never a control token; EncodeWithSpecialTokens with the whole text untrusted equals
+//     Encode (user text can never become a control token); on vocabularies that round-trip,
+//     Decode(Encode(text)) is the text; the incremental detokenizer emits only whole UTF-8
+//     characters and, with its flush, exactly Decode's text.
 //   mode 128..255: payload is little-endian uint16 ids (mod the vocabulary): Decode and the
 //     incremental detokenizer on arbitrary id sequences, which must still emit valid UTF-8.
 // The vocabularies: every ggml-vocab-*.gguf in $TEXTGEN_FUZZ_VOCAB_DIR that textgen loads
@@ -37,13 +37,22 @@ std::vector<Vocabulary>& Vocabularies() {
   return *vocabularies;
 }
 
-// Text whose round trip decides whether a vocabulary is lossless: every ASCII control byte
-// (some vocabularies, Falcon's, have no token for them and drop them, as llama.cpp does) and
+// Text whose round trip decides whether a vocabulary is lossless: every byte value valid UTF-8
+// can hold (ASCII controls, every lead and continuation byte; StarCoder's vocabulary has no
+// token for 0xF1, Falcon's none for most controls, and llama.cpp drops such bytes) and
 // characters that need byte fallback or byte-level BPE.
 std::string Probe() {
   std::string probe = "Hello  wörld\t🙂 \n x<s>1234 ";
-  for (int byte = 0; byte < 32; ++byte) probe += static_cast<char>(byte);
-  return probe + "\x7f";
+  for (int byte = 0; byte < 0x80; ++byte) probe += static_cast<char>(byte);
+  for (int byte = 0x80; byte < 0xC0; ++byte) probe += {'\xC2', static_cast<char>(byte)};
+  for (int lead = 0xC3; lead < 0xE0; ++lead) probe += {static_cast<char>(lead), '\x80'};
+  probe += "\xE0\xA0\x80";
+  for (int lead = 0xE1; lead < 0xF0; ++lead) probe += {static_cast<char>(lead), '\x80', '\x80'};
+  probe += "\xF0\x90\x80\x80";
+  for (int lead = 0xF1; lead < 0xF5; ++lead) {
+    probe += {static_cast<char>(lead), '\x80', '\x80', '\x80'};
+  }
+  return probe;
 }
 
 void Add(std::string name, absl::StatusOr<textgen::model::TokenizerData> data) {
@@ -128,8 +137,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[1] < 128) {
     if (!textgen::model::IsValidUtf8(payload)) return 0;
     const std::vector<int> ids = tokenizer.Encode(payload, add_bos);
-    for (const int id : ids) {
-      if (id < 0 || id >= tokenizer.vocab_size()) Fail(v, "an id outside the vocabulary");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= tokenizer.vocab_size()) Fail(v, "an id outside the vocabulary");
+      // Plain text never becomes a control token (only the BOS Encode adds in front).
+      if (tokenizer.IsControl(ids[i]) && !(i == 0 && add_bos && ids[0] == tokenizer.bos_id())) {
+        Fail(v, "plain text encoded to a control token");
+      }
     }
     const textgen::model::TextRange everything{0, payload.size()};
     if (tokenizer.EncodeWithSpecialTokens(payload, add_bos, {&everything, 1}) != ids) {

@@ -246,6 +246,23 @@ TEST(SentencePieceTokenizerTest, MergesAcrossSpacesWhenTheVocabularyAllowsIt) {
   EXPECT_THAT((*tokenizer)->Encode("c", /*add_bos=*/false), ElementsAre(3, 0));
 }
 
+// Found by the tokenizer fuzzer on StarCoder's vocabulary, which has no token for byte 0xF1 and
+// whose unknown token is <|endoftext|>: llama.cpp drops the byte, and so must we, rather than
+// let user text produce a control token.
+TEST(Gpt2ByteBpeTest, ByteWithoutATokenIsDroppedNotUnknown) {
+  TokenizerData data;
+  data.kind = TokenizerData::Kind::kGpt2ByteBpe;
+  data.tokens = {"<|endoftext|>", "a", "b"};
+  data.token_types = {TokenizerData::kControl, TokenizerData::kNormal, TokenizerData::kNormal};
+  data.unk_id = 0;
+  data.eos_id = 0;
+  data.add_bos = false;
+  auto tokenizer = CreateTokenizer(data);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_THAT((*tokenizer)->Encode("a\tb", /*add_bos=*/false), ElementsAre(1, 2));
+  EXPECT_THAT((*tokenizer)->Encode("\t", /*add_bos=*/false), ElementsAre());
+}
+
 TEST(SentencePieceTokenizerTest, InfersTokenTypesWhenAbsent) {
   TokenizerData data;
   data.tokens = {"<unk>", "<s>", "</s>", "<0x41>", "\xE2\x96\x81"};
