@@ -7,7 +7,8 @@
 #   llama.cpp source (tests/reference/llamacpp_source.sh): its models/ggml-vocab-*.gguf are the
 #   tokenizer fuzzer's vocabularies and their .inp test texts its seeds; its Llama 3 template
 #   is the request fuzzer's named variant.
-# Env: FUZZ_RUNS=N runs N executions per fuzzer instead of SECONDS (for the 10M-execution runs).
+# Env: FUZZ_RUNS=N runs N executions per fuzzer instead of SECONDS (for the 10M-execution runs);
+#   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
 # Seeds: tests/fuzz/corpus/request/*.textproto (encoded with protoc), the .inp texts, the real
 # stories260K checkpoint and tok512.bin from ../shared (when present). Failing inputs land in
 # BUILD_DIR/fuzz/artifacts and fail the script.
@@ -82,7 +83,7 @@ for name in "${names[@]}"; do
   esac
   printf '\n== %s fuzzer\n' "$name"
   # One worker keeps to the shared 2-core budget.
-  "$fuzzer" "$corpus" "${limit[@]}" "${extra[@]}" -timeout=10 -rss_limit_mb=2560 \
+  "$fuzzer" "$corpus" "${limit[@]}" "${extra[@]}" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2560 \
     -print_final_stats=1 -artifact_prefix="$work/artifacts/$name-" 2>&1 |
     grep -E 'fuzzer: |INITED|DONE|stat::|ERROR|SUMMARY|Test unit|==[0-9]+==' || status=1
 done

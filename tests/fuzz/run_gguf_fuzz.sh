@@ -3,8 +3,11 @@
 # Usage: tests/fuzz/run_gguf_fuzz.sh BUILD_DIR SECONDS
 #   BUILD_DIR was configured with -DTEXTGEN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++
 #   -DCMAKE_C_COMPILER=clang and has built textgen-fuzz-gguf (and textgen-make-random-gguf).
+# Env: FUZZ_RUNS=N runs N executions instead of SECONDS (the 10M-execution runs);
+#   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
 # Seeds: the real stories260K.gguf from the shared models (if present) and tiny llama/gpt2 files
-# in every dtype from textgen-make-random-gguf. Crash inputs land in BUILD_DIR/fuzz/artifacts.
+# in every dtype from textgen-make-random-gguf. Crash inputs land in BUILD_DIR/fuzz/artifacts,
+# the whole log in BUILD_DIR/fuzz/gguf.log.
 set -euo pipefail
 build=${1:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
 seconds=${2:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
@@ -34,9 +37,11 @@ else
 fi
 
 # One worker keeps to the shared 2-core budget; the 1.2 MB real file sets max_len.
-"$fuzzer" "$corpus" -dict="$here/gguf.dict" -max_total_time="$seconds" -timeout=10 \
+limit=(-max_total_time="$seconds")
+[[ -n "${FUZZ_RUNS:-}" ]] && limit=(-runs="$FUZZ_RUNS")
+"$fuzzer" "$corpus" -dict="$here/gguf.dict" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-10}" \
   -rss_limit_mb=2048 -max_len=1300000 -print_final_stats=1 \
-  -artifact_prefix="$work/artifacts/" 2>&1 | tail -n 25
+  -artifact_prefix="$work/artifacts/" 2>&1 | tee "$work/gguf.log" | tail -n 25
 status=${PIPESTATUS[0]}
 if ls "$work/artifacts"/crash-* "$work/artifacts"/leak-* "$work/artifacts"/oom-* \
      "$work/artifacts"/timeout-* >/dev/null 2>&1; then

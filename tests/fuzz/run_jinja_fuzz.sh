@@ -2,9 +2,11 @@
 # Runs the chat-template fuzzer for a bounded time.
 # Usage: tests/fuzz/run_jinja_fuzz.sh BUILD_DIR SECONDS [TEMPLATE_DIR]
 #   BUILD_DIR was configured with -DTEXTGEN_FUZZ=ON and clang and has built textgen-fuzz-jinja.
+# Env: FUZZ_RUNS=N runs N executions instead of SECONDS (the 10M-execution runs);
+#   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
 # Seeds: the semantic cases of tests/chat/jinja_cases.py and, when TEMPLATE_DIR is given (or
 # llama.cpp's source is in BUILD_DIR/reference), its real chat templates. Crash inputs land in
-# BUILD_DIR/fuzz/jinja_artifacts.
+# BUILD_DIR/fuzz/jinja_artifacts; the whole log in BUILD_DIR/fuzz/jinja.log.
 set -euo pipefail
 build=${1:?usage: run_jinja_fuzz.sh BUILD_DIR SECONDS [TEMPLATE_DIR]}
 seconds=${2:?usage: run_jinja_fuzz.sh BUILD_DIR SECONDS [TEMPLATE_DIR]}
@@ -31,9 +33,11 @@ else
   echo "note: no chat template directory given; seeding from the semantic cases only" >&2
 fi
 
-"$fuzzer" "$corpus" -dict="$here/jinja.dict" -max_total_time="$seconds" -timeout=10 \
+limit=(-max_total_time="$seconds")
+[[ -n "${FUZZ_RUNS:-}" ]] && limit=(-runs="$FUZZ_RUNS")
+"$fuzzer" "$corpus" -dict="$here/jinja.dict" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-10}" \
   -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-  -artifact_prefix="$artifacts/" 2>&1 | tail -n 25
+  -artifact_prefix="$artifacts/" 2>&1 | tee "$work/jinja.log" | tail -n 25
 status=${PIPESTATUS[0]}
 if ls "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/oom-* "$artifacts"/timeout-* \
      >/dev/null 2>&1; then
