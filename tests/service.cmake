@@ -2,6 +2,9 @@
 if(TARGET textgen_service)
   textgen_test(validation_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/validation_test.cc
                LIBS textgen_service)
+  textgen_test(session_routing_test
+               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/session_routing_test.cc
+               LIBS textgen_service)
   textgen_test(service_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/service_test.cc
                LIBS textgen_service textgen_test_pki)
   textgen_test(service_support_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/support_test.cc

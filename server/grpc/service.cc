@@ -9,6 +9,7 @@
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
 #include "model/tokenizer/utf8.h"
+#include "server/core/session_routing.h"
 #include "server/grpc/status_mapping.h"
 
 namespace textgen::server {
@@ -35,6 +36,15 @@ class FailedGenerate final : public grpc::ServerWriteReactor<v1::GenerateRespons
   explicit FailedGenerate(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
   void OnDone() override { delete this; }
 };
+
+// Every value of the session routing metadata the client sent.
+std::vector<absl::string_view> SessionRoutingMetadata(const grpc::CallbackServerContext& context) {
+  std::vector<absl::string_view> values;
+  const auto [first, last] = context.client_metadata().equal_range(
+      grpc::string_ref(kSessionRoutingHeader.data(), kSessionRoutingHeader.size()));
+  for (auto it = first; it != last; ++it) values.emplace_back(it->second.data(), it->second.size());
+  return values;
+}
 
 }  // namespace
 
@@ -97,6 +107,12 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Generate(
     ObserveRefusal(principal.status());
     return new FailedGenerate(principal.status());
   }
+  if (absl::Status status =
+          CheckSessionRoutingHeader(SessionRoutingMetadata(*context), request->session_id());
+      !status.ok()) {
+    ObserveRefusal(status);
+    return new FailedGenerate(status);
+  }
   GenerateReactor* reactor = NewReactor(context);
   if (reactor == nullptr) return new FailedGenerate(LoadingError());
   reactor->Start(*request, *principal);
@@ -109,6 +125,12 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Chat(
   if (!principal.ok()) {
     ObserveRefusal(principal.status());
     return new FailedGenerate(principal.status());
+  }
+  if (absl::Status status =
+          CheckSessionRoutingHeader(SessionRoutingMetadata(*context), request->session_id());
+      !status.ok()) {
+    ObserveRefusal(status);
+    return new FailedGenerate(status);
   }
   GenerateReactor* reactor = NewReactor(context);
   if (reactor == nullptr) return new FailedGenerate(LoadingError());
@@ -189,6 +211,11 @@ grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
   if (ready == nullptr) return FinishUnary(context, LoadingError());
   if (absl::Status status = ValidateSessionId(request->session_id(), "session_id",
                                               ready->validation.max_session_id_bytes);
+      !status.ok()) {
+    return FinishUnary(context, status);
+  }
+  if (absl::Status status =
+          CheckSessionRoutingHeader(SessionRoutingMetadata(*context), request->session_id());
       !status.ok()) {
     return FinishUnary(context, status);
   }

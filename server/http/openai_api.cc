@@ -1,6 +1,7 @@
 #include "server/http/openai_api.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "server/core/chat_validation.h"
 #include "server/core/request_report.h"
+#include "server/core/session_routing.h"
 #include "server/core/validation.h"
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
@@ -157,6 +159,20 @@ void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpE
     ApiError error = ApiErrorFromStatus(status);
     error.code = "model_not_found";
     error.param = "model";
+    record.code = status.code();
+    record.message = std::string(status.message());
+    ReportRequestDone(record, options_.observer, options_.logger);
+    return exchange->Respond(ErrorResponse(error));
+  }
+  std::vector<absl::string_view> routing_header;
+  for (const auto& [name, value] : request.headers) {
+    if (name == kSessionRoutingHeader) routing_header.emplace_back(value);
+  }
+  if (absl::Status status = CheckSessionRoutingHeader(
+          routing_header, chat ? parsed->chat.session_id() : parsed->completion.session_id());
+      !status.ok()) {
+    ApiError error = ApiErrorFromStatus(status);
+    error.param = "session_id";
     record.code = status.code();
     record.message = std::string(status.message());
     ReportRequestDone(record, options_.observer, options_.logger);

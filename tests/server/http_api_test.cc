@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -98,10 +99,12 @@ class HttpApiTest : public ::testing::Test {
   }
 
   Reply Send(tcp::socket& socket, bhttp::verb verb, const std::string& target,
-             const std::string& body = "", const std::string& authorization = "") {
+             const std::string& body = "", const std::string& authorization = "",
+             const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     bhttp::request<bhttp::string_body> request{verb, target, 11};
     request.set(bhttp::field::host, "localhost");
     if (!authorization.empty()) request.set(bhttp::field::authorization, authorization);
+    for (const auto& [name, value] : headers) request.insert(name, value);
     request.set(bhttp::field::content_type, "application/json");
     request.body() = body;
     request.prepare_payload();
@@ -281,6 +284,31 @@ TEST_F(HttpApiTest, ErrorsHaveOpenAiShapeAndStatus) {
   reply = Post("/v1/completions", R"({"prompt": "abc"})");
   EXPECT_EQ(reply.status, 429);
   EXPECT_EQ(Json::parse(reply.body)["error"]["type"], "rate_limit_error");
+}
+
+// The X-Session-Id header load balancers route on must name the body's session_id.
+TEST_F(HttpApiTest, SessionRoutingHeaderMustNameTheBodysSession) {
+  Ready();
+  tcp::socket socket = Connect();
+  Reply reply =
+      Send(socket, bhttp::verb::post, "/v1/completions",
+           R"({"prompt": "abc", "session_id": "conv-1"})", "", {{"X-Session-Id", "conv-2"}});
+  EXPECT_EQ(reply.status, 400);
+  Json error = Json::parse(reply.body)["error"];
+  EXPECT_EQ(error["param"], "session_id");
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("differs from session_id"));
+  reply = Send(socket, bhttp::verb::post, "/v1/chat/completions",
+               R"({"messages": [{"role": "user", "content": "hi"}]})", "",
+               {{"X-Session-Id", "conv-1"}});
+  EXPECT_EQ(reply.status, 400);
+  EXPECT_THAT(Json::parse(reply.body)["error"]["message"].get<std::string>(),
+              HasSubstr("has no session_id"));
+
+  std::thread engine = Engine(FinishReason::kEos);
+  reply = Send(socket, bhttp::verb::post, "/v1/completions",
+               R"({"prompt": "abc", "session_id": "conv-1"})", "", {{"X-Session-Id", "conv-1"}});
+  engine.join();
+  EXPECT_EQ(reply.status, 200) << reply.body;
 }
 
 TEST_F(HttpApiTest, ModelsListTheServedModel) {
