@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -51,26 +52,27 @@ void SetServing(grpc::Server& server, bool serving) {
 DrainResult DrainAndShutdown(grpc::Server& server, Scheduler* scheduler, absl::Duration timeout,
                              Logger* logger) {
   const absl::Time start = absl::Now();
+  const absl::Time deadline = start + timeout;
   SetServing(server, false);
+  if (scheduler != nullptr) scheduler->StartDrain();
+  // Stop listening now rather than once idle: a load balancer (nginx, HAProxy, kube-proxy) sees
+  // a closed port as a failed replica and sends new requests, including this replica's
+  // sessions, to another one at once, where an open port answering UNAVAILABLE would be hit
+  // again by every client retry for as long as the drain lasts. Running streams go on until
+  // the deadline; Shutdown returns when they are done (or cancels them there).
+  server.Shutdown(absl::ToChronoTime(deadline));
   DrainResult result;
-  if (scheduler != nullptr) {
-    scheduler->StartDrain();
-    result.idle = scheduler->WaitUntilIdle(timeout);
-  } else {
-    result.idle = true;
-  }
+  // Requests from the HTTP API are not gRPC calls: wait for them too.
+  result.idle = scheduler == nullptr ||
+                scheduler->WaitUntilIdle(std::max(deadline - absl::Now(), absl::ZeroDuration()));
   result.waited = absl::Now() - start;
   if (logger != nullptr) {
     logger->Info(result.idle ? absl::StrFormat("drain: all requests finished in %.3f s",
                                                absl::ToDoubleSeconds(result.waited))
                              : absl::StrFormat("drain: requests still running after %s; "
-                                               "cancelling them",
+                                               "cancelled",
                                                absl::FormatDuration(timeout)));
   }
-  // Streams whose last messages are still being written get what is left of the timeout
-  // (at least a moment) before gRPC cancels them.
-  const absl::Duration left = std::max(timeout - result.waited, absl::Milliseconds(500));
-  server.Shutdown(absl::ToChronoTime(absl::Now() + left));
   return result;
 }
 

@@ -29,9 +29,10 @@ struct DrainResult {
   absl::Duration waited;
 };
 
-// Graceful stop: health NOT_SERVING, the scheduler stops accepting (new Generate calls get
-// UNAVAILABLE), running requests get up to `timeout` to finish, then the server shuts down
-// (streams still open at the deadline are cancelled). Blocks; call from main only.
+// Graceful stop: health NOT_SERVING, the scheduler stops accepting (HTTP requests get 503),
+// the gRPC listener closes at once (new calls fail with UNAVAILABLE and balancers move on to
+// another replica), running requests get up to `timeout` to finish, and streams still open
+// at the deadline are cancelled. Blocks; call from main only.
 DrainResult DrainAndShutdown(grpc::Server& server, Scheduler* scheduler, absl::Duration timeout,
                              Logger* logger);
 

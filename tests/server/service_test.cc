@@ -589,7 +589,63 @@ TEST_F(ServiceTest, DeleteSession) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-TEST_F(ServiceTest, DrainTurnsHealthNotServingAndRefusesNewRequests) {
+// Load balancers route on the x-session-id metadata; a request whose metadata names another
+// session than its session_id would be cached where the balancer does not send its next turn.
+TEST_F(ServiceTest, SessionRoutingMetadataMustNameTheRequestsSession) {
+  v1::GenerateRequest request = TextRequest("hi");
+  request.set_session_id("conv-1");
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("x-session-id", "conv-1");
+    auto reader = stub_->Generate(&context, request);
+    FakeScheduler::Submitted submitted;
+    ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+    EXPECT_THAT(submitted.request.session_id, HasSubstr("conv-1"));
+    submitted.sink->Push(Finished(FinishReason::kLength, 3, 0));
+    scheduler_.MarkDone();
+    EXPECT_TRUE(ReadAll(*reader).status.ok());
+  }
+  const auto refused = [&](const std::string& metadata, const v1::GenerateRequest& r) {
+    grpc::ClientContext context;
+    context.AddMetadata("x-session-id", metadata);
+    auto reader = stub_->Generate(&context, r);
+    return ReadAll(*reader).status;
+  };
+  grpc::Status status = refused("conv-2", request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("x-session-id header (6 bytes) differs"));
+  status = refused("conv-1", TextRequest("no session"));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("has no session_id"));
+
+  v1::ChatRequest chat;
+  chat.add_messages()->set_content("hi");
+  chat.set_session_id("conv-1");
+  grpc::ClientContext chat_context;
+  chat_context.AddMetadata("x-session-id", "conv-9");
+  auto chat_reader = stub_->Chat(&chat_context, chat);
+  EXPECT_EQ(ReadAll(*chat_reader).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  scheduler_.AddSession("conv-1", 5);
+  v1::DeleteSessionRequest del;
+  del.set_session_id("conv-1");
+  v1::DeleteSessionResponse deleted;
+  grpc::ClientContext wrong;
+  wrong.AddMetadata("x-session-id", "conv-2");
+  EXPECT_EQ(stub_->DeleteSession(&wrong, del, &deleted).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  grpc::ClientContext right;
+  right.AddMetadata("x-session-id", "conv-1");
+  ASSERT_TRUE(stub_->DeleteSession(&right, del, &deleted).ok());
+  EXPECT_EQ(deleted.freed_tokens(), 5u);
+  FakeScheduler::Submitted leaked;
+  EXPECT_FALSE(scheduler_.TakeSubmitted(leaked, absl::Milliseconds(100)))
+      << "a refused request reached the scheduler";
+}
+
+// A draining server stops listening at once (so balancers move new requests elsewhere) but
+// lets the running stream finish.
+TEST_F(ServiceTest, DrainClosesTheListenerAndLetsRunningStreamsFinish) {
   SetServing(*server_, true);
   EXPECT_EQ(HealthStatus(), 1);  // SERVING
 
@@ -601,8 +657,15 @@ TEST_F(ServiceTest, DrainTurnsHealthNotServingAndRefusesNewRequests) {
   DrainResult drain;
   std::thread drainer(
       [&] { drain = DrainAndShutdown(*server_, &scheduler_, absl::Seconds(20), nullptr); });
-  for (int i = 0; i < 200 && HealthStatus() != 2; ++i) absl::SleepFor(absl::Milliseconds(10));
-  EXPECT_EQ(HealthStatus(), 2);  // NOT_SERVING
+  for (int i = 0; i < 200 && HealthStatus() == 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_NE(HealthStatus(), 1) << "still SERVING while draining";
+  // A new client cannot connect at all; the existing channel's new calls are refused too.
+  auto fresh = v1::TextGeneration::NewStub(
+      grpc::CreateChannel(server_address_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext fresh_context;
+  fresh_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  auto fresh_reader = fresh->Generate(&fresh_context, TextRequest("new client"));
+  EXPECT_EQ(ReadAll(*fresh_reader).status.error_code(), grpc::StatusCode::UNAVAILABLE);
   StreamResult refused = GenerateExpectingNoSubmit(TextRequest("again"));
   EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
 
