@@ -83,6 +83,7 @@ RequestRecord RunOne(TextGeneration::Stub& stub, const BenchOptions& options,
   grpc::ClientContext context;
   if (options.timeout) context.set_deadline(absl::ToChronoTime(absl::Now() + *options.timeout));
   if (!options.api_key.empty()) context.AddMetadata("authorization", "Bearer " + options.api_key);
+  if (!session_id.empty()) context.AddMetadata("x-session-id", session_id);
   Clock::time_point start = Clock::now();
   Clock::time_point last_token_message = start;
   std::unique_ptr<grpc::ClientReader<textgen::v1::GenerateResponse>> reader =
@@ -117,6 +118,7 @@ void DeleteSession(TextGeneration::Stub& stub, const std::string& session_id,
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   if (!api_key.empty()) context.AddMetadata("authorization", "Bearer " + api_key);
+  context.AddMetadata("x-session-id", session_id);
   (void)stub.DeleteSession(&context, request, &response);  // best effort cleanup
 }
 

@@ -40,7 +40,7 @@ void DeleteSession(textgen::v1::TextGeneration::StubInterface& stub,
   request.set_session_id(session_id);
   textgen::v1::DeleteSessionResponse response;
   grpc::ClientContext context;
-  ConfigureCall(connection, &context);
+  ConfigureCall(connection, &context, session_id);
   grpc::Status status = stub.DeleteSession(&context, request, &response);
   if (!status.ok() && status.error_code() != grpc::StatusCode::NOT_FOUND) {
     RpcError(kChatUsage, "DeleteSession", status, io);
@@ -123,7 +123,7 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
       continue;
     }
     grpc::ClientContext context;
-    ConfigureCall(connection, &context);
+    ConfigureCall(connection, &context, request.session_id());
     StreamResult reply = StreamChat(*stub, context, request, print, io);
     io.out << "\n" << std::flush;
     if (!reply.status.ok()) {

@@ -8,8 +8,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "client/retry_policy.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
 
 namespace textgen::client {
 
@@ -58,21 +60,25 @@ void AddConnectionFlags(ConnectionFlags* flags, std::vector<FlagSpec>* specs) {
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionFlags& flags) {
+  grpc::ChannelArguments arguments;
+  arguments.SetServiceConfigJSON(kRetryServiceConfigJson);
   if (!flags.tls && flags.tls_ca_pem.empty() && flags.tls_cert_pem.empty()) {
-    return grpc::CreateChannel(flags.addr, grpc::InsecureChannelCredentials());
+    return grpc::CreateCustomChannel(flags.addr, grpc::InsecureChannelCredentials(), arguments);
   }
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = flags.tls_ca_pem;
   ssl.pem_cert_chain = flags.tls_cert_pem;
   ssl.pem_private_key = flags.tls_key_pem;
-  return grpc::CreateChannel(flags.addr, grpc::SslCredentials(ssl));
+  return grpc::CreateCustomChannel(flags.addr, grpc::SslCredentials(ssl), arguments);
 }
 
-void ConfigureCall(const ConnectionFlags& flags, grpc::ClientContext* context) {
+void ConfigureCall(const ConnectionFlags& flags, grpc::ClientContext* context,
+                   absl::string_view session_id) {
   if (flags.timeout.has_value()) {
     context->set_deadline(absl::ToChronoTime(absl::Now() + *flags.timeout));
   }
   if (!flags.api_key.empty()) context->AddMetadata("authorization", "Bearer " + flags.api_key);
+  if (!session_id.empty()) context->AddMetadata("x-session-id", std::string(session_id));
 }
 
 std::optional<ParsedArgs> ParseCommandLine(const std::vector<std::string>& args,

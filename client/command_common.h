@@ -57,11 +57,15 @@ struct ConnectionFlags {
 // writing into `flags`, whose api_key starts as $TEXTGEN_API_KEY.
 void AddConnectionFlags(ConnectionFlags* flags, std::vector<FlagSpec>* specs);
 
-// A channel to flags.addr: TLS when asked for (with the client certificate, if any), else plain.
+// A channel to flags.addr: TLS when asked for (with the client certificate, if any), else plain;
+// UNAVAILABLE is retried (retry_policy.h).
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionFlags& flags);
 
-// Per call: the deadline from --timeout, and "authorization: Bearer KEY" when there is a key.
-void ConfigureCall(const ConnectionFlags& flags, grpc::ClientContext* context);
+// Per call: the deadline from --timeout, "authorization: Bearer KEY" when there is a key, and
+// "x-session-id: ID" for a call on a session, the key load balancers keep a session's turns on
+// one replica by (the server refuses a value that differs from the request's session_id).
+void ConfigureCall(const ConnectionFlags& flags, grpc::ClientContext* context,
+                   absl::string_view session_id = {});
 
 // Parses flags; on --help prints usage to io.out and sets *exit_code = 0, on a bad command line
 // prints the error to io.err and sets *exit_code = kExitUsage. Returns nullopt in both cases.

@@ -27,7 +27,7 @@ int RunDeleteSession(const std::vector<std::string>& args, CommandIo& io) {
   request.set_session_id(parsed->positional[0]);
   textgen::v1::DeleteSessionResponse response;
   grpc::ClientContext context;
-  ConfigureCall(connection, &context);
+  ConfigureCall(connection, &context, request.session_id());
   grpc::Status status = textgen::v1::TextGeneration::NewStub(MakeChannel(connection))
                             ->DeleteSession(&context, request, &response);
   if (!status.ok()) return RpcError(kDeleteSessionUsage, "DeleteSession", status, io);

@@ -51,7 +51,7 @@ int RunGenerate(const std::vector<std::string>& args, CommandIo& io) {
     return InputError(kGenerateUsage, size.message(), io);
   }
   grpc::ClientContext context;
-  ConfigureCall(connection, &context);
+  ConfigureCall(connection, &context, request.session_id());
   StreamResult result = StreamGenerate(*stub, context, request, print, io);
   if (!result.status.ok()) {
     if (!print.json && !result.text.empty()) io.err << "\n";  // end the partial line

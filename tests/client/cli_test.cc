@@ -222,6 +222,37 @@ TEST_F(CliTest, DeleteSession) {
   EXPECT_NE(r.err.find("NOT_FOUND: no session s1"), std::string::npos) << r.err;
 }
 
+// Load balancers keep a session on one replica by the x-session-id metadata: every call on a
+// session carries it, equal to the request's session_id; calls without a session do not.
+TEST_F(CliTest, CallsOnASessionCarryItsIdAsRoutingMetadata) {
+  EXPECT_EQ(Run({"generate", "--max-tokens", "1", "--session", "conv-7", "hi"}).code, kExitOk);
+  EXPECT_EQ(Run({"generate", "--max-tokens", "1", "hi"}).code, kExitOk);
+  EXPECT_EQ(Run({"delete-session", "conv-7"}).code, kExitOk);
+  CliResult chat = Run({"chat", "--max-tokens", "1"}, "hi\n");
+  EXPECT_EQ(chat.code, kExitOk) << chat.err;
+  std::vector<textgen::v1::ChatRequest> chats = server_.service().chat_requests();
+  ASSERT_EQ(chats.size(), 1u);
+  const std::string chat_session = chats[0].session_id();
+  EXPECT_EQ(server_.service().routing_keys(),
+            (std::vector<std::string>{"conv-7", "-", "conv-7", chat_session, chat_session}));
+}
+
+// A draining replica answers UNAVAILABLE; the CLI's channel retries (retry_policy.h) and the
+// user sees one clean answer.
+TEST_F(CliTest, UnavailableIsRetriedUpToFiveAttempts) {
+  server_.service().unavailable_calls = 2;
+  CliResult r = Run({"generate", "--max-tokens", "2", "hi"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "tok0 tok1 ");
+  EXPECT_EQ(server_.service().requests().size(), 3u);
+
+  server_.service().unavailable_calls = 5;  // more than the policy's 5 attempts can absorb
+  r = Run({"generate", "--max-tokens", "2", "hi"});
+  EXPECT_EQ(r.code, kExitRpcError);
+  EXPECT_NE(r.err.find("UNAVAILABLE: draining (fake)"), std::string::npos) << r.err;
+  EXPECT_EQ(server_.service().requests().size(), 8u);
+}
+
 // "role: content" per message, as the fake server's stand-in template renders them.
 std::string Transcript(const textgen::v1::ChatRequest& request) {
   std::string out;

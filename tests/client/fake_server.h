@@ -7,6 +7,9 @@
 // messages, then a last message with `finished` (LENGTH). A prompt text containing "FAIL" is
 // rejected with INVALID_ARGUMENT. Every request is recorded. Sessions remember their last prompt +
 // output length, which is reported back as cached_tokens.
+// Generate, Chat and DeleteSession record the x-session-id metadata they were sent (the load
+// balancer's routing key); `unavailable_calls` makes that many Generate/Chat calls fail with
+// UNAVAILABLE first, as a draining replica does.
 // GetModelInfo publishes max_request_bytes = kFakeMaxRequestBytes, the receive limit the
 // server really has.
 // Thread contract: thread-safe (gRPC calls handlers concurrently); accessors lock.
@@ -36,12 +39,17 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
   int tokens_per_message = 1;
   std::atomic<int> model_info_calls{0};
   std::chrono::microseconds token_delay{200};
+  std::atomic<int> unavailable_calls{0};
 
   grpc::Status Generate(grpc::ServerContext* context, const textgen::v1::GenerateRequest* request,
                         grpc::ServerWriter<textgen::v1::GenerateResponse>* writer) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(*request);
+      RecordRoutingKey(*context);
+    }
+    if (unavailable_calls.fetch_sub(1) > 0) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "draining (fake)");
     }
     return Stream(context, request, writer);
   }
@@ -53,6 +61,10 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     {
       std::lock_guard<std::mutex> lock(mu_);
       chat_requests_.push_back(*request);
+      RecordRoutingKey(*context);
+    }
+    if (unavailable_calls.fetch_sub(1) > 0) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "draining (fake)");
     }
     if (request->template_name() == "missing") {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the model has no chat template");
@@ -170,10 +182,12 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status DeleteSession(grpc::ServerContext*, const textgen::v1::DeleteSessionRequest* request,
+  grpc::Status DeleteSession(grpc::ServerContext* context,
+                             const textgen::v1::DeleteSessionRequest* request,
                              textgen::v1::DeleteSessionResponse* response) override {
     std::lock_guard<std::mutex> lock(mu_);
     deleted_.push_back(request->session_id());
+    RecordRoutingKey(*context);
     auto it = sessions_.find(request->session_id());
     if (it == sessions_.end()) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -200,6 +214,12 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return deleted_;
   }
+  // One entry per Generate, Chat and DeleteSession call, in order: the x-session-id values
+  // joined with ",", "-" when there was none.
+  std::vector<std::string> routing_keys() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return routing_keys_;
+  }
   void AddSession(const std::string& id, uint32_t tokens) {
     std::lock_guard<std::mutex> lock(mu_);
     sessions_[id] = tokens;
@@ -211,7 +231,16 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
         std::vector<absl::string_view>(absl::StrSplit(text, ' ', absl::SkipEmpty())).size());
   }
 
+  void RecordRoutingKey(const grpc::ServerContext& context) {
+    std::vector<std::string> values;
+    const auto [first, last] = context.client_metadata().equal_range("x-session-id");
+    for (auto it = first; it != last; ++it)
+      values.emplace_back(it->second.data(), it->second.size());
+    routing_keys_.push_back(values.empty() ? "-" : absl::StrJoin(values, ","));
+  }
+
   std::mutex mu_;
+  std::vector<std::string> routing_keys_;
   std::vector<textgen::v1::GenerateRequest> requests_;
   std::vector<textgen::v1::ChatRequest> chat_requests_;
   std::vector<textgen::v1::TokenizeRequest> tokenize_requests_;
