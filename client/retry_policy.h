@@ -4,8 +4,11 @@
 // UNAVAILABLE (a draining replica, a replica that just went away, a balancer with no replica up
 // yet) is sent again, up to 5 attempts in all, after jittered exponential backoff (at most
 // 0.25, 0.5, 1, 2 s). gRPC retries only calls that have received nothing yet, so a stream that
-// already delivered tokens is never replayed. docs/scaling.md documents the same policy for
-// other clients.
+// already delivered tokens is never replayed, and never a call the client cancelled itself.
+// CANCELLED is retried too: gRPC core before the fix of grpc/grpc#41785 (Debian's 1.51 included)
+// ends a call that reaches a server in the instant its shutdown begins with CANCELLED instead
+// of UNAVAILABLE; textgen never sends CANCELLED for a call it started. docs/scaling.md documents
+// the same policy for other clients.
 
 namespace textgen::client {
 
@@ -17,7 +20,7 @@ inline constexpr char kRetryServiceConfigJson[] = R"json({
       "initialBackoff": "0.25s",
       "maxBackoff": "2s",
       "backoffMultiplier": 2,
-      "retryableStatusCodes": ["UNAVAILABLE"]
+      "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]
     }
   }]
 })json";

@@ -6,9 +6,11 @@ packages=(cmake ninja-build g++ pkg-config git libgrpc++-dev protobuf-compiler-g
   protobuf-compiler libabsl-dev libdnnl-dev ocl-icd-opencl-dev prometheus-cpp-dev libgtest-dev
   libgmock-dev libbenchmark-dev nlohmann-json3-dev libpcre2-dev libboost-dev libssl-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  # Reference implementations the tests compare against, other-language clients, fuzzing.
+  # Reference implementations the tests compare against, other-language clients, fuzzing,
+  # and the balancer and monitoring the scale-out test runs.
   packages+=(python3 python3-torch python3-numpy python3-yaml python3-sentencepiece python3-grpcio
-    python3-protobuf python3-jinja2 clang libclang-rt-14-dev curl)
+    python3-protobuf python3-jinja2 clang libclang-rt-14-dev curl
+    nginx-light prometheus)
   # Node.js for the Node client test and the reference tokenizer; keep an existing install.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi

@@ -240,17 +240,33 @@ TEST_F(CliTest, CallsOnASessionCarryItsIdAsRoutingMetadata) {
 // A draining replica answers UNAVAILABLE; the CLI's channel retries (retry_policy.h) and the
 // user sees one clean answer.
 TEST_F(CliTest, UnavailableIsRetriedUpToFiveAttempts) {
-  server_.service().unavailable_calls = 2;
+  server_.service().refused_calls = 2;
   CliResult r = Run({"generate", "--max-tokens", "2", "hi"});
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_EQ(r.out, "tok0 tok1 ");
   EXPECT_EQ(server_.service().requests().size(), 3u);
 
-  server_.service().unavailable_calls = 5;  // more than the policy's 5 attempts can absorb
+  server_.service().refused_calls = 5;  // more than the policy's 5 attempts can absorb
   r = Run({"generate", "--max-tokens", "2", "hi"});
   EXPECT_EQ(r.code, kExitRpcError);
   EXPECT_NE(r.err.find("UNAVAILABLE: draining (fake)"), std::string::npos) << r.err;
   EXPECT_EQ(server_.service().requests().size(), 8u);
+}
+
+// gRPC 1.51 ends a call that arrives as the server shuts down with CANCELLED (grpc/grpc#41785):
+// retried like UNAVAILABLE. Other errors are not retried.
+TEST_F(CliTest, CancelledBeforeAnyResponseIsRetriedOtherErrorsAreNot) {
+  server_.service().refusal = grpc::StatusCode::CANCELLED;
+  server_.service().refused_calls = 1;
+  CliResult r = Run({"generate", "--max-tokens", "1", "hi"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(server_.service().requests().size(), 2u);
+
+  server_.service().refusal = grpc::StatusCode::RESOURCE_EXHAUSTED;
+  server_.service().refused_calls = 1;
+  r = Run({"generate", "--max-tokens", "1", "hi"});
+  EXPECT_EQ(r.code, kExitRpcError);
+  EXPECT_EQ(server_.service().requests().size(), 3u);
 }
 
 // "role: content" per message, as the fake server's stand-in template renders them.

@@ -8,8 +8,8 @@
 // rejected with INVALID_ARGUMENT. Every request is recorded. Sessions remember their last prompt +
 // output length, which is reported back as cached_tokens.
 // Generate, Chat and DeleteSession record the x-session-id metadata they were sent (the load
-// balancer's routing key); `unavailable_calls` makes that many Generate/Chat calls fail with
-// UNAVAILABLE first, as a draining replica does.
+// balancer's routing key); `refused_calls` makes that many Generate/Chat calls fail first with
+// `refusal` (UNAVAILABLE, as a draining replica answers, by default).
 // GetModelInfo publishes max_request_bytes = kFakeMaxRequestBytes, the receive limit the
 // server really has.
 // Thread contract: thread-safe (gRPC calls handlers concurrently); accessors lock.
@@ -39,7 +39,8 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
   int tokens_per_message = 1;
   std::atomic<int> model_info_calls{0};
   std::chrono::microseconds token_delay{200};
-  std::atomic<int> unavailable_calls{0};
+  std::atomic<int> refused_calls{0};
+  grpc::StatusCode refusal = grpc::StatusCode::UNAVAILABLE;
 
   grpc::Status Generate(grpc::ServerContext* context, const textgen::v1::GenerateRequest* request,
                         grpc::ServerWriter<textgen::v1::GenerateResponse>* writer) override {
@@ -48,9 +49,7 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
       requests_.push_back(*request);
       RecordRoutingKey(*context);
     }
-    if (unavailable_calls.fetch_sub(1) > 0) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "draining (fake)");
-    }
+    if (refused_calls.fetch_sub(1) > 0) return grpc::Status(refusal, "draining (fake)");
     return Stream(context, request, writer);
   }
 
@@ -63,9 +62,7 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
       chat_requests_.push_back(*request);
       RecordRoutingKey(*context);
     }
-    if (unavailable_calls.fetch_sub(1) > 0) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "draining (fake)");
-    }
+    if (refused_calls.fetch_sub(1) > 0) return grpc::Status(refusal, "draining (fake)");
     if (request->template_name() == "missing") {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the model has no chat template");
     }

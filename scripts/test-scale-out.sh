@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Scale-out check: 3 textgen replicas on the bundled model behind Debian's nginx running the
+# shipped deploy/nginx/textgen-lb.conf (replica addresses and listen ports rewritten to loopback),
+# driven by scripts/scale_out.py. Loopback only, bounded (a few minutes on 2 cores).
+#   1. 50 conversations x 5 turns: at least 95% of follow-up turns reuse their replica's cache.
+#   2. 50 new conversations x 5 turns; one replica gets SIGTERM mid-run: every turn ends OK with
+#      its final message (running streams drain, new ones move, the client retries UNAVAILABLE),
+#      each moved conversation recomputes its history exactly once, and the replica exits 0.
+#   3. The HTTP API through nginx: a session's completions stay on one replica (cached tokens).
+#   4. Observability: promtool checks deploy/prometheus/*.yml; Debian's prometheus scrapes the
+#      replicas with the shipped prometheus.yml (targets rewritten) and answers the TTFT
+#      histogram_quantile with a number; every metric the Grafana dashboard and the alerts use is
+#      in a live /metrics scrape, and every dashboard query returns data.
+# Usage: scripts/test-scale-out.sh   (env BUILD=build, OUT=FILE for the JSON report,
+#        CONVERSATIONS=50, TURNS=5, KEEP_WORK=1 keeps the logs)
+# Needs: BUILD/bin/textgen-server, nginx (nginx-light), prometheus, python3-grpcio
+# (scripts/install-deps.sh --test installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD:-build}
+conversations=${CONVERSATIONS:-50}
+turns=${TURNS:-5}
+for tool in nginx prometheus promtool protoc /usr/bin/grpc_python_plugin; do
+  command -v "$tool" >/dev/null || { echo "test-scale-out: $tool is missing (scripts/install-deps.sh --test)" >&2; exit 2; }
+done
+[[ -x $B/bin/textgen-server ]] || { echo "test-scale-out: build $B/bin/textgen-server first" >&2; exit 2; }
+
+work=$(mktemp -d)
+chmod 755 "$work"  # nginx workers may run as another user
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [[ -f $work/nginx.pid ]] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  [[ -n ${prometheus_pid:-} ]] && kill "$prometheus_pid" 2>/dev/null || true
+  [[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
+}
+trap cleanup EXIT
+
+/usr/bin/python3 -c "import sys; sys.path.insert(0, 'tests/e2e'); \
+from server_harness import generate_stubs; generate_stubs('proto', '$work/stubs')"
+
+# Three replicas, one engine thread each (2 cores in all).
+names=(a b c)
+declare -A grpc_port http_port metrics_port pid_of
+for name in "${names[@]}"; do
+  "$B/bin/textgen-server" --model models/default.gguf --listen 127.0.0.1:0 \
+    --http-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --threads 1 --max-batch 16 \
+    --drain-timeout 60s 2> "$work/replica-$name.log" &
+  pid_of[$name]=$!
+  pids+=("$!")
+done
+port() { grep -o "$2=[0-9]*" "$work/replica-$1.log" | head -1 | cut -d= -f2; }
+for name in "${names[@]}"; do
+  for _ in $(seq 300); do grep -q http_port= "$work/replica-$name.log" 2>/dev/null && break; sleep 0.1; done
+  grpc_port[$name]=$(port "$name" grpc_port)
+  http_port[$name]=$(port "$name" http_port)
+  metrics_port[$name]=$(port "$name" metrics_port)
+  [[ -n ${grpc_port[$name]} ]] || { cat "$work/replica-$name.log" >&2; exit 1; }
+done
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+lb_grpc=$(free_port)
+lb_http=$(free_port)
+# The shipped file, with loopback addresses: textgen-X:50051 / :8080 become the replicas'
+# ports, the listen ports free ones, the logs files in $work.
+sed -e "s|listen 50051 http2;|listen 127.0.0.1:$lb_grpc http2;|" \
+    -e "s|listen 8080;|listen 127.0.0.1:$lb_http;|" \
+    -e "s|/var/log/nginx/|$work/|g" \
+    $(for name in "${names[@]}"; do
+        printf -- "-e s|textgen-%s:50051|127.0.0.1:%s| -e s|textgen-%s:8080|127.0.0.1:%s| " \
+          "$name" "${grpc_port[$name]}" "$name" "${http_port[$name]}"
+      done) deploy/nginx/textgen-lb.conf > "$work/textgen-lb.conf"
+cat > "$work/nginx.conf" <<EOF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  client_body_temp_path $work/body;  # small prompts never touch it
+  proxy_temp_path $work/proxy;
+  include $work/textgen-lb.conf;
+}
+EOF
+nginx -t -p "$work" -c "$work/nginx.conf" 2> "$work/nginx-t.log" || { cat "$work/nginx-t.log" >&2; exit 1; }
+nginx -p "$work" -c "$work/nginx.conf"
+for _ in $(seq 50); do [[ -s $work/nginx.pid ]] && break; sleep 0.1; done
+
+# Prometheus from the start, so its scrapes see the traffic: the shipped prometheus.yml with the
+# replicas' metrics ports for textgen-X:9090 and the repo's alerts.yml for /etc/prometheus's.
+prom_port=$(free_port)
+sed -e "s|/etc/prometheus/alerts.yml|$PWD/deploy/prometheus/alerts.yml|" \
+    $(for name in "${names[@]}"; do
+        printf -- "-e s|textgen-%s:9090|127.0.0.1:%s| " "$name" "${metrics_port[$name]}"
+      done) deploy/prometheus/prometheus.yml > "$work/prometheus.yml"
+promtool check config "$work/prometheus.yml" >&2
+promtool check rules deploy/prometheus/alerts.yml >&2
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" --log.level=warn 2> "$work/prometheus.log" &
+prometheus_pid=$!
+# Its first scrape of every replica must come before the traffic, for rate() to see it.
+for _ in $(seq 150); do
+  n=$(curl -s "http://127.0.0.1:$prom_port/api/v1/query?query=count(up)" 2>/dev/null |
+      sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p' || true)
+  [[ ${n:-0} == "${#names[@]}" ]] && break
+  sleep 0.2
+done
+[[ ${n:-0} == "${#names[@]}" ]] || { cat "$work/prometheus.log" >&2; echo "prometheus never scraped" >&2; exit 1; }
+
+status=0
+echo "== 1. $conversations conversations x $turns turns through nginx" >&2
+/usr/bin/python3 scripts/scale_out.py --target "127.0.0.1:$lb_grpc" --stubs "$work/stubs" \
+  --conversations "$conversations" --turns "$turns" --reply-tokens 24 --session-prefix steady \
+  > "$work/steady.json" || status=1
+cat "$work/steady.json" >&2
+
+# Which replica served most sessions is the one to stop: the failover then moves the most.
+victim=$(/usr/bin/python3 - "$work/textgen-grpc.log" "${names[@]}" <<'PY'
+import collections, re, sys
+log, names = sys.argv[1], sys.argv[2:]
+counts = collections.Counter(m.group(1) for m in
+                             re.finditer(r"session=steady-\S+ upstream=(\S+)", open(log).read()))
+print(counts.most_common(1)[0][0])
+PY
+)
+victim_name=
+for name in "${names[@]}"; do
+  [[ 127.0.0.1:${grpc_port[$name]} == "$victim" ]] && victim_name=$name
+done
+echo "== 2. again with replica $victim_name ($victim) stopped mid-run" >&2
+/usr/bin/python3 scripts/scale_out.py --target "127.0.0.1:$lb_grpc" --stubs "$work/stubs" \
+  --conversations "$conversations" --turns "$turns" --reply-tokens 24 --session-prefix failover \
+  --kill-pid "${pid_of[$victim_name]}" --kill-after "$((conversations * turns * 2 / 5))" \
+  --kill-metrics "http://127.0.0.1:${metrics_port[$victim_name]}/metrics" \
+  > "$work/failover.json" || status=1
+cat "$work/failover.json" >&2
+victim_exit=0
+wait "${pid_of[$victim_name]}" || victim_exit=$?
+drained=$(grep -c "drain: all requests finished" "$work/replica-$victim_name.log" || true)
+drain_seconds=$(sed -n 's/.*drain: all requests finished in \([0-9.]*\) s.*/\1/p' \
+  "$work/replica-$victim_name.log")
+echo "replica $victim_name exit $victim_exit, drained: $drained (${drain_seconds:-?} s)" >&2
+[[ $victim_exit == 0 && $drained == 1 ]] || status=1
+# Sessions that moved went where the hash ring says, and every one stayed there.
+moved=$(/usr/bin/python3 - "$work/textgen-grpc.log" "$victim" <<'PY'
+import collections, re, sys
+log, victim = sys.argv[1], sys.argv[2]
+where = collections.defaultdict(list)
+for m in re.finditer(r"session=(failover-\S+) upstream=(\S+)", open(log).read()):
+    where[m.group(1)].append(m.group(2).split(", ")[-1])
+moved = {s: u for s, u in where.items() if u[0] == victim and u[-1] != victim}
+bounced = {s: u for s, u in moved.items() if len(set(u[u.index(u[-1]):])) > 1}
+print(len(moved), len(bounced))
+PY
+)
+echo "sessions moved off $victim_name: ${moved% *}, moved more than once: ${moved#* }" >&2
+[[ ${moved#* } == 0 ]] || status=1
+
+echo "== 3. HTTP API through nginx: one session's completions on one replica" >&2
+http_result=$(/usr/bin/python3 - "$lb_http" <<'PY'
+import json, sys, urllib.request
+port = int(sys.argv[1])
+def complete(prompt):
+    body = json.dumps({"prompt": prompt, "max_tokens": 4, "session_id": "http-conv-1",
+                       "seed": 1}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                     {"Content-Type": "application/json",
+                                      "X-Session-Id": "http-conv-1"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        return json.load(reply)
+first = complete("Once upon a time there was a")
+second = complete("Once upon a time there was a" + first["choices"][0]["text"] + " and then")
+cached = second["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)
+print(cached)
+PY
+) || status=1
+echo "second HTTP turn cached_tokens=$http_result" >&2
+[[ ${http_result:-0} -gt 0 ]] || status=1
+
+echo "== 4. Prometheus, alerts and the Grafana dashboard against the live replicas" >&2
+survivor=${names[0]}
+[[ $survivor == "$victim_name" ]] && survivor=${names[1]}
+/usr/bin/python3 scripts/check_observability.py --prometheus "http://127.0.0.1:$prom_port" \
+  --metrics "http://127.0.0.1:${metrics_port[$survivor]}/metrics" \
+  --dashboard deploy/grafana/dashboards/textgen.json --alerts deploy/prometheus/alerts.yml \
+  > "$work/observability.json" || status=1
+cat "$work/observability.json" >&2
+
+/usr/bin/python3 - "$work/steady.json" "$work/failover.json" "$victim_exit" "$drained" \
+  "$moved" "${http_result:-0}" "${OUT:-/dev/stdout}" "${drain_seconds:-0}" \
+  "$work/observability.json" <<'PY'
+import json, sys
+steady, failover = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+observability = json.load(open(sys.argv[9]))
+moved, bounced = map(int, sys.argv[5].split())
+report = {"replicas": 3, "balancer": "nginx " + "1.22 (deploy/nginx/textgen-lb.conf)",
+          "steady": steady, "failover": failover,
+          "failover_replica_exit_code": int(sys.argv[3]),
+          "failover_replica_drained": sys.argv[4] == "1",
+          "failover_replica_drain_seconds": float(sys.argv[8]),
+          "sessions_moved": moved, "sessions_moved_twice": bounced,
+          "http_second_turn_cached_tokens": int(sys.argv[6]),
+          "observability": observability}
+with open(sys.argv[7], "w") as out:
+    json.dump(report, out, indent=1)
+    out.write("\n")
+PY
+if [[ $status != 0 ]]; then
+  echo "test-scale-out: FAILED" >&2
+  tail -n 20 "$work/nginx-error.log" >&2 || true
+else
+  echo "test-scale-out: passed" >&2
+fi
+exit "$status"
