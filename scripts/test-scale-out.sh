@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
 # Scale-out check: 3 textgen replicas on the bundled model behind Debian's nginx running the
-# shipped deploy/nginx/textgen-lb.conf (replica addresses and listen ports rewritten to loopback),
+# shipped deploy/nginx/textgen-lb.conf (LB=haproxy: Debian's HAProxy with
+# deploy/haproxy/haproxy.cfg), replica addresses and listen ports rewritten to loopback,
 # driven by scripts/scale_out.py. Loopback only, bounded (a few minutes on 2 cores).
 #   1. 50 conversations x 5 turns: at least 95% of follow-up turns reuse their replica's cache.
 #   2. 50 new conversations x 5 turns; one replica gets SIGTERM mid-run: every turn ends OK with
 #      its final message (running streams drain, new ones move, the client retries UNAVAILABLE),
 #      each moved conversation recomputes its history exactly once, and the replica exits 0.
-#   3. The HTTP API through nginx: a session's completions stay on one replica (cached tokens).
+#   3. The HTTP API through the balancer: a session's completions stay on one replica (cached tokens).
 #   4. Observability: promtool checks deploy/prometheus/*.yml; Debian's prometheus scrapes the
 #      replicas with the shipped prometheus.yml (targets rewritten) and answers the TTFT
 #      histogram_quantile with a number; every metric the Grafana dashboard and the alerts use is
 #      in a live /metrics scrape, and every dashboard query returns data.
-# Usage: scripts/test-scale-out.sh   (env BUILD=build, OUT=FILE for the JSON report,
+# Usage: scripts/test-scale-out.sh   (env LB=nginx|haproxy, BUILD=build, OUT=FILE for the JSON report,
 #        CONVERSATIONS=50, TURNS=5, KEEP_WORK=1 keeps the logs)
-# Needs: BUILD/bin/textgen-server, nginx (nginx-light), prometheus, python3-grpcio
+# Needs: BUILD/bin/textgen-server, nginx (nginx-light) or haproxy, prometheus, python3-grpcio
 # (scripts/install-deps.sh --test installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
+lb=${LB:-nginx}
 conversations=${CONVERSATIONS:-50}
 turns=${TURNS:-5}
-for tool in nginx prometheus promtool protoc /usr/bin/grpc_python_plugin; do
+for tool in "$lb" prometheus promtool protoc /usr/bin/grpc_python_plugin; do
   command -v "$tool" >/dev/null || { echo "test-scale-out: $tool is missing (scripts/install-deps.sh --test)" >&2; exit 2; }
 done
 [[ -x $B/bin/textgen-server ]] || { echo "test-scale-out: build $B/bin/textgen-server first" >&2; exit 2; }
@@ -30,7 +32,7 @@ chmod 755 "$work"  # nginx workers may run as another user
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  [[ -f $work/nginx.pid ]] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  [[ -f $work/lb.pid ]] && kill "$(cat "$work/lb.pid")" 2>/dev/null || true
   [[ -n ${prometheus_pid:-} ]] && kill "$prometheus_pid" 2>/dev/null || true
   [[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
 }
@@ -61,19 +63,25 @@ done
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 lb_grpc=$(free_port)
 lb_http=$(free_port)
-# The shipped file, with loopback addresses: textgen-X:50051 / :8080 become the replicas'
-# ports, the listen ports free ones, the logs files in $work.
-sed -e "s|listen 50051 http2;|listen 127.0.0.1:$lb_grpc http2;|" \
-    -e "s|listen 8080;|listen 127.0.0.1:$lb_http;|" \
-    -e "s|/var/log/nginx/|$work/|g" \
-    $(for name in "${names[@]}"; do
-        printf -- "-e s|textgen-%s:50051|127.0.0.1:%s| -e s|textgen-%s:8080|127.0.0.1:%s| " \
-          "$name" "${grpc_port[$name]}" "$name" "${http_port[$name]}"
-      done) deploy/nginx/textgen-lb.conf > "$work/textgen-lb.conf"
-cat > "$work/nginx.conf" <<EOF
+replica_addresses=$(for name in "${names[@]}"; do
+  printf -- "-e s|textgen-%s:50051|127.0.0.1:%s| -e s|textgen-%s:8080|127.0.0.1:%s| " \
+    "$name" "${grpc_port[$name]}" "$name" "${http_port[$name]}"
+done)
+# The shipped file with loopback addresses: textgen-X:50051 / :8080 become the replicas' ports,
+# the listen ports free ones; the access log (session and replica of every request) in $work.
+access_log=$work/lb-access.log
+case $lb in
+  nginx)
+    # shellcheck disable=SC2086  # one sed argument per word
+    sed -e "s|listen 50051 http2;|listen 127.0.0.1:$lb_grpc http2;|" \
+        -e "s|listen 8080;|listen 127.0.0.1:$lb_http;|" \
+        -e "s|/var/log/nginx/textgen-grpc.log|$access_log|" \
+        -e "s|/var/log/nginx/textgen-http.log|$work/lb-http.log|" \
+        $replica_addresses deploy/nginx/textgen-lb.conf > "$work/textgen-lb.conf"
+    cat > "$work/nginx.conf" <<EOF
 worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
+pid $work/lb.pid;
+error_log $work/lb-error.log warn;
 events { worker_connections 1024; }
 http {
   client_body_temp_path $work/body;  # small prompts never touch it
@@ -81,9 +89,25 @@ http {
   include $work/textgen-lb.conf;
 }
 EOF
-nginx -t -p "$work" -c "$work/nginx.conf" 2> "$work/nginx-t.log" || { cat "$work/nginx-t.log" >&2; exit 1; }
-nginx -p "$work" -c "$work/nginx.conf"
-for _ in $(seq 50); do [[ -s $work/nginx.pid ]] && break; sleep 0.1; done
+    nginx -t -p "$work" -c "$work/nginx.conf" 2> "$work/lb-error.log" || { cat "$work/lb-error.log" >&2; exit 1; }
+    nginx -p "$work" -c "$work/nginx.conf"
+    ;;
+  haproxy)
+    # Logging is the test's addition: the session header and the replica of every request.
+    # shellcheck disable=SC2086
+    sed -e "s|bind :50051 proto h2|bind 127.0.0.1:$lb_grpc proto h2\n    capture request header x-session-id len 128|" \
+        -e "s|bind :8080|bind 127.0.0.1:$lb_http|" \
+        -e "s|^global|global\n    log stdout format raw local0|" \
+        -e "s|^defaults|defaults\n    log global\n    log-format \"%ft session=%[capture.req.hdr(0)] upstream=%si:%sp status=%ST\"|" \
+        $replica_addresses deploy/haproxy/haproxy.cfg > "$work/haproxy.cfg"
+    haproxy -c -q -f "$work/haproxy.cfg" >&2
+    haproxy -db -f "$work/haproxy.cfg" -p "$work/lb.pid" > "$access_log" 2> "$work/lb-error.log" &
+    pids+=("$!")
+    ;;
+  *) echo "test-scale-out: LB=$lb: nginx or haproxy" >&2; exit 2 ;;
+esac
+for _ in $(seq 50); do [[ -s $work/lb.pid ]] && break; sleep 0.1; done
+for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$lb_grpc") 2>/dev/null && break; sleep 0.1; done
 
 # Prometheus from the start, so its scrapes see the traffic: the shipped prometheus.yml with the
 # replicas' metrics ports for textgen-X:9090 and the repo's alerts.yml for /etc/prometheus's.
@@ -107,14 +131,14 @@ done
 [[ ${n:-0} == "${#names[@]}" ]] || { cat "$work/prometheus.log" >&2; echo "prometheus never scraped" >&2; exit 1; }
 
 status=0
-echo "== 1. $conversations conversations x $turns turns through nginx" >&2
+echo "== 1. $conversations conversations x $turns turns through the balancer" >&2
 /usr/bin/python3 scripts/scale_out.py --target "127.0.0.1:$lb_grpc" --stubs "$work/stubs" \
   --conversations "$conversations" --turns "$turns" --reply-tokens 24 --session-prefix steady \
   > "$work/steady.json" || status=1
 cat "$work/steady.json" >&2
 
 # Which replica served most sessions is the one to stop: the failover then moves the most.
-victim=$(/usr/bin/python3 - "$work/textgen-grpc.log" "${names[@]}" <<'PY'
+victim=$(/usr/bin/python3 - "$access_log" "${names[@]}" <<'PY'
 import collections, re, sys
 log, names = sys.argv[1], sys.argv[2:]
 counts = collections.Counter(m.group(1) for m in
@@ -141,7 +165,7 @@ drain_seconds=$(sed -n 's/.*drain: all requests finished in \([0-9.]*\) s.*/\1/p
 echo "replica $victim_name exit $victim_exit, drained: $drained (${drain_seconds:-?} s)" >&2
 [[ $victim_exit == 0 && $drained == 1 ]] || status=1
 # Sessions that moved went where the hash ring says, and every one stayed there.
-moved=$(/usr/bin/python3 - "$work/textgen-grpc.log" "$victim" <<'PY'
+moved=$(/usr/bin/python3 - "$access_log" "$victim" <<'PY'
 import collections, re, sys
 log, victim = sys.argv[1], sys.argv[2]
 where = collections.defaultdict(list)
@@ -155,7 +179,7 @@ PY
 echo "sessions moved off $victim_name: ${moved% *}, moved more than once: ${moved#* }" >&2
 [[ ${moved#* } == 0 ]] || status=1
 
-echo "== 3. HTTP API through nginx: one session's completions on one replica" >&2
+echo "== 3. HTTP API through the balancer: one session's completions on one replica" >&2
 http_result=$(/usr/bin/python3 - "$lb_http" <<'PY'
 import json, sys, urllib.request
 port = int(sys.argv[1])
@@ -187,12 +211,12 @@ cat "$work/observability.json" >&2
 
 /usr/bin/python3 - "$work/steady.json" "$work/failover.json" "$victim_exit" "$drained" \
   "$moved" "${http_result:-0}" "${OUT:-/dev/stdout}" "${drain_seconds:-0}" \
-  "$work/observability.json" <<'PY'
+  "$work/observability.json" "$lb" <<'PY'
 import json, sys
 steady, failover = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 observability = json.load(open(sys.argv[9]))
 moved, bounced = map(int, sys.argv[5].split())
-report = {"replicas": 3, "balancer": "nginx " + "1.22 (deploy/nginx/textgen-lb.conf)",
+report = {"replicas": 3, "balancer": sys.argv[10],
           "steady": steady, "failover": failover,
           "failover_replica_exit_code": int(sys.argv[3]),
           "failover_replica_drained": sys.argv[4] == "1",
@@ -206,7 +230,7 @@ with open(sys.argv[7], "w") as out:
 PY
 if [[ $status != 0 ]]; then
   echo "test-scale-out: FAILED" >&2
-  tail -n 20 "$work/nginx-error.log" >&2 || true
+  tail -n 20 "$work/lb-error.log" >&2 || true
 else
   echo "test-scale-out: passed" >&2
 fi
