@@ -142,7 +142,7 @@ victim=$(/usr/bin/python3 - "$access_log" "${names[@]}" <<'PY'
 import collections, re, sys
 log, names = sys.argv[1], sys.argv[2:]
 counts = collections.Counter(m.group(1) for m in
-                             re.finditer(r"session=steady-\S+ upstream=(\S+)", open(log).read()))
+                             re.finditer(r"session=steady-\S+ upstream=(\S+) ", open(log).read()))
 print(counts.most_common(1)[0][0])
 PY
 )
@@ -169,10 +169,13 @@ moved=$(/usr/bin/python3 - "$access_log" "$victim" <<'PY'
 import collections, re, sys
 log, victim = sys.argv[1], sys.argv[2]
 where = collections.defaultdict(list)
-for m in re.finditer(r"session=(failover-\S+) upstream=(\S+)", open(log).read()):
+# nginx lists every replica it tried ("A, B"); the last one served the request.
+for m in re.finditer(r"session=(failover-\S+) upstream=(.+?) (?:upstream_)?status=", open(log).read()):
     where[m.group(1)].append(m.group(2).split(", ")[-1])
 moved = {s: u for s, u in where.items() if u[0] == victim and u[-1] != victim}
-bounced = {s: u for s, u in moved.items() if len(set(u[u.index(u[-1]):])) > 1}
+# After its last turn on the stopped replica, a moved session must stay on one replica.
+after = {s: u[len(u) - u[::-1].index(victim):] for s, u in moved.items()}
+bounced = {s: u for s, u in after.items() if len(set(u)) > 1}
 print(len(moved), len(bounced))
 PY
 )
