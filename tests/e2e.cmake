@@ -46,6 +46,13 @@ if(TARGET textgen-server)
   # Three replicas behind Debian's nginx with deploy/nginx/textgen-lb.conf: session affinity,
   # failover of a SIGTERMed replica, and Prometheus / Grafana / alert queries against them.
   # (LB=haproxy runs it behind HAProxy; not here: see deploy/haproxy/haproxy.cfg.)
+  # The deployment files, offline: Kubernetes manifests, compose, nginx, Envoy, Prometheus
+  # agree with each other, with the image and with textgen-server --help.
+  add_test(NAME deploy_manifests
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/deploy/check_manifests.py
+                   --server $<TARGET_FILE:textgen-server> --repo ${CMAKE_SOURCE_DIR})
+  set_tests_properties(deploy_manifests PROPERTIES TIMEOUT 60)
+
   add_test(NAME e2e_scale_out COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/test-scale-out.sh)
   set_tests_properties(e2e_scale_out PROPERTIES TIMEOUT 300 LABELS e2e RUN_SERIAL ON
     ENVIRONMENT "LB=nginx;BUILD=${CMAKE_BINARY_DIR};OUT=${CMAKE_CURRENT_BINARY_DIR}/scale_out.json")
