@@ -32,11 +32,11 @@ function startServer(binary, model) {
 }
 
 // --- snippet used in docs/clients.md ---
-function generate(client, request) {
+function generate(client, request, metadata = new grpc.Metadata()) {
   return new Promise((resolve, reject) => {
     let text = '';
     let finished = null;
-    const call = client.Generate(request, { deadline: Date.now() + 60000 });
+    const call = client.Generate(request, metadata, { deadline: Date.now() + 60000 });
     call.on('data', (response) => {
       text += response.text;
       if (response.finished) finished = response.finished;
@@ -69,6 +69,32 @@ async function main() {
       generate(client, { text: 'Once upon a time', sampling: { temperature: -1 } }),
       (error) => error.code === grpc.status.INVALID_ARGUMENT && /temperature/.test(error.details));
     client.close();
+
+    // --- snippet used in docs/clients.md (sessions behind a load balancer) ---
+    const retryPolicy = JSON.stringify({ methodConfig: [{
+      name: [{ service: 'textgen.v1.TextGeneration' }],
+      retryPolicy: { maxAttempts: 5, initialBackoff: '0.25s', maxBackoff: '2s',
+        backoffMultiplier: 2, retryableStatusCodes: ['UNAVAILABLE', 'CANCELLED'] } }] });
+    const balanced = new textgen.TextGeneration(`127.0.0.1:${port}`,
+      grpc.credentials.createInsecure(), { 'grpc.service_config': retryPolicy });
+    const session = 'conversation-42';
+    const routing = new grpc.Metadata();
+    routing.set('x-session-id', session);  // the balancer keeps the session on one replica
+    let prompt = 'Once upon a time';
+    let turn;
+    for (let i = 0; i < 2; ++i) {
+      turn = await generate(balanced,
+        { text: prompt, sessionId: session, stopping: { maxNewTokens: 16 } }, routing);
+      prompt += `${turn.text} Then`;
+    }
+    // --- end of snippet ---
+    assert.ok(Number(turn.finished.usage.cachedTokens) > 0, 'the second turn reused nothing');
+    const other = new grpc.Metadata();
+    other.set('x-session-id', 'another');
+    await assert.rejects(
+      generate(balanced, { text: prompt, sessionId: session }, other),
+      (error) => error.code === grpc.status.INVALID_ARGUMENT && /x-session-id/.test(error.details));
+    balanced.close();
   } finally {
     server.kill('SIGTERM');
   }

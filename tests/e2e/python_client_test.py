@@ -11,6 +11,7 @@ Exit code 77 = skipped (model not found), which ctest reports as skipped.
 Usage: python_client_test.py --server BIN --proto-root DIR --shared DIR --work DIR
 """
 import argparse
+import json
 import os
 import signal
 import sys
@@ -73,6 +74,35 @@ def main():
             "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
         replies = list(reflect(iter([b"\x3a\x00"]), timeout=10))
         assert any(b"textgen.v1.TextGeneration" in r for r in replies), replies
+        channel.close()
+
+        # --- snippet used in docs/clients.md (sessions behind a load balancer) ---
+        retry_policy = json.dumps({"methodConfig": [{
+            "name": [{"service": "textgen.v1.TextGeneration"}],
+            "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.25s", "maxBackoff": "2s",
+                            "backoffMultiplier": 2,
+                            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]}}]})
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}",
+                                        options=[("grpc.service_config", retry_policy)])
+        stub = textgen_pb2_grpc.TextGenerationStub(channel)
+        session, prompt = "conversation-42", "Once upon a time"
+        for _ in range(2):
+            request = textgen_pb2.GenerateRequest(
+                text=prompt, session_id=session,
+                stopping=textgen_pb2.StoppingCriteria(max_new_tokens=16))
+            # The balancer keeps the session on one replica by this header.
+            responses = list(stub.Generate(request, metadata=(("x-session-id", session),),
+                                           timeout=60))
+            prompt += "".join(r.text for r in responses) + " Then"
+        # --- end of snippet ---
+        usage = responses[-1].finished.usage
+        assert usage.cached_tokens > 0, f"the second turn reused nothing: {usage}"
+        try:
+            list(stub.Generate(request, metadata=(("x-session-id", "another"),), timeout=30))
+            raise AssertionError("a header naming another session was accepted")
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
+            assert "x-session-id" in error.details(), error.details()
         channel.close()
     finally:
         process.send_signal(signal.SIGTERM)
