@@ -51,6 +51,9 @@ def parse_args():
     p.add_argument("--session-prefix", default="conv")
     p.add_argument("--kill-pid", type=int, default=0, help="replica to SIGTERM mid-run")
     p.add_argument("--kill-after", type=int, default=0, help="finished turns before the kill")
+    p.add_argument("--kill-command", default="",
+                   help="instead of --kill-pid: a shell command that stops the replica "
+                        "(e.g. podman stop); runs in the background")
     p.add_argument("--kill-metrics", default="",
                    help="the replica's /metrics URL: the kill waits until it runs a request")
     p.add_argument("--min-cached-ratio", type=float, default=0.95)
@@ -70,6 +73,7 @@ class Run:
         self.finished_turns = 0
         self.killed_at = None
         self.running_at_kill = None
+        self.kill_process = None
 
 
 def running_requests(url):
@@ -94,7 +98,10 @@ async def killer(run):
         if not ARGS.kill_metrics or (running or 0) > 0:
             break
         await asyncio.sleep(0.001)
-    os.kill(ARGS.kill_pid, signal.SIGTERM)
+    if ARGS.kill_command:
+        run.kill_process = await asyncio.create_subprocess_shell(ARGS.kill_command)
+    else:
+        os.kill(ARGS.kill_pid, signal.SIGTERM)
     run.killed_at = time.monotonic()
     run.running_at_kill = running
 
@@ -163,11 +170,11 @@ def check(run):
         "follow_up_cached_ratio": round(len(cached) / max(1, len(follow_ups)), 4),
         "conversations_that_recomputed": len(recomputed),
         "recompute_turns": sum(len(v) for v in recomputed.values()),
-        "killed": bool(ARGS.kill_pid),
+        "killed": bool(ARGS.kill_pid or ARGS.kill_command),
         "turn_seconds_p50": percentile([t["seconds"] for t in run.turns], 0.5),
         "turn_seconds_p99": percentile([t["seconds"] for t in run.turns], 0.99),
     }
-    if not ARGS.kill_pid:
+    if not report["killed"]:
         if report["follow_up_cached_ratio"] < ARGS.min_cached_ratio:
             failures.append(f"only {report['follow_up_cached_ratio']:.1%} of follow-up turns "
                             f"reused a cache (need {ARGS.min_cached_ratio:.0%})")
@@ -200,9 +207,11 @@ async def main():
         semaphore = asyncio.Semaphore(ARGS.concurrency)
         start = time.monotonic()
         tasks = [conversation(stub, run, c, semaphore) for c in range(ARGS.conversations)]
-        if ARGS.kill_pid:
+        if ARGS.kill_pid or ARGS.kill_command:
             tasks.append(killer(run))
         await asyncio.gather(*tasks)
+        if run.kill_process is not None:
+            await run.kill_process.wait()
         report = check(run)
         report["seconds"] = round(time.monotonic() - start, 2)
         if run.killed_at is not None:
