@@ -24,19 +24,16 @@ import sys
 import time
 import urllib.request
 
-RETRY_SERVICE_CONFIG = json.dumps({
-    "methodConfig": [{
-        "name": [{"service": "textgen.v1.TextGeneration"}],
-        "retryPolicy": {
-            "maxAttempts": 5,
-            "initialBackoff": "0.25s",
-            "maxBackoff": "2s",
-            "backoffMultiplier": 2,
-            # CANCELLED: grpc/grpc#41785, see client/retry_policy.h.
-            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"],
-        },
-    }]
-})
+
+def retry_service_config():
+    """The CLI's retry policy (client/retry_policy.h), so this driver retries as it does."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client",
+                          "retry_policy.h")
+    text = open(header).read()
+    return json.dumps(json.loads(text[text.index('R"json(') + 7:text.index(')json"')]))
+
+
+RETRY_SERVICE_CONFIG = retry_service_config()
 
 
 def parse_args():
