@@ -96,7 +96,9 @@ async def killer(run):
             break
         await asyncio.sleep(0.001)
     if ARGS.kill_command:
-        run.kill_process = await asyncio.create_subprocess_shell(ARGS.kill_command)
+        # Its output must not mix with the JSON report on stdout.
+        run.kill_process = await asyncio.create_subprocess_shell(
+            ARGS.kill_command, stdout=asyncio.subprocess.DEVNULL)
     else:
         os.kill(ARGS.kill_pid, signal.SIGTERM)
     run.killed_at = time.monotonic()

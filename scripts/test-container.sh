@@ -10,7 +10,8 @@
 #      compose stack's nginx, and Prometheus scraping the replicas.
 # Loopback only (published ports bound to 127.0.0.1), bounded; a program to run and quote, not
 # part of CI (building the image compiles textgen: about 15 minutes on 2 cores).
-# Usage: scripts/test-container.sh [OUT=container-report.json]   (env BUILD=build: the host
+# Usage: scripts/test-container.sh [OUT=container-report.json]   (the containers' logs go to
+#   OUT without .json + -logs/; env BUILD=build: the host
 #   build whose textgen CLI and Python stubs drive the containers; MIRROR=Debian mirror URL)
 # Needs: apt-get install podman buildah mmdebstrap runc podman-compose (as root).
 set -euo pipefail
@@ -82,11 +83,19 @@ finish=$(grep -o 'finish_reason=[a-z_]*\|reason: [A-Z_]*\|LENGTH' "$work/drained
 podman rm textgen-single >/dev/null
 
 step "podman-compose up: 3 replicas, nginx, Prometheus"
+export TEXTGEN_THREADS=1  # three replicas on this one 2-core machine
 podman-compose -p "$project" -f deploy/docker-compose.yml build lb prometheus >&2
 podman-compose -p "$project" -f deploy/docker-compose.yml up -d >&2
 for _ in $(seq 120); do
   "$B/bin/textgen" health --addr 127.0.0.1:50051 >/dev/null 2>&1 && break
   sleep 0.5
+done
+# Prometheus must have scraped every replica once before the traffic, for rate() to see it.
+for _ in $(seq 150); do
+  up=$(curl -s 'http://127.0.0.1:9091/api/v1/query?query=count(up==1)' 2>/dev/null |
+       sed -n 's/.*"value":\[[0-9.]*,"\([0-9]*\)"\].*/\1/p' || true)
+  [[ ${up:-0} == 3 ]] && break
+  sleep 0.2
 done
 /usr/bin/python3 -c "import sys; sys.path.insert(0, 'tests/e2e'); \
 from server_harness import generate_stubs; generate_stubs('proto', '$work/stubs')"
@@ -98,10 +107,15 @@ victim=${project}_textgen-b_1
   --reply-tokens 24 --session-prefix failover --kill-after 100 \
   --kill-command "podman stop -t 60 $victim" > "$work/failover.json" || status=1
 victim_exit=$(podman inspect "$victim" --format '{{.State.ExitCode}}')
-sleep 6  # a Prometheus scrape after the traffic
+sleep 11  # two scrape intervals: the stopped replica's last samples and a scrape after the traffic
 prometheus_ttft=$(curl -s 'http://127.0.0.1:9091/api/v1/query' --data-urlencode \
   'query=histogram_quantile(0.5, sum by (le) (rate(textgen_time_to_first_token_seconds_bucket[1m])))' |
   /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "none")')
+logs=${out%.json}-logs
+mkdir -p "$logs"
+for service in textgen-a textgen-b textgen-c lb prometheus; do
+  podman logs "${project}_${service}_1" > "$logs/$service.log" 2>&1 || true
+done
 podman-compose -p "$project" -f deploy/docker-compose.yml down >&2
 
 /usr/bin/python3 - "$out" "$build_seconds" "$image_mb" "$health" "$text" "$user" "$pid1" \
