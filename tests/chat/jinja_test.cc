@@ -374,5 +374,27 @@ TEST(ChatTemplateTest, OversizedOrBrokenTemplatesAreRefused) {
   EXPECT_THAT(broken.status().message(), HasSubstr("line 1, column 8"));
 }
 
+// Found by textgen-fuzz-jinja: a positional index too long for size_t threw from std::stoul
+// and aborted the process; it is an ordinary "index out of range" error, as in Python.
+TEST(JinjaFormatTest, HugePositionalIndexIsAnErrorNotACrash) {
+  absl::StatusOr<jinja::TaintedString> out =
+      jinja::Render("{{ '{2222222222222222222222220}'.format('x') }}");
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("Replacement index out of range"), std::string::npos)
+      << out.status();
+  out = jinja::Render("{{ '{1}{0}'.format('a', 'b') }}");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->bytes, "ba");
+}
+
+// Found by textgen-fuzz-jinja: repeating an empty list or string a huge number of times looped
+// that many times (no output, so no budget was charged); it is empty at once.
+TEST(JinjaFormatTest, RepeatingAnEmptySequenceHugeTimesIsImmediate) {
+  absl::StatusOr<jinja::TaintedString> out =
+      jinja::Render("[{{ [] * 214444444444444 }}][{{ '' * 214444444444444 }}]");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->bytes, "[[]][]");
+}
+
 }  // namespace
 }  // namespace textgen::model

@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "model/chat/jinja/call_args.h"
 #include "model/chat/jinja/interpreter.h"
@@ -190,8 +191,9 @@ absl::StatusOr<Value> Format(const Value& self, const CallArgs& args, Interprete
       value = args.positional[auto_index++];
     } else if (std::all_of(field.begin(), field.end(),
                            [](char d) { return d >= '0' && d <= '9'; })) {
-      const size_t index = std::stoul(field);
-      if (index >= args.positional.size()) {
+      // A digit string too long for size_t is out of range too (no exception: fuzz-found).
+      size_t index = 0;
+      if (!absl::SimpleAtoi(field, &index) || index >= args.positional.size()) {
         return TypeError("Replacement index out of range for positional args tuple");
       }
       value = args.positional[index];
