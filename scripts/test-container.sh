@@ -79,7 +79,6 @@ wait "$streamer" || stream_exit=$?
 exit_code=$(podman inspect textgen-single --format '{{.State.ExitCode}}')
 podman logs textgen-single > "$work/single.log" 2>&1
 drained=$(grep -c "drain: all requests finished" "$work/single.log" || true)
-finish=$(grep -o 'finish_reason=[a-z_]*\|reason: [A-Z_]*\|LENGTH' "$work/drained.err" | head -1 || true)
 podman rm textgen-single >/dev/null
 
 step "podman-compose up: 3 replicas, nginx, Prometheus"
