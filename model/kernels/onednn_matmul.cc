@@ -71,6 +71,25 @@ std::vector<int> KChunkCandidates(int k) {
   return out;
 }
 
+// Caps oneDNN at AVX512-BF16 before it generates its first kernel. On CPUs with AMX (and
+// AVX512-FP16), oneDNN 2.6 picks AMX brgemm for M >= 2 but AVX-512 for M = 1, and blocks K by
+// the newer ISA's rules: a row's sums then depend on the batch it ran in, and the skinny
+// kernel's bitwise twin of brgemm no longer holds. One kernel family for every M is what
+// makes output batch-invariant; AMX prefill would need an AMX-exact skinny kernel first.
+// oneDNN's ISA cap is process-wide and settable once, hence the one-time initialiser.
+void CapOnednnIsaForBatchInvariance() {
+  static const bool capped = [] {
+    try {
+      dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16);
+    } catch (const dnnl::error&) {
+      // Already latched (ONEDNN_MAX_CPU_ISA or an earlier kernel): the invariance tests say
+      // whether what was latched keeps rows batch-independent.
+    }
+    return true;
+  }();
+  (void)capped;
+}
+
 }  // namespace
 
 // ============================================================================
@@ -90,6 +109,7 @@ struct OnednnContext::Impl {
 };
 
 bool CpuHasBf16() {
+  CapOnednnIsaForBatchInvariance();
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
   return (isa & need) == need;
@@ -97,6 +117,7 @@ bool CpuHasBf16() {
 
 absl::StatusOr<std::unique_ptr<OnednnContext>> OnednnContext::Create(int threads, bool bf16,
                                                                      int max_rows, int max_cols) {
+  CapOnednnIsaForBatchInvariance();
   if (threads < 0)
     return absl::InvalidArgumentError(absl::StrCat("threads must be >= 0, got ", threads));
   if (bf16 && !CpuHasBf16()) {
