@@ -30,6 +30,9 @@ import sys
 
 from server_harness import generate_stubs, start_server
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+from shared_files import SKIP, require_shared_file  # noqa: E402  (one rule for ../shared)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "chat"))
 import compare_with_jinja2  # noqa: E402
@@ -196,9 +199,8 @@ def main():
         print(f"SKIP: llama.cpp source not found at {args.llamacpp}")
         return 77
     stories = os.path.join(args.shared, "models/stories260K/stories260K.gguf")
-    if not os.path.exists(stories):
-        print(f"SKIP: {stories} not found (set TEXTGEN_SHARED_DIR)")
-        return 77
+    if not require_shared_file(stories, args.shared):
+        return SKIP
     os.makedirs(args.work, exist_ok=True)
     generate_stubs(args.proto_root, args.work)
     import grpc

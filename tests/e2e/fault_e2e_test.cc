@@ -122,7 +122,7 @@ class FaultTest : public ::testing::Test {
   }
   double Metric(const std::string& name) { return Scrape(metrics_port_)[name]; }
 
-  testing::ServerProcess server_;
+  test_support::ServerProcess server_;
   std::string model_;
   int metrics_port_ = 0;
   std::unique_ptr<v1::TextGeneration::Stub> stub_;

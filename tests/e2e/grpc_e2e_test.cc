@@ -14,6 +14,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/server_process.h"
+#include "tests/testing/shared_files.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {
@@ -30,17 +31,16 @@ const std::vector<int> kReferenceIds = {432, 383, 286, 261, 376, 298, 315, 421, 
                                         295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352,
                                         266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432};
 
-std::string SharedDir() {
-  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
-  return env != nullptr ? env : TEXTGEN_SHARED_DIR;
+std::string Stories260KGguf() {
+  return ::textgen::test_support::SharedModelPath("stories260K/stories260K.gguf");
 }
 
 class GrpcEndToEndTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    model_ = SharedDir() + "/models/stories260K/stories260K.gguf";
+    model_ = Stories260KGguf();
     if (!std::filesystem::exists(model_)) return;
-    server_ = new testing::ServerProcess();
+    server_ = new test_support::ServerProcess();
     started_ =
         server_->Start(TEXTGEN_SERVER_BIN,
                        {"--model", model_, "--listen", "127.0.0.1:0",
@@ -53,17 +53,14 @@ class GrpcEndToEndTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (!std::filesystem::exists(model_)) {
-      GTEST_SKIP() << "stories260K.gguf not found at " << model_
-                   << " (set TEXTGEN_SHARED_DIR to the shared/ directory)";
-    }
+    TEXTGEN_REQUIRE_SHARED_FILE(model_);
     ASSERT_TRUE(started_) << "textgen-server did not start; its log:\n" << server_->log();
     stub_ = v1::TextGeneration::NewStub(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
   }
 
   static inline std::string model_;
-  static inline testing::ServerProcess* server_ = nullptr;
+  static inline test_support::ServerProcess* server_ = nullptr;
   static inline bool started_ = false;
   std::unique_ptr<v1::TextGeneration::Stub> stub_;
 };
@@ -204,12 +201,9 @@ std::map<std::string, int> ThreadNames(pid_t pid) {
 // outnumber the cores, which cost 15-20% of the cores (docs/performance.md). Workers inherit
 // the name of the thread that started them, so the pools show in the thread names.
 TEST(ServerThreadsTest, OnlyTheEngineThreadHasAnOpenMpPool) {
-  const std::string model = SharedDir() + "/models/stories260K/stories260K.gguf";
-  if (!std::filesystem::exists(model)) {
-    GTEST_SKIP() << "stories260K.gguf not found at " << model
-                 << " (set TEXTGEN_SHARED_DIR to the shared/ directory)";
-  }
-  testing::ServerProcess server;
+  const std::string model = Stories260KGguf();
+  TEXTGEN_REQUIRE_SHARED_FILE(model);
+  test_support::ServerProcess server;
   ASSERT_TRUE(server.Start(
       TEXTGEN_SERVER_BIN,
       {"--model", model, "--listen", "127.0.0.1:0", "--metrics-listen=", "--threads", "2"},

@@ -18,6 +18,9 @@ import sys
 
 from server_harness import generate_stubs, start_server
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+from shared_files import SKIP, require_shared_file  # noqa: E402  (one rule for ../shared)
+
 REFERENCE_TEXT = (", there was a little girl named Lily. She loved to play outside in the park. "
                   "One day, she saw a big, red ball. She wanted to play with it,")
 
@@ -30,9 +33,8 @@ def main():
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     model = os.path.join(args.shared, "models/stories260K/stories260K.gguf")
-    if not os.path.exists(model):
-        print(f"SKIP: {model} not found (set TEXTGEN_SHARED_DIR)")
-        return 77
+    if not require_shared_file(model, args.shared):
+        return SKIP
 
     generate_stubs(args.proto_root, args.work)
     import grpc

@@ -6,7 +6,8 @@ set -eu
 server=$1 proto_root=$2 shared=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
 model="$shared/models/stories260K/stories260K.gguf"
-if [ ! -f "$model" ]; then echo "SKIP: $model not found (set TEXTGEN_SHARED_DIR)"; exit 77; fi
+# Skip when ../shared is absent, fail when it is present without the model (one rule for both).
+python3 "$(dirname "$0")/../testing/shared_files.py" "$shared" "$model" || exit $?
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "SKIP: node/npm not installed"; exit 77
 fi

@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace textgen::testing {
+namespace textgen::test_support {
 
 // Runs the real textgen-server binary for end-to-end tests: starts it with the given flags,
 // reads its stderr (echoed to the test's stderr) until the startup line reports grpc_port=,
@@ -116,4 +116,4 @@ class ServerProcess {
   std::string log_;
 };
 
-}  // namespace textgen::testing
+}  // namespace textgen::test_support

@@ -48,20 +48,20 @@ int LoggedPort(const std::string& log, const std::string& key) {
 class TlsEndToEndTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const testing::TestPki& pki = testing::GetTestPki();
-    ca_ = testing::WriteTempFile("e2e-ca.crt", pki.ca_cert);
-    alice_cert_ = testing::WriteTempFile("e2e-alice.crt", pki.alice.cert);
-    alice_key_ = testing::WriteTempFile("e2e-alice.key", pki.alice.key);
-    stranger_cert_ = testing::WriteTempFile("e2e-stranger.crt", pki.stranger.cert);
-    stranger_key_ = testing::WriteTempFile("e2e-stranger.key", pki.stranger.key);
-    server_ = new testing::ServerProcess();
+    const test_support::TestPki& pki = test_support::GetTestPki();
+    ca_ = test_support::WriteTempFile("e2e-ca.crt", pki.ca_cert);
+    alice_cert_ = test_support::WriteTempFile("e2e-alice.crt", pki.alice.cert);
+    alice_key_ = test_support::WriteTempFile("e2e-alice.key", pki.alice.key);
+    stranger_cert_ = test_support::WriteTempFile("e2e-stranger.crt", pki.stranger.cert);
+    stranger_key_ = test_support::WriteTempFile("e2e-stranger.key", pki.stranger.key);
+    server_ = new test_support::ServerProcess();
     started_ = server_->Start(
         TEXTGEN_SERVER_BIN,
         {"--model", std::string(TEXTGEN_SOURCE_DIR) + "/models/default.gguf", "--listen",
          "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-         "--threads", "1", "--tls-cert", testing::WriteTempFile("e2e-server.crt", pki.server.cert),
-         "--tls-key", testing::WriteTempFile("e2e-server.key", pki.server.key), "--tls-client-ca",
-         ca_},
+         "--threads", "1", "--tls-cert",
+         test_support::WriteTempFile("e2e-server.crt", pki.server.cert), "--tls-key",
+         test_support::WriteTempFile("e2e-server.key", pki.server.key), "--tls-client-ca", ca_},
         std::chrono::seconds(60));
   }
   static void TearDownTestSuite() {
@@ -78,7 +78,7 @@ class TlsEndToEndTest : public ::testing::Test {
     return absl::StrCat("--tls-ca ", ca_, " --tls-cert ", alice_cert_, " --tls-key ", alice_key_);
   }
 
-  static inline testing::ServerProcess* server_ = nullptr;
+  static inline test_support::ServerProcess* server_ = nullptr;
   static inline bool started_ = false;
   static inline std::string ca_, alice_cert_, alice_key_, stranger_cert_, stranger_key_;
 };
@@ -109,7 +109,7 @@ TEST_F(TlsEndToEndTest, CliGeneratesWithAClientCertificateOnly) {
 }
 
 TEST_F(TlsEndToEndTest, HttpApiAndMetricsSpeakMutualTlsAndSessionsFollowTheCertificate) {
-  const testing::TestPki& pki = testing::GetTestPki();
+  const test_support::TestPki& pki = test_support::GetTestPki();
   const int http_port = LoggedPort(server_->log(), "http_port=");
   const int metrics_port = LoggedPort(server_->log(), "metrics_port=");
   ASSERT_GT(http_port, 0);
@@ -124,7 +124,7 @@ TEST_F(TlsEndToEndTest, HttpApiAndMetricsSpeakMutualTlsAndSessionsFollowTheCerti
   const std::string body =
       R"({"model":"textgen-default-3m","prompt":"Once upon a time there was a little girl","max_tokens":4,)"
       R"("temperature":0,"session_id":"story"})";
-  const auto cached_tokens = [&](const testing::PemPair& who) {
+  const auto cached_tokens = [&](const test_support::PemPair& who) {
     const HttpsResult result =
         HttpsRequest("POST", http_port, "/v1/completions", body, pki.ca_cert, &who);
     EXPECT_EQ(result.status, 200) << result.error << result.body;

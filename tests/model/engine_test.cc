@@ -18,6 +18,7 @@
 #include "model/kernels/quant/quant_matmul.h"
 #include "model/kernels/reference.h"
 #include "model/runtime/transformer.h"
+#include "tests/testing/shared_files.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::model {
@@ -37,15 +38,8 @@ const std::vector<int> kGoldenAfterBos = {
     328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267};
 
 std::string SharedModel(const std::string& file) {
-  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
-  const std::string dir = env != nullptr ? env : TEXTGEN_SHARED_DIR;
-  return dir + "/models/stories260K/" + file;
+  return ::textgen::test_support::SharedModelPath("stories260K/" + file);
 }
-
-#define REQUIRE_SHARED(path)                                                           \
-  if (!std::filesystem::exists(path)) {                                                \
-    GTEST_SKIP() << "shared model " << (path) << " is absent (../shared not mounted)"; \
-  }
 
 int Argmax(std::span<const float> row) {
   return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
@@ -103,7 +97,7 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenTest, GreedyIdsMatchReference) {
   const std::string path = SharedModel(GetParam());
-  REQUIRE_SHARED(path);
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   auto engine = MakeEngine(*model, /*bf16=*/false);
@@ -186,7 +180,7 @@ void CheckBatchInvariance(const LoadedModel& model, bool bf16, bool kv_f16 = fal
 
 TEST(BatchInvarianceTest, Stories260KF32) {
   const std::string path = SharedModel("stories260K.gguf");
-  REQUIRE_SHARED(path);
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   CheckBatchInvariance(*model, /*bf16=*/false);
@@ -195,7 +189,7 @@ TEST(BatchInvarianceTest, Stories260KF32) {
 TEST(BatchInvarianceTest, Stories260KBf16) {
   if (!ops::CpuHasBf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
   const std::string path = SharedModel("stories260K.gguf");
-  REQUIRE_SHARED(path);
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   CheckBatchInvariance(*model, /*bf16=*/true);
@@ -203,7 +197,7 @@ TEST(BatchInvarianceTest, Stories260KBf16) {
 
 TEST(BatchInvarianceTest, Stories260KF16KvCache) {
   const std::string path = SharedModel("stories260K.gguf");
-  REQUIRE_SHARED(path);
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   CheckBatchInvariance(*model, /*bf16=*/false, /*kv_f16=*/true);
@@ -338,7 +332,7 @@ TEST(EngineMemoryTest, CountsQuantizedWeightsAtTheirPackedSize) {
 // would make it fit.
 TEST(EngineMemoryTest, RefusesAModelThatDoesNotFitInTheMemoryAvailable) {
   const std::string path = SharedModel("stories260K.gguf");
-  REQUIRE_SHARED(path);
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   EngineOptions options;
@@ -371,7 +365,7 @@ TEST(EngineMemoryTest, RefusesAModelThatDoesNotFitInTheMemoryAvailable) {
 // greedy decoding of the reference prompt does not.
 TEST(F16KvCacheTest, CloseToF32CacheAndSameGreedyTokens) {
   const std::string path = SharedModel("stories260K.gguf");
-  REQUIRE_SHARED(path);
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   auto f32 = MakeEngine(*model, false, 64, /*kv_f16=*/false);
@@ -402,7 +396,7 @@ TEST(F16KvCacheTest, CloseToF32CacheAndSameGreedyTokens) {
 TEST(Bf16Test, CloseToF32AndSameFirstToken) {
   if (!ops::CpuHasBf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
   const std::string path = SharedModel("stories260K.gguf");
-  REQUIRE_SHARED(path);
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
   auto f32 = MakeEngine(*model, false);

@@ -359,7 +359,7 @@ TEST(GgufModelTest, Stories15MShapedFileLoads) {
 }
 
 TEST(GgufModelTest, EmbedsTheRealLlama2Vocabulary) {
-  TEXTGEN_SKIP_IF_MISSING(LlamaTokenizerBin());
+  TEXTGEN_REQUIRE_SHARED_FILE(LlamaTokenizerBin());
   RandomModelSpec spec;
   spec.vocab_size = 32000;
   spec.tokenizer_path = LlamaTokenizerBin();

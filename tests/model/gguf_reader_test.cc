@@ -19,7 +19,7 @@ using ::testing::MatchesRegex;
 using namespace ::textgen::model::testing;
 
 TEST(GgufReaderTest, ParsesStories260KAsProvenanceDescribes) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KGguf());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KGguf());
   const std::string bytes = ReadFile(Stories260KGguf());
   ASSERT_EQ(bytes.size(), 1185376u);
   auto file = ParseGguf(Bytes(bytes));
@@ -46,7 +46,7 @@ constexpr char kTruncationMessage[] =
     "exceeds file size [0-9]+|cannot fit in .*[0-9]+ bytes|beyond file size [0-9]+).*";
 
 TEST(GgufReaderTest, TruncationAnywhereFailsWithASpecificMessage) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KGguf());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KGguf());
   const std::string bytes = ReadFile(Stories260KGguf());
   std::vector<size_t> cuts;
   for (size_t n = 0; n < 14176 + 200; n += 97) cuts.push_back(n);         // header + tensor infos
@@ -61,7 +61,7 @@ TEST(GgufReaderTest, TruncationAnywhereFailsWithASpecificMessage) {
 }
 
 TEST(GgufReaderTest, RandomCorruptionNeverCrashes) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KGguf());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KGguf());
   const std::string original = ReadFile(Stories260KGguf());
   std::mt19937 rng(1234);
   int rejected = 0;

@@ -109,7 +109,7 @@ TEST(Llama2cLoaderTest, HeaderFieldsAreValidated) {
 }
 
 TEST(Llama2cLoaderTest, TruncatedRealCheckpointIsRejected) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KBin());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KBin());
   const std::string bytes = ReadFile(Stories260KBin());
   auto model = BuildModelFromLlama2c(Bytes(bytes).first(bytes.size() - 4), "x");
   EXPECT_THAT(model.status().message(),
@@ -117,7 +117,7 @@ TEST(Llama2cLoaderTest, TruncatedRealCheckpointIsRejected) {
 }
 
 TEST(Llama2cLoaderTest, TokenizerIsFoundOrNamed) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KBin());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KBin());
   const std::string dir = TempPath("llama2c_no_tokenizer");
   std::filesystem::create_directories(dir);
   const std::string copy = dir + "/model.bin";

@@ -8,18 +8,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/shared_files.h"
 
 namespace textgen::model {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string SharedDir() {
-  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
-  return env != nullptr ? env : TEXTGEN_SHARED_DIR;
+std::string LlamaTokenizerBin() {
+  return ::textgen::test_support::SharedModelPath("llama2-tokenizer/tokenizer.bin");
 }
-
-std::string LlamaTokenizerBin() { return SharedDir() + "/models/llama2-tokenizer/tokenizer.bin"; }
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::path(::testing::TempDir()) / name).string();
@@ -36,9 +34,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST(Llama2cTokenizerFileTest, ReadsLlama2VocabularyInGgufConvention) {
-  if (!std::filesystem::exists(LlamaTokenizerBin())) {
-    GTEST_SKIP() << "shared model files absent: " << LlamaTokenizerBin();
-  }
+  TEXTGEN_REQUIRE_SHARED_FILE(LlamaTokenizerBin());
   auto data = ReadLlama2cTokenizer(LlamaTokenizerBin(), 32000);
   ASSERT_TRUE(data.ok()) << data.status();
   ASSERT_EQ(data->tokens.size(), 32000u);
@@ -68,9 +64,7 @@ TEST(Llama2cTokenizerFileTest, ReadsLlama2VocabularyInGgufConvention) {
 }
 
 TEST(Llama2cTokenizerFileTest, RejectsVocabSizeThatDoesNotMatchTheFile) {
-  if (!std::filesystem::exists(LlamaTokenizerBin())) {
-    GTEST_SKIP() << "shared model files absent: " << LlamaTokenizerBin();
-  }
+  TEXTGEN_REQUIRE_SHARED_FILE(LlamaTokenizerBin());
   auto smaller = ReadLlama2cTokenizer(LlamaTokenizerBin(), 31999);
   ASSERT_FALSE(smaller.ok());
   EXPECT_THAT(smaller.status().message(), HasSubstr("bytes left after 31999 tokens"));
@@ -81,9 +75,7 @@ TEST(Llama2cTokenizerFileTest, RejectsVocabSizeThatDoesNotMatchTheFile) {
 }
 
 TEST(Llama2cTokenizerFileTest, RejectsTruncatedFile) {
-  if (!std::filesystem::exists(LlamaTokenizerBin())) {
-    GTEST_SKIP() << "shared model files absent: " << LlamaTokenizerBin();
-  }
+  TEXTGEN_REQUIRE_SHARED_FILE(LlamaTokenizerBin());
   const std::string bytes = ReadFile(LlamaTokenizerBin());
   const std::string path = TempPath("truncated_tokenizer.bin");
   WriteFile(path, bytes.substr(0, bytes.size() - 3));
@@ -117,8 +109,8 @@ TEST(Llama2cTokenizerFileTest, RejectsBadHeaderLengthsAndMissingFile) {
 }
 
 TEST(Llama2cTokenizerFileTest, ReadsStories260KVocabulary) {
-  const std::string path = SharedDir() + "/models/stories260K/tok512.bin";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared model files absent: " << path;
+  const std::string path = ::textgen::test_support::SharedModelPath("stories260K/tok512.bin");
+  TEXTGEN_REQUIRE_SHARED_FILE(path);
   auto data = ReadLlama2cTokenizer(path, 512);
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_EQ(data->tokens[1], "<s>");

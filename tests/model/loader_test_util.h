@@ -11,14 +11,11 @@
 
 #include "gtest/gtest.h"
 #include "model/format/weights.h"
+#include "tests/testing/shared_files.h"
 
 namespace textgen::model::testing {
 
-// ../shared (TEXTGEN_SHARED_DIR env var set by ctest, else the compile-time default).
-inline std::string SharedDir() {
-  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
-  return env != nullptr ? env : TEXTGEN_SHARED_DIR;
-}
+using ::textgen::test_support::SharedDir;
 
 inline std::string Stories260KDir() { return SharedDir() + "/models/stories260K"; }
 inline std::string Stories260KGguf() { return Stories260KDir() + "/stories260K.gguf"; }
@@ -26,12 +23,6 @@ inline std::string Stories260KBin() { return Stories260KDir() + "/stories260K.bi
 inline std::string LlamaTokenizerBin() {
   return SharedDir() + "/models/llama2-tokenizer/tokenizer.bin";
 }
-
-// Skips the current test with a reason when a shared file is absent.
-#define TEXTGEN_SKIP_IF_MISSING(path)                                            \
-  if (!std::filesystem::exists(path)) {                                          \
-    GTEST_SKIP() << "shared model file absent (TEXTGEN_SHARED_DIR): " << (path); \
-  }
 
 inline std::string TempPath(const std::string& name) {
   return (std::filesystem::path(::testing::TempDir()) / name).string();

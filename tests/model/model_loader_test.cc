@@ -37,7 +37,7 @@ void ExpectStories260KShape(const ModelConfig& c) {
 }
 
 TEST(ModelLoaderTest, LoadsStories260KGguf) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KGguf());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KGguf());
   auto model = LoadModel(Stories260KGguf());
   ASSERT_TRUE(model.ok()) << model.status();
   ExpectStories260KShape(model->config);
@@ -75,7 +75,7 @@ TEST(ModelLoaderTest, LoadsStories260KGguf) {
 }
 
 TEST(ModelLoaderTest, LoadsStories260KLlama2cCheckpointWithSiblingTokenizer) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KBin());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KBin());
   auto model = LoadModel(Stories260KBin());  // finds tok512.bin next to it
   ASSERT_TRUE(model.ok()) << model.status();
   ExpectStories260KShape(model->config);
@@ -89,8 +89,8 @@ TEST(ModelLoaderTest, LoadsStories260KLlama2cCheckpointWithSiblingTokenizer) {
 
 // PROVENANCE: all 48 GGUF tensors are byte-identical to the matching .bin sections.
 TEST(ModelLoaderTest, Llama2cAndGgufTensorsAreIdentical) {
-  TEXTGEN_SKIP_IF_MISSING(Stories260KBin());
-  TEXTGEN_SKIP_IF_MISSING(Stories260KGguf());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KBin());
+  TEXTGEN_REQUIRE_SHARED_FILE(Stories260KGguf());
   auto bin = LoadModel(Stories260KBin());
   auto gguf = LoadModel(Stories260KGguf());
   ASSERT_TRUE(bin.ok()) << bin.status();

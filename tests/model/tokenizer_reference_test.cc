@@ -29,10 +29,8 @@ std::string ReferenceDir() {
 class TokenizerReferenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::SharedFileExists("llama2-tokenizer/tokenizer.model") ||
-        !testing::SharedFileExists("gpt2-tokenizer/encoder.json")) {
-      GTEST_SKIP() << "shared tokenizer files absent under " << testing::SharedDir();
-    }
+    TEXTGEN_REQUIRE_SHARED_FILE(testing::SharedModelPath("llama2-tokenizer/tokenizer.model"));
+    TEXTGEN_REQUIRE_SHARED_FILE(testing::SharedModelPath("gpt2-tokenizer/encoder.json"));
   }
 
   // Reads a file the fixture must have written; a missing one fails the test.

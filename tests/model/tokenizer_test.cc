@@ -23,10 +23,8 @@ using ::testing::HasSubstr;
 
 const std::string kEmoji = "\xF0\x9F\x98\x80";  // 😀 U+1F600
 
-#define SKIP_WITHOUT_SHARED(relative)                                                   \
-  if (!testing::SharedFileExists(relative)) {                                           \
-    GTEST_SKIP() << "shared model file absent: " << testing::SharedModelPath(relative); \
-  }
+#define SKIP_WITHOUT_SHARED(relative) \
+  TEXTGEN_REQUIRE_SHARED_FILE(::textgen::test_support::SharedModelPath(relative))
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::path(::testing::TempDir()) / name).string();

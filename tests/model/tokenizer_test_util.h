@@ -17,21 +17,12 @@
 #include "model/tokenizer/gpt2_vocab_files.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "model/tokenizer/tokenizer.h"
+#include "tests/testing/shared_files.h"
 
 namespace textgen::model::testing {
 
-inline std::string SharedDir() {
-  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
-  return env != nullptr && *env != '\0' ? env : TEXTGEN_SHARED_DIR;
-}
-
-inline std::string SharedModelPath(const std::string& relative) {
-  return SharedDir() + "/models/" + relative;
-}
-
-inline bool SharedFileExists(const std::string& relative) {
-  return std::filesystem::exists(SharedModelPath(relative));
-}
+using ::textgen::test_support::SharedDir;
+using ::textgen::test_support::SharedModelPath;
 
 inline std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

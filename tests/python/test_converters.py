@@ -201,10 +201,8 @@ def check_llama2_vocab(c: testlib.Checker, work: str) -> None:
     """The Llama 2 tokenizer.model converted by us vs llama2.c's tokenizer.bin export of the same
     vocabulary (../shared/models/llama2-tokenizer): same pieces ("▁" as " ") and scores."""
     import struct
-    shared = os.environ.get("TEXTGEN_SHARED_DIR", os.path.join(testlib.REPO, "..", "shared"))
-    d = os.path.join(shared, "models", "llama2-tokenizer")
-    if not os.path.exists(os.path.join(d, "tokenizer.model")):
-        print(f"skip Llama 2 vocabulary check: {d} not found (set TEXTGEN_SHARED_DIR)")
+    d = os.path.join(testlib.shared_dir(), "models", "llama2-tokenizer")
+    if not testlib.require_shared_file(os.path.join(d, "tokenizer.model")):
         return
     net = testlib.LlamaLM(vocab_size=32000, context_length=16, d_model=32, num_layers=1,
                           num_heads=2, num_kv_heads=2, d_ff=32)

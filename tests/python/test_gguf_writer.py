@@ -104,10 +104,8 @@ def check_encodings(c: testlib.Checker) -> None:
 
 
 def check_stories260k(c: testlib.Checker, work: str) -> None:
-    shared = os.environ.get("TEXTGEN_SHARED_DIR", os.path.join(testlib.REPO, "..", "shared"))
-    src = os.path.join(shared, "models", "stories260K", "stories260K.gguf")
-    if not os.path.exists(src):
-        print(f"skip stories260K checks: {src} not found (set TEXTGEN_SHARED_DIR)")
+    src = os.path.join(testlib.shared_dir(), "models", "stories260K", "stories260K.gguf")
+    if not testlib.require_shared_file(src):
         return
     f = GGUFFile(src)
     out = os.path.join(work, "stories_rewritten.gguf")

@@ -22,6 +22,8 @@ import torch.nn.functional as F
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TRAINING = os.path.join(REPO, "model", "training")
 sys.path.insert(0, TRAINING)
+sys.path.insert(0, os.path.join(REPO, "tests", "testing"))
+from shared_files import require_shared_file, shared_dir  # noqa: E402  (one rule for ../shared)
 
 SKIP = 77  # ctest SKIP_RETURN_CODE
 

@@ -17,7 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-using textgen::testing::GetTestPki;
+using textgen::test_support::GetTestPki;
 
 HttpResponse ErrorBody(int status, absl::string_view message) {
   return HttpResponse::Json(status, std::string(message));

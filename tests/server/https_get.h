@@ -23,7 +23,7 @@ struct HttpsResult {
 // client would.
 inline HttpsResult HttpsRequest(const std::string& method, int port, const std::string& path,
                                 const std::string& body, const std::string& ca_cert,
-                                const textgen::testing::PemPair* client = nullptr) {
+                                const textgen::test_support::PemPair* client = nullptr) {
   namespace net = boost::asio;
   namespace bhttp = boost::beast::http;
   HttpsResult result;
@@ -61,7 +61,7 @@ inline HttpsResult HttpsRequest(const std::string& method, int port, const std::
 }
 
 inline HttpsResult HttpsGet(int port, const std::string& path, const std::string& ca_cert,
-                            const textgen::testing::PemPair* client = nullptr) {
+                            const textgen::test_support::PemPair* client = nullptr) {
   return HttpsRequest("GET", port, path, "", ca_cert, client);
 }
 

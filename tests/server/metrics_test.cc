@@ -98,7 +98,7 @@ TEST(MetricsTest, PortInUseIsAnError) {
 }
 
 TEST(MetricsTest, ServesOverMutualTlsLikeTheOtherListeners) {
-  const textgen::testing::TestPki& pki = textgen::testing::GetTestPki();
+  const textgen::test_support::TestPki& pki = textgen::test_support::GetTestPki();
   absl::StatusOr<std::unique_ptr<Metrics>> m =
       Metrics::Create(MetricsOptions{.listen_address = "127.0.0.1:0",
                                      .tls = tls::TlsCredentials{.cert_chain_pem = pki.server.cert,

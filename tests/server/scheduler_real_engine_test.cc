@@ -19,6 +19,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/scheduler.h"
 #include "tests/server/fake_engine.h"
+#include "tests/testing/shared_files.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::server {
@@ -29,9 +30,7 @@ using testing::RecordingSink;
 using testing::Summarize;
 
 std::string Stories260KPath() {
-  const char* env = std::getenv("TEXTGEN_SHARED_DIR");
-  std::string shared = env != nullptr ? env : TEXTGEN_SHARED_DIR;
-  return shared + "/models/stories260K/stories260K.gguf";
+  return ::textgen::test_support::SharedModelPath("stories260K/stories260K.gguf");
 }
 
 // Remembers the largest batch, to show the batch test really batched.
@@ -76,7 +75,7 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
     absl::StatusOr<std::string> model_path = ModelFor(GetParam());
     ASSERT_TRUE(model_path.ok()) << model_path.status();
     const std::string& path = *model_path;
-    if (!std::filesystem::exists(path)) GTEST_SKIP() << "model file not found: " << path;
+    TEXTGEN_REQUIRE_SHARED_FILE(path);  // only stories260K comes from ../shared
     absl::StatusOr<model::LoadedModel> loaded = model::LoadModel(path);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     model_ = std::make_unique<model::LoadedModel>(*std::move(loaded));

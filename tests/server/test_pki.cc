@@ -13,7 +13,7 @@
 
 #include "gtest/gtest.h"
 
-namespace textgen::testing {
+namespace textgen::test_support {
 namespace {
 
 struct KeyFree {
@@ -129,4 +129,4 @@ std::string WriteTempFile(const std::string& name, const std::string& text) {
   return path;
 }
 
-}  // namespace textgen::testing
+}  // namespace textgen::test_support

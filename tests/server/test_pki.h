@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace textgen::testing {
+namespace textgen::test_support {
 
 // A certificate and its private key, PEM.
 struct PemPair {
@@ -26,4 +26,4 @@ const TestPki& GetTestPki();  // made once per process
 // Writes `text` to a file in a temporary directory of this process; returns its path.
 std::string WriteTempFile(const std::string& name, const std::string& text);
 
-}  // namespace textgen::testing
+}  // namespace textgen::test_support

@@ -12,8 +12,8 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using textgen::testing::GetTestPki;
-using textgen::testing::WriteTempFile;
+using textgen::test_support::GetTestPki;
+using textgen::test_support::WriteTempFile;
 
 TlsFiles Files(std::string cert, std::string key, std::string client_ca) {
   TlsFiles files;
