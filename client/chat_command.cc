@@ -108,7 +108,7 @@ int RunChat(const std::vector<std::string>& args, CommandIo& io) {
     if (line.empty()) continue;
     // A bad line is refused before sending and leaves the conversation as it was.
     if (absl::Status utf8 = CheckUtf8Input(line); !utf8.ok()) {
-      io.err << "textgen chat: " << utf8.message() << " of the line; not sent\n";
+      io.err << "textgen chat: line not sent: " << utf8.message() << "\n";
       result = kExitUsage;
       continue;
     }

@@ -21,11 +21,7 @@ std::string ReadTextArgument(const std::string& arg, CommandIo& io) {
   return std::string(std::istreambuf_iterator<char>(io.in), {});
 }
 
-absl::Status CheckUtf8Input(const std::string& text) {
-  const size_t bad = model::FirstInvalidUtf8(text);
-  if (bad == std::string::npos) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrFormat("input is not valid UTF-8 at byte %d", bad));
-}
+absl::Status CheckUtf8Input(const std::string& text) { return model::CheckUtf8(text, "input"); }
 
 absl::Status RequestSizeGuard::Check(uint64_t request_bytes) {
   if (request_bytes <= kSmallestServerLimit) return absl::OkStatus();

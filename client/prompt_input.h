@@ -23,7 +23,7 @@ inline constexpr uint64_t kGrpcDefaultMaxMessageBytes = 4u << 20;
 // io.err where a terminal's input is expected.
 std::string ReadTextArgument(const std::string& arg, CommandIo& io);
 
-// INVALID_ARGUMENT "input is not valid UTF-8 at byte N" (N counted from 0) unless `text` is
+// INVALID_ARGUMENT "input is not valid UTF-8 (invalid byte 0xNN at byte offset N)" unless `text` is
 // valid UTF-8.
 absl::Status CheckUtf8Input(const std::string& text);
 

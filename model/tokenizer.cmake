@@ -3,7 +3,7 @@
 # Strict UTF-8 checks and repair: a leaf library (no other textgen code) that the CLI links too,
 # so it checks user input with the very rules the server applies.
 add_library(textgen_utf8 STATIC ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/utf8.cc)
-target_link_libraries(textgen_utf8 PRIVATE textgen_warnings)
+target_link_libraries(textgen_utf8 PUBLIC absl::status PRIVATE absl::str_format textgen_warnings)
 
 add_library(textgen_tokenizer STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/bpe_pre_tokenizer.cc

@@ -15,6 +15,15 @@ cd "$(dirname "$0")/.."
 source scripts/lib/build-trees.sh
 jobs=${JOBS:-$(nproc)}
 scripts/install-deps.sh --test
+
+# CI runs with ../shared beside the checkout. Without it every comparison against the shared
+# reference models would skip and the run would still pass, so there it is an error; with it,
+# a test that lacks a shared file fails instead of skipping (tests/testing/shared_files.h).
+shared_dir=${TEXTGEN_SHARED_DIR:-$PWD/../shared}
+if [[ "${CI:-}" == true && ! -d "$shared_dir/models" ]]; then
+  echo "error: CI=true but $shared_dir/models is absent: the reference tests would be skipped" >&2
+  exit 1
+fi
 step() { printf '\n==== %s (%s)\n' "$1" "$(date +%T)"; }
 
 step "release build"

@@ -1,6 +1,5 @@
 // textgen-server: flags and wiring only. Starts the gRPC server (health NOT_SERVING), loads
 // the model, turns SERVING, and drains on SIGTERM / SIGINT.
-#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,7 +10,6 @@
 #include <optional>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -293,22 +291,6 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   return loaded;
 }
 
-// Load() on a thread that ends when it is done. Why: libgomp keeps one OpenMP thread pool
-// per thread that ever opened a parallel region (loading does, to pack the weights) and
-// counts every pool's threads; once they outnumber the cores its barriers stop spinning and
-// each parallel region of a step waits on a futex wake instead. That cost 15-20% of the
-// 2 cores at 16 streams. A finished thread releases its pool, so only the engine thread's
-// remains.
-absl::StatusOr<std::unique_ptr<LoadedServer>> LoadOnPassingThread(const ServerOptions& o,
-                                                                  Metrics* metrics) {
-  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded;
-  std::thread([&] {
-    pthread_setname_np(pthread_self(), "textgen-load");
-    loaded = Load(o, metrics);
-  }).join();
-  return loaded;
-}
-
 int Run(ServerOptions options) {
   absl::StatusOr<LogLevel> level = ParseLogLevel(options.log_level);
   if (!level.ok()) {
@@ -389,8 +371,7 @@ int Run(ServerOptions options) {
       http::OpenAiApiOptions{.authenticator = authenticator.get(),
                              .principal_from_client_certificate = principal_from_certificate,
                              .observer = metrics->get(),
-                             .logger = &logger,
-                             .max_buffered_events = 4096});
+                             .logger = &logger});
   std::unique_ptr<http::HttpServer> http_server;
   if (!options.http_listen.empty()) {
     http::HttpServerOptions http_options;
@@ -432,8 +413,7 @@ int Run(ServerOptions options) {
   }
 
   const absl::Time load_start = absl::Now();
-  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded =
-      LoadOnPassingThread(options, metrics->get());
+  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded = Load(options, metrics->get());
   if (!loaded.ok()) {
     logger.Error(
         absl::StrCat("cannot load model ", options.model_path, ": ", loaded.status().ToString()));

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/base/status_macros.h"
 
 namespace textgen::server {
 namespace {
@@ -44,7 +45,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.max_sessions, 0, "max-sessions"},
         {o.http_threads, 1, "http-threads"},
         {o.http_max_connections, 0, "http-max-connections"}}) {
-    if (absl::Status s = CheckAtLeast(value, min, flag); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(CheckAtLeast(value, min, flag));
   }
   if (o.max_new_tokens > o.max_new_tokens_limit) {
     return absl::InvalidArgumentError(absl::StrCat("--max-new-tokens (", o.max_new_tokens,

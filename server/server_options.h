@@ -6,11 +6,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "model/runtime/engine.h"
+#include "server/core/validation.h"
+#include "server/scheduler/scheduler.h"
 
 namespace textgen::server {
 
 // Everything textgen-server is configured with (filled from flags by main.cc). Defaults here
-// are the flags' defaults.
+// are the flags' defaults; a setting that belongs to a layer takes its default from that
+// layer's options struct, so each number is written once.
 struct ServerOptions {
   std::string model_path;          // empty = the bundled default model
   std::string tokenizer_path;      // llama2.c checkpoints: their tokenizer.bin
@@ -26,23 +30,23 @@ struct ServerOptions {
   std::string api_keys_file;       // "PRINCIPAL KEY" lines; empty = no auth
   bool expose_model_path = false;  // publish the file path in GetModelInfo
   int threads = 0;                 // engine threads, 0 = all cores
-  int max_batch = 64;              // running sequences per step
-  int max_batch_tokens = 512;      // tokens per forward pass
-  int max_queue = 256;             // waiting requests
-  int max_requests_per_principal = 0;         // queued + running per API key owner; 0 = off
-  int max_sessions_per_principal = 0;         // sessions kept per API key owner; 0 = off
-  int64_t kv_cache_bytes = int64_t{1} << 30;  // KV cache budget
-  int max_new_tokens = 256;                   // default when a request leaves it 0
-  int max_new_tokens_limit = 4096;            // most a request may ask for
-  int max_request_bytes = 4 << 20;            // largest request message gRPC accepts
-  int64_t max_prompt_bytes = 1 << 20;           // largest prompt text, before tokenizing
-  int max_stop_strings = 16;                    // per request
-  int max_stop_string_bytes = 256;              // each
-  int max_stop_token_ids = 64;                  // per request
-  int max_logit_bias_entries = 300;             // per request (OpenAI's limit)
-  int max_session_id_bytes = 128;
-  absl::Duration session_ttl = absl::Minutes(10);
-  int max_sessions = 1024;
+  int max_batch = SchedulerOptions{}.max_batch_sequences;      // running sequences per step
+  int max_batch_tokens = SchedulerOptions{}.max_batch_tokens;  // tokens per forward pass
+  int max_queue = SchedulerOptions{}.max_queue;                // waiting requests
+  int max_requests_per_principal = 0;  // queued + running per API key owner; 0 = off
+  int max_sessions_per_principal = 0;  // sessions kept per API key owner; 0 = off
+  int64_t kv_cache_bytes = model::EngineOptions{}.kv_cache_bytes;       // KV cache budget
+  int max_new_tokens = ValidationOptions{}.default_max_new_tokens;      // when a request says 0
+  int max_new_tokens_limit = ValidationOptions{}.max_new_tokens_limit;  // most one may ask
+  int max_request_bytes = 4 << 20;  // largest request message gRPC accepts
+  int64_t max_prompt_bytes = ValidationOptions{}.max_prompt_bytes;  // checked before tokenizing
+  int max_stop_strings = ValidationOptions{}.max_stop_strings;      // per request
+  int max_stop_string_bytes = ValidationOptions{}.max_stop_string_bytes;  // each
+  int max_stop_token_ids = ValidationOptions{}.max_stop_token_ids;        // per request
+  int max_logit_bias_entries = ValidationOptions{}.max_logit_bias_entries;
+  int max_session_id_bytes = ValidationOptions{}.max_session_id_bytes;
+  absl::Duration session_ttl = SchedulerOptions{}.session_ttl;
+  int max_sessions = SchedulerOptions{}.max_sessions;
   absl::Duration drain_timeout = absl::Seconds(30);
   bool bf16 = false;
   bool dequantize = false;  // quantized weights to the compute type, not the integer kernels

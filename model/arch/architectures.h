@@ -63,7 +63,7 @@ const ArchitectureSpec& SpecOf(Architecture architecture);
 // The description named `name` (general.architecture), or nullptr.
 const ArchitectureSpec* FindArchitecture(std::string_view name);
 
-// "llama, gpt2, qwen2, qwen3": every supported general.architecture, for messages.
+// Every supported general.architecture, comma-separated, for messages ("llama, gpt2, ...").
 std::string SupportedArchitectureNames();
 
 }  // namespace textgen::model

@@ -25,7 +25,7 @@ struct ModelConfig {
   int vocab_size = 0;
   int context_length = 0;  // maximum positions the model supports
   float norm_eps = 1e-5f;  // RMSNorm / LayerNorm epsilon
-  // Llama only.
+  // Rotary position embeddings (architectures without learned positions).
   float rope_theta = 10000.0f;
   int rope_dim = 0;  // dimensions of each head that are rotated (== head_dim usually)
   RopeLayout rope_layout = RopeLayout::kAdjacentPairs;

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/arch/architectures.h"
+#include "model/base/status_macros.h"
 #include "model/format/block_formats.h"
 #include "model/format/gguf_tokenizer.h"
-#include "model/format/loader_macros.h"
 
 namespace textgen::model {
 namespace {

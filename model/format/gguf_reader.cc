@@ -7,8 +7,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/format/block_formats.h"
-#include "model/format/loader_macros.h"
 
 namespace textgen::model {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "model/format/loader_macros.h"
+#include "model/base/status_macros.h"
 #include "model/format/mapped_file.h"
 #include "model/tokenizer/bpe_pre_tokenizer.h"
 

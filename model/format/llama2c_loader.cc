@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "model/format/loader_macros.h"
+#include "model/base/status_macros.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 
 namespace textgen::model {

@@ -9,10 +9,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/format/gguf_model.h"
 #include "model/format/gguf_reader.h"
 #include "model/format/llama2c_loader.h"
-#include "model/format/loader_macros.h"
 #include "model/format/mapped_file.h"
 
 namespace textgen::model {

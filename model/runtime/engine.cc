@@ -1,12 +1,16 @@
 #include "model/runtime/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/base/status_macros.h"
 #include "model/kernels/attention.h"
 #include "model/runtime/system_memory.h"
 #include "model/runtime/transformer.h"
@@ -115,7 +119,7 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
 absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk> batch) {
   const int vocab = transformer_->config().vocab_size;
   if (batch.empty()) return ForwardResult{nullptr, 0, vocab};
-  if (absl::Status s = Validate(batch); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(Validate(batch));
 
   chunks_.clear();
   tokens_.clear();
@@ -124,7 +128,7 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
   for (const SequenceChunk& chunk : batch) {
     const int start = cache_.Length(chunk.sequence);
     const int n = static_cast<int>(chunk.tokens.size());
-    if (absl::Status s = cache_.Reserve(chunk.sequence, start + n); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(cache_.Reserve(chunk.sequence, start + n));
     chunks_.push_back(ops::AttentionChunk{.blocks = nullptr,
                                           .start_pos = start,
                                           .n_tokens = n,
@@ -140,9 +144,9 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
     chunks_[i].blocks = cache_.BlockTable(batch[i].sequence);
 
   BatchPlan plan{chunks_, tokens_, positions_, logit_rows_};
-  if (absl::Status s = transformer_->Forward(plan, cache_); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(transformer_->Forward(plan, cache_));
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (absl::Status s = cache_.Append(batch[i].sequence, chunks_[i].n_tokens); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(cache_.Append(batch[i].sequence, chunks_[i].n_tokens));
   }
   return ForwardResult{transformer_->logits(), static_cast<int>(logit_rows_.size()), vocab};
 }
@@ -201,9 +205,18 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const LoadedModel& model,
                                                .max_batch_tokens = options.max_batch_tokens,
                                                .skinny_max_rows = options.skinny_max_rows,
                                                .quantized_kernels = options.quantized_kernels};
-  if (absl::Status s = CheckMemory(model, transformer_options, options); !s.ok()) return s;
-  auto transformer =
-      Transformer::Create(model.config, model.weights, model.storage, transformer_options);
+  TEXTGEN_RETURN_IF_ERROR(CheckMemory(model, transformer_options, options));
+  // Packing runs OpenMP regions. libgomp keeps a thread pool per thread that ever opened one
+  // and counts every pool's threads; once they outnumber the cores its barriers stop spinning
+  // and every region of a step waits on a futex (15-20% of 2 cores at 16 streams). Packing on
+  // a thread that ends releases its pool, so only the calling thread's (the engine thread's)
+  // remains.
+  absl::StatusOr<std::unique_ptr<Transformer>> transformer;
+  std::thread([&] {
+    pthread_setname_np(pthread_self(), "textgen-load");
+    transformer =
+        Transformer::Create(model.config, model.weights, model.storage, transformer_options);
+  }).join();
   if (!transformer.ok()) return transformer.status();
   return std::unique_ptr<Engine>(new EngineImpl(std::move(*transformer), model.config, options));
 }

@@ -55,9 +55,13 @@ struct ForwardResult {
   }
 };
 
-// The batched transformer forward pass over a loaded model. Owns no threads besides
-// oneDNN's; one calling thread (the engine thread) only. Immutable weights, mutable
+// The batched transformer forward pass over a loaded model. Immutable weights, mutable
 // KV cache and scratch buffers.
+//
+// Threading, owned here: call Forward and ParallelFor from one thread only (the engine
+// thread); their OpenMP pool is that thread's and is the only one in the process. Create
+// packs the weights with OpenMP on a thread of its own that has ended when it returns, so it
+// may be called from any thread without leaving a second pool behind.
 class Engine {
  public:
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const LoadedModel& model,

@@ -18,7 +18,7 @@ using SequenceId = int32_t;
 // Per-sequence K/V storage for all layers, grown in blocks from one pool under a byte
 // budget. Engine thread only (not thread-safe).
 //
-// Contract used by the scheduler (see kv_cache.cc for the layout):
+// Contract used by the scheduler (the block layout is under "Engine API" below):
 //   NewSequence()          a new empty sequence (holds no memory yet)
 //   Reserve(id, n)         make room for n tokens in total; RESOURCE_EXHAUSTED past budget
 //   Length(id)             tokens whose K/V are stored (Engine::Forward appends)
@@ -79,9 +79,12 @@ class KvCache {
 
   // ---- Engine API ----
   //
-  // A block holds kBlockTokens tokens of every layer, laid out as
-  //   [n_layers][2 (K, V)][n_kv_heads][kBlockTokens][head_dim]
-  // so one head's keys for 16 consecutive positions are contiguous.
+  // A block holds kBlockTokens tokens of every layer, as one region of kBlockTokens * head_dim
+  // elements per (layer, K or V, kv head):
+  //   [n_layers][2 (K, V)][n_kv_heads][kBlockTokens * head_dim]
+  // Inside a region V is token-major ([kBlockTokens][head_dim]) and K is dimension-major
+  // ([head_dim][kBlockTokens]), so attention scores a block's 16 keys with vector FMAs
+  // (ops::PagedKvLayout; the attention kernels write and read both).
 
   // Tokens the sequence has room for (reserved blocks * kBlockTokens); -1 if unknown.
   int Capacity(SequenceId id) const;
@@ -90,7 +93,9 @@ class KvCache {
   // Block table of a sequence: block b holds positions [b*16, b*16+16). Null if unknown.
   // Valid until the next Reserve/Truncate/Fork/Free.
   std::byte* const* BlockTable(SequenceId id) const;
-  // Element offset inside a block of (layer, kind 0=K/1=V, kv head, slot in block).
+  // Element offset inside a block of the region (layer, kind 0=K/1=V, kv head), plus `slot`
+  // rows of head_dim: the token's row for V (token-major); for K pass slot 0 (its region is
+  // dimension-major).
   int64_t ElementOffset(int layer, int kind, int head, int slot) const {
     return ((static_cast<int64_t>(layer) * 2 + kind) * layout_.n_kv_heads + head) * kBlockTokens *
                layout_.head_dim +

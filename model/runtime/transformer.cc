@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/arch/architectures.h"
+#include "model/base/status_macros.h"
 #include "model/format/block_formats.h"
 #include "model/kernels/activations.h"
 #include "model/kernels/norms.h"
@@ -15,12 +16,6 @@
 
 namespace textgen::model {
 namespace {
-
-#define TEXTGEN_ENGINE_RETURN_IF_ERROR(expr) \
-  do {                                       \
-    absl::Status status_ = (expr);           \
-    if (!status_.ok()) return status_;       \
-  } while (0)
 
 const ArchitectureSpec& Spec(const ModelConfig& c) { return SpecOf(c.architecture); }
 bool HasRope(const ModelConfig& c) { return !Spec(c).learned_positions; }
@@ -96,7 +91,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
     const ModelConfig& config, const ModelWeights& weights,
     std::shared_ptr<const WeightStorage> storage, const TransformerOptions& options) {
   const int max_batch_tokens = options.max_batch_tokens;
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(ValidateConfig(config));
+  TEXTGEN_RETURN_IF_ERROR(ValidateConfig(config));
   if (storage == nullptr) {
     return absl::InvalidArgumentError("Transformer::Create: the weights' storage is null");
   }
@@ -130,7 +125,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
           c.rope_freq_factors, c.rope_freq_scale_local, c.rope_attn_factor);
     }
   }
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
+  TEXTGEN_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
 
   const size_t rows = static_cast<size_t>(max_batch_tokens);
   t->x_.resize(rows * c.dim);
@@ -223,18 +218,18 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const ArchitectureSpec& spec = Spec(c);
   const bool gated = IsGated(c);
   const bool layer_norm = spec.norm == NormKind::kLayer;
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
+  TEXTGEN_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
   // Read in place, a row per token: a copy would be the biggest tensor in f32.
   token_embedding_ = w.token_embedding;
   if (spec.learned_positions) {
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(
+    TEXTGEN_RETURN_IF_ERROR(
         Expect(w.position_embedding, "position_embedding", c.context_length, c.dim));
     position_embedding_ = Vec(w.position_embedding);
   }
   if (layer_norm) {
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
   }
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
+  TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
   output_norm_ = Vec(w.output_norm);
   output_norm_bias_ = Vec(w.output_norm_bias);
   if (static_cast<int>(w.layers.size()) != c.n_layers) {
@@ -250,21 +245,20 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     const LayerWeights& lw = w.layers[l];
     PreparedLayer& pl = layers_[l];
     const std::string p = absl::StrCat("blk.", l, ".");
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm, p + "attn_norm", 1, c.dim));
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm, p + "ffn_norm", 1, c.dim));
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wq, p + "attn_q", q_dim_, c.dim));
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wk, p + "attn_k", kv_dim_, c.dim));
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wv, p + "attn_v", kv_dim_, c.dim));
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
-    TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm, p + "attn_norm", 1, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm, p + "ffn_norm", 1, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wq, p + "attn_q", q_dim_, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wk, p + "attn_k", kv_dim_, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wv, p + "attn_v", kv_dim_, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
+    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
     if (gated) {
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
     }
     if (spec.post_norms) {
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(
-          Expect(lw.attn_post_norm, p + "post_attention_norm", 1, c.dim));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_post_norm, p + "post_ffw_norm", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_post_norm, p + "post_attention_norm", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_post_norm, p + "post_ffw_norm", 1, c.dim));
       pl.attn_post_norm = Vec(lw.attn_post_norm);
       pl.ffn_post_norm = Vec(lw.ffn_post_norm);
     }
@@ -274,23 +268,23 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
                                        .window = sliding ? c.sliding_window : 0};
     pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
     if (layer_norm) {
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
     }
     if (spec.output_bias) {
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
     }
     const bool has_qkv_bias = spec.attention_bias || !lw.bq.empty();
     if (has_qkv_bias) {
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
     }
     if (spec.qk_norm) {
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.q_norm, p + "attn_q_norm", 1, c.head_dim));
-      TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(lw.k_norm, p + "attn_k_norm", 1, c.head_dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.q_norm, p + "attn_q_norm", 1, c.head_dim));
+      TEXTGEN_RETURN_IF_ERROR(Expect(lw.k_norm, p + "attn_k_norm", 1, c.head_dim));
       pl.q_norm = Vec(lw.q_norm);
       pl.k_norm = Vec(lw.k_norm);
     }
@@ -338,7 +332,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   staging.Release();
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
+  TEXTGEN_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
   if (UsesQuantizedKernels(quantized_kernels_, {&out})) {
     auto head = MakeLinear("output", {&out}, {}, c.vocab_size, c.dim, ops::LinearActivation::kNone,
                            max_rows, staging);
@@ -394,7 +388,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
 
   // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x))
   Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
+  TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
   if (!pl.q_norm.empty()) {
     // Qwen 3, Gemma 3: RMSNorm over each head of q and k (row by row, so batch-invariant).
     for (int r = 0; r < rows; ++r) {
@@ -419,7 +413,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
                       scores_.data(), c.context_length, pl.scoring);
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
+  TEXTGEN_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
   if (!pl.attn_post_norm.empty()) {
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());
   }
@@ -428,7 +422,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   // MLP: x += W2 · (act(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
   // (Gemma: the attention and MLP outputs are RMS-normalized before they are added)
   Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
+  TEXTGEN_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
   const float* mlp_in = hidden_.data();
   if (Spec(c).feed_forward == FeedForwardKind::kSwiGlu) {
     ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
@@ -437,7 +431,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     ops::GeluTanhMul(hidden_.data(), rows, c.hidden_dim, act_.data());
     mlp_in = act_.data();
   }
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
+  TEXTGEN_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
   if (!pl.ffn_post_norm.empty()) {
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.ffn_post_norm.data(), c.norm_eps, proj_.data());
   }
@@ -454,7 +448,7 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
   // The OpenMP pool size is per calling thread: set it on the engine thread every time.
   omp_set_num_threads(context_->threads());
   Embed(plan);
-  for (int l = 0; l < config_.n_layers; ++l) TEXTGEN_ENGINE_RETURN_IF_ERROR(Block(l, plan, cache));
+  for (int l = 0; l < config_.n_layers; ++l) TEXTGEN_RETURN_IF_ERROR(Block(l, plan, cache));
 
   // Final norm and LM head only for the rows whose logits are wanted.
   const int wanted = static_cast<int>(plan.logit_rows.size());
@@ -467,7 +461,7 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
   Norm(proj_.data(), wanted, output_norm_, output_norm_bias_, xn_.data());
   const size_t need = static_cast<size_t>(wanted) * config_.vocab_size;
   if (logits_.size() < need) logits_.resize(need);  // grows to the largest batch once
-  TEXTGEN_ENGINE_RETURN_IF_ERROR(lm_head_->Run(xn_.data(), wanted, logits_.data()));
+  TEXTGEN_RETURN_IF_ERROR(lm_head_->Run(xn_.data(), wanted, logits_.data()));
   if (config_.final_logit_softcap > 0) {
     ops::SoftCap(logits_.data(), static_cast<int64_t>(need), config_.final_logit_softcap);
   }

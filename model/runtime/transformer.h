@@ -80,7 +80,6 @@ class Transformer {
   const float* logits() const { return logits_.data(); }
   const ModelConfig& config() const { return config_; }
   ops::LinearLayer& lm_head() { return *lm_head_; }
-  ops::LinearLayer& layer_qkv(int layer) { return *layers_[layer].qkv; }
 
  private:
   explicit Transformer(const ModelConfig& config) : config_(config) {}

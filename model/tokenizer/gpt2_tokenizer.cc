@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/base/status_macros.h"
 #include "model/tokenizer/bpe_pre_tokenizer.h"
 #include "model/tokenizer/gpt2_byte_mapping.h"
 #include "model/tokenizer/utf8.h"
@@ -39,7 +40,7 @@ struct CandidateOrder {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerData data) {
-  if (absl::Status valid = ValidateVocabulary(data, "gpt2"); !valid.ok()) return valid;
+  TEXTGEN_RETURN_IF_ERROR(ValidateVocabulary(data, "gpt2"));
   const size_t n = data.tokens.size();
   auto pre_tokenizer = BpePreTokenizer::Create(data.pre_tokenizer);
   if (!pre_tokenizer.ok()) return pre_tokenizer.status();

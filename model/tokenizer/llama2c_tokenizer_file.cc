@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "model/base/status_macros.h"
 
 namespace textgen::model {
 namespace {
@@ -70,7 +71,7 @@ absl::Status CheckVocabSize(const std::string& source, int vocab_size) {
 }  // namespace
 
 absl::StatusOr<TokenizerData> ReadLlama2cTokenizer(const std::string& path, int vocab_size) {
-  if (absl::Status status = CheckVocabSize(path, vocab_size); !status.ok()) return status;
+  TEXTGEN_RETURN_IF_ERROR(CheckVocabSize(path, vocab_size));
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     return absl::NotFoundError(absl::StrCat("llama2.c tokenizer ", path, ": cannot open file"));
@@ -85,7 +86,7 @@ absl::StatusOr<TokenizerData> ReadLlama2cTokenizer(const std::string& path, int 
 
 absl::StatusOr<TokenizerData> ParseLlama2cTokenizer(std::string_view contents, int vocab_size,
                                                     const std::string& source) {
-  if (absl::Status status = CheckVocabSize(source, vocab_size); !status.ok()) return status;
+  TEXTGEN_RETURN_IF_ERROR(CheckVocabSize(source, vocab_size));
   const std::string where =
       absl::StrCat("llama2.c tokenizer ", source, " (", contents.size(), " bytes)");
   ByteCursor cursor(contents);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "model/base/status_macros.h"
 #include "model/tokenizer/utf8.h"
 
 namespace textgen::model {
@@ -64,7 +65,7 @@ struct SentencePieceTokenizer::MergeScratch {
 
 absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Create(
     TokenizerData data) {
-  if (absl::Status valid = ValidateVocabulary(data, "sentencepiece"); !valid.ok()) return valid;
+  TEXTGEN_RETURN_IF_ERROR(ValidateVocabulary(data, "sentencepiece"));
   if (data.scores.size() != data.tokens.size()) {
     return absl::InvalidArgumentError(absl::StrCat("sentencepiece vocabulary: ", data.scores.size(),
                                                    " scores for ", data.tokens.size(), " tokens"));

@@ -1,5 +1,7 @@
 #include "model/tokenizer/utf8.h"
 
+#include "absl/strings/str_format.h"
+
 namespace textgen::model {
 
 Utf8Prefix NextUtf8Prefix(std::string_view bytes) {
@@ -64,6 +66,14 @@ size_t AppendCompleteUtf8(std::string_view bytes, std::string* out) {
     pos += prefix.length;
   }
   return 0;
+}
+
+absl::Status CheckUtf8(absl::string_view text, absl::string_view what) {
+  const size_t bad = FirstInvalidUtf8(std::string_view(text.data(), text.size()));
+  if (bad == std::string_view::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s is not valid UTF-8 (invalid byte 0x%02X at byte offset %d)", what,
+                      static_cast<unsigned char>(text[bad]), bad));
 }
 
 std::string SanitizeUtf8(std::string_view text) {

@@ -4,6 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
 namespace textgen::model {
 
 // UTF-8 helpers (strict: no overlong forms, surrogates or code points above U+10FFFF).
@@ -27,6 +30,11 @@ Utf8Prefix NextUtf8Prefix(std::string_view bytes);
 // Byte offset of the first invalid or truncated sequence in `text`, or npos when all of it
 // is valid (used for error messages that point at the bad byte).
 size_t FirstInvalidUtf8(std::string_view text);
+
+// OK when `text` is valid UTF-8; otherwise INVALID_ARGUMENT naming `what` and the first bad
+// byte: "<what> is not valid UTF-8 (invalid byte 0xC3 at byte offset 12)". The one check and
+// message for text from outside (requests, the CLI's input).
+absl::Status CheckUtf8(absl::string_view text, absl::string_view what);
 
 // True when `text` is entirely valid UTF-8 (the empty string is valid).
 bool IsValidUtf8(std::string_view text);

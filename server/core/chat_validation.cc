@@ -1,6 +1,7 @@
 #include "server/core/chat_validation.h"
 
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/chat/jinja/interpreter.h"
 #include "model/tokenizer/utf8.h"
 
@@ -15,11 +16,7 @@ using absl::StrCat;
 constexpr size_t kMaxRenderedPromptBytes = 8 << 20;
 
 absl::Status CheckText(const std::string& text, absl::string_view field) {
-  if (const size_t bad = model::FirstInvalidUtf8(text); bad != std::string::npos) {
-    return InvalidArgumentError(
-        StrCat(field, " is not valid UTF-8 (invalid byte at offset ", bad, ")"));
-  }
-  return absl::OkStatus();
+  return model::CheckUtf8(text, field);
 }
 
 absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
@@ -60,7 +57,7 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
           std::pair{&m.reasoning_content(), "reasoning_content"}, std::pair{&m.name(), "name"},
           std::pair{&m.tool_call_id(), "tool_call_id"},
           std::pair{&m.tool_calls_json(), "tool_calls_json"}}) {
-      if (absl::Status s = CheckText(*text, StrCat(field, ".", name)); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(CheckText(*text, StrCat(field, ".", name)));
     }
     input.messages.push_back({m.role(), m.content(), m.reasoning_content(), m.name(),
                               m.tool_call_id(), m.tool_calls_json()});

@@ -8,7 +8,6 @@ add_library(textgen_server_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cc
   ${CMAKE_CURRENT_LIST_DIR}/request_report.cc
   ${CMAKE_CURRENT_LIST_DIR}/session_routing.cc
-  ${CMAKE_CURRENT_LIST_DIR}/status_code_name.cc
   ${CMAKE_CURRENT_LIST_DIR}/validation.cc
 )
 target_link_libraries(textgen_server_core

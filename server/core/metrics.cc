@@ -3,9 +3,9 @@
 #include <exception>
 #include <sstream>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
-#include "server/core/status_code_name.h"
 #include "server/http/http_server.h"
 
 namespace textgen::server {
@@ -34,7 +34,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
           .Register(r);
   for (int code = 0; code < static_cast<int>(requests_by_code_.size()); ++code) {
     requests_by_code_[code] =
-        &requests.Add({{"code", std::string(StatusCodeName(static_cast<absl::StatusCode>(code)))}});
+        &requests.Add({{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}});
   }
   request_duration_ = &BuildHistogram()
                            .Name("textgen_request_duration_seconds")

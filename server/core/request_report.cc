@@ -2,9 +2,9 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/core/status_code_name.h"
 
 namespace textgen::server {
 
@@ -14,8 +14,9 @@ void ReportRequestDone(const RequestRecord& record, RequestObserver* observer, L
   std::string line = absl::StrFormat(
       "request id=%s api=%s status=%s prompt_tokens=%d cached_tokens=%d completion_tokens=%d "
       "ttft_ms=%s total_ms=%.1f",
-      record.request_id.empty() ? "-" : record.request_id, record.api, StatusCodeName(record.code),
-      record.prompt_tokens, record.cached_tokens, record.completion_tokens,
+      record.request_id.empty() ? "-" : record.request_id, record.api,
+      absl::StatusCodeToString(record.code), record.prompt_tokens, record.cached_tokens,
+      record.completion_tokens,
       record.time_to_first_token_seconds < 0
           ? std::string("-")
           : absl::StrFormat("%.1f", record.time_to_first_token_seconds * 1e3),

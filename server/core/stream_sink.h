@@ -1,8 +1,14 @@
 #pragma once
 
+#include <cstddef>
+
 #include "server/core/stream_event.h"
 
 namespace textgen::server {
+
+// Events one request may have waiting for its client before it counts as a slow reader and is
+// cancelled (RESOURCE_EXHAUSTED): the default of every front end's outbox.
+inline constexpr size_t kDefaultMaxBufferedEvents = 4096;
 
 // Where the scheduler sends one request's events. Implemented by the gRPC reactor (and by
 // test fakes). Thread-safe: the engine thread pushes while gRPC threads drain.

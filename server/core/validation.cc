@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/base/status_macros.h"
 #include "model/tokenizer/utf8.h"
 
 namespace textgen::server {
@@ -19,14 +20,6 @@ using absl::StrCat;
 
 // Prints a float the way a person typed it ("0.7", "nan", "-inf").
 std::string Num(float value) { return absl::StrFormat("%g", value); }
-
-absl::Status CheckUtf8(absl::string_view text, absl::string_view field) {
-  const size_t bad = model::FirstInvalidUtf8(std::string_view(text.data(), text.size()));
-  if (bad == absl::string_view::npos) return absl::OkStatus();
-  return InvalidArgumentError(
-      absl::StrFormat("%s is not valid UTF-8 (invalid byte 0x%02X at byte offset %d)", field,
-                      static_cast<uint8_t>(text[bad]), bad));
-}
 
 // Checks lo <= value <= hi (or lo < value when lo_open) and that value is finite.
 absl::Status CheckRange(float value, float lo, float hi, bool lo_open, absl::string_view field) {
@@ -120,7 +113,7 @@ absl::Status ValidateStopping(const v1::StoppingCriteria& in, int vocab_size,
                                          options.max_stop_string_bytes,
                                          " are allowed (--max-stop-string-bytes)"));
     }
-    if (absl::Status s = CheckUtf8(stop, field); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(model::CheckUtf8(stop, field));
     out.stop_strings.push_back(stop);
   }
   if (in.stop_token_ids_size() > options.max_stop_token_ids) {
@@ -169,7 +162,7 @@ absl::Status ValidatePrompt(const v1::GenerateRequest& request, const model::Tok
                                            max_prompt_bytes,
                                            " are accepted (server flag --max-prompt-bytes)"));
       }
-      if (absl::Status s = CheckUtf8(text, "prompt text"); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(model::CheckUtf8(text, "prompt text"));
       out.prompt_tokens = request.parse_special()
                               ? tokenizer.EncodeWithSpecialTokens(text, add_bos, {})
                               : tokenizer.Encode(text, add_bos);
@@ -280,7 +273,7 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
     return context.random ? context.random() : absl::Uniform<uint64_t>(bitgen);
   };
   ValidatedRequest out;
-  if (absl::Status s = ValidateRequestId(fields.request_id); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ValidateRequestId(fields.request_id));
   out.request_id =
       fields.request_id.empty() ? absl::StrFormat("req-%016x", random()) : fields.request_id;
   if (!fields.session_id.empty()) {
@@ -292,11 +285,13 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
     out.session_id = SessionKey(context.principal, fields.session_id);
   }
   const int vocab_size = tokenizer.vocab_size();
-  if (absl::Status s = ValidateSampling(fields.sampling, vocab_size, options, out.sampling); !s.ok()) {
+  if (absl::Status s = ValidateSampling(fields.sampling, vocab_size, options, out.sampling);
+      !s.ok()) {
     return s;
   }
   out.sampling.seed = fields.sampling.has_seed() ? fields.sampling.seed() : random();
-  if (absl::Status s = ValidateStopping(fields.stopping, vocab_size, options, out.stopping); !s.ok()) {
+  if (absl::Status s = ValidateStopping(fields.stopping, vocab_size, options, out.stopping);
+      !s.ok()) {
     return s;
   }
   const v1::OutputOptions& output = fields.output;
@@ -311,7 +306,7 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
   out.sampling.top_logprobs = out.output.top_logprobs;
 
   // The prompt last: tokenizing is the expensive part, do it only for otherwise-valid requests.
-  if (absl::Status s = build_prompt(out); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(build_prompt(out));
   if (absl::Status s = ResolveLength(fields.stopping, static_cast<int>(out.prompt_tokens.size()),
                                      options, out.stopping);
       !s.ok()) {

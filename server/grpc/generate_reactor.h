@@ -32,7 +32,7 @@ struct GenerateDeps {
   Logger* logger = nullptr;                       // may be null
   // Events buffered for a client that is not reading; beyond this the request is dropped
   // and the RPC ends with RESOURCE_EXHAUSTED.
-  size_t max_buffered_events = 4096;
+  size_t max_buffered_events = kDefaultMaxBufferedEvents;
 };
 
 class GenerateReactor;

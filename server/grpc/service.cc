@@ -152,9 +152,8 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerCo
                                     absl::StrCat("text is ", text.size(), " bytes; at most ",
                                                  kMaxTokenizeBytes, " are allowed")));
   }
-  if (const size_t bad = model::FirstInvalidUtf8(text); bad != std::string::npos) {
-    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
-                                    "text is not valid UTF-8 (invalid byte at offset ", bad, ")")));
+  if (absl::Status status = model::CheckUtf8(text, "text"); !status.ok()) {
+    return FinishUnary(context, status);
   }
   const bool add_bos = request->has_add_bos() ? request->add_bos() : ready->validation.add_bos;
   const model::Tokenizer& tokenizer = *ready->tokenizer;
@@ -220,11 +219,15 @@ grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
     return FinishUnary(context, status);
   }
   // Only the caller's own session: another principal's with the same id is NOT_FOUND.
-  absl::StatusOr<int> freed =
-      ready->scheduler->DeleteSession(SessionKey(*principal, request->session_id()));
-  if (!freed.ok()) return FinishUnary(context, freed.status());
-  response->set_freed_tokens(static_cast<uint32_t>(*freed));
-  return FinishUnary(context, absl::OkStatus());
+  // Answered from the engine thread when it gets there: this callback thread never waits.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  ready->scheduler->DeleteSession(SessionKey(*principal, request->session_id()),
+                                  [reactor, response](absl::StatusOr<int> freed) {
+                                    if (freed.ok())
+                                      response->set_freed_tokens(static_cast<uint32_t>(*freed));
+                                    reactor->Finish(ToGrpcStatus(freed.status()));
+                                  });
+  return reactor;
 }
 
 }  // namespace textgen::server

@@ -27,7 +27,7 @@ struct ServiceOptions {
   RequestObserver* observer = nullptr;  // Generate outcomes (metrics); may be null
   Logger* logger = nullptr;             // one line per Generate request; may be null
   // Per-request outbox bound (see GenerateDeps::max_buffered_events).
-  size_t max_buffered_events = 4096;
+  size_t max_buffered_events = kDefaultMaxBufferedEvents;
 };
 
 // The textgen.v1.TextGeneration service on gRPC's callback API. Handlers only validate,

@@ -3,7 +3,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "grpcpp/support/status.h"
-#include "server/core/status_code_name.h"  // StatusCodeName, for the gRPC code paths
 
 namespace textgen::server {
 

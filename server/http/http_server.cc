@@ -35,6 +35,7 @@
 #include "boost/beast/core/tcp_stream.hpp"
 #include "boost/beast/http.hpp"
 #include "boost/beast/ssl/ssl_stream.hpp"
+#include "model/base/status_macros.h"
 
 namespace textgen::server::http {
 
@@ -780,8 +781,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
                                                               ErrorBody transport_error) {
   auto server =
       std::make_unique<ServerImpl>(options, std::move(handler), std::move(transport_error));
-  if (absl::Status status = server->ConfigureTls(); !status.ok()) return status;
-  if (absl::Status status = server->Bind(); !status.ok()) return status;
+  TEXTGEN_RETURN_IF_ERROR(server->ConfigureTls());
+  TEXTGEN_RETURN_IF_ERROR(server->Bind());
   server->StartThreads();
   return server;
 }

@@ -8,6 +8,7 @@
 #include "server/core/logging.h"
 #include "server/core/request_observer.h"
 #include "server/core/service_backend.h"
+#include "server/core/stream_sink.h"
 #include "server/http/http_server.h"
 
 namespace textgen::server::http {
@@ -19,7 +20,7 @@ struct OpenAiApiOptions {
   bool principal_from_client_certificate = false;
   RequestObserver* observer = nullptr;  // generation outcomes (metrics); may be null
   Logger* logger = nullptr;             // one line per generation request; may be null
-  size_t max_buffered_events = 4096;    // per request, as on gRPC
+  size_t max_buffered_events = kDefaultMaxBufferedEvents;  // per request, as on gRPC
 };
 
 // The OpenAI-compatible routes over the same backend as the gRPC service:

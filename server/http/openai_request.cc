@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "model/base/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace textgen::server::http {
@@ -109,11 +110,6 @@ class Fields {
  private:
   const Json& object_;
 };
-
-#define TEXTGEN_RETURN_IF_ERROR(expr)                  \
-  do {                                                 \
-    if (absl::Status _s = (expr); !_s.ok()) return _s; \
-  } while (false)
 
 absl::StatusOr<Json> ParseBody(absl::string_view body) {
   if (body.empty()) {

@@ -50,13 +50,13 @@ bool OpenAiStream::Push(StreamEvent event) {
     post = !drain_posted_;
     drain_posted_ = true;
   }
-  if (post) exchange_->Post([self = shared_from_this()] { self->Drain(); });
+  if (post) exchange_->Post([self = shared_from_this()] { self->Flush(); });
   return accepted;
 }
 
 bool OpenAiStream::IsClosed() const { return closed_; }
 
-void OpenAiStream::Drain() {
+void OpenAiStream::Flush() {
   std::deque<StreamEvent> events;
   bool overflowed;
   {

@@ -24,7 +24,7 @@ struct OpenAiStreamOptions {
   OpenAiResponseWriter::Options writer;
   // Events buffered for a client that is not reading; beyond this the request is dropped
   // (as on gRPC). Also: bytes the socket has not taken.
-  size_t max_buffered_events = 4096;
+  size_t max_buffered_events = kDefaultMaxBufferedEvents;
   size_t max_unsent_bytes = 8 << 20;
   RequestObserver* observer = nullptr;  // may be null
   Logger* logger = nullptr;             // may be null
@@ -48,7 +48,7 @@ class OpenAiStream final : public StreamSink, public std::enable_shared_from_thi
   bool IsClosed() const override;
 
  private:
-  void Drain();  // executor
+  void Flush();  // executor
   void Complete(const absl::Status& status, const std::optional<Usage>& usage);
   void FailResponse(const absl::Status& status);
 

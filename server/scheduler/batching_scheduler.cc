@@ -94,13 +94,12 @@ absl::Status BatchingScheduler::Submit(ValidatedRequest request, std::shared_ptr
   return status;
 }
 
-absl::StatusOr<int> BatchingScheduler::DeleteSession(const std::string& session_id) {
-  DeleteSessionCommand command;
-  command.session_id = session_id;
-  std::future<absl::StatusOr<int>> result = command.result.get_future();
-  absl::Status posted = inbox_.PostDelete(std::move(command));
-  if (!posted.ok()) return posted;
-  return result.get();  // the engine thread answers between two steps
+void BatchingScheduler::DeleteSession(const std::string& session_id, DeleteSessionDone done) {
+  // On refusal the inbox hands the command back, so `done` is answered here, once.
+  DeleteSessionCommand command{session_id, std::move(done)};
+  if (absl::Status posted = inbox_.PostDelete(command); !posted.ok()) {
+    std::move(command.done)(posted);
+  }
 }
 
 void BatchingScheduler::StartDrain() { inbox_.StartDrain(); }
@@ -149,7 +148,7 @@ void BatchingScheduler::HandleCommands(std::vector<Command> commands) {
           std::make_unique<Sequence>(std::move(submit->request), std::move(submit->sink), now));
       if (observer_ != nullptr) observer_->OnQueued(static_cast<int>(waiting_.size()));
     } else if (auto* del = std::get_if<DeleteSessionCommand>(&command)) {
-      del->result.set_value(sessions_.Erase(del->session_id));
+      std::move(del->done)(sessions_.Erase(del->session_id));
     }
   }
 }

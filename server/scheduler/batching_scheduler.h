@@ -35,7 +35,7 @@ class BatchingScheduler final : public Scheduler {
   ~BatchingScheduler() override;
 
   absl::Status Submit(ValidatedRequest request, std::shared_ptr<StreamSink> sink) override;
-  absl::StatusOr<int> DeleteSession(const std::string& session_id) override;
+  void DeleteSession(const std::string& session_id, DeleteSessionDone done) override;
   void StartDrain() override;
   bool WaitUntilIdle(absl::Duration timeout) override;
 

@@ -43,7 +43,7 @@ absl::Status RequestInbox::Submit(SubmitCommand command) {
   return absl::OkStatus();
 }
 
-absl::Status RequestInbox::PostDelete(DeleteSessionCommand command) {
+absl::Status RequestInbox::PostDelete(DeleteSessionCommand& command) {
   std::unique_lock lock(mu_);
   if (stopped_) return absl::UnavailableError("scheduler is shutting down");
   if (busy_sessions_.contains(command.session_id)) {

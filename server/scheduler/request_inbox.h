@@ -1,7 +1,6 @@
 #pragma once
 
 #include <condition_variable>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +14,7 @@
 #include "absl/time/time.h"
 #include "server/core/stream_sink.h"
 #include "server/core/validated_request.h"
+#include "server/scheduler/scheduler.h"
 
 namespace textgen::server {
 
@@ -25,7 +25,7 @@ struct SubmitCommand {
 
 struct DeleteSessionCommand {
   std::string session_id;
-  std::promise<absl::StatusOr<int>> result;  // set by the engine thread
+  DeleteSessionDone done;  // called by the engine thread
 };
 
 using Command = std::variant<SubmitCommand, DeleteSessionCommand>;
@@ -45,8 +45,9 @@ class RequestInbox {
   // has max_per_principal in flight, UNAVAILABLE while draining or stopped,
   // FAILED_PRECONDITION when its session is busy.
   absl::Status Submit(SubmitCommand command);
-  // Queues a session deletion (FAILED_PRECONDITION at once when a request holds it).
-  absl::Status PostDelete(DeleteSessionCommand command);
+  // Queues a session deletion (moving `command` out) or refuses it, leaving `command` with
+  // the caller: FAILED_PRECONDITION when a request holds the session, UNAVAILABLE when stopped.
+  absl::Status PostDelete(DeleteSessionCommand& command);
 
   // Engine thread: returns the queued commands. When `has_work` is false, first sleeps
   // until a command arrives, Stop() is called or `wake_at` passes.

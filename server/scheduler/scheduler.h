@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -32,12 +33,13 @@ struct SchedulerOptions {
   // limit of its own), so one key cannot push everyone else's sessions out.
   int max_sessions_per_principal = 0;
   absl::Duration session_ttl = absl::Minutes(10);
-  size_t max_buffered_events = 4096;  // per request; beyond -> cancelled (slow reader)
 };
 
+// Called once with the number of cached tokens a deleted session freed, or why it was not.
+using DeleteSessionDone = absl::AnyInvocable<void(absl::StatusOr<int> freed_tokens) &&>;
+
 // Continuous batching over one Engine on one engine thread that it owns. Thread-safe:
-// Submit/Cancel/DeleteSession may be called from any (gRPC) thread and never block on
-// the model.
+// Submit and DeleteSession may be called from any (front-end) thread and never block.
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
@@ -45,9 +47,10 @@ class Scheduler {
   // the queue is full, UNAVAILABLE while draining, FAILED_PRECONDITION when the request's
   // session is busy. On OK the sink receives exactly one FinishedEvent or ErrorEvent.
   virtual absl::Status Submit(ValidatedRequest request, std::shared_ptr<StreamSink> sink) = 0;
-  // Frees a session's KV cache. NOT_FOUND if unknown, FAILED_PRECONDITION if busy.
-  // Returns the number of cached tokens freed.
-  virtual absl::StatusOr<int> DeleteSession(const std::string& session_id) = 0;
+  // Frees a session's KV cache. `done` runs exactly once: on the engine thread between two
+  // steps, or at once on the caller's thread when the deletion is refused (FAILED_PRECONDITION
+  // if a request holds the session, UNAVAILABLE when stopped). NOT_FOUND if unknown.
+  virtual void DeleteSession(const std::string& session_id, DeleteSessionDone done) = 0;
   // Stops accepting requests (Submit -> UNAVAILABLE); running ones continue.
   virtual void StartDrain() = 0;
   // Blocks until no request is running or queued, or the timeout passes. True if idle.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,8 +23,8 @@ using testing::ChunkRecord;
 using ::testing::ElementsAreArray;
 using testing::ExpectedGreedy;
 using testing::FakeEngine;
-using testing::FakeTokenizer;
 using ::testing::HasSubstr;
+using testing::LetterTokenizer;
 using testing::Outcome;
 using testing::RecordingSink;
 using testing::StepRecord;
@@ -149,12 +150,21 @@ class SchedulerTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s;
     return Summarize(sink->Wait());
   }
+  // Deletes a session and waits for the engine thread's answer (the scheduler never blocks).
+  absl::StatusOr<int> DeleteSession(const std::string& session_id) {
+    std::promise<absl::StatusOr<int>> answer;
+    std::future<absl::StatusOr<int>> answered = answer.get_future();
+    scheduler_->DeleteSession(session_id,
+                              [&answer](absl::StatusOr<int> freed) { answer.set_value(freed); });
+    EXPECT_EQ(answered.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    return answered.get();
+  }
   int64_t KvBytesWhenIdle() {
     EXPECT_TRUE(scheduler_->WaitUntilIdle(absl::Seconds(30)));
     return engine_->kv_cache().bytes_in_use();
   }
 
-  FakeTokenizer tokenizer_;
+  LetterTokenizer tokenizer_;
   CountingObserver observer_;
   std::unique_ptr<Gate> gate_;           // set before Start()
   std::atomic<bool> slow_steps_{false};  // 1 ms per Forward, to keep a request running
@@ -722,10 +732,10 @@ TEST_F(SchedulerTest, SessionReusesTheLongestCommonPrefix) {
   EXPECT_EQ(t4.finished->usage.cached_tokens, 5);
   EXPECT_THAT(t4.tokens, ElementsAreArray(t3.tokens));
 
-  absl::StatusOr<int> freed = scheduler_->DeleteSession("s");
+  absl::StatusOr<int> freed = DeleteSession("s");
   ASSERT_TRUE(freed.ok()) << freed.status();
   EXPECT_EQ(*freed, 6 + 3);  // p3 + 3 of the 4 generated tokens
-  EXPECT_EQ(scheduler_->DeleteSession("s").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(DeleteSession("s").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(KvBytesWhenIdle(), 0);
 }
 
@@ -755,7 +765,7 @@ TEST_F(SchedulerTest, BusySessionIsRefused) {
   absl::Status second = scheduler_->Submit(InSession(MakeRequest(Prompt(2, 3), 4), "s"),
                                            std::make_shared<RecordingSink>());
   EXPECT_EQ(second.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(scheduler_->DeleteSession("s").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DeleteSession("s").status().code(), absl::StatusCode::kFailedPrecondition);
   gate_->Release();
   EXPECT_TRUE(Summarize(sink->Wait()).finished);
   // Free again once the last event is out.
@@ -782,8 +792,8 @@ TEST_F(SchedulerTest, KvPressureEvictsLeastRecentlyUsedIdleSessions) {
   // Needs 4 blocks: 2 are free, so exactly one session (the older) must go.
   EXPECT_TRUE(RunOne(MakeRequest(Prompt(4, 4), 60)).finished);
   EXPECT_EQ(observer_.evicted.load(), 1);
-  EXPECT_EQ(scheduler_->DeleteSession("old").status().code(), absl::StatusCode::kNotFound);
-  absl::StatusOr<int> kept = scheduler_->DeleteSession("new");
+  EXPECT_EQ(DeleteSession("old").status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<int> kept = DeleteSession("new");
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(*kept, 40);
 }
@@ -820,7 +830,7 @@ TEST_F(SchedulerTest, MaxSessionsEvictsIdleOrRefusesWhenAllBusy) {
   Outcome c = Summarize(sc->Wait());
   EXPECT_EQ(c.error.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(c.error.message(), HasSubstr("max_sessions"));
-  EXPECT_EQ(scheduler_->DeleteSession("a").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(DeleteSession("a").status().code(), absl::StatusCode::kNotFound);
 }
 
 // ---- Drain and shutdown ----

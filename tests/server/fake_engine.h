@@ -45,7 +45,7 @@ inline constexpr int kSpace = 28, kHe = 29, kLlo = 30, kWo = 31, kRld = 32, kBan
                      kEAcuteLead = 34, kEAcuteTail = 35, kLo = 36;
 inline int Letter(char c) { return 2 + (c - 'a'); }
 
-class FakeTokenizer final : public model::Tokenizer {
+class LetterTokenizer final : public model::Tokenizer {
  public:
   std::vector<int> Encode(std::string_view text, bool add_bos) const override {
     std::vector<int> ids;

@@ -35,13 +35,16 @@ class FakeScheduler final : public Scheduler {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<int> DeleteSession(const std::string& session_id) override {
-    absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end()) return absl::NotFoundError("no session " + session_id);
-    const int freed = it->second;
-    sessions_.erase(it);
-    return freed;
+  void DeleteSession(const std::string& session_id, DeleteSessionDone done) override {
+    absl::StatusOr<int> freed = absl::NotFoundError("no session " + session_id);
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = sessions_.find(session_id); it != sessions_.end()) {
+        freed = it->second;
+        sessions_.erase(it);
+      }
+    }
+    std::move(done)(std::move(freed));
   }
 
   void StartDrain() override {

@@ -10,7 +10,7 @@ namespace textgen::server::testing {
 
 // A byte-level tokenizer for service tests: id 0 <unk>, 1 <s>, 2 </s>, byte b -> id b + 3
 // (vocab 259, like the byte tokens of a SentencePiece vocabulary). Thread-safe.
-class FakeTokenizer final : public model::Tokenizer {
+class ByteTokenizer final : public model::Tokenizer {
  public:
   // How often Encode ran (tests of limits that must be checked before tokenizing).
   mutable int encode_calls = 0;

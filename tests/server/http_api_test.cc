@@ -152,7 +152,7 @@ class HttpApiTest : public ::testing::Test {
   std::unique_ptr<auth::Authenticator> authenticator_;
   RecordingObserver observer_;
   testing::FakeScheduler scheduler_;
-  testing::FakeTokenizer tokenizer_;
+  testing::ByteTokenizer tokenizer_;
   ServiceBackend backend_;
   OpenAiApi api_;
   std::unique_ptr<HttpServer> server_;

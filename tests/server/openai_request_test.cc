@@ -159,7 +159,7 @@ TEST(OpenAiRequestTest, DeepNestingIsRefusedBeforeParsing) {
 
 // The shared validation's errors name textgen's fields; OpenAI clients see their own names.
 TEST(OpenAiRequestTest, ValidationErrorsUseOpenAiFieldNames) {
-  testing::FakeTokenizer tokenizer;
+  testing::ByteTokenizer tokenizer;
   ValidationOptions options;
   options.max_new_tokens_limit = 32;
   options.context_length = 64;
@@ -218,7 +218,7 @@ TEST(OpenAiRequestPropertyTest, MutatedBodiesGetAnAnswer) {
       R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"tools":[]})"};
   const std::string alphabet = "{}[]\":,0123456789.-eE truefalsnl\\u00ff\x80\xc3";
   std::mt19937_64 rng(20261123);
-  testing::FakeTokenizer tokenizer;
+  testing::ByteTokenizer tokenizer;
   ValidationOptions options;
   int accepted = 0;
   for (int i = 0; i < 20000; ++i) {

@@ -62,12 +62,12 @@ struct StreamResult {
 
 class ServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override { StartServer(/*ready=*/true, /*max_buffered_events=*/4096); }
+  void SetUp() override { StartServer(/*ready=*/true, kDefaultMaxBufferedEvents); }
 
   // Serves /metrics on a free port (only the test that scrapes starts an HTTP endpoint).
   void StartServerWithMetricsEndpoint() {
     metrics_address_ = "127.0.0.1:0";
-    StartServer(/*ready=*/true, /*max_buffered_events=*/4096);
+    StartServer(/*ready=*/true, kDefaultMaxBufferedEvents);
   }
 
   void TearDown() override {
@@ -110,9 +110,9 @@ class ServiceTest : public ::testing::Test {
   }
 
   // A stub over TLS to the running server, trusting the test CA, with `client`'s certificate.
-  std::unique_ptr<v1::TextGeneration::Stub> TlsStub(const textgen::testing::PemPair* client) {
+  std::unique_ptr<v1::TextGeneration::Stub> TlsStub(const textgen::test_support::PemPair* client) {
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = textgen::testing::GetTestPki().ca_cert;
+    ssl.pem_root_certs = textgen::test_support::GetTestPki().ca_cert;
     if (client != nullptr) {
       ssl.pem_private_key = client->key;
       ssl.pem_cert_chain = client->cert;
@@ -170,7 +170,7 @@ class ServiceTest : public ::testing::Test {
   bool principal_from_certificate_ = false;
   std::shared_ptr<grpc::ServerCredentials> server_credentials_ = grpc::InsecureServerCredentials();
   std::string server_address_;
-  testing::FakeTokenizer tokenizer_;
+  testing::ByteTokenizer tokenizer_;
   FakeScheduler scheduler_;
   ServiceBackend backend_;
   std::unique_ptr<Metrics> metrics_;
@@ -351,7 +351,7 @@ TEST_F(ServiceTest, SlowReaderIsCutOffWithResourceExhausted) {
 }
 
 TEST_F(ServiceTest, UnavailableWhileLoading) {
-  StartServer(/*ready=*/false, /*max_buffered_events=*/4096);
+  StartServer(/*ready=*/false, kDefaultMaxBufferedEvents);
   StreamResult result = GenerateExpectingNoSubmit(TextRequest("hi"));
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(result.status.error_message(), HasSubstr("loading"));
@@ -723,7 +723,7 @@ TEST_F(ServiceTest, ApiKeysAuthenticateAndScopeSessions) {
     out << "# principal key\nalice alice-key-0123456789\nbob   bob-key-0123456789abc\n";
   }
   authenticator_ = *auth::Authenticator::Create(keys_file);
-  StartServer(/*ready=*/true, /*max_buffered_events=*/4096);
+  StartServer(/*ready=*/true, kDefaultMaxBufferedEvents);
   const auto as = [](grpc::ClientContext& context, const std::string& key) {
     context.AddMetadata("authorization", "Bearer " + key);
   };
@@ -785,13 +785,13 @@ TEST_F(ServiceTest, ApiKeysAuthenticateAndScopeSessions) {
 // CA signed, and the certificate's subject (the same RFC 2253 text the HTTP listener reports)
 // is the principal its sessions belong to.
 TEST_F(ServiceTest, MutualTlsCertificateSubjectIsThePrincipal) {
-  const textgen::testing::TestPki& pki = textgen::testing::GetTestPki();
+  const textgen::test_support::TestPki& pki = textgen::test_support::GetTestPki();
   grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   ssl.pem_root_certs = pki.ca_cert;
   ssl.pem_key_cert_pairs.push_back({pki.server.key, pki.server.cert});
   server_credentials_ = grpc::SslServerCredentials(ssl);
   principal_from_certificate_ = true;
-  StartServer(/*ready=*/true, /*max_buffered_events=*/4096);
+  StartServer(/*ready=*/true, kDefaultMaxBufferedEvents);
 
   v1::GenerateRequest request = TextRequest("hi");
   request.set_session_id("s");
@@ -809,8 +809,8 @@ TEST_F(ServiceTest, MutualTlsCertificateSubjectIsThePrincipal) {
     EXPECT_TRUE(ReadAll(*reader).status.ok());
   }
 
-  for (const textgen::testing::PemPair* refused :
-       {static_cast<const textgen::testing::PemPair*>(nullptr), &pki.stranger}) {
+  for (const textgen::test_support::PemPair* refused :
+       {static_cast<const textgen::test_support::PemPair*>(nullptr), &pki.stranger}) {
     std::unique_ptr<v1::TextGeneration::Stub> stub = TlsStub(refused);
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));

@@ -40,7 +40,7 @@ class ValidationTest : public ::testing::Test {
     EXPECT_THAT(std::string(result.status().message()), HasSubstr(field));
   }
 
-  testing::FakeTokenizer tokenizer_;
+  testing::ByteTokenizer tokenizer_;
   ValidationOptions options_;
   RequestContext context_;
   v1::GenerateRequest request_;
@@ -276,8 +276,7 @@ TEST_F(ValidationTest, SizeLimitsFollowTheirFlagsAndComeBeforeTokenizing) {
   expect_refused("stopping.stop[0] is 5 bytes; at most 4 are allowed (--max-stop-string-bytes)");
   st->clear_stop();
   for (int id : {5, 6, 7, 8}) st->add_stop_token_ids(id);
-  expect_refused(
-      "stopping.stop_token_ids has 4 ids; at most 3 are allowed (--max-stop-token-ids)");
+  expect_refused("stopping.stop_token_ids has 4 ids; at most 3 are allowed (--max-stop-token-ids)");
   st->clear_stop_token_ids();
   for (int id : {5, 6, 7}) (*request_.mutable_sampling()->mutable_logit_bias())[id] = 1;
   expect_refused(
@@ -330,8 +329,9 @@ TEST_F(ValidationTest, ChatMessagesAreCheckedBeforeRendering) {
       ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), kInvalid);
-  EXPECT_THAT(std::string(result.status().message()),
-              HasSubstr("messages[0].content is not valid UTF-8 (invalid byte at offset 4)"));
+  EXPECT_THAT(
+      std::string(result.status().message()),
+      HasSubstr("messages[0].content is not valid UTF-8 (invalid byte 0xC3 at byte offset 4)"));
 
   message->set_content("fine");
   message->set_role(std::string(65, 'r'));

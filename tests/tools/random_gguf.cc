@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/arch/architectures.h"
-#include "model/format/loader_macros.h"
+#include "model/base/status_macros.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "tests/tools/random_quant_blocks.h"
 

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "model/base/status_macros.h"
 #include "model/chat/jinja/builtins.h"
 #include "model/chat/jinja/call_args.h"
 #include "model/chat/jinja/operators.h"
@@ -88,7 +89,7 @@ absl::StatusOr<Value> Sort(const Value& input, const CallArgs& args) {
   const Value attribute = Arg(args, 2, "attribute", Value::MakeNone());
   absl::StatusOr<std::vector<Value>> keys = SortKeys(*items, attribute, case_sensitive);
   if (!keys.ok()) return keys.status();
-  if (absl::Status s = SortValues(*keys, *items, reverse); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(SortValues(*keys, *items, reverse));
   return Value::MakeList(*std::move(items));
 }
 
@@ -104,7 +105,7 @@ absl::StatusOr<Value> DictSort(const Value& input, const CallArgs& args) {
     items.push_back(Value::MakeTuple({key, value}));
     keys.push_back(SortKey(by_value ? value : key, case_sensitive));
   }
-  if (absl::Status s = SortValues(keys, items, reverse); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(SortValues(keys, items, reverse));
   return Value::MakeList(std::move(items));
 }
 
@@ -181,7 +182,7 @@ absl::StatusOr<Value> Map(const Value& input, CallArgs& args, Interpreter& inter
 }
 
 absl::StatusOr<Value> Join(const Value& input, const CallArgs& args, Interpreter& interpreter) {
-  if (absl::Status s = CheckArgs(args, 2, {"d", "attribute"}, "join"); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 2, {"d", "attribute"}, "join"));
   absl::StatusOr<std::vector<Value>> items = Iterate(input);
   if (!items.ok()) return items.status();
   const Value separator = Arg(args, 0, "d", Value::String(""));
@@ -198,9 +199,9 @@ absl::StatusOr<Value> Join(const Value& input, const CallArgs& args, Interpreter
     if (!first) AppendText(ToText(separator), &out);
     first = false;
     AppendText(ToText(value), &out);
-    if (absl::Status s = interpreter.CheckBytes(out.bytes.size()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(interpreter.CheckBytes(out.bytes.size()));
   }
-  if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(out.bytes.size()));
   return Value::String(std::move(out));
 }
 

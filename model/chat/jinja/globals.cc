@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/chat/jinja/builtins.h"
 #include "model/chat/jinja/call_args.h"
 #include "model/chat/jinja/operators.h"
@@ -38,7 +39,7 @@ absl::StatusOr<Value> Range(CallArgs& args, Interpreter& interpreter) {
   int64_t count = 0;
   if (step > 0 && start < stop) count = (stop - start - 1) / step + 1;
   if (step < 0 && start > stop) count = (start - stop - 1) / (-step) + 1;
-  if (absl::Status s = interpreter.CheckItems(count); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(interpreter.CheckItems(count));
   List out;
   out.reserve(static_cast<size_t>(count));
   for (int64_t i = 0, value = start; i < count; ++i, value += step)

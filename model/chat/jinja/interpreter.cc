@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/chat/jinja/builtins.h"
 #include "model/chat/jinja/operators.h"
 #include "model/chat/jinja/python_text.h"
@@ -43,7 +44,7 @@ absl::Status Interpreter::CheckBytes(size_t n) const {
 }
 
 absl::Status Interpreter::Charge(size_t n) {
-  if (absl::Status s = CheckBytes(n); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckBytes(n));
   work_bytes_ += n;
   if (work_bytes_ <= options_.limits.max_output_bytes * kWorkBytesFactor) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
@@ -102,18 +103,18 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const Fram
           absl::StrCat("the template's output exceeds the limit of ",
                        options_.limits.max_output_bytes, " bytes"));
     }
-    if (absl::Status s = Charge(text.bytes.size()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(Charge(text.bytes.size()));
     AppendText(text, output_);
     return absl::OkStatus();
   };
   switch (stmt.kind) {
     case Stmt::Kind::kText:
-      if (absl::Status s = write(TaintedString{stmt.text, {}}); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(write(TaintedString{stmt.text, {}}));
       return Flow::kNormal;
     case Stmt::Kind::kOutput: {
       absl::StatusOr<Value> value = Eval(*stmt.expr, frame);
       if (!value.ok()) return value.status();
-      if (absl::Status s = write(ToText(*value)); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(write(ToText(*value)));
       return Flow::kNormal;
     }
     case Stmt::Kind::kIf:
@@ -126,7 +127,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const Fram
     case Stmt::Kind::kFor:
       return ExecFor(stmt, frame);
     case Stmt::Kind::kSet:
-      if (absl::Status s = ExecSet(stmt, frame); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(ExecSet(stmt, frame));
       return Flow::kNormal;
     case Stmt::Kind::kSetBlock:
     case Stmt::Kind::kFilterBlock: {
@@ -142,7 +143,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const Fram
         result = *std::move(filtered);
       }
       if (stmt.kind == Stmt::Kind::kFilterBlock) {
-        if (absl::Status s = write(ToText(result)); !s.ok()) return s;
+        TEXTGEN_RETURN_IF_ERROR(write(ToText(result)));
       } else {
         frame->vars[stmt.targets[0]] = std::move(result);
       }
@@ -161,7 +162,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Stmt& stmt, const Fram
       args->keyword.emplace_back("caller", MakeMacro(stmt, frame));
       absl::StatusOr<Value> result = Call(*callee, *args);
       if (!result.ok()) return result.status();
-      if (absl::Status s = write(ToText(*result)); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(write(ToText(*result)));
       return Flow::kNormal;
     }
     case Stmt::Kind::kBreak:
@@ -225,7 +226,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& stmt, const F
     for (const Value& item : *all) {
       auto scope = std::make_shared<Frame>();
       scope->parent = frame;
-      if (absl::Status s = Assign(stmt, item, *scope); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(Assign(stmt, item, *scope));
       absl::StatusOr<Value> keep = Eval(*stmt.loop_filter, scope);
       if (!keep.ok()) return keep.status();
       if (keep->Truthy()) items.push_back(item);
@@ -264,7 +265,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& stmt, const F
     auto scope = std::make_shared<Frame>();
     scope->parent = frame;
     const Value& item = items[static_cast<size_t>(i)];
-    if (absl::Status s = Assign(stmt, item, *scope); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(Assign(stmt, item, *scope));
     std::vector<std::pair<Value, Value>> loop;
     loop.reserve(13);
     const auto add = [&](LoopKey key, Value value) {

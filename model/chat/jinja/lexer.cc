@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/chat/jinja/python_text.h"
 
 namespace textgen::model::jinja {
@@ -123,9 +124,9 @@ absl::StatusOr<std::vector<Token>> Lexer::Run() {
     }
     EmitText(data, pos_, tag, sign);
     if (tag == Tag::kComment) {
-      if (absl::Status s = LexComment(start); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(LexComment(start));
     } else {
-      if (absl::Status s = LexTag(tag, start); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(LexTag(tag, start));
     }
   }
   tokens_.push_back({Token::Type::kEof, "", text_.size()});

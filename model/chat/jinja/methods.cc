@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/chat/jinja/call_args.h"
 #include "model/chat/jinja/interpreter.h"
 #include "model/chat/jinja/operators.h"
@@ -45,7 +46,7 @@ int64_t CodePointIndex(absl::string_view text, size_t byte_offset) {
 
 absl::StatusOr<Value> Split(const Value& self, const CallArgs& args, bool from_right) {
   const absl::string_view method = from_right ? "rsplit" : "split";
-  if (absl::Status s = CheckArgs(args, 2, {"sep", "maxsplit"}, method); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 2, {"sep", "maxsplit"}, method));
   const Value sep = Arg(args, 0, "sep", Value::MakeNone());
   const Value max_value = Arg(args, 1, "maxsplit", Value::Int(-1));
   if (!max_value.is_int()) return TypeError("maxsplit must be an integer");
@@ -115,7 +116,7 @@ absl::StatusOr<Value> Split(const Value& self, const CallArgs& args, bool from_r
 
 absl::StatusOr<Value> Strip(const Value& self, const CallArgs& args, bool left, bool right,
                             absl::string_view method) {
-  if (absl::Status s = CheckArgs(args, 1, {}, method); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 1, {}, method));
   std::optional<std::string> chars;
   const Value arg = Arg(args, 0, "");
   if (!arg.is_none() && !arg.is_undefined()) {
@@ -129,7 +130,7 @@ absl::StatusOr<Value> Strip(const Value& self, const CallArgs& args, bool left, 
 
 absl::StatusOr<Value> AffixTest(const Value& self, const CallArgs& args, bool prefix) {
   const absl::string_view method = prefix ? "startswith" : "endswith";
-  if (absl::Status s = CheckArgs(args, 1, {}, method); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 1, {}, method));
   const Value arg = Arg(args, 0, "");
   std::vector<Value> candidates;
   if (arg.is_list()) {
@@ -210,7 +211,7 @@ absl::StatusOr<Value> Format(const Value& self, const CallArgs& args, Interprete
     AppendText(ToText(value), &out);
     i = close;
   }
-  if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(out.bytes.size()));
   // Taint is kept for substituted values; the pattern's own bytes are the template's or were
   // tainted as a whole below.
   if (self.tainted_str().tainted()) return Value::Tainted(std::move(out.bytes));
@@ -218,7 +219,7 @@ absl::StatusOr<Value> Format(const Value& self, const CallArgs& args, Interprete
 }
 
 absl::StatusOr<Value> Find(const Value& self, const CallArgs& args, absl::string_view method) {
-  if (absl::Status s = CheckArgs(args, 1, {}, method); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 1, {}, method));
   absl::StatusOr<std::string> needle = StringArg(Arg(args, 0, ""), method);
   if (!needle.ok()) return needle.status();
   const std::string& text = self.str();
@@ -302,7 +303,7 @@ absl::StatusOr<Value> CallStringMethod(const Value& self, absl::string_view name
   if (name == "title") return DerivedString(PyTitle(self.str()), {&self});
   if (name == "capitalize") return DerivedString(PyCapitalize(self.str()), {&self});
   if (name == "replace") {
-    if (absl::Status s = CheckArgs(args, 3, {}, name); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 3, {}, name));
     absl::StatusOr<std::string> old_text = StringArg(Arg(args, 0, ""), name);
     if (!old_text.ok()) return old_text.status();
     absl::StatusOr<std::string> new_text = StringArg(Arg(args, 1, ""), name);
@@ -333,11 +334,11 @@ absl::StatusOr<Value> CallStringMethod(const Value& self, absl::string_view name
         out += text.substr(begin, at - begin);
         out += *new_text;
         begin = at + old_text->size();
-        if (absl::Status s = interpreter.CheckBytes(out.size()); !s.ok()) return s;
+        TEXTGEN_RETURN_IF_ERROR(interpreter.CheckBytes(out.size()));
       }
       out += text.substr(begin);
     }
-    if (absl::Status s = interpreter.Charge(out.size()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(out.size()));
     const Value& new_value = Arg(args, 1, "");
     return DerivedString(std::move(out), {&self, &new_value});
   }
@@ -352,9 +353,9 @@ absl::StatusOr<Value> CallStringMethod(const Value& self, absl::string_view name
       }
       if (i > 0) AppendText(self.tainted_str(), &out);
       AppendText((*items)[i].tainted_str(), &out);
-      if (absl::Status s = interpreter.CheckBytes(out.bytes.size()); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(interpreter.CheckBytes(out.bytes.size()));
     }
-    if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(out.bytes.size()));
     return Value::String(std::move(out));
   }
   if (name == "splitlines") {
@@ -377,12 +378,12 @@ absl::StatusOr<Value> CallStringMethod(const Value& self, absl::string_view name
 absl::StatusOr<Value> CallDictMethod(const Value& self, absl::string_view name, CallArgs& args) {
   const Dict& dict = self.dict();
   if (name == "get") {
-    if (absl::Status s = CheckArgs(args, 2, {}, name); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 2, {}, name));
     if (args.positional.empty()) return TypeError("get expected at least 1 argument, got 0");
     if (const Value* found = dict.Find(args.positional[0])) return *found;
     return Arg(args, 1, "", Value::MakeNone());
   }
-  if (absl::Status s = CheckArgs(args, 0, {}, name); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 0, {}, name));
   if (name == "copy") return Value::MakeDict(dict);
   List out;
   for (const auto& [key, value] : dict.entries()) {
@@ -397,7 +398,7 @@ absl::StatusOr<Value> CallDictMethod(const Value& self, absl::string_view name, 
 
 absl::StatusOr<Value> CallListMethod(const Value& self, absl::string_view name, CallArgs& args) {
   if (name == "copy") return Value::MakeList(self.list());
-  if (absl::Status s = CheckArgs(args, 1, {}, name); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(CheckArgs(args, 1, {}, name));
   const Value item = Arg(args, 0, "");
   const List& list = self.list();
   if (name == "count") {

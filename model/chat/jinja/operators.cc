@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 #include "model/chat/jinja/interpreter.h"
 #include "model/chat/jinja/python_text.h"
 
@@ -93,7 +94,7 @@ absl::StatusOr<Value> Repeat(const Value& sequence, int64_t times, Interpreter& 
   const size_t total =
       too_big ? std::numeric_limits<size_t>::max() : unit * static_cast<size_t>(times);
   if (sequence.is_string()) {
-    if (absl::Status s = interpreter.Charge(total); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(total));
     std::string out;
     out.reserve(total);
     for (int64_t i = 0; i < times; ++i) out += sequence.str();
@@ -256,7 +257,7 @@ absl::StatusOr<Value> BinaryOp(absl::string_view op, const Value& left, const Va
   if (op == "~") {
     TaintedString out = ToText(left);
     AppendText(ToText(right), &out);
-    if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(out.bytes.size()));
     return Value::String(std::move(out));
   }
   if (left.is_undefined()) return UndefinedError(left);
@@ -269,13 +270,13 @@ absl::StatusOr<Value> BinaryOp(absl::string_view op, const Value& left, const Va
       return v.is_markup() ? v.str() : HtmlEscape(v.str());
     };
     Value joined = DerivedString(escaped(left) + escaped(right), {&left, &right});
-    if (absl::Status s = interpreter.Charge(joined.str().size()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(joined.str().size()));
     return Value::Markup(joined.tainted_str());
   }
   if (op == "+" && left.is_string() && right.is_string()) {
     TaintedString out = left.tainted_str();
     AppendText(right.tainted_str(), &out);
-    if (absl::Status s = interpreter.Charge(out.bytes.size()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(interpreter.Charge(out.bytes.size()));
     return Value::String(std::move(out));
   }
   if (op == "+" && left.is_list() && right.is_list()) {

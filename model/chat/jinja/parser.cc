@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "model/base/status_macros.h"
 
 namespace textgen::model::jinja {
 namespace {
@@ -22,7 +23,7 @@ class Parser {
   absl::StatusOr<Body> ParseTemplate() {
     Body body;
     std::string end_tag;
-    if (absl::Status s = ParseBody({}, &body, &end_tag); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ParseBody({}, &body, &end_tag));
     return body;
   }
 
@@ -238,13 +239,13 @@ absl::StatusOr<StmtPtr> Parser::ParseStatement() {
   if (tag == "call") return ParseCallBlock(offset);
   if (tag == "filter") return ParseFilterBlock(offset);
   if (tag == "break" || tag == "continue") {
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
     return MakeStmt(tag == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue, offset);
   }
   if (tag == "generation") {
     // Hugging Face's AssistantTracker extension: marks assistant text; renders its body.
     auto stmt = MakeStmt(Stmt::Kind::kScope, offset);
-    if (absl::Status s = ParseBlockBody("endgeneration", &stmt->body); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ParseBlockBody("endgeneration", &stmt->body));
     return stmt;
   }
   return Error(offset, absl::StrCat("unknown tag '", tag, "'"));
@@ -255,7 +256,7 @@ absl::StatusOr<StmtPtr> Parser::ParseIf(size_t offset) {
   while (true) {
     absl::StatusOr<ExprPtr> condition = ParseTuple(/*with_condexpr=*/false);
     if (!condition.ok()) return condition.status();
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
     stmt->conditions.push_back(*std::move(condition));
     stmt->bodies.emplace_back();
     std::string end;
@@ -265,10 +266,10 @@ absl::StatusOr<StmtPtr> Parser::ParseIf(size_t offset) {
     }
     if (end == "elif") continue;
     if (end == "else") {
-      if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
-      if (absl::Status s = ParseBody({"endif"}, &stmt->else_body, &end); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
+      TEXTGEN_RETURN_IF_ERROR(ParseBody({"endif"}, &stmt->else_body, &end));
     }
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
     return stmt;
   }
 }
@@ -292,7 +293,7 @@ absl::Status Parser::ParseTargets(Stmt* stmt) {
 
 absl::StatusOr<StmtPtr> Parser::ParseFor(size_t offset) {
   auto stmt = MakeStmt(Stmt::Kind::kFor, offset);
-  if (absl::Status s = ParseTargets(stmt.get()); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseTargets(stmt.get()));
   if (!SkipName("in")) return Unexpected("'in'");
   absl::StatusOr<ExprPtr> iterable = ParseTuple(/*with_condexpr=*/false);
   if (!iterable.ok()) return iterable.status();
@@ -303,14 +304,14 @@ absl::StatusOr<StmtPtr> Parser::ParseFor(size_t offset) {
     stmt->loop_filter = *std::move(filter);
   }
   if (IsName("recursive")) return Error(Current().offset, "recursive loops are not supported");
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
   std::string end;
-  if (absl::Status s = ParseBody({"else", "endfor"}, &stmt->body, &end); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseBody({"else", "endfor"}, &stmt->body, &end));
   if (end == "else") {
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
-    if (absl::Status s = ParseBody({"endfor"}, &stmt->else_body, &end); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
+    TEXTGEN_RETURN_IF_ERROR(ParseBody({"endfor"}, &stmt->else_body, &end));
   }
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
   return stmt;
 }
 
@@ -326,19 +327,19 @@ absl::StatusOr<StmtPtr> Parser::ParseSet(size_t offset) {
     stmt->attribute = Current().value;
     Advance();
     stmt->expr = std::move(object);
-    if (absl::Status s = ExpectOp("="); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ExpectOp("="));
     absl::StatusOr<ExprPtr> value = ParseTuple(/*with_condexpr=*/true);
     if (!value.ok()) return value.status();
     stmt->value = *std::move(value);
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
     return stmt;
   }
-  if (absl::Status s = ParseTargets(stmt.get()); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseTargets(stmt.get()));
   if (SkipOp("=")) {
     absl::StatusOr<ExprPtr> value = ParseTuple(/*with_condexpr=*/true);
     if (!value.ok()) return value.status();
     stmt->expr = *std::move(value);
-    if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
     return stmt;
   }
   // Block set: {% set name %}...{% endset %}, optionally with a filter chain.
@@ -349,14 +350,14 @@ absl::StatusOr<StmtPtr> Parser::ParseSet(size_t offset) {
     if (!chain.ok()) return chain.status();
     stmt->expr = *std::move(chain);
   }
-  if (absl::Status s = ParseBlockBody("endset", &stmt->body); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseBlockBody("endset", &stmt->body));
   return stmt;
 }
 
 absl::Status Parser::ParseBlockBody(absl::string_view end_tag, Body* body) {
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
   std::string end;
-  if (absl::Status s = ParseBody({end_tag}, body, &end); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseBody({end_tag}, body, &end));
   return ExpectBlockEnd();
 }
 
@@ -364,16 +365,16 @@ absl::Status Parser::ParseSeparated(absl::string_view close,
                                     const std::function<absl::Status()>& item) {
   for (bool first = true; !SkipOp(close); first = false) {
     if (!first) {
-      if (absl::Status s = ExpectOp(","); !s.ok()) return s;
+      TEXTGEN_RETURN_IF_ERROR(ExpectOp(","));
       if (SkipOp(close)) break;  // a trailing comma
     }
-    if (absl::Status s = item(); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(item());
   }
   return absl::OkStatus();
 }
 
 absl::Status Parser::ParseParams(std::vector<MacroParam>* params) {
-  if (absl::Status s = ExpectOp("("); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ExpectOp("("));
   return ParseSeparated(")", [&]() -> absl::Status {
     MacroParam param;
     absl::StatusOr<std::string> name = ExpectName();
@@ -394,19 +395,19 @@ absl::StatusOr<StmtPtr> Parser::ParseMacro(size_t offset) {
   absl::StatusOr<std::string> name = ExpectName();
   if (!name.ok()) return name.status();
   stmt->name = *std::move(name);
-  if (absl::Status s = ParseParams(&stmt->params); !s.ok()) return s;
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseParams(&stmt->params));
+  TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
   std::string end;
-  if (absl::Status s = ParseBody({"endmacro"}, &stmt->body, &end); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseBody({"endmacro"}, &stmt->body, &end));
   if (Current().type == Type::kName && Current().value == stmt->name) Advance();
-  if (absl::Status s = ExpectBlockEnd(); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ExpectBlockEnd());
   return stmt;
 }
 
 absl::StatusOr<StmtPtr> Parser::ParseCallBlock(size_t offset) {
   auto stmt = MakeStmt(Stmt::Kind::kCallBlock, offset);
   if (IsOp("(")) {
-    if (absl::Status s = ParseParams(&stmt->params); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ParseParams(&stmt->params));
   }
   absl::StatusOr<ExprPtr> call = ParseExpression();
   if (!call.ok()) return call.status();
@@ -414,7 +415,7 @@ absl::StatusOr<StmtPtr> Parser::ParseCallBlock(size_t offset) {
     return Error(offset, "{% call %} needs a macro call, e.g. {% call m(x) %}");
   }
   stmt->expr = *std::move(call);
-  if (absl::Status s = ParseBlockBody("endcall", &stmt->body); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseBlockBody("endcall", &stmt->body));
   return stmt;
 }
 
@@ -428,7 +429,7 @@ absl::StatusOr<StmtPtr> Parser::ParseFilterBlock(size_t offset) {
     if (!chain.ok()) return chain.status();
   }
   stmt->expr = *std::move(chain);
-  if (absl::Status s = ParseBlockBody("endfilter", &stmt->body); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseBlockBody("endfilter", &stmt->body));
   return stmt;
 }
 
@@ -665,7 +666,7 @@ absl::StatusOr<ExprPtr> Parser::ParsePrimary() {
         if (SkipOp(")")) return MakeExpr(Expr::Kind::kTuple, offset);
         absl::StatusOr<ExprPtr> inner = ParseTuple(/*with_condexpr=*/true);
         if (!inner.ok()) return inner;
-        if (absl::Status s = ExpectOp(")"); !s.ok()) return s;
+        TEXTGEN_RETURN_IF_ERROR(ExpectOp(")"));
         return inner;
       }
       if (token.value == "[" || token.value == "{") {
@@ -677,7 +678,7 @@ absl::StatusOr<ExprPtr> Parser::ParsePrimary() {
           if (!item.ok()) return item.status();
           node->operands.push_back(*std::move(item));
           if (list) return absl::OkStatus();
-          if (absl::Status s = ExpectOp(":"); !s.ok()) return s;
+          TEXTGEN_RETURN_IF_ERROR(ExpectOp(":"));
           absl::StatusOr<ExprPtr> value = ParseExpression();
           if (!value.ok()) return value.status();
           node->operands.push_back(*std::move(value));
@@ -761,7 +762,7 @@ absl::StatusOr<ExprPtr> Parser::ParseSubscript(ExprPtr node) {
 absl::StatusOr<ExprPtr> Parser::ParseCall(ExprPtr callee) {
   auto call = MakeExpr(Expr::Kind::kCall, Current().offset);
   call->operands.push_back(std::move(callee));
-  if (absl::Status s = ParseCallArgs(call.get()); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(ParseCallArgs(call.get()));
   return call;
 }
 
@@ -804,7 +805,7 @@ absl::StatusOr<ExprPtr> Parser::ParseFilter(ExprPtr node) {
   }
   filter->operands.push_back(std::move(node));
   if (IsOp("(")) {
-    if (absl::Status s = ParseCallArgs(filter.get()); !s.ok()) return s;
+    TEXTGEN_RETURN_IF_ERROR(ParseCallArgs(filter.get()));
   }
   return filter;
 }
@@ -824,7 +825,7 @@ absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr node) {
       test->name = *std::move(name);
       test->operands.push_back(std::move(node));
       if (IsOp("(")) {
-        if (absl::Status s = ParseCallArgs(test.get()); !s.ok()) return s;
+        TEXTGEN_RETURN_IF_ERROR(ParseCallArgs(test.get()));
       } else if ((Current().type == Type::kName || Current().type == Type::kString ||
                   Current().type == Type::kInteger || Current().type == Type::kFloat || IsOp("[") ||
                   IsOp("{")) &&

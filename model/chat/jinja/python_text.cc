@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "model/base/status_macros.h"
 
 namespace textgen::model::jinja {
 namespace {
@@ -245,7 +246,7 @@ absl::Status AppendJson(const Value& value, const JsonOptions& options, int dept
         if (!first) out->append(item_sep);
         first = false;
         newline(depth + 1);
-        if (absl::Status s = AppendJson(item, options, depth + 1, out); !s.ok()) return s;
+        TEXTGEN_RETURN_IF_ERROR(AppendJson(item, options, depth + 1, out));
       }
       newline(depth);
       out->push_back(']');
@@ -279,7 +280,7 @@ absl::Status AppendJson(const Value& value, const JsonOptions& options, int dept
           AppendJsonString(key.str(), options.ensure_ascii, out);
         } else if (key.is_bool() || key.is_none() || key.is_number()) {
           std::string text;
-          if (absl::Status s = AppendJson(key, options, depth + 1, &text); !s.ok()) return s;
+          TEXTGEN_RETURN_IF_ERROR(AppendJson(key, options, depth + 1, &text));
           AppendJsonString(text, options.ensure_ascii, out);
         } else {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -408,7 +409,7 @@ std::string PyRepr(const Value& value) {
 
 absl::StatusOr<std::string> PyJsonDumps(const Value& value, const JsonOptions& options) {
   std::string out;
-  if (absl::Status s = AppendJson(value, options, 0, &out); !s.ok()) return s;
+  TEXTGEN_RETURN_IF_ERROR(AppendJson(value, options, 0, &out));
   return out;
 }
 
