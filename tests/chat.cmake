@@ -6,13 +6,13 @@ target_link_libraries(textgen-render-template PRIVATE textgen_chat nlohmann_json
                       textgen_warnings)
 
 textgen_test(jinja_test
-  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja_test.cc
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/chat/jinja_test.cc
   LIBS textgen_chat)
 
 # Every semantic case and every chat template in llama.cpp's models/templates, rendered by
 # textgen and by Debian's python3-jinja2 configured as Hugging Face does: byte for byte.
 add_test(NAME py_chat_templates
-         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/chat/compare_with_jinja2.py
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/model/chat/compare_with_jinja2.py
                  ${CMAKE_BINARY_DIR}/bin/textgen-render-template
                  ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp/models/templates
                  --report ${CMAKE_CURRENT_BINARY_DIR}/chat_templates_report.md)

@@ -1,13 +1,13 @@
 # Owned by the engine component: op, KV cache and engine tests.
-textgen_test(kv_cache_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/kv_cache_test.cc
+textgen_test(kv_cache_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_cache_test.cc
              LIBS textgen_engine)
-textgen_test(ops_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/ops_test.cc LIBS textgen_engine)
+textgen_test(ops_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/kernels/ops_test.cc LIBS textgen_engine)
 
 add_executable(textgen-dump-logits ${CMAKE_CURRENT_SOURCE_DIR}/tools/dump_logits.cc)
 target_link_libraries(textgen-dump-logits PRIVATE textgen_engine textgen_loader textgen_warnings)
 textgen_test(engine_test
-             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/engine_test.cc
-                     ${CMAKE_CURRENT_SOURCE_DIR}/model/engine_synthetic_test.cc
+             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/engine_test.cc
+                     ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/engine_synthetic_test.cc
              LIBS textgen_engine textgen_loader textgen_random_gguf)
 
 if(TEXTGEN_BUILD_BENCH)
@@ -26,5 +26,5 @@ if(TEXTGEN_BUILD_BENCH)
                         benchmark::benchmark textgen_warnings)
 endif()
 find_package(OpenMP REQUIRED)
-textgen_test(quant_matmul_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/quant_matmul_test.cc
+textgen_test(quant_matmul_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/kernels/quant_matmul_test.cc
              LIBS textgen_engine OpenMP::OpenMP_CXX)

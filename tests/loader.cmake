@@ -9,12 +9,12 @@ target_link_libraries(textgen-make-random-gguf PRIVATE textgen_random_gguf textg
 
 textgen_test(loader_test
   SOURCES
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/gguf_model_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/gguf_reader_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/gguf_writer_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/llama2c_loader_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/loader_tofloat_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/model_loader_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/format/gguf_model_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/format/gguf_reader_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/format/gguf_writer_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/format/llama2c_loader_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/format/loader_tofloat_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/format/model_loader_test.cc
   LIBS textgen_loader textgen_random_gguf)
 
 # libFuzzer target over the GGUF reader and model builders (clang only). The loader sources are

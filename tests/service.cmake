@@ -1,20 +1,23 @@
 # Owned by the service component: validation, in-process gRPC service and metrics tests.
 if(TARGET textgen_service)
-  textgen_test(validation_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/validation_test.cc
+  textgen_test(validation_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/validation_test.cc
                LIBS textgen_service)
   textgen_test(session_routing_test
-               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/session_routing_test.cc
+               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/session_routing_test.cc
                LIBS textgen_service)
-  textgen_test(service_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/service_test.cc
+  textgen_test(service_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/grpc/service_test.cc
                LIBS textgen_service textgen_test_pki)
-  textgen_test(service_support_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/support_test.cc
+  textgen_test(service_support_test
+               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/grpc/status_mapping_test.cc
+                       ${CMAKE_CURRENT_SOURCE_DIR}/server/server_options_test.cc
+                       ${CMAKE_CURRENT_SOURCE_DIR}/server/core/logging_test.cc
                LIBS textgen_service textgen_server_options)
-  textgen_test(openai_request_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/openai_request_test.cc
+  textgen_test(openai_request_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/openai_request_test.cc
                LIBS textgen_http textgen_service)
-  textgen_test(http_api_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http_api_test.cc
+  textgen_test(http_api_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/http_api_test.cc
                LIBS textgen_http textgen_service Boost::headers nlohmann_json::nlohmann_json)
-  textgen_test(api_keys_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/api_keys_test.cc
+  textgen_test(api_keys_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/auth/api_keys_test.cc
                LIBS textgen_auth)
-  textgen_test(metrics_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/metrics_test.cc
+  textgen_test(metrics_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/metrics_test.cc
                LIBS textgen_service textgen_test_pki Boost::headers)
 endif()

@@ -1,17 +1,17 @@
 # Owned by the tokenizer component: tests for textgen_tokenizer.
 textgen_test(tokenizer_test
   SOURCES
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/bpe_pre_tokenizer_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/llama2c_tokenizer_file_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer_test.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/model/utf8_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/bpe_pre_tokenizer_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/llama2c_tokenizer_file_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/tokenizer_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/utf8_test.cc
   LIBS textgen_tokenizer)
 
 # Exact-id comparison against reference tools (python sentencepiece, npm gpt-3-encoder). The
 # fixture generates the expected ids inside the test run; the comparison requires it, so it
 # is one ctest test (not gtest-discovered) carrying FIXTURES_REQUIRED.
 set(TEXTGEN_TOKENIZER_REFERENCE_DIR "${CMAKE_BINARY_DIR}/tokenizer_reference")
-add_executable(tokenizer_reference_test ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer_reference_test.cc)
+add_executable(tokenizer_reference_test ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/tokenizer_reference_test.cc)
 target_link_libraries(tokenizer_reference_test PRIVATE textgen_tokenizer nlohmann_json::nlohmann_json
                       textgen_warnings GTest::gtest GTest::gtest_main)
 target_compile_definitions(tokenizer_reference_test PRIVATE

@@ -6,7 +6,7 @@ llama.cpp's source (Qwen 2.5 with the qwen2 vocabulary, Llama 3.1 with llama-bpe
 textgen-make-random-gguf. For each:
   * GetModelInfo lists the template;
   * the rendered prompt (echo) equals Python jinja2's rendering of the same template, configured
-    as Hugging Face renders chat templates (tests/chat/compare_with_jinja2.py);
+    as Hugging Face renders chat templates (tests/model/chat/compare_with_jinja2.py);
   * the prompt's token count equals what the Tokenize RPC gives for the template's own text
     with control tokens parsed plus the user's text without (control tokens typed by a user
     stay text);
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from shared_files import SKIP, require_shared_file  # noqa: E402  (one rule for ../shared)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "chat"))
+sys.path.insert(0, os.path.join(HERE, "..", "model", "chat"))
 import compare_with_jinja2  # noqa: E402
 
 MODELS = {

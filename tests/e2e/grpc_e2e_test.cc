@@ -13,7 +13,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tests/e2e/server_process.h"
+#include "tests/testing/server_process.h"
 #include "tests/testing/shared_files.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 

@@ -11,9 +11,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/e2e/server_process.h"
-#include "tests/server/https_get.h"
-#include "tests/server/test_pki.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/https_get.h"
+#include "tests/testing/test_pki.h"
 
 namespace textgen {
 namespace {

@@ -4,7 +4,7 @@
 #   BUILD_DIR was configured with -DTEXTGEN_FUZZ=ON and clang and has built textgen-fuzz-jinja.
 # Env: FUZZ_RUNS=N runs N executions instead of SECONDS (the 10M-execution runs);
 #   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
-# Seeds: the semantic cases of tests/chat/jinja_cases.py and, when TEMPLATE_DIR is given (or
+# Seeds: the semantic cases of tests/model/chat/jinja_cases.py and, when TEMPLATE_DIR is given (or
 # llama.cpp's source is in BUILD_DIR/reference), its real chat templates. Crash inputs land in
 # BUILD_DIR/fuzz/jinja_artifacts; the whole log in BUILD_DIR/fuzz/jinja.log.
 set -euo pipefail

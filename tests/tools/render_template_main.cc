@@ -1,4 +1,4 @@
-// Renders chat templates for the comparison with Python's jinja2 (tests/chat/).
+// Renders chat templates for the comparison with Python's jinja2 (tests/model/chat/).
 // Reads JSON lines {"template": TEXT, "context": {...}, "now": UNIX_SECONDS} on stdin and
 // writes one JSON line per input: {"output": TEXT} or {"error": MESSAGE}.
 #include <iostream>

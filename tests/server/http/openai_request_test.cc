@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "server/core/chat_validation.h"
 #include "server/core/validation.h"
-#include "tests/server/fake_tokenizer.h"
+#include "tests/testing/byte_tokenizer.h"
 
 namespace textgen::server::http {
 namespace {

@@ -21,10 +21,10 @@
 #include "gtest/gtest.h"
 #include "server/core/metrics.h"
 #include "server/grpc/drain.h"
-#include "tests/server/fake_scheduler.h"
-#include "tests/server/fake_tokenizer.h"
-#include "tests/server/http_get.h"
-#include "tests/server/test_pki.h"
+#include "tests/testing/fake_scheduler.h"
+#include "tests/testing/byte_tokenizer.h"
+#include "tests/testing/http_get.h"
+#include "tests/testing/test_pki.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen::server {

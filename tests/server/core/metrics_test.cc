@@ -4,9 +4,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/http_get.h"
-#include "tests/server/https_get.h"
-#include "tests/server/test_pki.h"
+#include "tests/testing/http_get.h"
+#include "tests/testing/https_get.h"
+#include "tests/testing/test_pki.h"
 
 namespace textgen::server {
 namespace {

@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/format/gguf_reader.h"
-#include "tests/model/loader_test_util.h"
+#include "tests/model/format/loader_test_util.h"
 
 namespace textgen::model {
 namespace {

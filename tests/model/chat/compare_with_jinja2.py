@@ -4,7 +4,7 @@
 Two sets of cases, both rendered by jinja2 here, during the test run, and by
 `textgen-render-template` (the C++ engine):
   * semantics: small templates covering expressions, filters, tests, methods, scoping and
-    whitespace control (tests/chat/jinja_cases.py);
+    whitespace control (tests/model/chat/jinja_cases.py);
   * real chat templates: every *.jinja in TEMPLATE_DIR (llama.cpp's models/templates) with a
     set of conversations (single turn, system + multi-turn, empty content, unicode, long, tools,
     reasoning), with and without the generation prompt.

@@ -18,7 +18,7 @@
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/scheduler.h"
-#include "tests/server/fake_engine.h"
+#include "tests/testing/fake_engine.h"
 #include "tests/testing/shared_files.h"
 #include "tests/tools/random_gguf.h"
 

@@ -13,7 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/model/tokenizer_test_util.h"
+#include "tests/model/tokenizer/tokenizer_test_util.h"
 
 namespace textgen::model {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/server/test_pki.h"
+#include "tests/testing/test_pki.h"
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>

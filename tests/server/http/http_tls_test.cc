@@ -7,9 +7,9 @@
 #include "gtest/gtest.h"
 #include "server/http/http_server.h"
 #include "server/tls/tls_credentials.h"
-#include "tests/server/http_get.h"
-#include "tests/server/https_get.h"
-#include "tests/server/test_pki.h"
+#include "tests/testing/http_get.h"
+#include "tests/testing/https_get.h"
+#include "tests/testing/test_pki.h"
 
 namespace textgen::server::http {
 namespace {

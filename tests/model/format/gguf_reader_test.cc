@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "model/format/gguf_model.h"
 #include "model/format/gguf_writer.h"
-#include "tests/model/loader_test_util.h"
+#include "tests/model/format/loader_test_util.h"
 
 namespace textgen::model {
 namespace {

@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/scheduler/scheduler.h"
-#include "tests/server/fake_engine.h"
+#include "tests/testing/fake_engine.h"
 
 namespace textgen::server {
 namespace {

@@ -1,34 +1,19 @@
-// The service's small helpers: status mapping, server options, model path
-// resolution, log levels and the logger.
+// The server's options: ranges named by flag, and where the model comes from.
+#include "server/server_options.h"
+
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/core/logging.h"
-#include "server/grpc/status_mapping.h"
-#include "server/server_options.h"
 
 namespace textgen::server {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
-using ::testing::Not;
-
-TEST(StatusMappingTest, KeepsCodeAndMessage) {
-  const grpc::Status s = ToGrpcStatus(absl::OutOfRangeError("too long"));
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
-  EXPECT_EQ(s.error_message(), "too long");
-  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
-  EXPECT_EQ(ToGrpcStatus(absl::UnavailableError("x")).error_code(), grpc::StatusCode::UNAVAILABLE);
-  EXPECT_EQ(ToGrpcStatus(absl::ResourceExhaustedError("x")).error_code(),
-            grpc::StatusCode::RESOURCE_EXHAUSTED);
-}
 
 TEST(ServerOptionsTest, DefaultsAreValid) { EXPECT_TRUE(ValidateServerOptions({}).ok()); }
 
@@ -84,34 +69,6 @@ TEST(ServerOptionsTest, ResolvesTheModelPath) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("pass --model PATH"));
   std::filesystem::remove_all(root);
-}
-
-TEST(LoggingTest, ParsesLevels) {
-  EXPECT_EQ(*ParseLogLevel("debug"), LogLevel::kDebug);
-  EXPECT_EQ(*ParseLogLevel("INFO"), LogLevel::kInfo);
-  EXPECT_EQ(*ParseLogLevel("warning"), LogLevel::kWarning);
-  EXPECT_EQ(*ParseLogLevel("error"), LogLevel::kError);
-  EXPECT_THAT(std::string(ParseLogLevel("loud").status().message()),
-              HasSubstr("debug, info, warning, error"));
-}
-
-TEST(LoggingTest, WritesTimestampedLinesAtOrAboveTheLevel) {
-  std::FILE* file = std::tmpfile();
-  ASSERT_NE(file, nullptr);
-  {
-    Logger logger(LogLevel::kInfo, file);
-    logger.Debug("hidden");
-    logger.Info("hello");
-    logger.Error("bad");
-  }  // the destructor flushes the queue
-  std::rewind(file);
-  std::string contents;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof(buffer), file) != nullptr) contents += buffer;
-  std::fclose(file);
-  EXPECT_THAT(contents, Not(HasSubstr("hidden")));
-  EXPECT_THAT(contents, MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z I hello\n"
-                                     "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z E bad\n"));
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/test_pki.h"
+#include "tests/testing/test_pki.h"
 
 namespace textgen::server::tls {
 namespace {

@@ -18,8 +18,8 @@
 #include "nlohmann/json.hpp"
 #include "server/http/http_server.h"
 #include "server/http/openai_api.h"
-#include "tests/server/fake_scheduler.h"
-#include "tests/server/fake_tokenizer.h"
+#include "tests/testing/fake_scheduler.h"
+#include "tests/testing/byte_tokenizer.h"
 
 namespace textgen::server::http {
 namespace {

@@ -13,7 +13,7 @@
 #include "model/tokenizer/gpt2_vocab_files.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "model/tokenizer/utf8.h"
-#include "tests/model/tokenizer_test_util.h"
+#include "tests/model/tokenizer/tokenizer_test_util.h"
 
 namespace textgen::model {
 namespace {

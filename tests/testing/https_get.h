@@ -8,7 +8,7 @@
 #include "boost/asio/ssl.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http.hpp"
-#include "tests/server/test_pki.h"
+#include "tests/testing/test_pki.h"
 
 namespace textgen::server::testing {
 

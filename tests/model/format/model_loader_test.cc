@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/format/mapped_file.h"
-#include "tests/model/loader_test_util.h"
+#include "tests/model/format/loader_test_util.h"
 
 namespace textgen::model {
 namespace {

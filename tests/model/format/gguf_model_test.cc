@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/format/model_loader.h"
-#include "tests/model/loader_test_util.h"
+#include "tests/model/format/loader_test_util.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::model {
