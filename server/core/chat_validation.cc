@@ -4,6 +4,7 @@
 #include "model/base/status_macros.h"
 #include "model/chat/jinja/interpreter.h"
 #include "model/tokenizer/utf8.h"
+#include "server/core/field_error.h"
 
 namespace textgen::server {
 namespace {
@@ -16,17 +17,17 @@ using absl::StrCat;
 constexpr size_t kMaxRenderedPromptBytes = 8 << 20;
 
 absl::Status CheckText(const std::string& text, absl::string_view field) {
-  return model::CheckUtf8(text, field);
+  return WithField(model::CheckUtf8(text, field), field);
 }
 
 absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
                                              size_t max_prompt_bytes) {
   if (request.messages().empty()) {
-    return InvalidArgumentError("messages is empty; send at least one message");
+    return InvalidField("messages", "is empty; send at least one message");
   }
   if (request.messages_size() > kMaxChatMessages) {
-    return InvalidArgumentError(StrCat("messages has ", request.messages_size(),
-                                       " entries; at most ", kMaxChatMessages, " are allowed"));
+    return InvalidField("messages", StrCat("has ", request.messages_size(), " entries; at most ",
+                                           kMaxChatMessages, " are allowed"));
   }
   // The size limit before any rendering: everything the template can put into the prompt.
   size_t bytes = request.tools_json().size() + request.template_variables_json().size();
@@ -35,9 +36,10 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
              m.tool_call_id().size() + m.tool_calls_json().size();
   }
   if (bytes > max_prompt_bytes) {
-    return InvalidArgumentError(StrCat("messages, tools and template variables hold ", bytes,
-                                       " bytes; at most ", max_prompt_bytes,
-                                       " are accepted (server flag --max-prompt-bytes)"));
+    return WithField(InvalidArgumentError(StrCat("messages, tools and template variables hold ",
+                                                 bytes, " bytes; at most ", max_prompt_bytes,
+                                                 " are accepted (server flag --max-prompt-bytes)")),
+                     "messages");
   }
   model::ChatInput input;
   input.add_generation_prompt =
@@ -47,10 +49,10 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
   for (int i = 0; i < request.messages_size(); ++i) {
     const v1::ChatMessage& m = request.messages(i);
     const std::string field = StrCat("messages[", i, "]");
-    if (m.role().empty()) return InvalidArgumentError(StrCat(field, ".role is empty"));
+    if (m.role().empty()) return InvalidField(StrCat(field, ".role"), "is empty");
     if (m.role().size() > static_cast<size_t>(kMaxChatRoleBytes)) {
-      return InvalidArgumentError(StrCat(field, ".role is ", m.role().size(), " bytes; at most ",
-                                         kMaxChatRoleBytes, " are allowed"));
+      return InvalidField(StrCat(field, ".role"), StrCat("is ", m.role().size(), " bytes; at most ",
+                                                         kMaxChatRoleBytes, " are allowed"));
     }
     for (const auto& [text, name] :
          {std::pair{&m.role(), "role"}, std::pair{&m.content(), "content"},
@@ -76,16 +78,14 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
   // is checked like an identifier before it is looked up.
   const std::string& name = request.template_name();
   if (name.size() > static_cast<size_t>(kMaxTemplateNameBytes)) {
-    return InvalidArgumentError(StrCat("template_name is ", name.size(), " bytes; at most ",
-                                       kMaxTemplateNameBytes, " are allowed"));
+    return InvalidField("template_name", StrCat("is ", name.size(), " bytes; at most ",
+                                                kMaxTemplateNameBytes, " are allowed"));
   }
   for (size_t i = 0; i < name.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(name[i]);
     if (c < 0x21 || c > 0x7E) {
-      return InvalidArgumentError(
-          StrCat("template_name has a byte outside printable ASCII at "
-                 "offset ",
-                 i));
+      return InvalidField("template_name",
+                          StrCat("has a byte outside printable ASCII at offset ", i));
     }
   }
   absl::StatusOr<const model::ChatTemplate*> chat_template =
@@ -101,16 +101,19 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
     absl::StatusOr<model::ChatPrompt> prompt = (*chat_template)->Render(*input, render);
     if (!prompt.ok()) {
       if (prompt.status().GetPayload(model::jinja::kRaisedByTemplatePayload).has_value()) {
-        return InvalidArgumentError(
-            StrCat("the chat template refused the conversation: ", prompt.status().message()));
+        return WithField(InvalidArgumentError(StrCat("the chat template refused the conversation: ",
+                                                     prompt.status().message())),
+                         "messages");
       }
-      return absl::Status(prompt.status().code(),
-                          StrCat("chat template: ", prompt.status().message()));
+      return WithField(absl::Status(prompt.status().code(),
+                                    StrCat("chat template: ", prompt.status().message())),
+                       "messages");
     }
     out.prompt_tokens =
         tokenizer.EncodeWithSpecialTokens(prompt->text, /*add_bos=*/false, prompt->untrusted);
     if (out.prompt_tokens.empty()) {
-      return InvalidArgumentError("the chat template rendered an empty prompt");
+      return WithField(InvalidArgumentError("the chat template rendered an empty prompt"),
+                       "messages");
     }
     out.prompt_text = std::move(prompt->text);
     return absl::OkStatus();

@@ -11,11 +11,11 @@
 #include "absl/strings/str_format.h"
 #include "model/base/status_macros.h"
 #include "model/tokenizer/utf8.h"
+#include "server/core/field_error.h"
 
 namespace textgen::server {
 namespace {
 
-using absl::InvalidArgumentError;
 using absl::StrCat;
 
 // Prints a float the way a person typed it ("0.7", "nan", "-inf").
@@ -25,8 +25,8 @@ std::string Num(float value) { return absl::StrFormat("%g", value); }
 absl::Status CheckRange(float value, float lo, float hi, bool lo_open, absl::string_view field) {
   const bool ok = std::isfinite(value) && (lo_open ? value > lo : value >= lo) && value <= hi;
   if (ok) return absl::OkStatus();
-  return InvalidArgumentError(StrCat(field, " must be in ", lo_open ? "(" : "[", Num(lo), ", ",
-                                     Num(hi), "], got ", Num(value)));
+  return InvalidField(field, StrCat("must be in ", lo_open ? "(" : "[", Num(lo), ", ", Num(hi),
+                                    "], got ", Num(value)));
 }
 
 absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
@@ -34,14 +34,14 @@ absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
   if (in.has_temperature()) {
     const float t = in.temperature();
     if (!std::isfinite(t) || t < 0 || t > kMaxTemperature) {
-      return InvalidArgumentError(StrCat("sampling.temperature must be a finite number in [0, ",
-                                         Num(kMaxTemperature), "] (0 = greedy), got ", Num(t)));
+      return InvalidField("sampling.temperature",
+                          StrCat("must be a finite number in [0, ", Num(kMaxTemperature),
+                                 "] (0 = greedy), got ", Num(t)));
     }
     out.temperature = t;
   }
   if (in.top_k() < 0) {
-    return InvalidArgumentError(
-        StrCat("sampling.top_k must be >= 0 (0 = disabled), got ", in.top_k()));
+    return InvalidField("sampling.top_k", StrCat("must be >= 0 (0 = disabled), got ", in.top_k()));
   }
   out.top_k = in.top_k();
   if (in.has_top_p()) {
@@ -58,8 +58,8 @@ absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
   if (in.has_repetition_penalty()) {
     const float r = in.repetition_penalty();
     if (!std::isfinite(r) || r <= 0) {
-      return InvalidArgumentError(StrCat(
-          "sampling.repetition_penalty must be a finite number > 0 (1 = off), got ", Num(r)));
+      return InvalidField("sampling.repetition_penalty",
+                          StrCat("must be a finite number > 0 (1 = off), got ", Num(r)));
     }
     out.repetition_penalty = r;
   }
@@ -75,20 +75,22 @@ absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
   out.frequency_penalty = in.frequency_penalty();
   out.logit_bias.clear();
   if (in.logit_bias_size() > options.max_logit_bias_entries) {
-    return InvalidArgumentError(StrCat("sampling.logit_bias has ", in.logit_bias_size(),
-                                       " entries; at most ", options.max_logit_bias_entries,
-                                       " are allowed (--max-logit-bias-entries)"));
+    return InvalidField(
+        "sampling.logit_bias",
+        StrCat("has ", in.logit_bias_size(), " entries; at most ", options.max_logit_bias_entries,
+               " are allowed (--max-logit-bias-entries)"));
   }
   out.logit_bias.reserve(in.logit_bias_size());
   for (const auto& [id, bias] : in.logit_bias()) {
     if (id < 0 || id >= vocab_size) {
-      return InvalidArgumentError(StrCat("sampling.logit_bias has token id ", id,
-                                         ", outside the vocabulary [0, ", vocab_size, ")"));
+      return InvalidField(
+          "sampling.logit_bias",
+          StrCat("has token id ", id, ", outside the vocabulary [0, ", vocab_size, ")"));
     }
     if (!std::isfinite(bias) || bias < -kMaxLogitBias || bias > kMaxLogitBias) {
-      return InvalidArgumentError(StrCat("sampling.logit_bias[", id, "] must be in [",
-                                         Num(-kMaxLogitBias), ", ", Num(kMaxLogitBias), "], got ",
-                                         Num(bias)));
+      return InvalidField(StrCat("sampling.logit_bias[", id, "]"),
+                          StrCat("must be in [", Num(-kMaxLogitBias), ", ", Num(kMaxLogitBias),
+                                 "], got ", Num(bias)));
     }
     out.logit_bias.emplace_back(id, bias);
   }
@@ -100,26 +102,26 @@ absl::Status ValidateSampling(const v1::SamplingParameters& in, int vocab_size,
 absl::Status ValidateStopping(const v1::StoppingCriteria& in, int vocab_size,
                               const ValidationOptions& options, StoppingParams& out) {
   if (in.stop_size() > options.max_stop_strings) {
-    return InvalidArgumentError(StrCat("stopping.stop has ", in.stop_size(), " strings; at most ",
-                                       options.max_stop_strings,
-                                       " are allowed (--max-stop-strings)"));
+    return InvalidField("stopping.stop",
+                        StrCat("has ", in.stop_size(), " strings; at most ",
+                               options.max_stop_strings, " are allowed (--max-stop-strings)"));
   }
   for (int i = 0; i < in.stop_size(); ++i) {
     const std::string& stop = in.stop(i);
     const std::string field = StrCat("stopping.stop[", i, "]");
-    if (stop.empty()) return InvalidArgumentError(StrCat(field, " is empty"));
+    if (stop.empty()) return InvalidField(field, "is empty");
     if (stop.size() > static_cast<size_t>(options.max_stop_string_bytes)) {
-      return InvalidArgumentError(StrCat(field, " is ", stop.size(), " bytes; at most ",
-                                         options.max_stop_string_bytes,
-                                         " are allowed (--max-stop-string-bytes)"));
+      return InvalidField(
+          field, StrCat("is ", stop.size(), " bytes; at most ", options.max_stop_string_bytes,
+                        " are allowed (--max-stop-string-bytes)"));
     }
-    TEXTGEN_RETURN_IF_ERROR(model::CheckUtf8(stop, field));
+    TEXTGEN_RETURN_IF_ERROR(WithField(model::CheckUtf8(stop, field), field));
     out.stop_strings.push_back(stop);
   }
   if (in.stop_token_ids_size() > options.max_stop_token_ids) {
-    return InvalidArgumentError(StrCat("stopping.stop_token_ids has ", in.stop_token_ids_size(),
-                                       " ids; at most ", options.max_stop_token_ids,
-                                       " are allowed (--max-stop-token-ids)"));
+    return InvalidField("stopping.stop_token_ids",
+                        StrCat("has ", in.stop_token_ids_size(), " ids; at most ",
+                               options.max_stop_token_ids, " are allowed (--max-stop-token-ids)"));
   }
   if (absl::Status s = ValidateTokenIds(in.stop_token_ids(), vocab_size, "stopping.stop_token_ids");
       !s.ok()) {
@@ -132,17 +134,18 @@ absl::Status ValidateStopping(const v1::StoppingCriteria& in, int vocab_size,
 
 absl::Status ValidateRequestId(absl::string_view id) {
   if (id.size() > static_cast<size_t>(kMaxRequestIdLength)) {
-    return InvalidArgumentError(StrCat("request_id is ", id.size(), " characters; at most ",
-                                       kMaxRequestIdLength, " are allowed"));
+    return InvalidField("request_id", StrCat("is ", id.size(), " characters; at most ",
+                                             kMaxRequestIdLength, " are allowed"));
   }
   // Request ids go into log lines: printable ASCII only, so no one can forge a line.
   for (size_t i = 0; i < id.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(id[i]);
     if (c < 0x21 || c > 0x7E) {
-      return InvalidArgumentError(absl::StrFormat(
-          "request_id has byte 0x%02X at offset %d; only printable ASCII without spaces is "
-          "allowed",
-          c, i));
+      return InvalidField(
+          "request_id",
+          absl::StrFormat(
+              "has byte 0x%02X at offset %d; only printable ASCII without spaces is allowed", c,
+              i));
     }
   }
   return absl::OkStatus();
@@ -155,37 +158,35 @@ absl::Status ValidatePrompt(const v1::GenerateRequest& request, const model::Tok
     case v1::GenerateRequest::kText: {
       const std::string& text = request.text();
       if (text.empty()) {
-        return InvalidArgumentError("prompt text is empty; send some text or token ids");
+        return InvalidField("text", "is empty; send some text or token ids");
       }
       if (text.size() > max_prompt_bytes) {
-        return InvalidArgumentError(StrCat("prompt text is ", text.size(), " bytes; at most ",
-                                           max_prompt_bytes,
+        return InvalidField("text", StrCat("is ", text.size(), " bytes; at most ", max_prompt_bytes,
                                            " are accepted (server flag --max-prompt-bytes)"));
       }
-      TEXTGEN_RETURN_IF_ERROR(model::CheckUtf8(text, "prompt text"));
+      TEXTGEN_RETURN_IF_ERROR(WithField(model::CheckUtf8(text, "text"), "text"));
       out.prompt_tokens = request.parse_special()
                               ? tokenizer.EncodeWithSpecialTokens(text, add_bos, {})
                               : tokenizer.Encode(text, add_bos);
       out.prompt_text = text;
       if (out.prompt_tokens.empty()) {
-        return InvalidArgumentError("prompt text encodes to no tokens");
+        return InvalidField("text", "encodes to no tokens");
       }
       return absl::OkStatus();
     }
     case v1::GenerateRequest::kTokens: {
       const auto& ids = request.tokens().ids();
       if (ids.empty()) {
-        return InvalidArgumentError("prompt tokens.ids is empty; send at least one token id");
+        return InvalidField("tokens.ids", "is empty; send at least one token id");
       }
-      if (absl::Status s = ValidateTokenIds(ids, tokenizer.vocab_size(), "prompt tokens.ids");
-          !s.ok()) {
+      if (absl::Status s = ValidateTokenIds(ids, tokenizer.vocab_size(), "tokens.ids"); !s.ok()) {
         return s;
       }
       out.prompt_tokens.assign(ids.begin(), ids.end());
       return absl::OkStatus();
     }
     default:
-      return InvalidArgumentError("prompt is missing: set either text or tokens");
+      return InvalidField("prompt", "is missing: set either text or tokens");
   }
 }
 
@@ -194,33 +195,36 @@ absl::Status ResolveLength(const v1::StoppingCriteria& in, int prompt_tokens,
                            const ValidationOptions& options, StoppingParams& out) {
   const int64_t context = options.context_length;
   if (prompt_tokens >= context) {
-    return absl::OutOfRangeError(StrCat("prompt is ", prompt_tokens,
-                                        " tokens, leaving no room to generate in the model's "
-                                        "context length of ",
-                                        context, " tokens"));
+    return FieldError(absl::StatusCode::kOutOfRange, "prompt",
+                      StrCat("is ", prompt_tokens,
+                             " tokens, leaving no room to generate in the model's context length "
+                             "of ",
+                             context, " tokens"));
   }
   const int64_t requested = in.max_new_tokens();
   if (requested > options.max_new_tokens_limit) {
-    return InvalidArgumentError(StrCat("stopping.max_new_tokens must be in [1, ",
-                                       options.max_new_tokens_limit, "] (server limit), got ",
-                                       requested));
+    return InvalidField("stopping.max_new_tokens",
+                        StrCat("must be in [1, ", options.max_new_tokens_limit,
+                               "] (server limit), got ", requested));
   }
   if (requested == 0) {
     // Unset: the server default, shortened to what still fits in the context.
     out.max_new_tokens = static_cast<int>(
         std::min<int64_t>(options.default_max_new_tokens, context - prompt_tokens));
   } else if (prompt_tokens + requested > context) {
-    return absl::OutOfRangeError(
-        StrCat("prompt (", prompt_tokens, " tokens) + stopping.max_new_tokens (", requested,
-               ") = ", prompt_tokens + requested, " exceeds the model's context length of ",
+    return FieldError(
+        absl::StatusCode::kOutOfRange, "stopping.max_new_tokens",
+        StrCat("(", requested, ") + the prompt (", prompt_tokens,
+               " tokens) = ", prompt_tokens + requested, " exceeds the model's context length of ",
                context, " tokens; ask for at most ", context - prompt_tokens, " new tokens"));
   } else {
     out.max_new_tokens = static_cast<int>(requested);
   }
   if (in.min_new_tokens() > static_cast<uint32_t>(out.max_new_tokens)) {
-    return InvalidArgumentError(StrCat("stopping.min_new_tokens (", in.min_new_tokens(),
-                                       ") must not exceed max_new_tokens (", out.max_new_tokens,
-                                       ")"));
+    return InvalidField(
+        "stopping.min_new_tokens",
+        StrCat("(", in.min_new_tokens(), ") must not exceed the new tokens allowed (",
+               out.max_new_tokens, ")"));
   }
   out.min_new_tokens = static_cast<int>(in.min_new_tokens());
   return absl::OkStatus();
@@ -236,16 +240,16 @@ std::string SessionKey(absl::string_view principal, absl::string_view session_id
 absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field,
                                int max_bytes) {
   if (session_id.empty() || session_id.size() > static_cast<size_t>(max_bytes)) {
-    return InvalidArgumentError(StrCat(field, " must be 1..", max_bytes, " characters, got ",
-                                       session_id.size(), " (--max-session-id-bytes)"));
+    return InvalidField(field, StrCat("must be 1..", max_bytes, " characters, got ",
+                                      session_id.size(), " (--max-session-id-bytes)"));
   }
   for (size_t i = 0; i < session_id.size(); ++i) {
     const char c = session_id[i];
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != ':' &&
         c != '-') {
-      return InvalidArgumentError(
-          absl::StrFormat("%s has character 0x%02X at offset %d; allowed are [A-Za-z0-9._:-]",
-                          field, static_cast<uint8_t>(c), i));
+      return InvalidField(
+          field, absl::StrFormat("has character 0x%02X at offset %d; allowed are [A-Za-z0-9._:-]",
+                                 static_cast<uint8_t>(c), i));
     }
   }
   return absl::OkStatus();
@@ -255,9 +259,9 @@ absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& id
                               absl::string_view field) {
   for (int i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
-      return InvalidArgumentError(StrCat(field, "[", i, "] = ", ids[i],
-                                         " is not a token id: the vocabulary is [0, ", vocab_size,
-                                         ")"));
+      return InvalidField(
+          StrCat(field, "[", i, "]"),
+          StrCat("= ", ids[i], " is not a token id: the vocabulary is [0, ", vocab_size, ")"));
     }
   }
   return absl::OkStatus();
@@ -296,8 +300,8 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
   }
   const v1::OutputOptions& output = fields.output;
   if (output.top_logprobs() > static_cast<uint32_t>(kMaxTopLogprobs)) {
-    return InvalidArgumentError(StrCat("output.top_logprobs must be in [0, ", kMaxTopLogprobs,
-                                       "], got ", output.top_logprobs()));
+    return InvalidField("output.top_logprobs", StrCat("must be in [0, ", kMaxTopLogprobs, "], got ",
+                                                      output.top_logprobs()));
   }
   out.output.top_logprobs = static_cast<int>(output.top_logprobs());
   // Asking for alternatives implies asking for the chosen token's logprob too.

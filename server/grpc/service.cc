@@ -83,12 +83,30 @@ void TextGenerationService::ObserveRefusal(const absl::Status& status) const {
   options_.observer->OnRequestDone(record);
 }
 
-GenerateReactor* TextGenerationService::NewReactor(grpc::CallbackServerContext* context) {
+absl::StatusOr<const ServiceBackend*> TextGenerationService::AuthorizedBackend(
+    grpc::CallbackServerContext* context, std::string* principal) const {
+  absl::StatusOr<std::string> caller = Authenticate(context);
+  if (!caller.ok()) return caller.status();
   const ServiceBackend* ready = backend();
-  if (ready == nullptr) {
-    ObserveRefusal(LoadingError());
-    return nullptr;
+  if (ready == nullptr) return LoadingError();
+  if (principal != nullptr) *principal = *std::move(caller);
+  return ready;
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::OpenStream(
+    grpc::CallbackServerContext* context, const std::string& session_id, GenerateReactor** reactor,
+    std::string* principal) {
+  *reactor = nullptr;
+  absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, principal);
+  absl::Status status = backend.status();
+  if (status.ok()) {
+    status = CheckSessionRoutingHeader(SessionRoutingMetadata(*context), session_id);
   }
+  if (!status.ok()) {
+    ObserveRefusal(status);
+    return new FailedGenerate(status);
+  }
+  const ServiceBackend* ready = *backend;
   GenerateDeps deps;
   deps.scheduler = ready->scheduler;
   deps.tokenizer = ready->tokenizer;
@@ -97,55 +115,34 @@ GenerateReactor* TextGenerationService::NewReactor(grpc::CallbackServerContext* 
   deps.observer = options_.observer;
   deps.logger = options_.logger;
   deps.max_buffered_events = options_.max_buffered_events;
-  return new GenerateReactor(deps, context);
+  *reactor = new GenerateReactor(deps, context);
+  return *reactor;
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
-  absl::StatusOr<std::string> principal = Authenticate(context);
-  if (!principal.ok()) {
-    ObserveRefusal(principal.status());
-    return new FailedGenerate(principal.status());
-  }
-  if (absl::Status status =
-          CheckSessionRoutingHeader(SessionRoutingMetadata(*context), request->session_id());
-      !status.ok()) {
-    ObserveRefusal(status);
-    return new FailedGenerate(status);
-  }
-  GenerateReactor* reactor = NewReactor(context);
-  if (reactor == nullptr) return new FailedGenerate(LoadingError());
-  reactor->Start(*request, *principal);
-  return reactor;
+  GenerateReactor* reactor;
+  std::string principal;
+  auto* stream = OpenStream(context, request->session_id(), &reactor, &principal);
+  if (reactor != nullptr) reactor->Start(*request, principal);
+  return stream;
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::Chat(
     grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
-  absl::StatusOr<std::string> principal = Authenticate(context);
-  if (!principal.ok()) {
-    ObserveRefusal(principal.status());
-    return new FailedGenerate(principal.status());
-  }
-  if (absl::Status status =
-          CheckSessionRoutingHeader(SessionRoutingMetadata(*context), request->session_id());
-      !status.ok()) {
-    ObserveRefusal(status);
-    return new FailedGenerate(status);
-  }
-  GenerateReactor* reactor = NewReactor(context);
-  if (reactor == nullptr) return new FailedGenerate(LoadingError());
-  reactor->StartChat(*request, *principal);
-  return reactor;
+  GenerateReactor* reactor;
+  std::string principal;
+  auto* stream = OpenStream(context, request->session_id(), &reactor, &principal);
+  if (reactor != nullptr) reactor->StartChat(*request, principal);
+  return stream;
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerContext* context,
                                                           const v1::TokenizeRequest* request,
                                                           v1::TokenizeResponse* response) {
-  if (absl::StatusOr<std::string> principal = Authenticate(context); !principal.ok()) {
-    return FinishUnary(context, principal.status());
-  }
-  const ServiceBackend* ready = backend();
-  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, nullptr);
+  if (!backend.ok()) return FinishUnary(context, backend.status());
+  const ServiceBackend* ready = *backend;
   const std::string& text = request->text();
   if (text.size() > kMaxTokenizeBytes) {
     return FinishUnary(context, absl::InvalidArgumentError(
@@ -168,11 +165,9 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServerContext* context,
                                                             const v1::DetokenizeRequest* request,
                                                             v1::DetokenizeResponse* response) {
-  if (absl::StatusOr<std::string> principal = Authenticate(context); !principal.ok()) {
-    return FinishUnary(context, principal.status());
-  }
-  const ServiceBackend* ready = backend();
-  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, nullptr);
+  if (!backend.ok()) return FinishUnary(context, backend.status());
+  const ServiceBackend* ready = *backend;
   if (request->ids_size() > kMaxDetokenizeIds) {
     return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
                                     "ids has ", request->ids_size(), " entries; at most ",
@@ -192,11 +187,9 @@ grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServer
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
     grpc::CallbackServerContext* context, const v1::GetModelInfoRequest* request,
     v1::ModelInfo* response) {
-  if (absl::StatusOr<std::string> principal = Authenticate(context); !principal.ok()) {
-    return FinishUnary(context, principal.status());
-  }
-  const ServiceBackend* ready = backend();
-  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, nullptr);
+  if (!backend.ok()) return FinishUnary(context, backend.status());
+  const ServiceBackend* ready = *backend;
   *response = ready->model_info;
   return FinishUnary(context, absl::OkStatus());
 }
@@ -204,10 +197,10 @@ grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(
 grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
     grpc::CallbackServerContext* context, const v1::DeleteSessionRequest* request,
     v1::DeleteSessionResponse* response) {
-  absl::StatusOr<std::string> principal = Authenticate(context);
-  if (!principal.ok()) return FinishUnary(context, principal.status());
-  const ServiceBackend* ready = backend();
-  if (ready == nullptr) return FinishUnary(context, LoadingError());
+  std::string principal;
+  absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, &principal);
+  if (!backend.ok()) return FinishUnary(context, backend.status());
+  const ServiceBackend* ready = *backend;
   if (absl::Status status = ValidateSessionId(request->session_id(), "session_id",
                                               ready->validation.max_session_id_bytes);
       !status.ok()) {
@@ -221,7 +214,7 @@ grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
   // Only the caller's own session: another principal's with the same id is NOT_FOUND.
   // Answered from the engine thread when it gets there: this callback thread never waits.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  ready->scheduler->DeleteSession(SessionKey(*principal, request->session_id()),
+  ready->scheduler->DeleteSession(SessionKey(principal, request->session_id()),
                                   [reactor, response](absl::StatusOr<int> freed) {
                                     if (freed.ok())
                                       response->set_freed_tokens(static_cast<uint32_t>(*freed));

@@ -59,11 +59,20 @@ class TextGenerationService final : public v1::TextGeneration::CallbackService {
 
  private:
   const ServiceBackend* backend() const { return backend_.load(std::memory_order_acquire); }
-  // A reactor for Generate/Chat, or null (and the observer told) while the model loads.
-  GenerateReactor* NewReactor(grpc::CallbackServerContext* context);
+  // The preamble of Generate and Chat: authenticates, checks the session routing header and
+  // makes a reactor. On refusal returns a reactor that has already finished with the status
+  // (the observer told) and leaves `reactor` null.
+  grpc::ServerWriteReactor<v1::GenerateResponse>* OpenStream(grpc::CallbackServerContext* context,
+                                                             const std::string& session_id,
+                                                             GenerateReactor** reactor,
+                                                             std::string* principal);
   // The caller's principal from its "authorization" metadata ("" without API keys), or
   // UNAUTHENTICATED.
   absl::StatusOr<std::string> Authenticate(grpc::CallbackServerContext* context) const;
+  // The preamble of the unary methods: the backend, for an authenticated caller (whose
+  // principal goes to `principal` when not null), or UNAUTHENTICATED / UNAVAILABLE (loading).
+  absl::StatusOr<const ServiceBackend*> AuthorizedBackend(grpc::CallbackServerContext* context,
+                                                          std::string* principal) const;
   // Tells the observer about a Generate/Chat refused before it started.
   void ObserveRefusal(const absl::Status& status) const;
 

@@ -3,6 +3,7 @@
 # the engine's events back to OpenAI's JSON and server-sent events.
 add_library(textgen_http STATIC
   ${CMAKE_CURRENT_LIST_DIR}/openai_api.cc
+  ${CMAKE_CURRENT_LIST_DIR}/openai_field_names.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_response.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_stream.cc

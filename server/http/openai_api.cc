@@ -11,6 +11,7 @@
 #include "server/core/request_report.h"
 #include "server/core/session_routing.h"
 #include "server/core/validation.h"
+#include "server/http/openai_field_names.h"
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
 #include "server/http/openai_stream.h"

@@ -38,11 +38,6 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
 // POST /v1/completions, as above (one prompt: a string or token ids).
 absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body);
 
-// Rewrites the field names in an error of the shared validation ("sampling.temperature",
-// "stopping.max_new_tokens") to the request's OpenAI names ("temperature", "max_tokens") and
-// sets kOpenAiParamPayload to the field it is about. Other statuses pass through.
-absl::Status ToOpenAiFieldNames(const absl::Status& status, const OpenAiRequest& request);
-
 // The deepest nesting of arrays and objects in `json` (strings skipped), without parsing it.
 int JsonNestingDepth(absl::string_view json);
 

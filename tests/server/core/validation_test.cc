@@ -2,11 +2,14 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/chat_validation.h"
+#include "server/core/field_error.h"
 #include "tests/testing/byte_tokenizer.h"
 
 namespace textgen::server {
@@ -38,6 +41,10 @@ class ValidationTest : public ::testing::Test {
     ASSERT_FALSE(result.ok()) << "expected an error naming " << field;
     EXPECT_EQ(result.status().code(), code) << result.status();
     EXPECT_THAT(std::string(result.status().message()), HasSubstr(field));
+    // The field is attached as data, and the message starts with it (front ends rename it).
+    const std::optional<std::string> attached = ErrorField(result.status());
+    ASSERT_TRUE(attached.has_value()) << result.status();
+    EXPECT_TRUE(absl::StartsWith(result.status().message(), *attached)) << result.status();
   }
 
   testing::ByteTokenizer tokenizer_;
@@ -131,18 +138,18 @@ TEST_F(ValidationTest, PromptErrors) {
   request_.clear_prompt();
   ExpectError(kInvalid, "prompt");
   request_.set_text("");
-  ExpectError(kInvalid, "prompt text is empty");
+  ExpectError(kInvalid, "text is empty");
   request_.set_text(std::string("ab\xC3(", 4));
-  ExpectError(kInvalid, "prompt text is not valid UTF-8");
+  ExpectError(kInvalid, "text is not valid UTF-8");
   request_.set_text(std::string("\xED\xA0\x80", 3));  // a UTF-16 surrogate
-  ExpectError(kInvalid, "prompt text is not valid UTF-8");
+  ExpectError(kInvalid, "text is not valid UTF-8");
   request_.mutable_tokens();
-  ExpectError(kInvalid, "prompt tokens.ids is empty");
+  ExpectError(kInvalid, "tokens.ids is empty");
   request_.mutable_tokens()->add_ids(5);
   request_.mutable_tokens()->add_ids(259);
-  ExpectError(kInvalid, "prompt tokens.ids[1] = 259");
+  ExpectError(kInvalid, "tokens.ids[1] = 259");
   request_.mutable_tokens()->set_ids(1, -1);
-  ExpectError(kInvalid, "prompt tokens.ids[1] = -1");
+  ExpectError(kInvalid, "tokens.ids[1] = -1");
 }
 
 // The prompt size limit applies before tokenizing (Generate) or rendering (Chat).
@@ -153,7 +160,7 @@ TEST_F(ValidationTest, PromptBytesAreLimitedBeforeTokenizing) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), kInvalid);
   EXPECT_EQ(result.status().message(),
-            "prompt text is 9 bytes; at most 8 are accepted (server flag --max-prompt-bytes)");
+            "text is 9 bytes; at most 8 are accepted (server flag --max-prompt-bytes)");
   request_.set_text("12345678");
   options_.context_length = 64;
   EXPECT_TRUE(Validate().ok());
@@ -214,7 +221,7 @@ TEST_F(ValidationTest, StoppingErrors) {
   ExpectError(kInvalid, "stopping.max_new_tokens must be in [1, 32]");
   st->set_max_new_tokens(8);
   st->set_min_new_tokens(9);
-  ExpectError(kInvalid, "stopping.min_new_tokens (9) must not exceed max_new_tokens (8)");
+  ExpectError(kInvalid, "stopping.min_new_tokens (9) must not exceed the new tokens allowed (8)");
   st->set_min_new_tokens(0);
 
   for (int i = 0; i < 17; ++i) st->add_stop("x");
@@ -297,8 +304,9 @@ TEST_F(ValidationTest, ContextLengthIsOutOfRange) {
   absl::StatusOr<ValidatedRequest> r = Validate();
   ASSERT_EQ(r.status().code(), absl::StatusCode::kOutOfRange) << r.status();
   EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("prompt (3 tokens) + stopping.max_new_tokens (62) = 65 exceeds the "
+              HasSubstr("stopping.max_new_tokens (62) + the prompt (3 tokens) = 65 exceeds the "
                         "model's context length of 64 tokens"));
+  EXPECT_EQ(ErrorField(r.status()), "stopping.max_new_tokens");
   request_.mutable_stopping()->set_max_new_tokens(61);
   EXPECT_TRUE(Validate().ok());
 }

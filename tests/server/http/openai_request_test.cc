@@ -1,12 +1,17 @@
 #include "server/http/openai_request.h"
 
+#include <optional>
 #include <random>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/chat_validation.h"
+#include "server/core/field_error.h"
 #include "server/core/validation.h"
+#include "server/http/openai_field_names.h"
 #include "tests/testing/byte_tokenizer.h"
 
 namespace textgen::server::http {
@@ -193,14 +198,25 @@ TEST(OpenAiRequestTest, ValidationErrorsUseOpenAiFieldNames) {
   EXPECT_EQ(Param(status), "prompt");
 
   status = validate(R"({"prompt": "hi", "min_tokens": 20, "max_tokens": 10})");
-  EXPECT_EQ(status.message(), "min_tokens (20) must not exceed max_tokens (10)");
+  EXPECT_EQ(status.message(), "min_tokens (20) must not exceed the new tokens allowed (10)");
+  EXPECT_EQ(Param(status), "min_tokens");
+
+  // BOS + 40 bytes = 41 prompt tokens; 41 + 30 > the context of 64.
+  status =
+      validate(absl::StrCat(R"({"prompt": ")", std::string(40, 'a'), R"(", "max_tokens": 30})"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(status.message(),
+            "max_tokens (30) + the prompt (41 tokens) = 71 exceeds the model's context length of "
+            "64 tokens; ask for at most 23 new tokens");
+  EXPECT_EQ(Param(status), "max_tokens");
 
   // A template's own message keeps its words, even ones that look like textgen's field names.
   OpenAiRequest chat;
   chat.kind = OpenAiRequest::Kind::kChat;
   status = ToOpenAiFieldNames(
-      absl::InvalidArgumentError(
-          "the chat template refused the conversation: bad sampling.x and output."),
+      WithField(absl::InvalidArgumentError(
+                    "the chat template refused the conversation: bad sampling.x and output."),
+                "messages"),
       chat);
   EXPECT_EQ(status.message(),
             "the chat template refused the conversation: bad sampling.x and output.");
@@ -250,8 +266,13 @@ TEST(OpenAiRequestPropertyTest, MutatedBodiesGetAnAnswer) {
       absl::StatusOr<ValidatedRequest> validated =
           ValidateGenerateRequest(parsed->completion, tokenizer, options, RequestContext{});
       if (!validated.ok()) {
+        // Every validation error names its field as data, and its message starts with it.
+        const std::optional<std::string> field = ErrorField(validated.status());
+        ASSERT_TRUE(field.has_value()) << validated.status();
+        EXPECT_TRUE(absl::StartsWith(validated.status().message(), *field)) << validated.status();
         const absl::Status renamed = ToOpenAiFieldNames(validated.status(), *parsed);
         ASSERT_FALSE(renamed.message().empty());
+        EXPECT_TRUE(renamed.GetPayload(kOpenAiParamPayload).has_value()) << renamed;
       }
     }
   }
