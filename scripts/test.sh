@@ -3,8 +3,8 @@
 #   1. Release build, warnings as errors, every test (unit, reference, integration, e2e).
 #   2. ASan+UBSan build of the model and scheduler tests (no gRPC: Debian's is not instrumented).
 #   3. TSan build of the scheduler tests (fake engine; oneDNN/OpenMP are not TSan-instrumented),
-#      the chat template tests (renders share one template across threads) and the HTTP
-#      transport tests (streams fed from other threads).
+#      the chat template tests (renders share one template across threads), the HTTP
+#      transport tests (streams fed from other threads) and the request preparation pool.
 #   4. The GGUF, chat-template, request-validation, tokenizer and llama2.c fuzzers for a bounded
 #      time each.
 # Every stage states all the build options it relies on (scripts/lib/build-trees.sh), refuses
@@ -42,10 +42,11 @@ if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
 
   step "TSan build (scheduler, chat templates, HTTP transport)"
   configure_sanitizer_tests build-tsan thread
-  cmake --build build-tsan --target scheduler_test jinja_test http_server_test -j"$jobs"
+  cmake --build build-tsan --target scheduler_test jinja_test http_server_test preparation_pool_test \
+    -j"$jobs"
   step "TSan tests"
   TSAN_OPTIONS=halt_on_error=1 run_counted_ctest build-tsan \
-    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest|ChatTemplateTest|HttpServerTest|HttpTlsTest|TlsCredentialsTest)\.' -- \
+    -R '^(SchedulerTest|StopMatcherTest|SessionStoreTest|ChatTemplateTest|HttpServerTest|HttpTlsTest|TlsCredentialsTest|PreparationPoolTest)\.' -- \
     --timeout 900
 fi
 

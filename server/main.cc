@@ -58,6 +58,9 @@ ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
 ABSL_FLAG(std::string, http_listen, kDefaults.http_listen,
           "OpenAI-compatible HTTP API address HOST:PORT (/v1/chat/completions, /v1/completions, "
           "/v1/models, /health); empty: off");
+ABSL_FLAG(int, prep_threads, kDefaults.prep_threads,
+          "Threads that parse, render and tokenize requests before they queue (off the gRPC and "
+          "HTTP threads)");
 ABSL_FLAG(int, http_threads, kDefaults.http_threads,
           "I/O threads of the HTTP API (they parse and stream; the engine has its own)");
 ABSL_FLAG(int, http_max_connections, kDefaults.http_max_connections,
@@ -147,6 +150,7 @@ ServerOptions OptionsFromFlags() {
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.http_listen = absl::GetFlag(FLAGS_http_listen);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.prep_threads = absl::GetFlag(FLAGS_prep_threads);
   o.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
   o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key = absl::GetFlag(FLAGS_tls_key);
@@ -213,6 +217,8 @@ struct LoadedServer {
   std::unique_ptr<model::Tokenizer> tokenizer;
   std::unique_ptr<model::Engine> engine;
   std::unique_ptr<Scheduler> scheduler;
+  // After the scheduler: destroyed first, its last tasks still reach a live scheduler.
+  std::unique_ptr<PreparationPool> preparation;
   ServiceBackend backend;
 };
 
@@ -262,8 +268,12 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   loaded->scheduler = CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(),
                                               scheduler_options, metrics);
 
+  loaded->preparation = std::make_unique<PreparationPool>(PreparationPoolOptions{
+      .threads = o.prep_threads, .max_queue = o.max_queue, .observer = metrics});
+
   ServiceBackend& backend = loaded->backend;
   backend.scheduler = loaded->scheduler.get();
+  backend.preparation = loaded->preparation.get();
   backend.tokenizer = loaded->tokenizer.get();
   backend.validation.default_max_new_tokens = o.max_new_tokens;
   backend.validation.max_new_tokens_limit = o.max_new_tokens_limit;
@@ -453,7 +463,8 @@ int Run(ServerOptions options) {
   logger.Info(absl::StrFormat("signal %d: draining (timeout %s)", signal_number,
                               absl::FormatDuration(options.drain_timeout)));
   openai_api.StartDraining();
-  DrainAndShutdown(*server, (*loaded)->scheduler.get(), options.drain_timeout, &logger);
+  DrainAndShutdown(*server, (*loaded)->preparation.get(), (*loaded)->scheduler.get(),
+                   options.drain_timeout, &logger);
   server->Wait();
   server.reset();  // no gRPC handler runs past this point
   // The engine is done, but a finished stream may still be writing its last bytes: give

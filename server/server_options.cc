@@ -44,6 +44,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.max_session_id_bytes, 1, "max-session-id-bytes"},
         {o.max_sessions, 0, "max-sessions"},
         {o.http_threads, 1, "http-threads"},
+        {o.prep_threads, 1, "prep-threads"},
         {o.http_max_connections, 0, "http-max-connections"}}) {
     TEXTGEN_RETURN_IF_ERROR(CheckAtLeast(value, min, flag));
   }

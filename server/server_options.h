@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "model/runtime/engine.h"
+#include "server/core/preparation_pool.h"
 #include "server/core/validation.h"
 #include "server/scheduler/scheduler.h"
 
@@ -30,6 +31,7 @@ struct ServerOptions {
   std::string api_keys_file;       // "PRINCIPAL KEY" lines; empty = no auth
   bool expose_model_path = false;  // publish the file path in GetModelInfo
   int threads = 0;                 // engine threads, 0 = all cores
+  int prep_threads = PreparationPoolOptions{}.threads;         // parse, render, tokenize requests
   int max_batch = SchedulerOptions{}.max_batch_sequences;      // running sequences per step
   int max_batch_tokens = SchedulerOptions{}.max_batch_tokens;  // tokens per forward pass
   int max_queue = SchedulerOptions{}.max_queue;                // waiting requests

@@ -19,3 +19,8 @@ textgen_test(http_server_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/ht
                                       ${CMAKE_CURRENT_SOURCE_DIR}/server/tls/tls_credentials_test.cc
              LIBS textgen_http_transport textgen_tls textgen_test_pki Boost::headers
                   absl::synchronization)
+
+# The pool that prepares requests off the transports' threads (also under TSan).
+textgen_test(preparation_pool_test
+             SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/preparation_pool_test.cc
+             LIBS textgen_preparation_pool absl::synchronization)

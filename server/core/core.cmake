@@ -12,7 +12,7 @@ add_library(textgen_server_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/validation.cc
 )
 target_link_libraries(textgen_server_core
-  PUBLIC textgen_proto textgen_tokenizer textgen_chat textgen_http_transport textgen_tls
+  PUBLIC textgen_preparation_pool textgen_proto textgen_tokenizer textgen_chat textgen_http_transport textgen_tls
          prometheus-cpp::core
          absl::status absl::statusor absl::strings absl::str_format absl::time
          absl::random_random absl::synchronization Threads::Threads

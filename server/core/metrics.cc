@@ -113,11 +113,34 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Sessions evicted (TTL or memory pressure)")
                             .Register(r)
                             .Add({});
+  preparation_queued_ = &BuildGauge()
+                             .Name("textgen_preparation_queued")
+                             .Help("Requests waiting to be parsed, rendered and tokenized")
+                             .Register(r)
+                             .Add({});
+  preparation_wait_ = &BuildHistogram()
+                           .Name("textgen_preparation_wait_seconds")
+                           .Help("Arrival to the start of a request's preparation")
+                           .Register(r)
+                           .Add({}, Exponential(0.0001, 2, 16));  // 0.1 ms .. ~3 s
+  preparation_seconds_ = &BuildHistogram()
+                              .Name("textgen_preparation_seconds")
+                              .Help("Parsing, rendering and tokenizing one request")
+                              .Register(r)
+                              .Add({}, Exponential(0.0001, 2, 16));  // 0.1 ms .. ~3 s
   model_info_ = &BuildGauge()
                      .Name("textgen_model_info")
                      .Help("The served model (value is always 1)")
                      .Register(r);
 }
+
+void Metrics::OnPreparationQueued(int queued) { preparation_queued_->Set(queued); }
+
+void Metrics::OnPreparationStarted(double wait_seconds) {
+  preparation_wait_->Observe(wait_seconds);
+}
+
+void Metrics::OnPreparationDone(double run_seconds) { preparation_seconds_->Observe(run_seconds); }
 
 // The endpoint first: its handler reads the registry.
 Metrics::~Metrics() {

@@ -11,6 +11,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/core/preparation_pool.h"
 #include "server/core/request_observer.h"
 #include "server/scheduler/scheduler_observer.h"
 #include "server/tls/tls_credentials.h"
@@ -35,7 +36,7 @@ struct MetricsOptions {
 // atomic adds (histograms take prometheus-cpp's short internal lock). Request outcomes and
 // token counts are recorded once, at the edge (OnRequestDone, every Generate RPC including
 // validation rejects), so OnRejected / OnFinished / OnFailed are deliberately not used.
-class Metrics final : public SchedulerObserver, public RequestObserver {
+class Metrics final : public SchedulerObserver, public RequestObserver, public PreparationObserver {
  public:
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(const MetricsOptions& options);
   ~Metrics() override;
@@ -63,6 +64,11 @@ class Metrics final : public SchedulerObserver, public RequestObserver {
   void OnSessionLookup(bool hit) override;
   void OnSessionEvicted(int count) override;
 
+  // PreparationObserver: textgen_preparation_queued, _wait_seconds, _seconds.
+  void OnPreparationQueued(int queued) override;
+  void OnPreparationStarted(double wait_seconds) override;
+  void OnPreparationDone(double run_seconds) override;
+
  private:
   Metrics();
 
@@ -88,6 +94,9 @@ class Metrics final : public SchedulerObserver, public RequestObserver {
   prometheus::Counter* session_hits_;
   prometheus::Counter* session_misses_;
   prometheus::Counter* session_evictions_;
+  prometheus::Gauge* preparation_queued_;
+  prometheus::Histogram* preparation_wait_;
+  prometheus::Histogram* preparation_seconds_;
   prometheus::Family<prometheus::Gauge>* model_info_;
 };
 

@@ -49,11 +49,13 @@ void SetServing(grpc::Server& server, bool serving) {
   }
 }
 
-DrainResult DrainAndShutdown(grpc::Server& server, Scheduler* scheduler, absl::Duration timeout,
-                             Logger* logger) {
+DrainResult DrainAndShutdown(grpc::Server& server, PreparationPool* preparation,
+                             Scheduler* scheduler, absl::Duration timeout, Logger* logger) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + timeout;
   SetServing(server, false);
+  // A request accepted before the signal is still being tokenized: let it reach the scheduler.
+  if (preparation != nullptr) preparation->WaitUntilIdle(deadline);
   if (scheduler != nullptr) scheduler->StartDrain();
   // Stop listening now rather than once idle: a load balancer (nginx, HAProxy, kube-proxy) sees
   // a closed port as a failed replica and sends new requests, including this replica's

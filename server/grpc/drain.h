@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 #include "server/core/logging.h"
+#include "server/core/preparation_pool.h"
 #include "server/scheduler/scheduler.h"
 
 namespace textgen::server {
@@ -29,11 +30,12 @@ struct DrainResult {
   absl::Duration waited;
 };
 
-// Graceful stop: health NOT_SERVING, the scheduler stops accepting (HTTP requests get 503),
+// Graceful stop: health NOT_SERVING, requests still being prepared reach the scheduler (may be
+// null), the scheduler stops accepting (HTTP requests get 503),
 // the gRPC listener closes at once (new calls fail with UNAVAILABLE and balancers move on to
 // another replica), running requests get up to `timeout` to finish, and streams still open
 // at the deadline are cancelled. Blocks; call from main only.
-DrainResult DrainAndShutdown(grpc::Server& server, Scheduler* scheduler, absl::Duration timeout,
-                             Logger* logger);
+DrainResult DrainAndShutdown(grpc::Server& server, PreparationPool* preparation,
+                             Scheduler* scheduler, absl::Duration timeout, Logger* logger);
 
 }  // namespace textgen::server

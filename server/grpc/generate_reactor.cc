@@ -91,9 +91,10 @@ bool GenerateStream::IsClosed() const {
   return done_ || finish_called_ || overflowed_ || close_status_.has_value();
 }
 
-void GenerateStream::SetRequestId(std::string request_id) {
+void GenerateStream::SetPrepared(std::string request_id, int prompt_tokens) {
   std::lock_guard<std::mutex> lock(mu_);
   request_id_ = std::move(request_id);
+  prompt_tokens_ = prompt_tokens;
 }
 
 void GenerateStream::Fail(absl::Status status) {
@@ -221,7 +222,8 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
 
 GenerateStream::Summary GenerateStream::summary() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Summary{final_status_, completion_tokens_, first_token_time_, usage_};
+  return Summary{final_status_,      request_id_,       prompt_tokens_,
+                 completion_tokens_, first_token_time_, usage_};
 }
 
 // ------------------------------------------------------------------------------------------
@@ -243,30 +245,40 @@ RequestContext GenerateReactor::MakeRequestContext(const std::string& principal)
   return request_context;
 }
 
+// The request is copied into the task: gRPC keeps it only until OnDone, which a client that
+// cancels can reach before the task runs.
 void GenerateReactor::Start(const v1::GenerateRequest& request, const std::string& principal) {
-  Submit(ValidateGenerateRequest(request, *deps_.tokenizer, *deps_.validation,
-                                 MakeRequestContext(principal)),
-         request.request_id());
+  Prepare(
+      [request, tokenizer = deps_.tokenizer, validation = deps_.validation,
+       context = MakeRequestContext(principal)] {
+        return ValidateGenerateRequest(request, *tokenizer, *validation, context);
+      },
+      request.request_id());
 }
 
 void GenerateReactor::StartChat(const v1::ChatRequest& request, const std::string& principal) {
-  Submit(ValidateChatRequest(request, *deps_.chat_templates, *deps_.tokenizer, *deps_.validation,
-                             MakeRequestContext(principal)),
-         request.request_id());
+  Prepare(
+      [request, templates = deps_.chat_templates, tokenizer = deps_.tokenizer,
+       validation = deps_.validation, context = MakeRequestContext(principal)] {
+        return ValidateChatRequest(request, *templates, *tokenizer, *validation, context);
+      },
+      request.request_id());
 }
 
-void GenerateReactor::Submit(absl::StatusOr<ValidatedRequest> validated,
-                             const std::string& raw_request_id) {
-  if (!validated.ok()) {
-    request_id_ = raw_request_id;
-    stream_->Fail(validated.status());
-    return;
-  }
-  request_id_ = validated->request_id;
-  prompt_tokens_ = static_cast<int>(validated->prompt_tokens.size());
-  stream_->SetRequestId(request_id_);
-  if (absl::Status status = deps_.scheduler->Submit(*std::move(validated), stream_); !status.ok()) {
-    stream_->Fail(std::move(status));
+void GenerateReactor::Prepare(Validator validate, std::string raw_request_id) {
+  stream_->SetPrepared(raw_request_id, 0);  // what the report shows if it never gets further
+  auto prepare = [stream = stream_, scheduler = deps_.scheduler,
+                  validate = std::move(validate)]() mutable {
+    absl::StatusOr<ValidatedRequest> validated = std::move(validate)();
+    if (!validated.ok()) return stream->Fail(validated.status());
+    stream->SetPrepared(validated->request_id, static_cast<int>(validated->prompt_tokens.size()));
+    if (absl::Status status = scheduler->Submit(*std::move(validated), stream); !status.ok()) {
+      stream->Fail(std::move(status));
+    }
+  };
+  if (deps_.preparation == nullptr) return std::move(prepare)();
+  if (absl::Status posted = deps_.preparation->Post(std::move(prepare)); !posted.ok()) {
+    stream_->Fail(std::move(posted));
   }
 }
 
@@ -286,11 +298,11 @@ void GenerateReactor::OnDone() {
   stream_->OnDone();
   const GenerateStream::Summary summary = stream_->summary();
   RequestRecord record;
-  record.request_id = request_id_;
+  record.request_id = summary.request_id;
   record.code = summary.status.code();
   record.message = std::string(summary.status.message());
   record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - arrival_time_);
-  record.prompt_tokens = summary.usage ? summary.usage->prompt_tokens : prompt_tokens_;
+  record.prompt_tokens = summary.usage ? summary.usage->prompt_tokens : summary.prompt_tokens;
   record.cached_tokens = summary.usage ? summary.usage->cached_tokens : 0;
   record.completion_tokens = summary.completion_tokens;
   if (summary.first_token_time) {

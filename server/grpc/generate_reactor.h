@@ -14,6 +14,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "server/core/chat_templates.h"
 #include "server/core/logging.h"
+#include "server/core/preparation_pool.h"
 #include "server/core/request_observer.h"
 #include "server/core/stream_sink.h"
 #include "server/core/validation.h"
@@ -28,8 +29,10 @@ struct GenerateDeps {
   const model::Tokenizer* tokenizer = nullptr;
   const ValidationOptions* validation = nullptr;
   const ChatTemplates* chat_templates = nullptr;  // Chat only
-  RequestObserver* observer = nullptr;            // may be null
-  Logger* logger = nullptr;                       // may be null
+  // Where validation (rendering, tokenizing) runs; null: on the calling thread.
+  PreparationPool* preparation = nullptr;
+  RequestObserver* observer = nullptr;  // may be null
+  Logger* logger = nullptr;             // may be null
   // Events buffered for a client that is not reading; beyond this the request is dropped
   // and the RPC ends with RESOURCE_EXHAUSTED.
   size_t max_buffered_events = kDefaultMaxBufferedEvents;
@@ -53,8 +56,9 @@ class GenerateStream final : public StreamSink,
   bool IsClosed() const override;
 
   // Reactor side (gRPC threads).
-  // Put into every response message; call before anything is pushed.
-  void SetRequestId(std::string request_id);
+  // The request's id (put into every response message) and prompt length, once prepared;
+  // call before anything is pushed.
+  void SetPrepared(std::string request_id, int prompt_tokens);
   // Ends the RPC with `status` (not OK) once any write in flight completes.
   void Fail(absl::Status status);
   void OnWriteDone(bool ok);
@@ -65,6 +69,8 @@ class GenerateStream final : public StreamSink,
   // What happened, for logs and metrics (complete once OnDone has been called).
   struct Summary {
     absl::Status status;  // what the RPC was finished with
+    std::string request_id;
+    int prompt_tokens = 0;  // as validated (0 when validation failed)
     int completion_tokens = 0;
     std::optional<absl::Time> first_token_time;
     std::optional<Usage> usage;  // from the FinishedEvent
@@ -85,6 +91,7 @@ class GenerateStream final : public StreamSink,
   // Alive until OnDone, which cannot come before the Finish issued by the writer role.
   GenerateReactor* reactor_ ABSL_GUARDED_BY(mu_);
   std::string request_id_ ABSL_GUARDED_BY(mu_);
+  int prompt_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<StreamEvent> outbox_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;        // writer role held (a write in flight)
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;  // Finish/StartWriteAndFinish issued
@@ -100,15 +107,16 @@ class GenerateStream final : public StreamSink,
   v1::GenerateResponse response_;
 };
 
-// Server-streaming reactor of one Generate or Chat RPC: validates, submits to the scheduler and
-// then writes what the engine thread pushes into its GenerateStream, one write in flight, Finish
-// exactly once. Reactions never block. Deletes itself in OnDone.
+// Server-streaming reactor of one Generate or Chat RPC: has the request validated and submitted
+// to the scheduler on the preparation pool, then writes what the engine thread pushes into its
+// GenerateStream, one write in flight, Finish exactly once. Reactions never block. Deletes
+// itself in OnDone.
 class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
   GenerateReactor(const GenerateDeps& deps, grpc::CallbackServerContext* context);
 
-  // Validates `request` and submits it (or fails the RPC). Call one of them once, right after
-  // creation.
+  // Has `request` validated and submitted (or the RPC failed). Call one of them once, right
+  // after creation.
   // `principal` is the authenticated caller ("" without API keys).
   void Start(const v1::GenerateRequest& request, const std::string& principal);
   void StartChat(const v1::ChatRequest& request, const std::string& principal);
@@ -121,12 +129,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   const GenerateDeps deps_;
   grpc::CallbackServerContext* const context_;
   RequestContext MakeRequestContext(const std::string& principal) const;
-  void Submit(absl::StatusOr<ValidatedRequest> validated, const std::string& raw_request_id);
+  using Validator = absl::AnyInvocable<absl::StatusOr<ValidatedRequest>() &&>;
+  // Runs `validate` and submits its request on the preparation pool. The task touches only the
+  // stream and the deps, which outlive it, never the reactor (it may be done by then).
+  void Prepare(Validator validate, std::string raw_request_id);
 
   const absl::Time arrival_time_;
   std::shared_ptr<GenerateStream> stream_;
-  std::string request_id_;
-  int prompt_tokens_ = 0;
 };
 
 }  // namespace textgen::server

@@ -112,6 +112,7 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::OpenStrea
   deps.tokenizer = ready->tokenizer;
   deps.validation = &ready->validation;
   deps.chat_templates = &ready->chat_templates;
+  deps.preparation = ready->preparation;
   deps.observer = options_.observer;
   deps.logger = options_.logger;
   deps.max_buffered_events = options_.max_buffered_events;

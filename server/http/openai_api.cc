@@ -1,5 +1,8 @@
 #include "server/http/openai_api.h"
 
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -136,23 +139,63 @@ void OpenAiApi::ListModels(const std::shared_ptr<HttpExchange>& exchange,
   exchange->Respond(JsonResponse(200, model));
 }
 
+// A generation request on its way through the preparation pool: made on the exchange's
+// executor, filled on a pool thread (parse, checks, render, tokenize), finished back on the
+// executor (Submit, stream).
+struct OpenAiApi::Preparation {
+  std::shared_ptr<HttpExchange> exchange;
+  const ServiceBackend* backend = nullptr;
+  bool chat = false;
+  std::string principal;
+  absl::Time arrival;
+  std::string body;
+  std::vector<std::string> routing_header;  // every x-session-id value
+  std::optional<std::string> request_id;    // the X-Request-Id header
+  // Results: an error to answer with, or the parsed and validated request.
+  std::optional<ApiError> error;
+  absl::Status error_status;
+  std::optional<OpenAiRequest> parsed;
+  std::optional<ValidatedRequest> validated;
+};
+
 void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
                          bool chat, const ServiceBackend& backend, const std::string& principal) {
-  const absl::Time arrival = absl::Now();
-  RequestRecord record;
-  record.api = "http";
-  const auto reject = [&](const absl::Status& status) {
-    record.code = status.code();
-    record.message = std::string(status.message());
-    record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - arrival);
-    ReportRequestDone(record, options_.observer, options_.logger);
-    exchange->Respond(ErrorResponse(ApiErrorFromStatus(status)));
-  };
+  auto preparation = std::make_shared<Preparation>();
+  preparation->exchange = exchange;
+  preparation->backend = &backend;
+  preparation->chat = chat;
+  preparation->principal = principal;
+  preparation->arrival = absl::Now();
+  preparation->body = request.body;
+  for (const auto& [name, value] : request.headers) {
+    if (name == kSessionRoutingHeader) preparation->routing_header.push_back(value);
+  }
+  if (const std::string* id = request.Header("x-request-id")) preparation->request_id = *id;
+  if (backend.preparation == nullptr) {
+    Prepare(*preparation);
+    return Finish(*preparation);
+  }
+  // The exchange's Post runs the rest on its executor, as every exchange call must.
+  absl::Status posted = backend.preparation->Post([this, preparation] {
+    Prepare(*preparation);
+    preparation->exchange->Post([this, preparation] { Finish(*preparation); });
+  });
+  if (!posted.ok()) {
+    preparation->error = ApiErrorFromStatus(posted);
+    preparation->error_status = posted;
+    Finish(*preparation);
+  }
+}
 
+void OpenAiApi::Prepare(Preparation& p) const {
+  const auto fail = [&](const absl::Status& status, ApiError error) {
+    p.error_status = status;
+    p.error = std::move(error);
+  };
   absl::StatusOr<OpenAiRequest> parsed =
-      chat ? ParseChatCompletionRequest(request.body) : ParseCompletionRequest(request.body);
-  if (!parsed.ok()) return reject(parsed.status());
-  const std::string& served = backend.model_info.name();
+      p.chat ? ParseChatCompletionRequest(p.body) : ParseCompletionRequest(p.body);
+  if (!parsed.ok()) return fail(parsed.status(), ApiErrorFromStatus(parsed.status()));
+  const std::string& served = p.backend->model_info.name();
   if (!parsed->model.empty() && parsed->model != served) {
     absl::Status status =
         absl::NotFoundError(absl::StrCat("the model '", parsed->model.substr(0, 256),
@@ -160,66 +203,77 @@ void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpE
     ApiError error = ApiErrorFromStatus(status);
     error.code = "model_not_found";
     error.param = "model";
-    record.code = status.code();
-    record.message = std::string(status.message());
-    ReportRequestDone(record, options_.observer, options_.logger);
-    return exchange->Respond(ErrorResponse(error));
+    return fail(status, std::move(error));
   }
-  std::vector<absl::string_view> routing_header;
-  for (const auto& [name, value] : request.headers) {
-    if (name == kSessionRoutingHeader) routing_header.emplace_back(value);
-  }
+  std::vector<absl::string_view> routing_header(p.routing_header.begin(), p.routing_header.end());
   if (absl::Status status = CheckSessionRoutingHeader(
-          routing_header, chat ? parsed->chat.session_id() : parsed->completion.session_id());
+          routing_header, p.chat ? parsed->chat.session_id() : parsed->completion.session_id());
       !status.ok()) {
     ApiError error = ApiErrorFromStatus(status);
     error.param = "session_id";
-    record.code = status.code();
-    record.message = std::string(status.message());
-    ReportRequestDone(record, options_.observer, options_.logger);
-    return exchange->Respond(ErrorResponse(error));
+    return fail(status, std::move(error));
   }
-  if (const std::string* id = request.Header("x-request-id")) {
-    if (chat) {
-      parsed->chat.set_request_id(*id);
+  if (p.request_id.has_value()) {
+    if (p.chat) {
+      parsed->chat.set_request_id(*p.request_id);
     } else {
-      parsed->completion.set_request_id(*id);
+      parsed->completion.set_request_id(*p.request_id);
     }
   }
-
   RequestContext context;
-  context.arrival_time = arrival;
-  context.principal = principal;
+  context.arrival_time = p.arrival;
+  context.principal = p.principal;
+  const ServiceBackend& backend = *p.backend;
   absl::StatusOr<ValidatedRequest> validated =
-      chat ? ValidateChatRequest(parsed->chat, backend.chat_templates, *backend.tokenizer,
-                                 backend.validation, context)
-           : ValidateGenerateRequest(parsed->completion, *backend.tokenizer, backend.validation,
-                                     context);
-  if (!validated.ok()) return reject(ToOpenAiFieldNames(validated.status(), *parsed));
+      p.chat ? ValidateChatRequest(parsed->chat, backend.chat_templates, *backend.tokenizer,
+                                   backend.validation, context)
+             : ValidateGenerateRequest(parsed->completion, *backend.tokenizer, backend.validation,
+                                       context);
+  if (!validated.ok()) {
+    const absl::Status renamed = ToOpenAiFieldNames(validated.status(), *parsed);
+    return fail(renamed, ApiErrorFromStatus(renamed));
+  }
+  p.body.clear();  // no longer needed; may be megabytes
+  p.parsed = *std::move(parsed);
+  p.validated = *std::move(validated);
+}
 
-  record.request_id = validated->request_id;
-  record.prompt_tokens = static_cast<int>(validated->prompt_tokens.size());
+void OpenAiApi::Finish(Preparation& p) const {
+  RequestRecord record;
+  record.api = "http";
+  const auto reject = [&](const absl::Status& status, const ApiError& error) {
+    record.code = status.code();
+    record.message = std::string(status.message());
+    record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - p.arrival);
+    ReportRequestDone(record, options_.observer, options_.logger);
+    p.exchange->Respond(ErrorResponse(error));
+  };
+  if (p.error.has_value()) return reject(p.error_status, *p.error);
+  const ServiceBackend& backend = *p.backend;
+  ValidatedRequest& validated = *p.validated;
+  const OpenAiRequest& parsed = *p.parsed;
+  record.request_id = validated.request_id;
+  record.prompt_tokens = static_cast<int>(validated.prompt_tokens.size());
   OpenAiStreamOptions stream_options;
-  stream_options.stream = parsed->stream;
+  stream_options.stream = parsed.stream;
   stream_options.writer.kind =
-      chat ? OpenAiResponseWriter::Kind::kChat : OpenAiResponseWriter::Kind::kCompletion;
-  stream_options.writer.id = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", validated->request_id);
-  stream_options.writer.created = absl::ToUnixSeconds(arrival);
-  stream_options.writer.model = served;
-  stream_options.writer.logprobs = validated->output.logprobs;
-  stream_options.writer.include_usage = parsed->stream && parsed->include_usage;
-  stream_options.writer.last_prompt_token = validated->prompt_tokens.back();
+      p.chat ? OpenAiResponseWriter::Kind::kChat : OpenAiResponseWriter::Kind::kCompletion;
+  stream_options.writer.id = absl::StrCat(p.chat ? "chatcmpl-" : "cmpl-", validated.request_id);
+  stream_options.writer.created = absl::ToUnixSeconds(p.arrival);
+  stream_options.writer.model = backend.model_info.name();
+  stream_options.writer.logprobs = validated.output.logprobs;
+  stream_options.writer.include_usage = parsed.stream && parsed.include_usage;
+  stream_options.writer.last_prompt_token = validated.prompt_tokens.back();
   stream_options.max_buffered_events = options_.max_buffered_events;
   stream_options.observer = options_.observer;
   stream_options.logger = options_.logger;
-  auto stream =
-      std::make_shared<OpenAiStream>(exchange, stream_options, backend.tokenizer, record, arrival);
-  if (absl::Status status = backend.scheduler->Submit(*std::move(validated), stream);
-      !status.ok()) {
-    return reject(status);
+  auto stream = std::make_shared<OpenAiStream>(p.exchange, stream_options, backend.tokenizer,
+                                               record, p.arrival);
+  if (absl::Status status = backend.scheduler->Submit(std::move(validated), stream); !status.ok()) {
+    return reject(status, ApiErrorFromStatus(status));
   }
   // Events the engine pushes from now on are drained on this exchange's executor, after this
-  // handler returns: Begin() comes first.
+  // task returns: Begin() comes first.
   stream->Begin();
 }
 

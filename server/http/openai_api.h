@@ -45,8 +45,14 @@ class OpenAiApi {
   static HttpResponse TransportError(int status, absl::string_view message);
 
  private:
+  struct Preparation;
+  // POST /v1/chat/completions and /v1/completions: Prepare runs on the backend's preparation
+  // pool (parsing, checks, rendering, tokenizing), Finish on the exchange's executor (Submit,
+  // the stream, or the error response).
   void Generate(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
                 bool chat, const ServiceBackend& backend, const std::string& principal);
+  void Prepare(Preparation& preparation) const;
+  void Finish(Preparation& preparation) const;
   void ListModels(const std::shared_ptr<HttpExchange>& exchange, const ServiceBackend& backend,
                   absl::string_view only);
 

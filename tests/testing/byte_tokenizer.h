@@ -1,5 +1,8 @@
 #pragma once
 
+#include <pthread.h>
+
+#include <atomic>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,14 +15,19 @@ namespace textgen::server::testing {
 // (vocab 259, like the byte tokens of a SentencePiece vocabulary). Thread-safe.
 class ByteTokenizer final : public model::Tokenizer {
  public:
-  // How often Encode ran (tests of limits that must be checked before tokenizing).
-  mutable int encode_calls = 0;
+  // How often Encode ran (tests of limits that must be checked before tokenizing), and how
+  // often on the preparation pool's threads (tests that the transports' threads do not).
+  mutable std::atomic<int> encode_calls{0};
+  mutable std::atomic<int> encodes_on_preparation_threads{0};
 
   static constexpr int kBos = 1;
   static constexpr int kEos = 2;
 
   std::vector<int> Encode(std::string_view text, bool add_bos) const override {
     ++encode_calls;
+    char thread_name[16] = {};
+    pthread_getname_np(pthread_self(), thread_name, sizeof(thread_name));
+    if (std::string_view(thread_name) == "textgen-prep") ++encodes_on_preparation_threads;
     std::vector<int> ids;
     if (add_bos) ids.push_back(kBos);
     for (unsigned char c : text) ids.push_back(c + 3);

@@ -20,9 +20,10 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "server/core/metrics.h"
+#include "server/core/preparation_pool.h"
 #include "server/grpc/drain.h"
-#include "tests/testing/fake_scheduler.h"
 #include "tests/testing/byte_tokenizer.h"
+#include "tests/testing/fake_scheduler.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/test_pki.h"
 #include "textgen/v1/textgen.grpc.pb.h"
@@ -89,6 +90,7 @@ class ServiceTest : public ::testing::Test {
     service_ = std::make_unique<TextGenerationService>(options);
     backend_.scheduler = &scheduler_;
     backend_.tokenizer = &tokenizer_;
+    backend_.preparation = &preparation_;
     backend_.validation.context_length = 64;
     backend_.validation.default_max_new_tokens = 16;
     backend_.validation.max_new_tokens_limit = 32;
@@ -178,6 +180,8 @@ class ServiceTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::TextGeneration::Stub> stub_;
+  // Last, so it is destroyed first: its remaining tasks run while everything they use lives.
+  PreparationPool preparation_{PreparationPoolOptions{}};
 };
 
 v1::GenerateRequest TextRequest(const std::string& text) {
@@ -198,6 +202,9 @@ TEST_F(ServiceTest, StreamsAGeneration) {
   EXPECT_THAT(submitted.request.prompt_tokens, ElementsAre(1, 'h' + 3, 'i' + 3));
   EXPECT_EQ(submitted.request.stopping.max_new_tokens, 8);
   EXPECT_EQ(submitted.request.request_id, "r-1");
+  // Tokenized on the preparation pool, not on a gRPC callback thread.
+  EXPECT_EQ(tokenizer_.encodes_on_preparation_threads.load(), tokenizer_.encode_calls.load());
+  EXPECT_GT(tokenizer_.encode_calls.load(), 0);
   EXPECT_TRUE(submitted.sink->Push(Token("Hel", {10, 11})));
   EXPECT_TRUE(submitted.sink->Push(Token("lo", {12})));
   FinishedEvent finished = Finished(FinishReason::kLength, 3, 3);
@@ -655,8 +662,9 @@ TEST_F(ServiceTest, DrainClosesTheListenerAndLetsRunningStreamsFinish) {
   ASSERT_TRUE(scheduler_.TakeSubmitted(running));
 
   DrainResult drain;
-  std::thread drainer(
-      [&] { drain = DrainAndShutdown(*server_, &scheduler_, absl::Seconds(20), nullptr); });
+  std::thread drainer([&] {
+    drain = DrainAndShutdown(*server_, &preparation_, &scheduler_, absl::Seconds(20), nullptr);
+  });
   for (int i = 0; i < 200 && HealthStatus() == 1; ++i) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_NE(HealthStatus(), 1) << "still SERVING while draining";
   // A new client cannot connect at all; the existing channel's new calls are refused too.

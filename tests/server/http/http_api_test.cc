@@ -16,10 +16,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/core/preparation_pool.h"
 #include "server/http/http_server.h"
 #include "server/http/openai_api.h"
-#include "tests/testing/fake_scheduler.h"
 #include "tests/testing/byte_tokenizer.h"
+#include "tests/testing/fake_scheduler.h"
 
 namespace textgen::server::http {
 namespace {
@@ -73,6 +74,7 @@ class HttpApiTest : public ::testing::Test {
             .authenticator = authenticator_.get(), .observer = &observer_, .logger = nullptr}) {
     backend_.scheduler = &scheduler_;
     backend_.tokenizer = &tokenizer_;
+    backend_.preparation = &preparation_;
     backend_.validation.context_length = 64;
     backend_.validation.max_new_tokens_limit = 32;
     backend_.model_info.set_name("tiny");
@@ -156,6 +158,8 @@ class HttpApiTest : public ::testing::Test {
   ServiceBackend backend_;
   OpenAiApi api_;
   std::unique_ptr<HttpServer> server_;
+  // Last, so it is destroyed first: its remaining tasks run while everything they use lives.
+  PreparationPool preparation_{PreparationPoolOptions{}};
 };
 
 TEST_F(HttpApiTest, HealthFollowsLoadingServingAndDraining) {
@@ -194,6 +198,9 @@ TEST_F(HttpApiTest, CompletionWithUsageAndCachedTokens) {
   EXPECT_EQ(records[0].code, absl::StatusCode::kOk);
   EXPECT_STREQ(records[0].api, "http");
   EXPECT_EQ(records[0].completion_tokens, 2);
+  // Parsed and tokenized on the preparation pool, not on the HTTP I/O threads.
+  EXPECT_GT(tokenizer_.encode_calls.load(), 0);
+  EXPECT_EQ(tokenizer_.encodes_on_preparation_threads.load(), tokenizer_.encode_calls.load());
 }
 
 TEST_F(HttpApiTest, ChatStreamIsServerSentEventsWithUsageAndDone) {
