@@ -29,16 +29,16 @@
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/auth/api_keys.h"
-#include "server/core/logging.h"
-#include "server/core/metrics.h"
 #include "server/grpc/drain.h"
 #include "server/grpc/service.h"
-#include "server/http/http_server.h"
 #include "server/http/openai_api.h"
 #include "server/model_info.h"
+#include "server/observability/logging.h"
+#include "server/observability/metrics.h"
 #include "server/scheduler/scheduler.h"
 #include "server/server_options.h"
 #include "server/tls/tls_credentials.h"
+#include "server/transport/http_server.h"
 
 namespace {
 const textgen::server::ServerOptions kDefaults;

@@ -35,6 +35,7 @@ if(TEXTGEN_FUZZ)
                    ${CMAKE_SOURCE_DIR}/server/core/validation.cc
                    ${CMAKE_SOURCE_DIR}/server/core/chat_validation.cc
                    ${CMAKE_SOURCE_DIR}/server/core/chat_templates.cc
+                   ${CMAKE_SOURCE_DIR}/server/core/field_error.cc
                    ${fuzz_jinja_sources} ${fuzz_chat_sources} ${fuzz_model_sources})
     target_link_libraries(textgen-fuzz-request PRIVATE textgen_proto absl::random_random
                           absl::time)

@@ -14,8 +14,8 @@ textgen_test(scheduler_real_engine_test
 add_library(textgen_test_pki STATIC ${CMAKE_CURRENT_SOURCE_DIR}/testing/test_pki.cc)
 target_link_libraries(textgen_test_pki PUBLIC OpenSSL::SSL OpenSSL::Crypto GTest::gtest
                       PRIVATE textgen_warnings)
-textgen_test(http_server_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/http_server_test.cc
-                                      ${CMAKE_CURRENT_SOURCE_DIR}/server/http/http_tls_test.cc
+textgen_test(http_server_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/transport/http_server_test.cc
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/server/transport/http_tls_test.cc
                                       ${CMAKE_CURRENT_SOURCE_DIR}/server/tls/tls_credentials_test.cc
              LIBS textgen_http_transport textgen_tls textgen_test_pki Boost::headers
                   absl::synchronization)

@@ -10,7 +10,7 @@ if(TARGET textgen_service)
   textgen_test(service_support_test
                SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/grpc/status_mapping_test.cc
                        ${CMAKE_CURRENT_SOURCE_DIR}/server/server_options_test.cc
-                       ${CMAKE_CURRENT_SOURCE_DIR}/server/core/logging_test.cc
+                       ${CMAKE_CURRENT_SOURCE_DIR}/server/observability/logging_test.cc
                LIBS textgen_service textgen_server_options)
   textgen_test(openai_request_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/openai_request_test.cc
                LIBS textgen_http textgen_service)
@@ -18,6 +18,6 @@ if(TARGET textgen_service)
                LIBS textgen_http textgen_service Boost::headers nlohmann_json::nlohmann_json)
   textgen_test(api_keys_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/auth/api_keys_test.cc
                LIBS textgen_auth)
-  textgen_test(metrics_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/metrics_test.cc
+  textgen_test(metrics_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/observability/metrics_test.cc
                LIBS textgen_service textgen_test_pki Boost::headers)
 endif()

@@ -3,8 +3,8 @@
 #include "absl/status/statusor.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/core/chat_templates.h"
-#include "server/core/validated_request.h"
 #include "server/core/validation.h"
+#include "server/scheduler/validated_request.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {

@@ -8,7 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/core/validated_request.h"
+#include "server/scheduler/validated_request.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {

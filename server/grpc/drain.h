@@ -5,8 +5,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
-#include "server/core/logging.h"
 #include "server/core/preparation_pool.h"
+#include "server/observability/logging.h"
 #include "server/scheduler/scheduler.h"
 
 namespace textgen::server {

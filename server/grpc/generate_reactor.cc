@@ -9,8 +9,8 @@
 #include "absl/time/clock.h"
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
-#include "server/core/request_report.h"
 #include "server/grpc/status_mapping.h"
+#include "server/observability/request_report.h"
 
 namespace textgen::server {
 namespace {

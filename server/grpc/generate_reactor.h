@@ -13,12 +13,12 @@
 #include "grpcpp/support/server_callback.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/core/chat_templates.h"
-#include "server/core/logging.h"
 #include "server/core/preparation_pool.h"
-#include "server/core/request_observer.h"
-#include "server/core/stream_sink.h"
 #include "server/core/validation.h"
+#include "server/observability/logging.h"
+#include "server/observability/request_observer.h"
 #include "server/scheduler/scheduler.h"
+#include "server/scheduler/stream_sink.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {

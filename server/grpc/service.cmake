@@ -7,6 +7,6 @@ add_library(textgen_service STATIC
   ${CMAKE_CURRENT_LIST_DIR}/status_mapping.cc
 )
 target_link_libraries(textgen_service
-  PUBLIC textgen_server_core textgen_auth gRPC::grpc++ absl::status absl::statusor absl::strings
+  PUBLIC textgen_server_core textgen_observability textgen_auth gRPC::grpc++ absl::status absl::statusor absl::strings
          absl::str_format absl::time absl::synchronization Threads::Threads
   PRIVATE textgen_warnings)

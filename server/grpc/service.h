@@ -8,11 +8,11 @@
 #include "model/tokenizer/tokenizer.h"
 #include "server/auth/api_keys.h"
 #include "server/core/chat_templates.h"
-#include "server/core/logging.h"
-#include "server/core/request_observer.h"
 #include "server/core/service_backend.h"
 #include "server/core/validation.h"
 #include "server/grpc/generate_reactor.h"
+#include "server/observability/logging.h"
+#include "server/observability/request_observer.h"
 #include "server/scheduler/scheduler.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 

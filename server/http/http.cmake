@@ -9,5 +9,5 @@ add_library(textgen_http STATIC
   ${CMAKE_CURRENT_LIST_DIR}/openai_stream.cc
 )
 target_link_libraries(textgen_http
-  PUBLIC textgen_http_transport textgen_server_core textgen_auth absl::status absl::statusor absl::strings absl::time
+  PUBLIC textgen_http_transport textgen_server_core textgen_observability textgen_auth absl::status absl::statusor absl::strings absl::time
   PRIVATE Boost::headers nlohmann_json::nlohmann_json Threads::Threads textgen_warnings)

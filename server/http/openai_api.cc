@@ -11,13 +11,13 @@
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/core/chat_validation.h"
-#include "server/core/request_report.h"
 #include "server/core/session_routing.h"
 #include "server/core/validation.h"
 #include "server/http/openai_field_names.h"
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
 #include "server/http/openai_stream.h"
+#include "server/observability/request_report.h"
 
 namespace textgen::server::http {
 namespace {

@@ -5,11 +5,11 @@
 
 #include "absl/time/time.h"
 #include "server/auth/api_keys.h"
-#include "server/core/logging.h"
-#include "server/core/request_observer.h"
 #include "server/core/service_backend.h"
-#include "server/core/stream_sink.h"
-#include "server/http/http_server.h"
+#include "server/observability/logging.h"
+#include "server/observability/request_observer.h"
+#include "server/scheduler/stream_sink.h"
+#include "server/transport/http_server.h"
 
 namespace textgen::server::http {
 

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/core/stream_event.h"
+#include "server/scheduler/stream_event.h"
 
 namespace textgen::server::http {
 

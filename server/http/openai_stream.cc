@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/core/request_report.h"
+#include "server/observability/request_report.h"
 
 namespace textgen::server::http {
 

@@ -12,9 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/core/stream_sink.h"
-#include "server/core/validated_request.h"
 #include "server/scheduler/scheduler.h"
+#include "server/scheduler/stream_sink.h"
+#include "server/scheduler/validated_request.h"
 
 namespace textgen::server {
 

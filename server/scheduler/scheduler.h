@@ -9,9 +9,9 @@
 #include "absl/time/time.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/core/stream_sink.h"
-#include "server/core/validated_request.h"
 #include "server/scheduler/scheduler_observer.h"
+#include "server/scheduler/stream_sink.h"
+#include "server/scheduler/validated_request.h"
 
 namespace textgen::server {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "server/core/stream_event.h"
+#include "server/scheduler/stream_event.h"
 
 namespace textgen::server {
 

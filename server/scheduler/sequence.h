@@ -9,12 +9,12 @@
 #include "absl/time/time.h"
 #include "model/runtime/sampler.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/core/stream_event.h"
-#include "server/core/stream_sink.h"
-#include "server/core/validated_request.h"
 #include "server/scheduler/kv_sequence.h"
 #include "server/scheduler/scheduler_observer.h"
 #include "server/scheduler/stop_matcher.h"
+#include "server/scheduler/stream_event.h"
+#include "server/scheduler/stream_sink.h"
+#include "server/scheduler/validated_request.h"
 
 namespace textgen::server {
 

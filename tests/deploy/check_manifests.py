@@ -152,7 +152,7 @@ def check_kubernetes(flags, image_ports, image_uid):
     adapter = load_all("deploy/k8s/prometheus-adapter.yaml")[0]["rules"]["custom"]
     check(any(r["name"]["as"] == metric for r in adapter),
           f"k8s: prometheus-adapter serves no {metric}")
-    metrics_source = open(f"{ARGS.repo}/server/core/metrics.cc").read()
+    metrics_source = open(f"{ARGS.repo}/server/observability/metrics.cc").read()
     check(f'"{metric}"' in metrics_source, f"k8s: the server exports no metric {metric}")
 
 

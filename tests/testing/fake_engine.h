@@ -22,7 +22,7 @@
 #include "model/runtime/engine.h"
 #include "model/runtime/kv_cache.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/core/stream_sink.h"
+#include "server/scheduler/stream_sink.h"
 
 namespace textgen::server::testing {
 

@@ -17,8 +17,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/core/preparation_pool.h"
-#include "server/http/http_server.h"
 #include "server/http/openai_api.h"
+#include "server/transport/http_server.h"
 #include "tests/testing/byte_tokenizer.h"
 #include "tests/testing/fake_scheduler.h"
 

@@ -1,4 +1,4 @@
-#include "server/core/metrics.h"
+#include "server/observability/metrics.h"
 
 #include <exception>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
-#include "server/http/http_server.h"
+#include "server/transport/http_server.h"
 
 namespace textgen::server {
 namespace {

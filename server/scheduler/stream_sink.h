@@ -2,7 +2,7 @@
 
 #include <cstddef>
 
-#include "server/core/stream_event.h"
+#include "server/scheduler/stream_event.h"
 
 namespace textgen::server {
 

@@ -1,4 +1,4 @@
-#include "server/core/logging.h"
+#include "server/observability/logging.h"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-#include "server/core/request_report.h"
+#include "server/observability/request_report.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "server/http/http_server.h"
+#include "server/transport/http_server.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

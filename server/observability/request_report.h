@@ -1,7 +1,7 @@
 #pragma once
 
-#include "server/core/logging.h"
-#include "server/core/request_observer.h"
+#include "server/observability/logging.h"
+#include "server/observability/request_observer.h"
 
 namespace textgen::server {
 

@@ -12,7 +12,7 @@
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "server/core/preparation_pool.h"
-#include "server/core/request_observer.h"
+#include "server/observability/request_observer.h"
 #include "server/scheduler/scheduler_observer.h"
 #include "server/tls/tls_credentials.h"
 

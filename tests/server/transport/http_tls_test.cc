@@ -5,8 +5,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/http/http_server.h"
 #include "server/tls/tls_credentials.h"
+#include "server/transport/http_server.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/https_get.h"
 #include "tests/testing/test_pki.h"

@@ -1,4 +1,4 @@
-#include "server/core/metrics.h"
+#include "server/observability/metrics.h"
 
 #include <string>
 

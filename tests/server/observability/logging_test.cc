@@ -1,5 +1,5 @@
 // Log levels and the asynchronous logger.
-#include "server/core/logging.h"
+#include "server/observability/logging.h"
 
 #include <cstdio>
 #include <string>

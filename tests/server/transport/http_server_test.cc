@@ -1,7 +1,7 @@
 // The HTTP transport alone (no gRPC, no model), so it also runs under ASan and TSan: keep-alive,
 // many concurrent streams fed from other threads (as the engine thread does), a client that
 // disconnects mid-stream, size limits, and Stop() with connections open.
-#include "server/http/http_server.h"
+#include "server/transport/http_server.h"
 
 #include <atomic>
 #include <memory>
