@@ -5,6 +5,7 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_weights.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/weight_staging.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/system_memory.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/activations.cc
