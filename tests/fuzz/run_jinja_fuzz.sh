@@ -19,7 +19,7 @@ work=$build/fuzz
 corpus=$work/jinja_corpus
 artifacts=$work/jinja_artifacts
 mkdir -p "$corpus" "$artifacts"
-/usr/bin/python3 - "$here/../chat" "$corpus" <<'PY'
+/usr/bin/python3 - "$here/../model/chat" "$corpus" <<'PY'
 import os, sys
 sys.path.insert(0, sys.argv[1])
 import jinja_cases
