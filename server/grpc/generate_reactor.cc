@@ -61,26 +61,16 @@ void AppendDelta(const std::string& text, const std::vector<int>& ids,
 
 GenerateStream::GenerateStream(GenerateReactor* reactor, const model::Tokenizer* tokenizer,
                                size_t max_buffered_events)
-    : tokenizer_(tokenizer), max_buffered_events_(max_buffered_events), reactor_(reactor) {}
+    : tokenizer_(tokenizer), reactor_(reactor), outbox_(max_buffered_events) {}
 
 bool GenerateStream::Push(StreamEvent event) {
   bool accepted = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_ || finish_called_ || overflowed_ || close_status_.has_value()) return false;
-    if (outbox_.size() >= max_buffered_events_) {
-      // Pump finishes the RPC with RESOURCE_EXHAUSTED once no write is in flight (a client
-      // that never reads again keeps that write pending until its deadline or disconnect).
-      overflowed_ = true;
-      outbox_.clear();
-    } else {
-      accepted = true;
-      const int tokens = CountTokens(event);
-      if (tokens > 0 && !first_token_time_.has_value()) first_token_time_ = absl::Now();
-      completion_tokens_ += tokens;
-      if (const auto* finished = std::get_if<FinishedEvent>(&event)) usage_ = finished->usage;
-      outbox_.push_back(std::move(event));
-    }
+    if (done_ || finish_called_ || close_status_.has_value()) return false;
+    // On overflow Pump finishes the RPC with RESOURCE_EXHAUSTED once no write is in flight (a
+    // client that never reads again keeps that write pending until its deadline or disconnect).
+    accepted = outbox_.Push(std::move(event));
   }
   Pump();
   return accepted;
@@ -88,7 +78,7 @@ bool GenerateStream::Push(StreamEvent event) {
 
 bool GenerateStream::IsClosed() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return done_ || finish_called_ || overflowed_ || close_status_.has_value();
+  return done_ || finish_called_ || outbox_.overflowed() || close_status_.has_value();
 }
 
 void GenerateStream::SetPrepared(std::string request_id, int prompt_tokens) {
@@ -101,7 +91,7 @@ void GenerateStream::Fail(absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!close_status_.has_value()) close_status_ = std::move(status);
-    outbox_.clear();  // nothing more is sent
+    outbox_.Clear();  // nothing more is sent
   }
   Pump();
 }
@@ -123,7 +113,7 @@ void GenerateStream::OnDone() {
   std::lock_guard<std::mutex> lock(mu_);
   done_ = true;
   reactor_ = nullptr;
-  outbox_.clear();
+  outbox_.Clear();
 }
 
 void GenerateStream::Pump() {
@@ -138,30 +128,29 @@ void GenerateStream::Pump() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (writing_ || finish_called_ || done_) return;
+    std::deque<StreamEvent>& queued = outbox_.events();
     if (close_status_.has_value()) {
       final_status_ = *close_status_;
       action = Action::kFinish;
-    } else if (overflowed_) {
-      final_status_ = absl::ResourceExhaustedError(
-          absl::StrCat("client is not reading its stream fast enough (more than ",
-                       max_buffered_events_, " events buffered); the request was cancelled"));
+    } else if (outbox_.overflowed()) {
+      final_status_ = outbox_.SlowReaderError();
       action = Action::kFinish;
-    } else if (outbox_.empty()) {
+    } else if (queued.empty()) {
       return;
-    } else if (const auto* error = std::get_if<ErrorEvent>(&outbox_.front())) {
+    } else if (const auto* error = std::get_if<ErrorEvent>(&queued.front())) {
       final_status_ =
           error->status.ok() ? absl::InternalError("error event with OK status") : error->status;
       action = Action::kFinish;
     } else {
       // Merge consecutive token deltas, and the final event if it comes right after them.
       action = Action::kWrite;
-      while (!outbox_.empty() && batch.size() < kMaxEventsPerWrite) {
-        if (std::holds_alternative<TokenEvent>(outbox_.front())) {
-          batch.push_back(std::move(outbox_.front()));
-          outbox_.pop_front();
-        } else if (std::holds_alternative<FinishedEvent>(outbox_.front())) {
-          batch.push_back(std::move(outbox_.front()));
-          outbox_.pop_front();
+      while (!queued.empty() && batch.size() < kMaxEventsPerWrite) {
+        if (std::holds_alternative<TokenEvent>(queued.front())) {
+          batch.push_back(std::move(queued.front()));
+          queued.pop_front();
+        } else if (std::holds_alternative<FinishedEvent>(queued.front())) {
+          batch.push_back(std::move(queued.front()));
+          queued.pop_front();
           action = Action::kWriteAndFinish;
           break;
         } else {
@@ -172,7 +161,7 @@ void GenerateStream::Pump() {
     writing_ = true;
     if (action != Action::kWrite) {
       finish_called_ = true;
-      outbox_.clear();
+      outbox_.Clear();
     }
     if (action == Action::kWriteAndFinish) final_status_ = absl::OkStatus();
     finish_status = final_status_;
@@ -222,8 +211,12 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
 
 GenerateStream::Summary GenerateStream::summary() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Summary{final_status_,      request_id_,       prompt_tokens_,
-                 completion_tokens_, first_token_time_, usage_};
+  return Summary{final_status_,
+                 request_id_,
+                 prompt_tokens_,
+                 outbox_.completion_tokens(),
+                 outbox_.first_token_time(),
+                 outbox_.usage()};
 }
 
 // ------------------------------------------------------------------------------------------

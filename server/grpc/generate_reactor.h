@@ -13,6 +13,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/core/chat_templates.h"
+#include "server/core/event_outbox.h"
 #include "server/core/preparation_pool.h"
 #include "server/core/validation.h"
 #include "server/observability/logging.h"
@@ -85,24 +86,19 @@ class GenerateStream final : public StreamSink,
   void BuildResponse(std::deque<StreamEvent>& events);
 
   const model::Tokenizer* tokenizer_;
-  const size_t max_buffered_events_;
 
   mutable std::mutex mu_;
   // Alive until OnDone, which cannot come before the Finish issued by the writer role.
   GenerateReactor* reactor_ ABSL_GUARDED_BY(mu_);
   std::string request_id_ ABSL_GUARDED_BY(mu_);
   int prompt_tokens_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<StreamEvent> outbox_ ABSL_GUARDED_BY(mu_);
+  EventOutbox outbox_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;        // writer role held (a write in flight)
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;  // Finish/StartWriteAndFinish issued
-  bool overflowed_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> close_status_ ABSL_GUARDED_BY(mu_);  // cancel / fail reason
 
   absl::Status final_status_ ABSL_GUARDED_BY(mu_);
-  int completion_tokens_ ABSL_GUARDED_BY(mu_) = 0;
-  std::optional<absl::Time> first_token_time_ ABSL_GUARDED_BY(mu_);
-  std::optional<Usage> usage_ ABSL_GUARDED_BY(mu_);
   // Touched only by the writer-role holder; alive until OnWriteDone / OnDone.
   v1::GenerateResponse response_;
 };

@@ -16,6 +16,7 @@ OpenAiStream::OpenAiStream(std::shared_ptr<HttpExchange> exchange,
       options_(options),
       arrival_(arrival),
       writer_(options.writer, tokenizer),
+      outbox_(options.max_buffered_events),
       record_(std::move(record)) {}
 
 void OpenAiStream::Begin() {
@@ -36,19 +37,10 @@ bool OpenAiStream::Push(StreamEvent event) {
   bool accepted = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_ || overflowed_) return false;
-    if (pending_.size() >= options_.max_buffered_events) {
-      overflowed_ = true;
-      pending_.clear();
-    } else {
-      accepted = true;
-      const int tokens = CountTokens(event);
-      if (tokens > 0 && !first_token_time_) first_token_time_ = absl::Now();
-      completion_tokens_ += tokens;
-      pending_.push_back(std::move(event));
-    }
-    post = !drain_posted_;
-    drain_posted_ = true;
+    if (closed_ || outbox_.overflowed()) return false;
+    accepted = outbox_.Push(std::move(event));
+    post = !flush_posted_;
+    flush_posted_ = true;
   }
   if (post) exchange_->Post([self = shared_from_this()] { self->Flush(); });
   return accepted;
@@ -58,22 +50,26 @@ bool OpenAiStream::IsClosed() const { return closed_; }
 
 void OpenAiStream::Flush() {
   std::deque<StreamEvent> events;
-  bool overflowed;
+  absl::Status slow_reader;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    events.swap(pending_);
-    overflowed = overflowed_;
-    drain_posted_ = false;
+    events.swap(outbox_.events());
+    if (outbox_.overflowed()) slow_reader = outbox_.SlowReaderError();
+    flush_posted_ = false;
   }
   if (done_) return;
   if (exchange_->closed()) {
     closed_ = true;
     return Complete(absl::CancelledError("the client closed the connection"), std::nullopt);
   }
-  if (overflowed || exchange_->unsent_bytes() > options_.max_unsent_bytes) {
+  if (slow_reader.ok() && exchange_->unsent_bytes() > options_.max_unsent_bytes) {
+    slow_reader = absl::ResourceExhaustedError(
+        absl::StrCat("client is not reading its stream fast enough (more than ",
+                     options_.max_unsent_bytes, " bytes unsent); the request was cancelled"));
+  }
+  if (!slow_reader.ok()) {
     closed_ = true;
-    return FailResponse(absl::ResourceExhaustedError(
-        "the client is not reading its response fast enough; the request was cancelled"));
+    return FailResponse(slow_reader);
   }
   for (StreamEvent& event : events) {
     if (const auto* token = std::get_if<TokenEvent>(&event)) {
@@ -122,9 +118,9 @@ void OpenAiStream::Complete(const absl::Status& status, const std::optional<Usag
   record_.duration_seconds = absl::ToDoubleSeconds(now - arrival_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    record_.completion_tokens = completion_tokens_;
-    if (first_token_time_) {
-      record_.time_to_first_token_seconds = absl::ToDoubleSeconds(*first_token_time_ - arrival_);
+    record_.completion_tokens = outbox_.completion_tokens();
+    if (const std::optional<absl::Time> first = outbox_.first_token_time()) {
+      record_.time_to_first_token_seconds = absl::ToDoubleSeconds(*first - arrival_);
     }
   }
   if (usage) {

@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/core/event_outbox.h"
 #include "server/http/openai_response.h"
 #include "server/observability/logging.h"
 #include "server/observability/request_observer.h"
@@ -58,11 +59,8 @@ class OpenAiStream final : public StreamSink, public std::enable_shared_from_thi
   OpenAiResponseWriter writer_;  // executor only
 
   mutable std::mutex mu_;
-  std::deque<StreamEvent> pending_ ABSL_GUARDED_BY(mu_);
-  bool drain_posted_ ABSL_GUARDED_BY(mu_) = false;
-  bool overflowed_ ABSL_GUARDED_BY(mu_) = false;
-  int completion_tokens_ ABSL_GUARDED_BY(mu_) = 0;
-  std::optional<absl::Time> first_token_time_ ABSL_GUARDED_BY(mu_);
+  EventOutbox outbox_ ABSL_GUARDED_BY(mu_);
+  bool flush_posted_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> closed_{false};  // the client went away or the response ended
 
   // Executor only.
