@@ -6,12 +6,14 @@ if(TEXTGEN_FUZZ)
   set(fuzz_flags -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
                  -fno-omit-frame-pointer -g)
   get_target_property(fuzz_loader_sources textgen_loader SOURCES)
+  get_target_property(fuzz_arch_sources textgen_arch SOURCES)
   get_target_property(fuzz_tokenizer_sources textgen_tokenizer SOURCES)
   get_target_property(fuzz_utf8_sources textgen_utf8 SOURCES)
   set(fuzz_model_libs absl::status absl::statusor absl::strings absl::str_format
                       absl::flat_hash_map PkgConfig::PCRE2 nlohmann_json::nlohmann_json)
   # Formats and tokenizers, compiled once (instrumented) for every fuzzer below.
-  add_library(textgen_fuzz_model OBJECT ${fuzz_loader_sources} ${fuzz_tokenizer_sources}
+  add_library(textgen_fuzz_model OBJECT ${fuzz_loader_sources} ${fuzz_arch_sources}
+                                        ${fuzz_tokenizer_sources}
                                         ${fuzz_utf8_sources})
   target_compile_options(textgen_fuzz_model PRIVATE -fsanitize=fuzzer-no-link,address,undefined
                          -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)

@@ -25,7 +25,9 @@ if(TEXTGEN_FUZZ)
     message(FATAL_ERROR "TEXTGEN_FUZZ needs clang: -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang")
   endif()
   get_target_property(loader_sources textgen_loader SOURCES)
-  add_executable(textgen-fuzz-gguf ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/gguf_fuzz.cc ${loader_sources})
+  get_target_property(arch_sources textgen_arch SOURCES)
+  add_executable(textgen-fuzz-gguf ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/gguf_fuzz.cc ${loader_sources}
+                                   ${arch_sources})
   target_compile_options(textgen-fuzz-gguf PRIVATE -fsanitize=fuzzer,address,undefined
                          -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
   target_link_options(textgen-fuzz-gguf PRIVATE -fsanitize=fuzzer,address,undefined)

@@ -1,13 +1,8 @@
-#Owned by the engine component; defines textgen_engine(oneDNN forward pass + KV cache).
-# Only model/kernels/* includes dnnl.hpp.
+# textgen_kernels: matmul (oneDNN + weight streaming), attention, norms, RoPE, activations,
+# the quantized VNNI kernels; each with its naive reference twin. The only code with dnnl.hpp.
 find_package(OpenMP REQUIRED)
-add_library(textgen_engine STATIC
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_weights.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/weight_staging.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/system_memory.cc
+add_library(textgen_kernels STATIC
+# Only model/kernels/* includes dnnl.hpp.
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/activations.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/attention.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/cpu_features.cc
@@ -22,9 +17,7 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quant_matmul.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quantized_linear.cc
 )
-target_link_libraries(textgen_engine
+target_link_libraries(textgen_kernels
   PUBLIC textgen_loader absl::status absl::statusor absl::strings absl::flat_hash_map
   PRIVATE DNNL::dnnl OpenMP::OpenMP_CXX textgen_warnings)
-# FP exception flags are never read here; without them GCC can if-convert and vectorize the
-# clamped exp in SwiGLU and softmax (results are unchanged).
-target_compile_options(textgen_engine PRIVATE -fno-trapping-math)
+target_compile_options(textgen_kernels PRIVATE -fno-trapping-math)

@@ -1,0 +1,7 @@
+# textgen_arch: the architectures as data (ArchitectureSpec) and the hyperparameters.
+add_library(textgen_arch STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/arch/architectures.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/arch/model_config.cc
+)
+target_link_libraries(textgen_arch PUBLIC absl::status absl::statusor absl::strings
+                      PRIVATE textgen_warnings)

@@ -1,0 +1,15 @@
+# textgen_engine: the batched forward pass driven by an architecture's description, the KV
+# cache, weight staging, the engine that owns its threading.
+add_library(textgen_engine STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_weights.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/weight_staging.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/system_memory.cc
+)
+target_link_libraries(textgen_engine
+  PUBLIC textgen_kernels textgen_loader absl::status absl::statusor absl::strings
+         absl::flat_hash_map
+  PRIVATE OpenMP::OpenMP_CXX textgen_warnings)
+target_compile_options(textgen_engine PRIVATE -fno-trapping-math)
