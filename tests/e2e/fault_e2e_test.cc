@@ -20,8 +20,8 @@
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "tests/testing/server_process.h"
 #include "tests/testing/http_get.h"
+#include "tests/testing/server_process.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {

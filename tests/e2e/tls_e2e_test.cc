@@ -11,8 +11,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/testing/server_process.h"
 #include "tests/testing/https_get.h"
+#include "tests/testing/server_process.h"
 #include "tests/testing/test_pki.h"
 
 namespace textgen {
