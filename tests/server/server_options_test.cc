@@ -23,6 +23,10 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
               HasSubstr("--max-batch must be >= 1, got 0"));
   o = {};
+  o.prep_threads = 0;
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--prep-threads must be >= 1, got 0"));
+  o = {};
   o.max_new_tokens = 5000;
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
               HasSubstr("--max-new-tokens (5000) must not exceed --max-new-tokens-limit (4096)"));
