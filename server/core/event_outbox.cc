@@ -24,9 +24,13 @@ bool EventOutbox::Push(StreamEvent event) {
 }
 
 absl::Status EventOutbox::SlowReaderError() const {
+  return SlowReaderError(absl::StrCat(max_events_, " events buffered"));
+}
+
+absl::Status EventOutbox::SlowReaderError(absl::string_view backlog) {
   return absl::ResourceExhaustedError(
-      absl::StrCat("client is not reading its stream fast enough (more than ", max_events_,
-                   " events buffered); the request was cancelled"));
+      absl::StrCat("client is not reading its stream fast enough (more than ", backlog,
+                   "); the request was cancelled"));
 }
 
 }  // namespace textgen::server

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/scheduler/stream_event.h"
 
@@ -27,8 +28,10 @@ class EventOutbox {
 
   std::deque<StreamEvent>& events() { return events_; }
   bool overflowed() const { return overflowed_; }
-  // What a request whose client reads too slowly ends with (RESOURCE_EXHAUSTED).
+  // What a request whose client reads too slowly ends with (RESOURCE_EXHAUSTED), naming the
+  // bound it passed: this outbox's, or `backlog` when a transport measured its own.
   absl::Status SlowReaderError() const;
+  static absl::Status SlowReaderError(absl::string_view backlog);
 
   int completion_tokens() const { return completion_tokens_; }
   std::optional<absl::Time> first_token_time() const { return first_token_time_; }

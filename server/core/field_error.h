@@ -10,9 +10,11 @@ namespace textgen::server {
 
 // A request error about one field carries that field as data: its path in the proto request
 // ("sampling.top_p", "stopping.stop[2]", "messages[0].content"), under this payload key. The
-// message starts with the same path, so a front end that spells fields differently (the
-// OpenAI HTTP API: "top_p", "stop[2]") replaces exactly that leading name by looking the path
-// up in its own table, never by searching the text.
+// message starts with the same path (FieldError), so a front end that spells fields
+// differently (the OpenAI HTTP API: "top_p", "stop[2]") replaces exactly that leading name by
+// looking the path up in its own table, never by searching the text. A few errors are about a
+// field without starting with it (a chat template refusing "messages", in its own words):
+// WithField attaches the field, and the front end renames nothing.
 inline constexpr absl::string_view kFieldPayload = "textgen.dev/field";
 
 // `code` with the message "<field> <problem>" and `field` attached.

@@ -63,9 +63,8 @@ void OpenAiStream::Flush() {
     return Complete(absl::CancelledError("the client closed the connection"), std::nullopt);
   }
   if (slow_reader.ok() && exchange_->unsent_bytes() > options_.max_unsent_bytes) {
-    slow_reader = absl::ResourceExhaustedError(
-        absl::StrCat("client is not reading its stream fast enough (more than ",
-                     options_.max_unsent_bytes, " bytes unsent); the request was cancelled"));
+    slow_reader =
+        EventOutbox::SlowReaderError(absl::StrCat(options_.max_unsent_bytes, " bytes unsent"));
   }
   if (!slow_reader.ok()) {
     closed_ = true;

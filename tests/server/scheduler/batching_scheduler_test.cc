@@ -152,10 +152,11 @@ class SchedulerTest : public ::testing::Test {
   }
   // Deletes a session and waits for the engine thread's answer (the scheduler never blocks).
   absl::StatusOr<int> DeleteSession(const std::string& session_id) {
-    std::promise<absl::StatusOr<int>> answer;
-    std::future<absl::StatusOr<int>> answered = answer.get_future();
+    // Shared: on a timeout the callback may still run after this returns.
+    auto answer = std::make_shared<std::promise<absl::StatusOr<int>>>();
+    std::future<absl::StatusOr<int>> answered = answer->get_future();
     scheduler_->DeleteSession(session_id,
-                              [&answer](absl::StatusOr<int> freed) { answer.set_value(freed); });
+                              [answer](absl::StatusOr<int> freed) { answer->set_value(freed); });
     EXPECT_EQ(answered.wait_for(std::chrono::seconds(30)), std::future_status::ready);
     return answered.get();
   }
