@@ -9,6 +9,7 @@ target_link_libraries(textgen-make-random-gguf PRIVATE textgen_random_gguf textg
 
 textgen_test(loader_test
   SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/arch/tensor_table_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/format/gguf_model_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/format/gguf_reader_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/format/gguf_writer_test.cc

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/arch/architectures.h"
+#include "model/arch/tensor_table.h"
 #include "model/base/status_macros.h"
 #include "model/format/block_formats.h"
 #include "model/format/gguf_tokenizer.h"
@@ -247,95 +248,52 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
   return c;
 }
 
-// The tensors of every block and the final norm, by the architecture's description.
+// Reads `entry` and fills the weights it holds, splitting a fused tensor into its parts.
+absl::Status ReadEntry(const TensorFetcher& f, const TensorEntry& entry, ModelWeights& w) {
+  TEXTGEN_ASSIGN_OR_RETURN(const TensorView view,
+                           entry.required ? f.Required(entry.name, entry.rows, entry.cols)
+                                          : f.Optional(entry.name, entry.rows, entry.cols));
+  if (view.empty()) return absl::OkStatus();
+  if (entry.parts.size() == 1) {
+    WeightOf(w, entry.layer, entry.parts[0].slot) = view;
+    return absl::OkStatus();
+  }
+  int64_t begin = 0;
+  for (const TensorPart& part : entry.parts) {
+    TensorView& target = WeightOf(w, entry.layer, part.slot);
+    if (entry.is_vector()) {
+      TEXTGEN_ASSIGN_OR_RETURN(target, VectorSlice(view, entry.name, begin, part.rows));
+    } else {
+      target = RowsOf(view, begin, part.rows);
+    }
+    begin += part.rows;
+  }
+  return absl::OkStatus();
+}
+
+// Every tensor the architecture's table lists (model/arch/tensor_table.h).
 absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, const ModelConfig& c,
                          ModelWeights& w) {
-  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
-  const int64_t kv_dim = c.kv_dim();
-  // Optional tensors become required where the architecture always has them.
-  auto get = [&f](bool required, const std::string& name, int64_t rows, int64_t cols) {
-    return required ? f.Required(name, rows, cols) : f.Optional(name, rows, cols);
-  };
-  if (spec.learned_positions) {
-    TEXTGEN_ASSIGN_OR_RETURN(w.position_embedding,
-                             f.Required("position_embd.weight", c.context_length, c.dim));
-  }
   w.layers.resize(c.n_layers);
+  for (const TensorEntry& entry : GlobalTensorTable(spec, c)) {
+    TEXTGEN_RETURN_IF_ERROR(ReadEntry(f, entry, w));
+  }
   for (int l = 0; l < c.n_layers; ++l) {
-    LayerWeights& L = w.layers[l];
-    const std::string b = absl::StrCat("blk.", l, ".");
-    const bool norm_bias = spec.norm == NormKind::kLayer;
-    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm, f.Required(b + "attn_norm.weight", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.attn_norm_bias, get(norm_bias, b + "attn_norm.bias", 1, c.dim));
-    if (spec.fused_qkv || f.Has(b + "attn_qkv.weight")) {
-      // One [q_dim + 2 kv_dim, dim] tensor (and bias), split into row ranges q | k | v.
-      TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv,
-                               f.Required(b + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim));
-      L.wq = RowsOf(qkv, 0, q_dim);
-      L.wk = RowsOf(qkv, q_dim, kv_dim);
-      L.wv = RowsOf(qkv, q_dim + kv_dim, kv_dim);
-      const std::string bias_name = b + "attn_qkv.bias";
-      TEXTGEN_ASSIGN_OR_RETURN(const TensorView qkv_bias,
-                               get(spec.attention_bias, bias_name, 1, q_dim + 2 * kv_dim));
-      if (!qkv_bias.empty()) {
-        TEXTGEN_ASSIGN_OR_RETURN(L.bq, VectorSlice(qkv_bias, bias_name, 0, q_dim));
-        TEXTGEN_ASSIGN_OR_RETURN(L.bk, VectorSlice(qkv_bias, bias_name, q_dim, kv_dim));
-        TEXTGEN_ASSIGN_OR_RETURN(L.bv, VectorSlice(qkv_bias, bias_name, q_dim + kv_dim, kv_dim));
-      }
-    } else {
-      TEXTGEN_ASSIGN_OR_RETURN(L.wq, f.Required(b + "attn_q.weight", q_dim, c.dim));
-      TEXTGEN_ASSIGN_OR_RETURN(L.wk, f.Required(b + "attn_k.weight", kv_dim, c.dim));
-      TEXTGEN_ASSIGN_OR_RETURN(L.wv, f.Required(b + "attn_v.weight", kv_dim, c.dim));
-      TEXTGEN_ASSIGN_OR_RETURN(L.bq, get(spec.attention_bias, b + "attn_q.bias", 1, q_dim));
-      TEXTGEN_ASSIGN_OR_RETURN(L.bk, get(spec.attention_bias, b + "attn_k.bias", 1, kv_dim));
-      TEXTGEN_ASSIGN_OR_RETURN(L.bv, get(spec.attention_bias, b + "attn_v.bias", 1, kv_dim));
-      if (L.bq.empty() != L.bk.empty() || L.bq.empty() != L.bv.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "block ", l, " has some but not all of attn_q.bias, attn_k.bias, attn_v.bias"));
-      }
+    TensorLayout layout = FileLayoutOf(spec);
+    // Some llama-architecture files fuse Q, K and V too.
+    layout.fused_qkv = layout.fused_qkv || f.Has(absl::StrCat("blk.", l, ".attn_qkv.weight"));
+    for (const TensorEntry& entry : LayerTensorTable(spec, c, l, layout)) {
+      TEXTGEN_RETURN_IF_ERROR(ReadEntry(f, entry, w));
     }
-    if (spec.qk_norm) {
-      TEXTGEN_ASSIGN_OR_RETURN(L.q_norm, f.Required(b + "attn_q_norm.weight", 1, c.head_dim));
-      TEXTGEN_ASSIGN_OR_RETURN(L.k_norm, f.Required(b + "attn_k_norm.weight", 1, c.head_dim));
-    }
-    TEXTGEN_ASSIGN_OR_RETURN(L.wo, f.Required(b + "attn_output.weight", c.dim, q_dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.bo, get(spec.output_bias, b + "attn_output.bias", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm, f.Required(b + "ffn_norm.weight", 1, c.dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.ffn_norm_bias, get(norm_bias, b + "ffn_norm.bias", 1, c.dim));
-    if (spec.fused_gate_up) {
-      // One [2 hidden, dim] tensor: rows gate | up.
-      TEXTGEN_ASSIGN_OR_RETURN(const TensorView gate_up,
-                               f.Required(b + "ffn_up.weight", 2 * int64_t{c.hidden_dim}, c.dim));
-      L.w_gate = RowsOf(gate_up, 0, c.hidden_dim);
-      L.w_up = RowsOf(gate_up, c.hidden_dim, c.hidden_dim);
-    } else {
-      if (spec.feed_forward != FeedForwardKind::kGelu) {
-        TEXTGEN_ASSIGN_OR_RETURN(L.w_gate, f.Required(b + "ffn_gate.weight", c.hidden_dim, c.dim));
-      }
-      TEXTGEN_ASSIGN_OR_RETURN(L.w_up, f.Required(b + "ffn_up.weight", c.hidden_dim, c.dim));
-    }
-    TEXTGEN_ASSIGN_OR_RETURN(L.b_up, get(spec.output_bias, b + "ffn_up.bias", 1, c.hidden_dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.w_down, f.Required(b + "ffn_down.weight", c.dim, c.hidden_dim));
-    TEXTGEN_ASSIGN_OR_RETURN(L.b_down, get(spec.output_bias, b + "ffn_down.bias", 1, c.dim));
-    if (spec.post_norms) {
-      TEXTGEN_ASSIGN_OR_RETURN(L.attn_post_norm,
-                               f.Required(b + "post_attention_norm.weight", 1, c.dim));
-      TEXTGEN_ASSIGN_OR_RETURN(L.ffn_post_norm, f.Required(b + "post_ffw_norm.weight", 1, c.dim));
+    const LayerWeights& L = w.layers[l];
+    if (L.bq.empty() != L.bk.empty() || L.bq.empty() != L.bv.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block ", l, " has some but not all of attn_q.bias, attn_k.bias, attn_v.bias"));
     }
   }
-  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm, f.Required("output_norm.weight", 1, c.dim));
-  TEXTGEN_ASSIGN_OR_RETURN(w.output_norm_bias,
-                           get(spec.norm == NormKind::kLayer, "output_norm.bias", 1, c.dim));
-  if (spec.rope_freq_factors) {
-    TEXTGEN_ASSIGN_OR_RETURN(w.rope_freqs, f.Optional("rope_freqs.weight", 1, c.rope_dim / 2));
-    TEXTGEN_ASSIGN_OR_RETURN(w.rope_factors_long,
-                             f.Optional("rope_factors_long.weight", 1, c.rope_dim / 2));
-    TEXTGEN_ASSIGN_OR_RETURN(w.rope_factors_short,
-                             f.Optional("rope_factors_short.weight", 1, c.rope_dim / 2));
-    if (w.rope_factors_long.empty() != w.rope_factors_short.empty()) {
-      return absl::InvalidArgumentError(
-          "rope_factors_long.weight and rope_factors_short.weight must come together");
-    }
+  if (w.rope_factors_long.empty() != w.rope_factors_short.empty()) {
+    return absl::InvalidArgumentError(
+        "rope_factors_long.weight and rope_factors_short.weight must come together");
   }
   return absl::OkStatus();
 }
@@ -380,14 +338,11 @@ absl::StatusOr<LoadedModel> BuildModelFromGguf(const GgufFile& file,
                                                    c.dim, ", vocab], got ", DimsString(*embd)));
   }
   c.vocab_size = static_cast<int>(embd->dims[1]);
-  TEXTGEN_ASSIGN_OR_RETURN(w.token_embedding,
-                           fetch.Required("token_embd.weight", c.vocab_size, c.dim));
-  TEXTGEN_ASSIGN_OR_RETURN(w.output, fetch.Optional("output.weight", c.vocab_size, c.dim));
+  TEXTGEN_RETURN_IF_ERROR(ReadWeights(fetch, *spec, c, w));
   if (w.output.empty()) {
     w.output = w.token_embedding;
     c.tied_output = true;
   }
-  TEXTGEN_RETURN_IF_ERROR(ReadWeights(fetch, *spec, c, w));
   // Frequency divisors: Llama 3.1's rope_freqs, or LongRoPE's long set when the context served
   // (the model's whole context_length) exceeds the one it was trained at, as llama.cpp does.
   const TensorView* factors = &w.rope_freqs;

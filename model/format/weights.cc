@@ -1,5 +1,8 @@
 #include "model/format/weights.h"
 
+#include <cstdlib>
+#include <utility>
+
 #include "model/format/block_formats.h"
 
 namespace textgen::model {
@@ -21,5 +24,75 @@ size_t ByteSize(const TensorView& tensor) {
 }
 
 void WeightStorage::DoneReading(const void* /*data*/, size_t /*bytes*/) const {}
+
+const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
+  using enum WeightSlot;
+  const auto l = [&]() -> const LayerWeights& { return w.layers.at(static_cast<size_t>(layer)); };
+  switch (slot) {
+    case kTokenEmbedding:
+      return w.token_embedding;
+    case kPositionEmbedding:
+      return w.position_embedding;
+    case kOutputNorm:
+      return w.output_norm;
+    case kOutputNormBias:
+      return w.output_norm_bias;
+    case kOutput:
+      return w.output;
+    case kRopeFreqs:
+      return w.rope_freqs;
+    case kRopeFactorsLong:
+      return w.rope_factors_long;
+    case kRopeFactorsShort:
+      return w.rope_factors_short;
+    case kAttnNorm:
+      return l().attn_norm;
+    case kAttnNormBias:
+      return l().attn_norm_bias;
+    case kQ:
+      return l().wq;
+    case kK:
+      return l().wk;
+    case kV:
+      return l().wv;
+    case kQBias:
+      return l().bq;
+    case kKBias:
+      return l().bk;
+    case kVBias:
+      return l().bv;
+    case kQNorm:
+      return l().q_norm;
+    case kKNorm:
+      return l().k_norm;
+    case kAttnOutput:
+      return l().wo;
+    case kAttnOutputBias:
+      return l().bo;
+    case kFfnNorm:
+      return l().ffn_norm;
+    case kFfnNormBias:
+      return l().ffn_norm_bias;
+    case kGate:
+      return l().w_gate;
+    case kUp:
+      return l().w_up;
+    case kUpBias:
+      return l().b_up;
+    case kDown:
+      return l().w_down;
+    case kDownBias:
+      return l().b_down;
+    case kAttnPostNorm:
+      return l().attn_post_norm;
+    case kFfnPostNorm:
+      return l().ffn_post_norm;
+  }
+  std::abort();  // every slot is handled above
+}
+
+TensorView& WeightOf(ModelWeights& weights, int layer, WeightSlot slot) {
+  return const_cast<TensorView&>(WeightOf(std::as_const(weights), layer, slot));
+}
 
 }  // namespace textgen::model

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/arch/tensor_table.h"
+
 namespace textgen::model {
 
 // Element type of a tensor as stored in the model file. The quantized types are ggml's block
@@ -93,5 +95,9 @@ struct ModelWeights {
   TensorView rope_freqs;        // [1, rope_dim / 2] llama (optional): frequency divisors
   TensorView rope_factors_long, rope_factors_short;  // [1, rope_dim / 2] phi3 LongRoPE (optional)
 };
+
+// The view `slot` names: of layer `layer` for a per-layer slot (model/arch/tensor_table.h).
+TensorView& WeightOf(ModelWeights& weights, int layer, WeightSlot slot);
+const TensorView& WeightOf(const ModelWeights& weights, int layer, WeightSlot slot);
 
 }  // namespace textgen::model

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/arch/architectures.h"
+#include "model/arch/tensor_table.h"
 #include "model/base/status_macros.h"
 #include "model/format/block_formats.h"
 #include "model/kernels/activations.h"
@@ -31,6 +32,35 @@ absl::Status Expect(const TensorView& t, const std::string& name, int64_t rows, 
   if (t.rows * t.cols != rows * cols || t.cols != cols) {
     return absl::InvalidArgumentError(absl::StrCat("tensor ", name, ": expected ", rows, "x", cols,
                                                    ", got ", t.rows, "x", t.cols));
+  }
+  return absl::OkStatus();
+}
+
+// Every weight the architecture's tensor table lists, in the logical (unfused) layout:
+// required ones present, present ones the right shape.
+absl::Status CheckWeights(const ModelWeights& w, const ModelConfig& c) {
+  if (static_cast<int>(w.layers.size()) != c.n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("model has ", w.layers.size(),
+                                                   " layers of weights, config says ", c.n_layers));
+  }
+  const auto check = [&w](const TensorEntry& entry) {
+    const TensorView& view = WeightOf(w, entry.layer, entry.parts.front().slot);
+    if (view.empty() && !entry.required) return absl::OkStatus();
+    return Expect(view, entry.name, entry.rows, entry.cols);
+  };
+  const ArchitectureSpec& spec = Spec(c);
+  for (const TensorEntry& entry : GlobalTensorTable(spec, c)) {
+    TEXTGEN_RETURN_IF_ERROR(check(entry));
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    for (const TensorEntry& entry : LayerTensorTable(spec, c, l, TensorLayout{})) {
+      TEXTGEN_RETURN_IF_ERROR(check(entry));
+    }
+    const LayerWeights& lw = w.layers[l];
+    if (lw.bq.empty() != lw.bk.empty() || lw.bq.empty() != lw.bv.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block ", l, " has some but not all of the Q, K and V biases"));
+    }
   }
   return absl::OkStatus();
 }
@@ -220,25 +250,12 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const ModelConfig& c = config_;
   const ArchitectureSpec& spec = Spec(c);
   const bool gated = IsGated(c);
-  const bool layer_norm = spec.norm == NormKind::kLayer;
-  TEXTGEN_RETURN_IF_ERROR(Expect(w.token_embedding, "token_embedding", c.vocab_size, c.dim));
+  TEXTGEN_RETURN_IF_ERROR(CheckWeights(w, c));
   // Read in place, a row per token: a copy would be the biggest tensor in f32.
   token_embedding_ = w.token_embedding;
-  if (spec.learned_positions) {
-    TEXTGEN_RETURN_IF_ERROR(
-        Expect(w.position_embedding, "position_embedding", c.context_length, c.dim));
-    position_embedding_ = Vec(w.position_embedding);
-  }
-  if (layer_norm) {
-    TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm_bias, "output_norm_bias", 1, c.dim));
-  }
-  TEXTGEN_RETURN_IF_ERROR(Expect(w.output_norm, "output_norm", 1, c.dim));
+  if (spec.learned_positions) position_embedding_ = Vec(w.position_embedding);
   output_norm_ = Vec(w.output_norm);
   output_norm_bias_ = Vec(w.output_norm_bias);
-  if (static_cast<int>(w.layers.size()) != c.n_layers) {
-    return absl::InvalidArgumentError(absl::StrCat("model has ", w.layers.size(),
-                                                   " layers of weights, config says ", c.n_layers));
-  }
 
   const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   WeightStaging staging(context_->bf16(), storage_.get());
@@ -248,20 +265,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     const LayerWeights& lw = w.layers[l];
     PreparedLayer& pl = layers_[l];
     const std::string p = absl::StrCat("blk.", l, ".");
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm, p + "attn_norm", 1, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm, p + "ffn_norm", 1, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wq, p + "attn_q", q_dim_, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wk, p + "attn_k", kv_dim_, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wv, p + "attn_v", kv_dim_, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.wo, p + "attn_output", c.dim, q_dim_));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_up, p + "ffn_up", c.hidden_dim, c.dim));
-    TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_down, p + "ffn_down", c.dim, c.hidden_dim));
-    if (gated) {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.w_gate, p + "ffn_gate", c.hidden_dim, c.dim));
-    }
     if (spec.post_norms) {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_post_norm, p + "post_attention_norm", 1, c.dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_post_norm, p + "post_ffw_norm", 1, c.dim));
       pl.attn_post_norm = Vec(lw.attn_post_norm);
       pl.ffn_post_norm = Vec(lw.ffn_post_norm);
     }
@@ -270,24 +274,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
                                        .softcap = c.attention_softcap,
                                        .window = sliding ? c.sliding_window : 0};
     pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
-    if (layer_norm) {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.attn_norm_bias, p + "attn_norm_bias", 1, c.dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.ffn_norm_bias, p + "ffn_norm_bias", 1, c.dim));
-    }
-    if (spec.output_bias) {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bo, p + "attn_output.bias", 1, c.dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_up, p + "ffn_up.bias", 1, c.hidden_dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.b_down, p + "ffn_down.bias", 1, c.dim));
-    }
-    const bool has_qkv_bias = spec.attention_bias || !lw.bq.empty();
-    if (has_qkv_bias) {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bq, p + "attn_q.bias", 1, q_dim_));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bk, p + "attn_k.bias", 1, kv_dim_));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.bv, p + "attn_v.bias", 1, kv_dim_));
-    }
     if (spec.qk_norm) {
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.q_norm, p + "attn_q_norm", 1, c.head_dim));
-      TEXTGEN_RETURN_IF_ERROR(Expect(lw.k_norm, p + "attn_k_norm", 1, c.head_dim));
       pl.q_norm = Vec(lw.q_norm);
       pl.k_norm = Vec(lw.k_norm);
     }
@@ -298,7 +285,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
 
     // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
     bias.clear();
-    if (has_qkv_bias) {
+    if (!lw.bq.empty()) {
       bias.resize(qkv_dim_);
       ToFloat(lw.bq, bias.data());
       ToFloat(lw.bk, bias.data() + q_dim_);
@@ -335,7 +322,6 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   staging.Release();
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
-  TEXTGEN_RETURN_IF_ERROR(Expect(out, "output", c.vocab_size, c.dim));
   if (UsesQuantizedKernels(quantized_kernels_, {&out})) {
     auto head = MakeLinear("output", {&out}, {}, c.vocab_size, c.dim, ops::LinearActivation::kNone,
                            max_rows, staging);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/arch/architectures.h"
+#include "model/arch/tensor_table.h"
 #include "model/base/status_macros.h"
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "tests/tools/random_quant_blocks.h"
@@ -181,74 +182,54 @@ class TensorMaker {
 
 int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads; }
 
-// Llama, Qwen 2, Qwen 3, Phi-3 and Gemma 2/3 (gated feed-forward, RMSNorm) with each one's
-// extras and fusions.
-absl::Status AddGatedTensors(TensorMaker& m, const RandomModelSpec& s) {
-  const int64_t dim = s.dim, hidden = s.hidden_dim, head_dim = HeadDim(s);
-  const int64_t q_dim = head_dim * s.n_heads, kv_dim = head_dim * s.n_kv_heads;
-  const bool phi3 = s.architecture == Architecture::kPhi3;
-  const ArchitectureSpec& arch = SpecOf(s.architecture);
-  TEXTGEN_RETURN_IF_ERROR(m.Random("token_embd.weight", {dim, s.vocab_size}));
-  for (int l = 0; l < s.n_layers; ++l) {
-    const std::string b = absl::StrCat("blk.", l, ".");
-    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.weight", {dim}, 1.0f));
-    if (phi3) {  // fused: rows q | k | v
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_qkv.weight", {dim, q_dim + 2 * kv_dim}));
-    } else {
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.weight", {dim, q_dim}));
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.weight", {dim, kv_dim}));
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.weight", {dim, kv_dim}));
-    }
-    if (s.architecture == Architecture::kQwen2) {
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_q.bias", {q_dim}));
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_k.bias", {kv_dim}));
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_v.bias", {kv_dim}));
-    }
-    if (arch.qk_norm) {
-      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_q_norm.weight", {head_dim}, 1.0f));
-      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_k_norm.weight", {head_dim}, 1.0f));
-    }
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.weight", {q_dim, dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.weight", {dim}, 1.0f));
-    if (phi3) {  // fused: rows gate | up
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, 2 * hidden}));
-    } else {
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_gate.weight", {dim, hidden}));
-      TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
-    }
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.weight", {hidden, dim}));
-    if (arch.post_norms) {
-      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "post_attention_norm.weight", {dim}, 1.0f));
-      TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "post_ffw_norm.weight", {dim}, 1.0f));
-    }
-  }
-  TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.weight", {dim}, 1.0f));
-  if (!s.tied_output) TEXTGEN_RETURN_IF_ERROR(m.Random("output.weight", {dim, s.vocab_size}));
-  return absl::OkStatus();
+// The dimensions the architecture's tensor table reads.
+ModelConfig TableConfig(const RandomModelSpec& s) {
+  ModelConfig c;
+  c.architecture = s.architecture;
+  c.dim = s.dim;
+  c.hidden_dim = s.hidden_dim;
+  c.n_layers = s.n_layers;
+  c.n_heads = s.n_heads;
+  c.n_kv_heads = s.n_kv_heads;
+  c.head_dim = HeadDim(s);
+  c.rope_dim = c.head_dim;
+  c.vocab_size = s.vocab_size;
+  c.context_length = s.context_length;
+  return c;
 }
 
-absl::Status AddGpt2Tensors(TensorMaker& m, const RandomModelSpec& s) {
-  const int64_t dim = s.dim, hidden = s.hidden_dim;
-  TEXTGEN_RETURN_IF_ERROR(m.Random("token_embd.weight", {dim, s.vocab_size}));
-  TEXTGEN_RETURN_IF_ERROR(m.Random("position_embd.weight", {dim, s.context_length}));
-  for (int l = 0; l < s.n_layers; ++l) {
-    const std::string b = absl::StrCat("blk.", l, ".");
-    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.weight", {dim}, 1.0f));
-    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "attn_norm.bias", {dim}, 0.0f));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_qkv.weight", {dim, 3 * dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_qkv.bias", {3 * dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.weight", {dim, dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "attn_output.bias", {dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.weight", {dim}, 1.0f));
-    TEXTGEN_RETURN_IF_ERROR(m.Constant(b + "ffn_norm.bias", {dim}, 0.0f));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.weight", {dim, hidden}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_up.bias", {hidden}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.weight", {hidden, dim}));
-    TEXTGEN_RETURN_IF_ERROR(m.Random(b + "ffn_down.bias", {dim}));
+// Writes `entry` when the architecture requires it (and output.weight when untied).
+absl::Status AddEntry(TensorMaker& m, const RandomModelSpec& s, const TensorEntry& entry) {
+  const bool untied_output = entry.parts.front().slot == WeightSlot::kOutput && !s.tied_output;
+  if (!entry.required && !untied_output) return absl::OkStatus();
+  std::vector<int64_t> dims = entry.is_vector() ? std::vector<int64_t>{entry.cols}
+                                                : std::vector<int64_t>{entry.cols, entry.rows};
+  switch (entry.init) {
+    case TensorInit::kOnes:
+      return m.Constant(entry.name, std::move(dims), 1.0f);
+    case TensorInit::kZeros:
+      return m.Constant(entry.name, std::move(dims), 0.0f);
+    case TensorInit::kRandom:
+      break;
   }
-  TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.weight", {dim}, 1.0f));
-  TEXTGEN_RETURN_IF_ERROR(m.Constant("output_norm.bias", {dim}, 0.0f));
-  if (!s.tied_output) TEXTGEN_RETURN_IF_ERROR(m.Random("output.weight", {dim, s.vocab_size}));
+  return m.Random(entry.name, std::move(dims));
+}
+
+// Every tensor of the architecture's table, in file order.
+absl::Status AddTensors(TensorMaker& m, const RandomModelSpec& s) {
+  const ArchitectureSpec& arch = SpecOf(s.architecture);
+  const ModelConfig c = TableConfig(s);
+  const std::vector<TensorEntry> global = GlobalTensorTable(arch, c);
+  const auto leading = global.begin() + LeadingTensorCount(arch);
+  for (auto it = global.begin(); it != leading; ++it) {
+    TEXTGEN_RETURN_IF_ERROR(AddEntry(m, s, *it));
+  }
+  for (int l = 0; l < s.n_layers; ++l) {
+    for (const TensorEntry& entry : LayerTensorTable(arch, c, l, FileLayoutOf(arch))) {
+      TEXTGEN_RETURN_IF_ERROR(AddEntry(m, s, entry));
+    }
+  }
+  for (auto it = leading; it != global.end(); ++it) TEXTGEN_RETURN_IF_ERROR(AddEntry(m, s, *it));
   return absl::OkStatus();
 }
 
@@ -429,7 +410,7 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     w.AddMetadata("tokenizer.chat_template", GgufValue::String(spec.chat_template));
   }
   TensorMaker maker(w, spec);
-  TEXTGEN_RETURN_IF_ERROR(gpt2 ? AddGpt2Tensors(maker, spec) : AddGatedTensors(maker, spec));
+  TEXTGEN_RETURN_IF_ERROR(AddTensors(maker, spec));
   return w;
 }
 

@@ -1,0 +1,108 @@
+#include "model/arch/tensor_table.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace textgen::model {
+namespace {
+
+TensorEntry Matrix(std::string name, int layer, WeightSlot slot, int64_t rows, int64_t cols,
+                   bool required = true) {
+  return {std::move(name), layer, rows, cols, required, TensorInit::kRandom, {{slot, rows}}};
+}
+
+TensorEntry Vector(std::string name, int layer, WeightSlot slot, int64_t elements, bool required,
+                   TensorInit init = TensorInit::kRandom) {
+  return {std::move(name), layer, 1, elements, required, init, {{slot, elements}}};
+}
+
+// A tensor holding several weights one after another (rows of a matrix, elements of a vector).
+TensorEntry Fused(std::string name, int layer, int64_t cols, bool vector, bool required,
+                  std::vector<TensorPart> parts) {
+  int64_t total = 0;
+  for (const TensorPart& part : parts) total += part.rows;
+  return {std::move(name),     layer,           vector ? 1 : total, vector ? total : cols, required,
+          TensorInit::kRandom, std::move(parts)};
+}
+
+}  // namespace
+
+TensorLayout FileLayoutOf(const ArchitectureSpec& spec) {
+  return {.fused_qkv = spec.fused_qkv, .fused_gate_up = spec.fused_gate_up};
+}
+
+std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const ModelConfig& c,
+                                          int layer, TensorLayout layout) {
+  using enum WeightSlot;
+  const int64_t dim = c.dim, hidden = c.hidden_dim;
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = c.kv_dim();
+  const bool layer_norm = spec.norm == NormKind::kLayer;
+  const std::string b = absl::StrCat("blk.", layer, ".");
+  const int l = layer;
+  std::vector<TensorEntry> t;
+  t.push_back(Vector(b + "attn_norm.weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
+  t.push_back(Vector(b + "attn_norm.bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
+  if (layout.fused_qkv) {
+    t.push_back(Fused(b + "attn_qkv.weight", l, dim, false, true,
+                      {{kQ, q_dim}, {kK, kv_dim}, {kV, kv_dim}}));
+    t.push_back(Fused(b + "attn_qkv.bias", l, dim, true, spec.attention_bias,
+                      {{kQBias, q_dim}, {kKBias, kv_dim}, {kVBias, kv_dim}}));
+  } else {
+    t.push_back(Matrix(b + "attn_q.weight", l, kQ, q_dim, dim));
+    t.push_back(Matrix(b + "attn_k.weight", l, kK, kv_dim, dim));
+    t.push_back(Matrix(b + "attn_v.weight", l, kV, kv_dim, dim));
+    t.push_back(Vector(b + "attn_q.bias", l, kQBias, q_dim, spec.attention_bias));
+    t.push_back(Vector(b + "attn_k.bias", l, kKBias, kv_dim, spec.attention_bias));
+    t.push_back(Vector(b + "attn_v.bias", l, kVBias, kv_dim, spec.attention_bias));
+  }
+  if (spec.qk_norm) {
+    t.push_back(Vector(b + "attn_q_norm.weight", l, kQNorm, c.head_dim, true, TensorInit::kOnes));
+    t.push_back(Vector(b + "attn_k_norm.weight", l, kKNorm, c.head_dim, true, TensorInit::kOnes));
+  }
+  t.push_back(Matrix(b + "attn_output.weight", l, kAttnOutput, dim, q_dim));
+  t.push_back(Vector(b + "attn_output.bias", l, kAttnOutputBias, dim, spec.output_bias));
+  t.push_back(Vector(b + "ffn_norm.weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
+  t.push_back(Vector(b + "ffn_norm.bias", l, kFfnNormBias, dim, layer_norm, TensorInit::kZeros));
+  if (layout.fused_gate_up) {
+    t.push_back(Fused(b + "ffn_up.weight", l, dim, false, true, {{kGate, hidden}, {kUp, hidden}}));
+  } else {
+    if (spec.feed_forward != FeedForwardKind::kGelu) {
+      t.push_back(Matrix(b + "ffn_gate.weight", l, kGate, hidden, dim));
+    }
+    t.push_back(Matrix(b + "ffn_up.weight", l, kUp, hidden, dim));
+  }
+  t.push_back(Vector(b + "ffn_up.bias", l, kUpBias, hidden, spec.output_bias));
+  t.push_back(Matrix(b + "ffn_down.weight", l, kDown, dim, hidden));
+  t.push_back(Vector(b + "ffn_down.bias", l, kDownBias, dim, spec.output_bias));
+  if (spec.post_norms) {
+    t.push_back(
+        Vector(b + "post_attention_norm.weight", l, kAttnPostNorm, dim, true, TensorInit::kOnes));
+    t.push_back(Vector(b + "post_ffw_norm.weight", l, kFfnPostNorm, dim, true, TensorInit::kOnes));
+  }
+  return t;
+}
+
+int LeadingTensorCount(const ArchitectureSpec& spec) { return spec.learned_positions ? 2 : 1; }
+
+std::vector<TensorEntry> GlobalTensorTable(const ArchitectureSpec& spec, const ModelConfig& c) {
+  using enum WeightSlot;
+  const int64_t dim = c.dim, vocab = c.vocab_size;
+  std::vector<TensorEntry> t;
+  t.push_back(Matrix("token_embd.weight", -1, kTokenEmbedding, vocab, dim));
+  if (spec.learned_positions) {
+    t.push_back(Matrix("position_embd.weight", -1, kPositionEmbedding, c.context_length, dim));
+  }
+  t.push_back(Vector("output_norm.weight", -1, kOutputNorm, dim, true, TensorInit::kOnes));
+  t.push_back(Vector("output_norm.bias", -1, kOutputNormBias, dim, spec.norm == NormKind::kLayer,
+                     TensorInit::kZeros));
+  // Absent when the output is tied to the token embedding.
+  t.push_back(Matrix("output.weight", -1, kOutput, vocab, dim, /*required=*/false));
+  if (spec.rope_freq_factors) {
+    const int64_t pairs = c.rope_dim / 2;
+    t.push_back(Vector("rope_freqs.weight", -1, kRopeFreqs, pairs, false));
+    t.push_back(Vector("rope_factors_long.weight", -1, kRopeFactorsLong, pairs, false));
+    t.push_back(Vector("rope_factors_short.weight", -1, kRopeFactorsShort, pairs, false));
+  }
+  return t;
+}
+
+}  // namespace textgen::model

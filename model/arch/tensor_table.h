@@ -1,0 +1,92 @@
+#pragma once
+
+// The tensors a GGUF file of each architecture holds: names, shapes, which are required, and
+// which weight each one fills (a fused tensor fills several, split by rows). The loader reads
+// a file by this table, the transformer checks the weights it is given against it, and the
+// random-weights tool writes files from it: the names and shapes live here only.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/arch/architectures.h"
+#include "model/arch/model_config.h"
+
+namespace textgen::model {
+
+// One logical weight of the model (model/format/weights.h holds a view per slot).
+enum class WeightSlot : uint8_t {
+  // Whole model.
+  kTokenEmbedding,
+  kPositionEmbedding,
+  kOutputNorm,
+  kOutputNormBias,
+  kOutput,
+  kRopeFreqs,
+  kRopeFactorsLong,
+  kRopeFactorsShort,
+  // Per layer.
+  kAttnNorm,
+  kAttnNormBias,
+  kQ,
+  kK,
+  kV,
+  kQBias,
+  kKBias,
+  kVBias,
+  kQNorm,
+  kKNorm,
+  kAttnOutput,
+  kAttnOutputBias,
+  kFfnNorm,
+  kFfnNormBias,
+  kGate,
+  kUp,
+  kUpBias,
+  kDown,
+  kDownBias,
+  kAttnPostNorm,
+  kFfnPostNorm,
+};
+
+// What a random-weights model stores in a tensor: norm weights 1, norm biases 0, else noise.
+enum class TensorInit : uint8_t { kRandom, kOnes, kZeros };
+
+// A consecutive range of a fused tensor's rows (or a fused vector's elements).
+struct TensorPart {
+  WeightSlot slot;
+  int64_t rows;  // elements for a vector
+};
+
+struct TensorEntry {
+  std::string name;  // as in the file: "blk.3.attn_qkv.weight"
+  int layer;         // -1 for a tensor of the whole model
+  // Row-major [rows, cols] (GGUF lists [cols, rows]); a vector is rows 1, its elements cols.
+  int64_t rows;
+  int64_t cols;
+  bool required;  // optional tensors are shape-checked when present
+  TensorInit init;
+  // The weights it fills, in row order; one part covering everything when not fused.
+  std::vector<TensorPart> parts;
+
+  bool is_vector() const { return rows == 1; }
+};
+
+// Which fusions a file uses. Files follow their architecture's (FileLayoutOf), though a llama
+// file may carry attn_qkv too; the unfused layout is the logical one every weight check uses.
+struct TensorLayout {
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
+};
+TensorLayout FileLayoutOf(const ArchitectureSpec& spec);
+
+// The tensors of layer `layer`, in file order. Needs config's dims, head sizes and layer count.
+std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const ModelConfig& config,
+                                          int layer, TensorLayout layout);
+
+// The whole-model tensors (embeddings, final norm, output, RoPE factors), in file order: the
+// first `LeadingTensorCount(spec)` come before the layers, the rest after them.
+std::vector<TensorEntry> GlobalTensorTable(const ArchitectureSpec& spec, const ModelConfig& config);
+int LeadingTensorCount(const ArchitectureSpec& spec);
+
+}  // namespace textgen::model

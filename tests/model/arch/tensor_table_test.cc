@@ -1,0 +1,107 @@
+#include "model/arch/tensor_table.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace textgen::model {
+namespace {
+
+constexpr Architecture kAll[] = {Architecture::kLlama, Architecture::kGpt2, Architecture::kQwen2,
+                                 Architecture::kQwen3, Architecture::kPhi3, Architecture::kGemma2,
+                                 Architecture::kGemma3};
+
+ModelConfig Config() {
+  ModelConfig c;
+  c.dim = 64, c.hidden_dim = 160, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
+  c.head_dim = 16, c.rope_dim = 16, c.vocab_size = 300, c.context_length = 128;
+  return c;
+}
+
+// Elements each slot receives from a layer's table.
+std::map<WeightSlot, int64_t> SlotElements(const std::vector<TensorEntry>& table) {
+  std::map<WeightSlot, int64_t> elements;
+  for (const TensorEntry& entry : table) {
+    const int64_t per_row = entry.is_vector() ? 1 : entry.cols;
+    for (const TensorPart& part : entry.parts) {
+      EXPECT_TRUE(elements.emplace(part.slot, part.rows * per_row).second)
+          << entry.name << " fills a slot twice";
+    }
+  }
+  return elements;
+}
+
+TEST(TensorTableTest, FusedAndUnfusedLayoutsFillTheSameWeights) {
+  const ModelConfig c = Config();
+  for (Architecture arch : kAll) {
+    const ArchitectureSpec& spec = SpecOf(arch);
+    SCOPED_TRACE(spec.name);
+    const auto fused = LayerTensorTable(spec, c, 1, {.fused_qkv = true, .fused_gate_up = true});
+    const auto unfused = LayerTensorTable(spec, c, 1, TensorLayout{});
+    std::map<WeightSlot, int64_t> fused_slots = SlotElements(fused);
+    std::map<WeightSlot, int64_t> unfused_slots = SlotElements(unfused);
+    // GPT-2 has no gate: a fused gate|up tensor is not its layout.
+    if (spec.feed_forward == FeedForwardKind::kGelu) fused_slots.erase(WeightSlot::kGate);
+    EXPECT_EQ(fused_slots, unfused_slots);
+    for (const TensorEntry& entry : fused) {
+      int64_t rows = 0;
+      for (const TensorPart& part : entry.parts) rows += part.rows;
+      EXPECT_EQ(rows, entry.is_vector() ? entry.cols : entry.rows) << entry.name;
+      EXPECT_EQ(entry.layer, 1);
+      EXPECT_EQ(entry.name.rfind("blk.1.", 0), 0u) << entry.name;
+    }
+  }
+}
+
+TEST(TensorTableTest, NamesAreUniqueAndShapesFollowTheConfig) {
+  const ModelConfig c = Config();
+  for (Architecture arch : kAll) {
+    const ArchitectureSpec& spec = SpecOf(arch);
+    SCOPED_TRACE(spec.name);
+    std::set<std::string> names;
+    for (const TensorEntry& entry : GlobalTensorTable(spec, c)) {
+      EXPECT_TRUE(names.insert(entry.name).second) << entry.name;
+      EXPECT_EQ(entry.layer, -1);
+    }
+    for (int l = 0; l < c.n_layers; ++l) {
+      for (const TensorEntry& entry : LayerTensorTable(spec, c, l, FileLayoutOf(spec))) {
+        EXPECT_TRUE(names.insert(entry.name).second) << entry.name;
+      }
+    }
+    const auto layer = LayerTensorTable(spec, c, 0, TensorLayout{});
+    for (const TensorEntry& entry : layer) {
+      if (entry.parts.front().slot == WeightSlot::kAttnOutput) {
+        EXPECT_EQ(entry.rows, c.dim);
+        EXPECT_EQ(entry.cols, int64_t{c.n_heads} * c.head_dim);
+      }
+      if (entry.parts.front().slot == WeightSlot::kK) {
+        EXPECT_EQ(entry.rows, c.kv_dim());
+      }
+      if (entry.parts.front().slot == WeightSlot::kDown) {
+        EXPECT_EQ(entry.cols, c.hidden_dim);
+      }
+    }
+    EXPECT_EQ(LeadingTensorCount(spec), spec.learned_positions ? 2 : 1);
+  }
+}
+
+TEST(TensorTableTest, RequiredTensorsFollowTheArchitecture) {
+  const ModelConfig c = Config();
+  const auto required = [&](Architecture arch, WeightSlot slot) {
+    for (const TensorEntry& entry : LayerTensorTable(SpecOf(arch), c, 0, TensorLayout{})) {
+      if (entry.parts.front().slot == slot) return entry.required;
+    }
+    return false;
+  };
+  EXPECT_TRUE(required(Architecture::kQwen2, WeightSlot::kQBias));
+  EXPECT_FALSE(required(Architecture::kLlama, WeightSlot::kQBias));
+  EXPECT_TRUE(required(Architecture::kQwen3, WeightSlot::kQNorm));
+  EXPECT_FALSE(required(Architecture::kLlama, WeightSlot::kQNorm));
+  EXPECT_TRUE(required(Architecture::kGemma2, WeightSlot::kFfnPostNorm));
+  EXPECT_TRUE(required(Architecture::kGpt2, WeightSlot::kAttnNormBias));
+  EXPECT_FALSE(required(Architecture::kGpt2, WeightSlot::kGate));
+}
+
+}  // namespace
+}  // namespace textgen::model
