@@ -1,0 +1,201 @@
+#include "model/constraint/char_class.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_format.h"
+
+namespace textgen::model {
+
+void CodepointSet::Add(uint32_t lo, uint32_t hi) {
+  if (lo > hi) return;
+  ranges_.push_back({lo, std::min(hi, kMaxCodepoint)});
+  normalized_ = false;
+}
+
+void CodepointSet::AddSet(const CodepointSet& other) {
+  for (const auto& [lo, hi] : other.ranges()) Add(lo, hi);
+}
+
+const std::vector<std::pair<uint32_t, uint32_t>>& CodepointSet::ranges() const {
+  if (!normalized_) {
+    std::sort(ranges_.begin(), ranges_.end());
+    std::vector<std::pair<uint32_t, uint32_t>> merged;
+    for (const auto& r : ranges_) {
+      if (!merged.empty() && r.first <= merged.back().second + 1) {
+        merged.back().second = std::max(merged.back().second, r.second);
+      } else {
+        merged.push_back(r);
+      }
+    }
+    ranges_ = std::move(merged);
+    normalized_ = true;
+  }
+  return ranges_;
+}
+
+CodepointSet CodepointSet::Complement() const {
+  CodepointSet out;
+  uint32_t next = 0;
+  for (const auto& [lo, hi] : ranges()) {
+    if (lo > next) out.Add(next, lo - 1);
+    next = hi + 1;
+  }
+  if (next <= kMaxCodepoint) out.Add(next, kMaxCodepoint);
+  return out;
+}
+
+bool CodepointSet::Contains(uint32_t cp) const {
+  for (const auto& [lo, hi] : ranges()) {
+    if (cp >= lo && cp <= hi) return true;
+  }
+  return false;
+}
+
+void AppendUtf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+namespace {
+
+using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;
+
+// Splits [lo, hi] (one encoded length, no surrogates) until each piece is a product of byte
+// ranges, then appends those.
+void Utf8Ranges(uint32_t lo, uint32_t hi, std::vector<ByteRanges>& out) {
+  for (uint32_t max : {0x7Fu, 0x7FFu, 0xFFFFu}) {
+    if (lo <= max && hi > max) {
+      Utf8Ranges(lo, max, out);
+      Utf8Ranges(max + 1, hi, out);
+      return;
+    }
+  }
+  if (hi < 0x80) {
+    out.push_back({{static_cast<uint8_t>(lo), static_cast<uint8_t>(hi)}});
+    return;
+  }
+  for (int i = 1; i < 4; ++i) {
+    const uint32_t m = (1u << (6 * i)) - 1;
+    if ((lo & ~m) != (hi & ~m)) {
+      if ((lo & m) != 0) {
+        Utf8Ranges(lo, lo | m, out);
+        Utf8Ranges((lo | m) + 1, hi, out);
+        return;
+      }
+      if ((hi & m) != m) {
+        Utf8Ranges(lo, (hi & ~m) - 1, out);
+        Utf8Ranges(hi & ~m, hi, out);
+        return;
+      }
+    }
+  }
+  std::string a, b;
+  AppendUtf8(lo, a);
+  AppendUtf8(hi, b);
+  ByteRanges ranges;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ranges.push_back({static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i])});
+  }
+  out.push_back(std::move(ranges));
+}
+
+// The escape JSON writes for `cp` (a control, quote or backslash).
+std::string JsonEscape(uint32_t cp) {
+  switch (cp) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\n':
+      return "\\n";
+    case '\t':
+      return "\\t";
+    case '\r':
+      return "\\r";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    default:
+      return absl::StrFormat("\\u%04x", cp);
+  }
+}
+
+}  // namespace
+
+Symbol CharSymbol(GrammarBuilder& builder, const CodepointSet& set, TextContext context) {
+  CodepointSet raw;
+  std::vector<std::string> escapes;
+  for (auto [lo, hi] : set.ranges()) {
+    // Surrogates are not characters.
+    if (lo <= 0xDFFF && hi >= 0xD800) {
+      if (lo < 0xD800) raw.Add(lo, 0xD7FF);
+      if (hi > 0xDFFF) raw.Add(0xE000, hi);
+      continue;
+    }
+    raw.Add(lo, hi);
+  }
+  if (context == TextContext::kJsonString) {
+    CodepointSet plain;
+    for (auto [lo, hi] : raw.ranges()) {
+      for (uint32_t cp = lo; cp <= std::min<uint32_t>(hi, 0x5C); ++cp) {
+        if (cp < 0x20 || cp == '"' || cp == '\\') escapes.push_back(JsonEscape(cp));
+      }
+      // Everything else stays raw.
+      uint32_t from = lo;
+      while (from <= hi) {
+        if (from < 0x20 || from == '"' || from == '\\') {
+          ++from;
+          continue;
+        }
+        uint32_t to = hi;
+        if (from < '"' && to >= '"') to = '"' - 1;
+        if (from < '\\' && to >= '\\') to = '\\' - 1;
+        plain.Add(from, to);
+        from = to + 1;
+      }
+    }
+    raw = plain;
+  }
+  std::vector<ByteRanges> sequences;
+  for (auto [lo, hi] : raw.ranges()) Utf8Ranges(lo, hi, sequences);
+  // One byte set when every character is one byte.
+  if (escapes.empty() && std::all_of(sequences.begin(), sequences.end(),
+                                     [](const ByteRanges& r) { return r.size() == 1; })) {
+    ByteSet bytes;
+    for (const ByteRanges& r : sequences) bytes.AddRange(r[0].first, r[0].second);
+    return builder.Bytes(bytes);
+  }
+  std::vector<Sequence> alternatives;
+  ByteSet single;
+  for (const ByteRanges& r : sequences) {
+    if (r.size() == 1) {
+      single.AddRange(r[0].first, r[0].second);
+      continue;
+    }
+    Sequence seq;
+    for (auto [a, b] : r) seq.push_back(builder.Bytes(ByteSet::Range(a, b)));
+    alternatives.push_back(std::move(seq));
+  }
+  if (!single.Empty()) alternatives.insert(alternatives.begin(), {builder.Bytes(single)});
+  for (const std::string& e : escapes) alternatives.push_back(builder.Literal(e));
+  const int rule = builder.RuleOf("char", std::move(alternatives));
+  if (set.Empty()) builder.AllowEmpty(rule);
+  return GrammarBuilder::Ref(rule);
+}
+
+}  // namespace textgen::model

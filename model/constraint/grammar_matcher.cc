@@ -1,0 +1,191 @@
+#include "model/constraint/grammar_matcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace textgen::model {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, MatcherLimits limits)
+    : grammar_(std::move(grammar)), limits_(limits) {
+  nodes_.push_back({-1, -1});  // kAccept
+  std::vector<int32_t> start;
+  for (int32_t alt : grammar_->alternatives(grammar_->root())) Expand(Intern(alt, -1), start);
+  state_ = InternSet(start);
+}
+
+void GrammarMatcher::Fail(absl::Status status) {
+  if (status_.ok()) status_ = std::move(status);
+}
+
+int32_t GrammarMatcher::Intern(int32_t position, int32_t parent) {
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(position)) << 32) |
+                       static_cast<uint32_t>(parent);
+  auto [it, inserted] = node_ids_.try_emplace(key, static_cast<int32_t>(nodes_.size()));
+  if (inserted) nodes_.push_back({position, parent});
+  return it->second;
+}
+
+int32_t GrammarMatcher::Continuation(int32_t position, int32_t parent) {
+  if (grammar_->at(position).op == Grammar::Op::kEnd) return parent;
+  return Intern(position, parent);
+}
+
+void GrammarMatcher::Expand(int32_t node, std::vector<int32_t>& out) {
+  // Past the limit InternSet refuses the state; stop growing it.
+  if (static_cast<int>(out.size()) > limits_.max_stacks) return;
+  if (node < 0 || node == kAccept) {
+    out.push_back(kAccept);
+    return;
+  }
+  const Node n = nodes_[node];
+  const Grammar::Position& at = grammar_->at(n.position);
+  switch (at.op) {
+    case Grammar::Op::kBytes:
+      out.push_back(node);
+      return;
+    case Grammar::Op::kEnd:
+      Expand(n.parent, out);
+      return;
+    case Grammar::Op::kRule: {
+      const int32_t next = Continuation(n.position + 1, n.parent);
+      for (int32_t alt : grammar_->alternatives(at.index)) Expand(Intern(alt, next), out);
+      return;
+    }
+  }
+}
+
+int32_t GrammarMatcher::InternSet(std::vector<int32_t>& stacks) {
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  if (stacks.empty()) return -1;
+  if (static_cast<int>(stacks.size()) > limits_.max_stacks) {
+    Fail(absl::ResourceExhaustedError(
+        absl::StrCat("the grammar is too ambiguous here: ", stacks.size(),
+                     " ways to parse the output so far (limit ", limits_.max_stacks, ")")));
+    return -1;
+  }
+  if (static_cast<int64_t>(nodes_.size()) > limits_.max_nodes) {
+    Fail(absl::ResourceExhaustedError(absl::StrCat(
+        "the grammar's parse state outgrew its limit of ", limits_.max_nodes, " nodes")));
+    return -1;
+  }
+  auto [it, inserted] = set_ids_.try_emplace(stacks, static_cast<int32_t>(sets_.size()));
+  if (inserted) {
+    sets_.push_back(stacks);
+    ByteSet first;
+    for (int32_t node : stacks) {
+      if (node != kAccept) first |= grammar_->byte_set(grammar_->at(nodes_[node].position).index);
+    }
+    first_bytes_.push_back(first);
+    loop_bytes_.emplace_back();
+    loop_known_.push_back(0);
+  }
+  return it->second;
+}
+
+int32_t GrammarMatcher::Step(int32_t set, uint8_t byte) {
+  if (!first_bytes_[set].Has(byte)) return -1;
+  const uint64_t key = (static_cast<uint64_t>(set) << 8) | byte;
+  if (auto it = steps_.find(key); it != steps_.end()) return it->second;
+  std::vector<int32_t> next;
+  // Copy: Expand may grow sets_.
+  const std::vector<int32_t> stacks = sets_[set];
+  for (int32_t node : stacks) {
+    if (node == kAccept) continue;
+    const Node n = nodes_[node];
+    if (!grammar_->byte_set(grammar_->at(n.position).index).Has(byte)) continue;
+    Expand(Continuation(n.position + 1, n.parent), next);
+  }
+  const int32_t result = InternSet(next);
+  steps_.emplace(key, result);
+  return result;
+}
+
+const ByteSet& GrammarMatcher::FirstBytes(int32_t set) { return first_bytes_[set]; }
+
+const ByteSet& GrammarMatcher::LoopBytes(int32_t set) {
+  if (!loop_known_[set]) {
+    ByteSet loop;
+    const ByteSet first = first_bytes_[set];
+    for (int b = 0; b < 256; ++b) {
+      if (first.Has(static_cast<uint8_t>(b)) && Step(set, static_cast<uint8_t>(b)) == set) {
+        loop.Add(static_cast<uint8_t>(b));
+      }
+    }
+    loop_bytes_[set] = loop;
+    loop_known_[set] = 1;
+  }
+  return loop_bytes_[set];
+}
+
+bool GrammarMatcher::Accept(std::string_view bytes) {
+  int32_t set = state_;
+  for (char c : bytes) {
+    if (set < 0) return false;
+    set = Step(set, static_cast<uint8_t>(c));
+  }
+  if (set < 0) return false;
+  state_ = set;
+  return true;
+}
+
+bool GrammarMatcher::complete() const {
+  return state_ >= 0 && !sets_[state_].empty() && sets_[state_].front() == kAccept;
+}
+
+bool GrammarMatcher::can_continue() const { return state_ >= 0 && !first_bytes_[state_].Empty(); }
+
+void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed) {
+  std::fill(allowed.begin(), allowed.end(), 0);
+  if (state_ < 0) return;
+  for (auto it = masks_.begin(); it != masks_.end(); ++it) {
+    if (it->set == state_ && it->bits.size() == allowed.size()) {
+      std::copy(it->bits.begin(), it->bits.end(), allowed.begin());
+      std::rotate(it, it + 1, masks_.end());  // most recent last
+      return;
+    }
+  }
+  const std::vector<TokenTrie::Node>& nodes = trie.nodes();
+  const std::vector<int32_t>& order = trie.order();
+  const auto mark = [&](int32_t begin, int32_t end) {
+    for (int32_t k = begin; k < end; ++k) {
+      const int32_t id = order[k];
+      allowed[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+  };
+  depth_sets_.assign(static_cast<size_t>(trie.max_depth()) + 1, -1);
+  depth_sets_[0] = state_;
+  const int32_t n = static_cast<int32_t>(nodes.size());
+  for (int32_t i = 1; i < n;) {
+    const TokenTrie::Node& node = nodes[i];
+    const int32_t set = Step(depth_sets_[node.depth - 1], node.byte);
+    if (set < 0) {
+      i = node.end;
+      continue;
+    }
+    mark(node.own_begin, node.own_end);
+    if (node.end == i + 1) {
+      ++i;
+      continue;
+    }
+    // A state every byte below leads back to accepts the whole subtree.
+    if (node.subtree_bytes.SubsetOf(FirstBytes(set)) &&
+        node.subtree_bytes.SubsetOf(LoopBytes(set))) {
+      mark(node.own_end, node.tokens_end);
+      i = node.end;
+      continue;
+    }
+    depth_sets_[node.depth] = set;
+    ++i;
+  }
+  if (static_cast<int>(masks_.size()) >= limits_.cached_masks && !masks_.empty()) {
+    masks_.erase(masks_.begin());
+  }
+  if (limits_.cached_masks > 0) {
+    masks_.push_back({state_, std::vector<uint64_t>(allowed.begin(), allowed.end())});
+  }
+}
+
+}  // namespace textgen::model

@@ -1,0 +1,87 @@
+#pragma once
+
+// Where a sequence's output stands in its grammar, and which tokens may come next. The state
+// is the set of parse stacks the output so far allows (stacks share their tails and are
+// interned, so equal states have equal ids and everything derived from a state is memoized:
+// the set a byte leads to, the bytes that lead back to it, its token mask). One per
+// sequence; not thread-safe; never shared, so a sequence's masks do not depend on its batch.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "model/constraint/grammar.h"
+#include "model/constraint/token_trie.h"
+
+namespace textgen::model {
+
+struct MatcherLimits {
+  int max_stacks = 4096;          // parse stacks in one state (an ambiguous grammar's cost)
+  int64_t max_nodes = 4'000'000;  // interned stack nodes over the whole output
+  int cached_masks = 8;           // token masks kept per matcher (a JSON string reuses one)
+};
+
+class GrammarMatcher {
+ public:
+  GrammarMatcher(std::shared_ptr<const Grammar> grammar, MatcherLimits limits = {});
+
+  // Consumes `bytes`; false (state unchanged) when they do not continue the language.
+  bool Accept(std::string_view bytes);
+  // The output so far is a whole string of the language.
+  bool complete() const;
+  // Some byte may still follow.
+  bool can_continue() const;
+  // Sets, in `allowed` (one bit per token id, ceil(vocab / 64) words, cleared first), every
+  // token whose bytes keep the output a prefix of the language.
+  void FillMask(const TokenTrie& trie, std::span<uint64_t> allowed);
+  // A limit tripped (the state is then empty: nothing is allowed).
+  const absl::Status& status() const { return status_; }
+
+ private:
+  static constexpr int32_t kAccept = 0;  // the empty stack: the string may end here
+
+  struct Node {
+    int32_t position;
+    int32_t parent;  // -1: the outermost rule
+  };
+
+  int32_t Intern(int32_t position, int32_t parent);
+  // The node to return to after the symbol at `position` - 1: its parent when `position`
+  // ends its alternative (so repetition by right recursion keeps the stack constant).
+  int32_t Continuation(int32_t position, int32_t parent);
+  // Adds the stacks `node` expands to (every top a byte set, or kAccept).
+  void Expand(int32_t node, std::vector<int32_t>& out);
+  int32_t InternSet(std::vector<int32_t>& stacks);
+  // The state after `byte` from `set`; -1 when the byte is not allowed.
+  int32_t Step(int32_t set, uint8_t byte);
+  // Bytes that lead from `set` back to itself.
+  const ByteSet& LoopBytes(int32_t set);
+  const ByteSet& FirstBytes(int32_t set);
+  void Fail(absl::Status status);
+
+  std::shared_ptr<const Grammar> grammar_;
+  MatcherLimits limits_;
+  absl::Status status_;
+  std::vector<Node> nodes_;
+  absl::flat_hash_map<uint64_t, int32_t> node_ids_;
+  std::vector<std::vector<int32_t>> sets_;
+  absl::flat_hash_map<std::vector<int32_t>, int32_t> set_ids_;
+  absl::flat_hash_map<uint64_t, int32_t> steps_;  // set << 8 | byte -> set (-1: none)
+  std::vector<ByteSet> first_bytes_;
+  std::vector<ByteSet> loop_bytes_;
+  std::vector<uint8_t> loop_known_;
+  std::vector<int32_t> depth_sets_;  // FillMask scratch
+  std::vector<int32_t> scratch_;
+  struct CachedMask {
+    int32_t set;
+    std::vector<uint64_t> bits;
+  };
+  std::vector<CachedMask> masks_;  // most recent last
+  int32_t state_ = -1;
+};
+
+}  // namespace textgen::model

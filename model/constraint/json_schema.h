@@ -1,0 +1,41 @@
+#pragma once
+
+// JSON Schema (the subset structured-output clients send, OpenAI's strict mode and more)
+// compiled into a grammar whose strings are exactly compact-or-lightly-spaced JSON documents
+// the schema accepts. Supported: type (and unions), enum, const, properties, required,
+// additionalProperties, anyOf, oneOf (as anyOf), allOf of one schema, $ref to "#", "#/$defs/..."
+// and "#/definitions/..." (recursion included), items, prefixItems, additionalItems,
+// minItems, maxItems, minLength, maxLength, pattern, format (date, time, date-time, uuid,
+// email), minimum, maximum, exclusiveMinimum, exclusiveMaximum (whole-number bounds).
+// Anything else that constrains an instance is refused, naming the keyword and its JSON
+// pointer; annotations (title, description, default, examples, ...) are ignored.
+//
+// The rules that keep generation bounded (docs/structured-output.md):
+//   - properties come in the schema's order, declared ones before any additional ones;
+//   - whitespace between two tokens of JSON is nothing, one space, or one or two newlines and
+//     at most `max_indent` spaces or tabs (as llama.cpp's schema converter allows);
+//   - integers have at most 19 digits, fractions 16, exponents 3.
+
+#include <cstddef>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "model/constraint/grammar.h"
+
+namespace textgen::model {
+
+struct JsonSchemaLimits {
+  size_t max_schema_bytes = 256 * 1024;
+  int max_depth = 64;           // nesting of the schema document
+  int max_indent = 20;          // spaces or tabs after a newline
+  int max_length_bound = 4096;  // largest minLength/maxLength/minItems/maxItems honoured
+  GrammarLimits grammar;
+};
+
+absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema,
+                                          const JsonSchemaLimits& limits = {});
+
+// Any JSON object (OpenAI's json_object mode).
+absl::StatusOr<Grammar> JsonObjectGrammar(const JsonSchemaLimits& limits = {});
+
+}  // namespace textgen::model

@@ -1,0 +1,279 @@
+#include "model/constraint/constraint.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "model/constraint/gbnf.h"
+#include "model/constraint/grammar_matcher.h"
+#include "model/constraint/json_schema.h"
+#include "model/constraint/regex.h"
+#include "model/constraint/token_trie.h"
+
+namespace textgen::model {
+namespace {
+
+std::shared_ptr<const Grammar> Shared(absl::StatusOr<Grammar> g) {
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? std::make_shared<const Grammar>(std::move(*g)) : nullptr;
+}
+
+std::shared_ptr<const Grammar> Schema(const std::string& schema) {
+  return Shared(CompileJsonSchema(schema));
+}
+
+std::shared_ptr<const Grammar> Regex(const std::string& regex) {
+  GrammarBuilder b;
+  absl::StatusOr<CompiledRegex> r = CompileRegex(b, regex, TextContext::kRaw);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return nullptr;
+  return Shared(b.Build(r->rule, {}));
+}
+
+// Whether the whole of `text` is a string of the grammar.
+bool Matches(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  GrammarMatcher m(g);
+  return m.Accept(text) && m.complete();
+}
+bool IsPrefix(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  GrammarMatcher m(g);
+  return m.Accept(text);
+}
+
+TEST(GrammarTest, RefusesLeftRecursionUndefinedUnusedAndEndlessRules) {
+  EXPECT_EQ(ParseGbnf("root ::= root \"a\" | \"b\"").status().message(),
+            "left recursion: root -> root (rewrite it as repetition, e.g. list ::= item (\",\" "
+            "item)*)");
+  EXPECT_EQ(ParseGbnf("root ::= item\n").status().message(), "rule item is used but not defined");
+  EXPECT_EQ(ParseGbnf("root ::= \"a\"\nspare ::= \"b\"\n").status().message(),
+            "rule spare is never used (it is unreachable from root)");
+  EXPECT_EQ(ParseGbnf("root ::= \"a\" root\n").status().message(), "rule root matches nothing");
+  EXPECT_EQ(ParseGbnf("root ::= x\nx ::= \"[\" x \"]\"\n").status().message(),
+            "rule x can never finish (every alternative needs itself or an empty set)");
+  EXPECT_EQ(ParseGbnf("item ::= \"a\"\n").status().message(),
+            "the grammar has no root rule (generation starts there)");
+  EXPECT_EQ(ParseGbnf("root ::= \"a\n").status().message(), "grammar line 1: unterminated literal");
+  EXPECT_EQ(ParseGbnf("root ::= a | b\na ::= b\nb ::= a \"x\"\n").status().message(),
+            "left recursion: a -> b -> a (rewrite it as repetition, e.g. list ::= item (\",\" "
+            "item)*)");
+}
+
+TEST(GrammarTest, GbnfAsLlamaCppWritesIt) {
+  // llama.cpp's grammars/list.gbnf style: multi-line rules, classes, repetition, comments.
+  auto g = Shared(ParseGbnf(R"(# a list
+root ::= item+
+item ::= "- " [^\r\n]{1,20} "\n"  # one line each
+)"));
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(Matches(g, "- milk\n- eggs\n"));
+  EXPECT_FALSE(Matches(g, "- milk"));
+  EXPECT_TRUE(IsPrefix(g, "- milk"));
+  EXPECT_FALSE(IsPrefix(g, "* milk"));
+  EXPECT_FALSE(Matches(g, "- " + std::string(21, 'x') + "\n"));
+  auto alt = Shared(ParseGbnf("root ::= (\"yes\" | \"no\")\n  \" please\"?\n"));
+  EXPECT_TRUE(Matches(alt, "yes please"));
+  EXPECT_TRUE(Matches(alt, "no"));
+  EXPECT_FALSE(Matches(alt, "maybe"));
+  auto unicode = Shared(ParseGbnf("root ::= [α-ω]+ \"\\u00e9\"\n"));
+  EXPECT_TRUE(Matches(unicode, "λμé"));
+  EXPECT_FALSE(Matches(unicode, "lé"));
+}
+
+TEST(RegexTest, MatchesWholeOutputs) {
+  auto phone = Regex("\\d{3}-\\d{4}");
+  EXPECT_TRUE(Matches(phone, "555-1234"));
+  EXPECT_FALSE(Matches(phone, "555-123"));
+  EXPECT_FALSE(Matches(phone, "555-12345"));
+  auto word = Regex("^(cat|dog)s?$");
+  EXPECT_TRUE(Matches(word, "dogs"));
+  EXPECT_FALSE(Matches(word, "cow"));
+  auto any = Regex("[^a-c]+");
+  EXPECT_TRUE(Matches(any, "xyz€"));
+  EXPECT_FALSE(Matches(any, "xaz"));
+  auto braces = Regex("a{2,}b{,3}");  // "{,3}" is not a quantifier: literal text
+  EXPECT_TRUE(Matches(braces, "aaab{,3}"));
+}
+
+TEST(RegexTest, RefusesWhatItCannotMatchWithTheOffset) {
+  GrammarBuilder b;
+  EXPECT_EQ(CompileRegex(b, "(a", TextContext::kRaw).status().message(),
+            "regex: missing ')' at offset 2");
+  EXPECT_EQ(CompileRegex(b, "(a)\\1", TextContext::kRaw).status().message(),
+            "regex: backreferences are not supported at offset 4");
+  EXPECT_EQ(CompileRegex(b, "(?=a)", TextContext::kRaw).status().message(),
+            "regex: lookaround and named groups are not supported at offset 1");
+  EXPECT_EQ(CompileRegex(b, "*a", TextContext::kRaw).status().message(),
+            "regex: nothing to repeat at offset 0");
+  EXPECT_EQ(CompileRegex(b, "[z-a]", TextContext::kRaw).status().message(),
+            "regex: range out of order at offset 4");
+  EXPECT_EQ(CompileRegex(b, "a{5000}", TextContext::kRaw).status().message(),
+            "regex: repetition bound over the limit of 1000 at offset 7");
+}
+
+TEST(JsonSchemaTest, ObjectsFollowTheSchema) {
+  auto g = Schema(R"({"type":"object","properties":{
+      "name":{"type":"string","maxLength":5},
+      "age":{"type":"integer","minimum":0,"maximum":120},
+      "tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":2}},
+    "required":["name","age"],"additionalProperties":false})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(Matches(g, R"({"name":"Ann","age":42})"));
+  EXPECT_TRUE(Matches(g, "{ \"name\": \"Ann\",\n  \"age\": 7, \"tags\": [\"a\", \"b\"] }"));
+  EXPECT_FALSE(Matches(g, R"({"name":"Ann"})"));                // age required
+  EXPECT_FALSE(Matches(g, R"({"name":"Annabel","age":42})"));   // maxLength
+  EXPECT_FALSE(Matches(g, R"({"name":"Ann","age":121})"));      // maximum
+  EXPECT_FALSE(Matches(g, R"({"name":"Ann","age":-1})"));       // minimum
+  EXPECT_FALSE(Matches(g, R"({"name":"Ann","age":1,"x":1})"));  // no additional
+  EXPECT_FALSE(Matches(g, R"({"name":"Ann","age":1,"tags":["c"]})"));
+  EXPECT_FALSE(Matches(g, R"({"name":"Ann","age":1,"tags":["a","a","a"]})"));
+  // Whitespace is bounded: a model cannot stall on newlines or indentation.
+  EXPECT_FALSE(IsPrefix(g, "{\n\n\n"));
+  EXPECT_TRUE(IsPrefix(g, "{\n\n" + std::string(20, ' ') + "\"name\""));
+  EXPECT_FALSE(IsPrefix(g, "{\n" + std::string(21, ' ')));
+  EXPECT_FALSE(IsPrefix(g, "{  \"name\""));  // one space, not two
+}
+
+TEST(JsonSchemaTest, AdditionalPropertiesOtherThanTheDeclaredKeys) {
+  auto g =
+      Schema(R"({"properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}})");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(Matches(g, R"({"a":1,"b":"x","ab":"y"})"));
+  EXPECT_FALSE(Matches(g, R"({"a":1,"a":"x"})"));  // a declared key cannot come back as extra
+  EXPECT_FALSE(Matches(g, R"({"b":1})"));
+}
+
+TEST(JsonSchemaTest, RefsUnionsFormatsAndNumbers) {
+  auto tree = Schema(R"({"$defs":{"node":{"type":"object","properties":{
+      "v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
+      "required":["v"],"additionalProperties":false}},"$ref":"#/$defs/node"})");
+  ASSERT_NE(tree, nullptr);
+  EXPECT_TRUE(Matches(tree, R"({"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]})"));
+  EXPECT_FALSE(Matches(tree, R"({"v":1,"kids":[{"kids":[]}]})"));
+  auto either = Schema(R"({"anyOf":[{"type":"null"},{"type":"string","format":"date"}]})");
+  EXPECT_TRUE(Matches(either, "null"));
+  EXPECT_TRUE(Matches(either, "\"2024-02-29\""));
+  EXPECT_FALSE(Matches(either, "\"2023-02-29\""));
+  EXPECT_FALSE(Matches(either, "\"2023-04-31\""));
+  auto uuid = Schema(R"({"type":"string","format":"uuid"})");
+  EXPECT_TRUE(Matches(uuid, "\"123e4567-e89b-12d3-a456-426614174000\""));
+  EXPECT_FALSE(Matches(uuid, "\"123e4567e89b12d3a456426614174000\""));
+  auto number = Schema(R"({"type":"number","minimum":-2,"exclusiveMaximum":3})");
+  for (const char* ok : {"-2", "-1.5", "0", "2.999", "-0.25"})
+    EXPECT_TRUE(Matches(number, ok)) << ok;
+  for (const char* bad : {"3", "-2.5", "3.5", "-3"}) EXPECT_FALSE(Matches(number, bad)) << bad;
+  auto digits = Schema(R"({"type":"integer"})");
+  EXPECT_TRUE(Matches(digits, "1234567890123456789"));
+  EXPECT_FALSE(IsPrefix(digits, "12345678901234567890"));  // 20 digits: bounded
+  auto pattern = Schema(R"({"type":"string","pattern":"^[A-Z]{2}\\d+$"})");
+  EXPECT_TRUE(Matches(pattern, "\"AB12\""));
+  EXPECT_FALSE(Matches(pattern, "\"A12\""));
+  auto escaped = Schema(R"({"type":"string","pattern":"a\"b"})");  // a quote inside the text
+  EXPECT_TRUE(Matches(escaped, R"("xa\"by")"));
+  auto tuple = Schema(
+      R"({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":false})");
+  EXPECT_TRUE(Matches(tuple, R"([1,"a"])"));
+  EXPECT_TRUE(Matches(tuple, R"([1])"));
+  EXPECT_FALSE(Matches(tuple, R"([1,"a",2])"));
+}
+
+TEST(JsonSchemaTest, RefusesWhatItDoesNotEnforceNamingKeywordAndPointer) {
+  const auto message = [](const std::string& schema) {
+    return std::string(CompileJsonSchema(schema).status().message());
+  };
+  EXPECT_EQ(message(R"({"type":"object","properties":{"a":{"type":"string","not":{}}}})"),
+            "schema /properties/a/not: keyword \"not\" is not supported");
+  EXPECT_EQ(message(R"({"type":"array","uniqueItems":true})"),
+            "schema /uniqueItems: keyword \"uniqueItems\" is not supported (true)");
+  EXPECT_EQ(message(R"({"type":"number","maximum":1.5})"),
+            "schema /maximum: 1.5: only whole-number bounds are supported");
+  EXPECT_EQ(message(R"({"type":"string","format":"hostname"})"),
+            "schema /format: format \"hostname\" is not supported (date, time, date-time, uuid, "
+            "email)");
+  EXPECT_EQ(message(R"({"$ref":"#/$defs/missing"})"),
+            "schema /$ref: \"#/$defs/missing\" points at nothing");
+  EXPECT_EQ(message(R"({"type":"string","pattern":"(a"})"),
+            "schema /pattern: regex: missing ')' at offset 2");
+  EXPECT_EQ(message("{\"type\": "), message("{\"type\": "));  // deterministic
+  EXPECT_TRUE(absl::StrContains(message("{\"type\": "), "the schema is not valid JSON"));
+  EXPECT_EQ(message(std::string(200, '[') + std::string(200, ']')),
+            "the schema nests deeper than 64 levels");
+}
+
+// Brute force: the tokens whose bytes the matcher accepts from its current state.
+std::vector<uint64_t> BruteForceMask(const GrammarMatcher& m, const TokenTrie& trie) {
+  std::vector<uint64_t> bits((trie.vocab_size() + 63) / 64, 0);
+  for (int id = 0; id < trie.vocab_size(); ++id) {
+    if (trie.token_bytes(id).empty()) continue;
+    GrammarMatcher copy = m;
+    if (copy.Accept(trie.token_bytes(id))) bits[id / 64] |= uint64_t{1} << (id % 64);
+  }
+  return bits;
+}
+
+TEST(GrammarMatcherTest, MasksEqualBruteForceAlongRandomWalks) {
+  // A small vocabulary with single bytes, words, JSON punctuation and multi-byte UTF-8.
+  std::vector<std::string> vocab = {
+      "",     "\"",   "{",        "}",    "{\"",  "\":",  ",\"",      "\": \"", " ",
+      "\n",   "  ",   "a",        "ab",   "abc",  "name", "\"name\"", "1",      "12",
+      "0",    "-",    ".",        "e",    "true", "null", "[",        "]",      "é",
+      "\xC3", "\xA9", "\xE2\x82", "\xAC", "\\",   "\\n",  "\\\"",     "x\"",    "\"}"};
+  for (int b = 0; b < 256; ++b) vocab.push_back(std::string(1, static_cast<char>(b)));
+  auto trie = TokenTrie::FromBytes(vocab);
+  const std::vector<std::string> schemas = {
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":4},"n":{"type":"integer","minimum":-5,"maximum":300}},"required":["name"]})",
+      R"({"type":"array","items":{"anyOf":[{"type":"number"},{"type":"boolean"},{"type":"null"}]}})",
+      R"({"type":"string","pattern":"é+\\d"})"};
+  std::mt19937 rng(7);
+  for (const std::string& schema : schemas) {
+    auto g = Schema(schema);
+    ASSERT_NE(g, nullptr);
+    for (int walk = 0; walk < 8; ++walk) {
+      GrammarMatcher m(g);
+      for (int step = 0; step < 30; ++step) {
+        std::vector<uint64_t> mask((trie->vocab_size() + 63) / 64);
+        m.FillMask(*trie, mask);
+        ASSERT_EQ(mask, BruteForceMask(m, *trie)) << schema << " step " << step;
+        std::vector<int> allowed;
+        for (int id = 0; id < trie->vocab_size(); ++id) {
+          if ((mask[id / 64] >> (id % 64)) & 1) allowed.push_back(id);
+        }
+        if (allowed.empty()) {
+          EXPECT_TRUE(m.complete());
+          break;
+        }
+        const int pick = allowed[rng() % allowed.size()];
+        ASSERT_TRUE(m.Accept(trie->token_bytes(pick)));
+      }
+    }
+  }
+}
+
+TEST(ConstraintCompilerTest, CachesByContentAndNamesItsLimits) {
+  ConstraintCompiler compiler(ConstraintLimits{.max_text_bytes = 64, .cache_entries = 1});
+  const ConstraintSpec spec{ConstraintKind::kRegex, "[a-z]+"};
+  absl::StatusOr<CompiledConstraint> first = compiler.Compile(spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->from_cache);
+  absl::StatusOr<CompiledConstraint> again = compiler.Compile(spec);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->from_cache);
+  EXPECT_EQ(again->grammar, first->grammar);
+  ASSERT_TRUE(compiler.Compile({ConstraintKind::kRegex, "[0-9]+"}).ok());  // evicts the first
+  EXPECT_FALSE(compiler.Compile(spec)->from_cache);
+  absl::StatusOr<CompiledConstraint> big =
+      compiler.Compile({ConstraintKind::kJsonSchema, std::string(65, ' ')});
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(big.status().message(),
+            "the json_schema is 65 bytes, over the limit of 64 (--max-constraint-bytes)");
+  ConstraintCompiler small(ConstraintLimits{.max_grammar_symbols = 50});
+  absl::StatusOr<CompiledConstraint> huge = small.Compile({ConstraintKind::kRegex, "a{40}b{40}"});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(huge.status().message(), "(--max-grammar-symbols)"))
+      << huge.status();
+}
+
+}  // namespace
+}  // namespace textgen::model
