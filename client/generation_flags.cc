@@ -1,7 +1,10 @@
 #include "client/generation_flags.h"
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +30,21 @@ FlagSpec LogitBiasFlag(std::vector<std::pair<int32_t, float>>* out) {
             out->emplace_back(id, static_cast<float>(bias));
             return absl::OkStatus();
           }};
+}
+
+// A flag whose value names a file; the file's text is kept.
+FlagSpec FileFlag(std::string name, std::string* out, std::string help) {
+  return {
+      name, "FILE", std::move(help), [name, out](absl::string_view path) -> absl::Status {
+        std::ifstream in{std::string(path), std::ios::binary};
+        if (!in) {
+          return absl::InvalidArgumentError(absl::StrCat("--", name, ": cannot read '", path, "'"));
+        }
+        std::ostringstream text;
+        text << in.rdbuf();
+        *out = text.str();
+        return absl::OkStatus();
+      }};
 }
 
 }  // namespace
@@ -57,6 +75,17 @@ void AddGenerationFlags(GenerationFlags* f, std::vector<FlagSpec>* specs) {
   specs->push_back(BoolFlag("echo", &f->echo, "send the prompt back first"));
   specs->push_back(StringFlag("session", &f->session_id, "ID", "reuse the KV cache of session ID"));
   specs->push_back(StringFlag("request-id", &f->request_id, "ID", "request id for server logs"));
+  specs->push_back(FileFlag("json-schema", &f->json_schema,
+                            "constrain the output to JSON matching the schema in FILE"));
+  specs->push_back(
+      BoolFlag("json-object", &f->json_object, "constrain the output to a JSON object"));
+  specs->push_back(FileFlag("grammar", &f->grammar,
+                            "constrain the output to the GBNF grammar in FILE (root rule)"));
+  specs->push_back({"regex", "RE", "constrain the whole output to match the regular expression",
+                    [f](absl::string_view v) -> absl::Status {
+                      f->regex = std::string(v);
+                      return absl::OkStatus();
+                    }});
 }
 
 namespace {
@@ -94,6 +123,12 @@ void FillCommonFields(const GenerationFlags& f, Request* request) {
   output->set_echo(f.echo);
   request->set_session_id(f.session_id);
   request->set_request_id(f.request_id);
+
+  textgen::v1::OutputConstraint* constraint = request->mutable_constraint();
+  if (!f.json_schema.empty()) constraint->set_json_schema(f.json_schema);
+  if (f.json_object) constraint->set_json_object(true);
+  if (!f.grammar.empty()) constraint->set_grammar(f.grammar);
+  if (f.regex) constraint->set_regex(*f.regex);
 }
 
 }  // namespace

@@ -36,6 +36,12 @@ struct GenerationFlags {
   bool echo = false;
   std::string session_id;
   std::string request_id;
+  // Output constraint: give one (with several, the request carries the last of json-schema,
+  // json-object, grammar, regex).
+  std::string json_schema;  // --json-schema FILE, the file's text
+  std::string grammar;      // --grammar FILE (GBNF)
+  std::optional<std::string> regex;
+  bool json_object = false;
 };
 
 // Appends the specs of all generation flags writing into `flags`.

@@ -5,8 +5,8 @@
 #   3. TSan build of the scheduler tests (fake engine; oneDNN/OpenMP are not TSan-instrumented),
 #      the chat template tests (renders share one template across threads), the HTTP
 #      transport tests (streams fed from other threads) and the request preparation pool.
-#   4. The GGUF, chat-template, request-validation, tokenizer and llama2.c fuzzers for a bounded
-#      time each.
+#   4. The GGUF, chat-template, request-validation, tokenizer, llama2.c, JSON Schema and GBNF
+#      fuzzers for a bounded time each.
 # Every stage states all the build options it relies on (scripts/lib/build-trees.sh), refuses
 # to pass when no test ran, and checks that every test the build registered ran.
 # Usage: scripts/test.sh   (env: TEXTGEN_SKIP_SANITIZERS=1, TEXTGEN_FUZZ_SECONDS=60, JOBS=N)
@@ -50,10 +50,11 @@ if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
     --timeout 900
 fi
 
-step "fuzzers (GGUF reader, chat templates, request validation, tokenizers, llama2.c)"
+step "fuzzers (GGUF reader, chat templates, request validation, tokenizers, llama2.c, JSON Schema, GBNF)"
 configure_fuzz build-fuzz
 cmake --build build-fuzz --target textgen-fuzz-gguf textgen-fuzz-jinja textgen-make-random-gguf \
-  textgen-fuzz-request textgen-fuzz-tokenizer textgen-fuzz-llama2c -j"$jobs"
+  textgen-fuzz-request textgen-fuzz-tokenizer textgen-fuzz-llama2c textgen-fuzz-schema \
+  textgen-fuzz-grammar -j"$jobs"
 tests/fuzz/run_gguf_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}"
 tests/fuzz/run_jinja_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}" \
   build/reference/llamacpp/llama.cpp/models/templates

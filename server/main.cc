@@ -123,6 +123,16 @@ ABSL_FLAG(int, max_logit_bias_entries, kDefaults.max_logit_bias_entries,
           "applied to every generated token");
 ABSL_FLAG(int, max_session_id_bytes, kDefaults.max_session_id_bytes,
           "Longest session id in bytes (longer: INVALID_ARGUMENT / HTTP 400)");
+ABSL_FLAG(int64_t, max_constraint_bytes, kDefaults.max_constraint_bytes,
+          "Largest output constraint (JSON Schema, regex or GBNF grammar) in bytes (larger: "
+          "INVALID_ARGUMENT / HTTP 400)");
+ABSL_FLAG(int64_t, max_grammar_symbols, kDefaults.max_grammar_symbols,
+          "Largest compiled constraint grammar in symbols, ~10 bytes each (larger: "
+          "RESOURCE_EXHAUSTED / HTTP 429)");
+ABSL_FLAG(int64_t, max_constraint_compile_ms, kDefaults.max_constraint_compile_ms,
+          "Longest a constraint may take to compile (longer: RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int, constraint_cache_entries, kDefaults.constraint_cache_entries,
+          "Compiled constraints kept for reuse (by content)");
 ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
           "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
 ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
@@ -174,6 +184,10 @@ ServerOptions OptionsFromFlags() {
   o.max_stop_token_ids = absl::GetFlag(FLAGS_max_stop_token_ids);
   o.max_logit_bias_entries = absl::GetFlag(FLAGS_max_logit_bias_entries);
   o.max_session_id_bytes = absl::GetFlag(FLAGS_max_session_id_bytes);
+  o.max_constraint_bytes = absl::GetFlag(FLAGS_max_constraint_bytes);
+  o.max_grammar_symbols = absl::GetFlag(FLAGS_max_grammar_symbols);
+  o.max_constraint_compile_ms = absl::GetFlag(FLAGS_max_constraint_compile_ms);
+  o.constraint_cache_entries = absl::GetFlag(FLAGS_constraint_cache_entries);
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
@@ -219,6 +233,7 @@ struct LoadedServer {
   std::unique_ptr<Scheduler> scheduler;
   // After the scheduler: destroyed first, its last tasks still reach a live scheduler.
   std::unique_ptr<PreparationPool> preparation;
+  std::unique_ptr<model::ConstraintCompiler> constraints;
   ServiceBackend backend;
 };
 
@@ -285,6 +300,14 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   backend.validation.max_session_id_bytes = o.max_session_id_bytes;
   backend.validation.context_length = loaded->model.config.context_length;
   backend.validation.add_bos = loaded->model.tokenizer.add_bos;
+  loaded->constraints = std::make_unique<model::ConstraintCompiler>(
+      model::ConstraintLimits{.max_text_bytes = static_cast<size_t>(o.max_constraint_bytes),
+                              .max_grammar_symbols = o.max_grammar_symbols,
+                              .max_compile_time = absl::Milliseconds(o.max_constraint_compile_ms),
+                              .cache_entries = o.constraint_cache_entries});
+  backend.validation.constraints = loaded->constraints.get();
+  // ~50 ms and ~15 MB for a 128k vocabulary, once.
+  backend.validation.token_trie = model::TokenTrie::Build(*loaded->tokenizer);
   backend.model_info = DescribeModel(loaded->model, *loaded->tokenizer, o.bf16,
                                      PublishedLimits{.max_new_tokens_limit = o.max_new_tokens_limit,
                                                      .max_batch_size = o.max_batch,

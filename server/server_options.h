@@ -47,6 +47,12 @@ struct ServerOptions {
   int max_stop_token_ids = ValidationOptions{}.max_stop_token_ids;        // per request
   int max_logit_bias_entries = ValidationOptions{}.max_logit_bias_entries;
   int max_session_id_bytes = ValidationOptions{}.max_session_id_bytes;
+  // Output constraints (structured output).
+  int64_t max_constraint_bytes = model::ConstraintLimits{}.max_text_bytes;
+  int64_t max_grammar_symbols = model::ConstraintLimits{}.max_grammar_symbols;
+  int64_t max_constraint_compile_ms =
+      absl::ToInt64Milliseconds(model::ConstraintLimits{}.max_compile_time);
+  int constraint_cache_entries = model::ConstraintLimits{}.cache_entries;
   absl::Duration session_ttl = SchedulerOptions{}.session_ttl;
   int max_sessions = SchedulerOptions{}.max_sessions;
   absl::Duration drain_timeout = absl::Seconds(30);

@@ -43,6 +43,16 @@ if(TARGET textgen-server)
                    ${CMAKE_SOURCE_DIR}/models/default.gguf ${CMAKE_CURRENT_BINARY_DIR}/e2e-openai)
   set_tests_properties(e2e_openai_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS e2e)
 
+  # Structured output with the `openai` npm client and ajv, on random-weight Qwen 2.5 and
+  # Llama 3.1 layouts with their real vocabularies and templates (llama.cpp's source).
+  add_test(NAME e2e_structured_output
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_structured_output_test.sh
+                   $<TARGET_FILE:textgen-server> $<TARGET_FILE:textgen-make-random-gguf>
+                   ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                   ${CMAKE_CURRENT_BINARY_DIR}/e2e-structured)
+  set_tests_properties(e2e_structured_output PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+                       LABELS e2e FIXTURES_REQUIRED llamacpp_source)
+
   # Three replicas behind Debian's nginx with deploy/nginx/textgen-lb.conf: session affinity,
   # failover of a SIGTERMed replica, and Prometheus / Grafana / alert queries against them.
   # (LB=haproxy runs it behind HAProxy; not here: see deploy/haproxy/haproxy.cfg.)

@@ -9,12 +9,14 @@ if(TEXTGEN_FUZZ)
   get_target_property(fuzz_arch_sources textgen_arch SOURCES)
   get_target_property(fuzz_tokenizer_sources textgen_tokenizer SOURCES)
   get_target_property(fuzz_utf8_sources textgen_utf8 SOURCES)
+  get_target_property(fuzz_constraint_sources textgen_constraint SOURCES)
   set(fuzz_model_libs absl::status absl::statusor absl::strings absl::str_format
-                      absl::flat_hash_map PkgConfig::PCRE2 nlohmann_json::nlohmann_json)
+                      absl::flat_hash_map absl::synchronization absl::time PkgConfig::PCRE2
+                      nlohmann_json::nlohmann_json)
   # Formats and tokenizers, compiled once (instrumented) for every fuzzer below.
   add_library(textgen_fuzz_model OBJECT ${fuzz_loader_sources} ${fuzz_arch_sources}
                                         ${fuzz_tokenizer_sources}
-                                        ${fuzz_utf8_sources})
+                                        ${fuzz_utf8_sources} ${fuzz_constraint_sources})
   target_compile_options(textgen_fuzz_model PRIVATE -fsanitize=fuzzer-no-link,address,undefined
                          -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
   target_link_libraries(textgen_fuzz_model PRIVATE ${fuzz_model_libs})
@@ -27,7 +29,14 @@ if(TEXTGEN_FUZZ)
   # The llama2.c checkpoint and tokenizer.bin readers.
   add_executable(textgen-fuzz-llama2c ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/llama2c_fuzz.cc
                                       ${fuzz_model_sources})
-  set(fuzz_targets textgen-fuzz-tokenizer textgen-fuzz-llama2c)
+  # The JSON Schema compiler and the GBNF parser, each followed by a matcher walk.
+  add_executable(textgen-fuzz-schema ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/constraint_fuzz.cc
+                                     ${fuzz_model_sources})
+  target_compile_definitions(textgen-fuzz-schema PRIVATE TEXTGEN_FUZZ_SCHEMA=1)
+  add_executable(textgen-fuzz-grammar ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/constraint_fuzz.cc
+                                      ${fuzz_model_sources})
+  set(fuzz_targets textgen-fuzz-tokenizer textgen-fuzz-llama2c textgen-fuzz-schema
+                   textgen-fuzz-grammar)
 
   # Request validation from raw protobuf bytes (needs the generated messages).
   if(TARGET textgen_proto)

@@ -92,7 +92,7 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
       templates.Find(request.template_name());
   if (!chat_template.ok()) return chat_template.status();
   const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
-                             request.stopping(), request.output()};
+                             request.stopping(),   request.output(),     request.constraint()};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
     absl::StatusOr<model::ChatInput> input = ToChatInput(request, options.max_prompt_bytes);
     if (!input.ok()) return input.status();

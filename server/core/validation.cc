@@ -267,6 +267,48 @@ absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& id
   return absl::OkStatus();
 }
 
+// Compiles the output constraint (from the compiler's cache when it has seen it before).
+absl::Status ValidateConstraint(const v1::OutputConstraint& in, const ValidationOptions& options,
+                                ConstraintParams& out) {
+  model::ConstraintSpec spec;
+  const char* field = "";
+  switch (in.kind_case()) {
+    case v1::OutputConstraint::KIND_NOT_SET:
+      return absl::OkStatus();
+    case v1::OutputConstraint::kJsonSchema:
+      spec = {model::ConstraintKind::kJsonSchema, in.json_schema()};
+      field = "constraint.json_schema";
+      break;
+    case v1::OutputConstraint::kJsonObject:
+      if (!in.json_object()) return absl::OkStatus();
+      spec = {model::ConstraintKind::kJsonObject, ""};
+      field = "constraint.json_object";
+      break;
+    case v1::OutputConstraint::kRegex:
+      spec = {model::ConstraintKind::kRegex, in.regex()};
+      field = "constraint.regex";
+      break;
+    case v1::OutputConstraint::kGrammar:
+      spec = {model::ConstraintKind::kGrammar, in.grammar()};
+      field = "constraint.grammar";
+      break;
+  }
+  if (options.constraints == nullptr || options.token_trie == nullptr) {
+    return FieldError(absl::StatusCode::kUnimplemented, field,
+                      "output constraints are not enabled on this server");
+  }
+  absl::StatusOr<model::CompiledConstraint> compiled = options.constraints->Compile(spec);
+  if (!compiled.ok()) {
+    return FieldError(compiled.status().code(), field,
+                      StrCat("is refused: ", compiled.status().message()));
+  }
+  out.grammar = std::move(compiled->grammar);
+  out.token_trie = options.token_trie;
+  out.compile_seconds = compiled->compile_seconds;
+  out.cache_hit = compiled->from_cache;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
                                                  const model::Tokenizer& tokenizer,
                                                  const ValidationOptions& options,
@@ -309,6 +351,8 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
   out.output.echo = output.echo();
   out.sampling.top_logprobs = out.output.top_logprobs;
 
+  TEXTGEN_RETURN_IF_ERROR(ValidateConstraint(fields.constraint, options, out.constraint));
+
   // The prompt last: tokenizing is the expensive part, do it only for otherwise-valid requests.
   TEXTGEN_RETURN_IF_ERROR(build_prompt(out));
   if (absl::Status s = ResolveLength(fields.stopping, static_cast<int>(out.prompt_tokens.size()),
@@ -327,7 +371,7 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                          const ValidationOptions& options,
                                                          const RequestContext& context) {
   const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
-                             request.stopping(), request.output()};
+                             request.stopping(),   request.output(),     request.constraint()};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
     return ValidatePrompt(request, tokenizer, options.add_bos, options.max_prompt_bytes, out);
   });

@@ -7,6 +7,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "model/constraint/constraint.h"
+#include "model/constraint/token_trie.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/validated_request.h"
 #include "textgen/v1/textgen.pb.h"
@@ -41,6 +43,11 @@ struct ValidationOptions {
   int max_stop_token_ids = 64;
   int max_logit_bias_entries = 300;  // OpenAI's own limit
   int max_session_id_bytes = 128;
+  // Output constraints (structured output): compiled here, off the engine thread, with the
+  // compiler's own limits (--max-constraint-bytes, --max-grammar-symbols,
+  // --max-constraint-compile-ms). Null: requests with a constraint are refused.
+  model::ConstraintCompiler* constraints = nullptr;
+  std::shared_ptr<const model::TokenTrie> token_trie;  // the vocabulary, for token masks
 };
 
 // Per-request facts that do not come from the message itself.
@@ -65,6 +72,7 @@ struct RequestFields {
   const v1::SamplingParameters& sampling;
   const v1::StoppingCriteria& stopping;
   const v1::OutputOptions& output;
+  const v1::OutputConstraint& constraint;
 };
 // Fills ValidatedRequest::prompt_tokens (and prompt_text) or says why it cannot.
 using PromptBuilder = std::function<absl::Status(ValidatedRequest&)>;

@@ -200,6 +200,9 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
           finished->timings.time_to_first_token_seconds);
       out->mutable_timings()->set_decode_seconds(finished->timings.decode_seconds);
       out->mutable_timings()->set_total_seconds(finished->timings.total_seconds);
+      out->mutable_timings()->set_constraint_compile_seconds(
+          finished->timings.constraint_compile_seconds);
+      out->mutable_timings()->set_constraint_cache_hit(finished->timings.constraint_cache_hit);
       out->set_seed(finished->seed);
     }
   }

@@ -360,6 +360,68 @@ int JsonNestingDepth(absl::string_view json) {
   return deepest;
 }
 
+// response_format (OpenAI) and textgen's extras `json_schema` (as llama.cpp's server takes
+// it), `regex` and `grammar` (GBNF): at most one constraint per request.
+absl::Status ParseConstraint(const Fields& f, v1::OutputConstraint& out) {
+  std::vector<std::string> given;
+  if (const Json* format = f.Find("response_format")) {
+    if (!format->is_object()) return WrongType("response_format", "an object", *format);
+    const auto type = format->find("type");
+    if (type == format->end() || !type->is_string()) {
+      return FieldError("response_format",
+                        "response_format.type must be \"text\", \"json_object\" or "
+                        "\"json_schema\"");
+    }
+    if (*type == "json_object") {
+      out.set_json_object(true);
+      given.push_back("response_format");
+    } else if (*type == "json_schema") {
+      const auto spec = format->find("json_schema");
+      if (spec == format->end() || !spec->is_object()) {
+        return FieldError("response_format",
+                          "response_format.json_schema must be an object with a \"schema\"");
+      }
+      const auto schema = spec->find("schema");
+      if (schema == spec->end() || schema->is_null()) {
+        out.set_json_object(true);  // a schema-less json_schema: any JSON object
+      } else if (!schema->is_object() && !schema->is_boolean()) {
+        return WrongType("response_format", "an object (response_format.json_schema.schema)",
+                         *schema);
+      } else {
+        out.set_json_schema(schema->dump());
+      }
+      given.push_back("response_format");
+    } else if (*type != "text") {
+      return FieldError("response_format", absl::StrCat("response_format.type ", type->dump(),
+                                                        " is not one of \"text\", \"json_object\", "
+                                                        "\"json_schema\""));
+    }
+  }
+  if (const Json* schema = f.Find("json_schema")) {
+    if (!schema->is_object() && !schema->is_boolean()) {
+      return WrongType("json_schema", "an object", *schema);
+    }
+    out.set_json_schema(schema->dump());
+    given.push_back("json_schema");
+  }
+  std::optional<std::string> regex, grammar;
+  TEXTGEN_RETURN_IF_ERROR(f.String("regex", regex));
+  TEXTGEN_RETURN_IF_ERROR(f.String("grammar", grammar));
+  if (regex) {
+    out.set_regex(*regex);
+    given.push_back("regex");
+  }
+  if (grammar) {
+    out.set_grammar(*grammar);
+    given.push_back("grammar");
+  }
+  if (given.size() > 1) {
+    return FieldError(given[1], absl::StrCat("give one output constraint, not both ", given[0],
+                                             " and ", given[1]));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body) {
   absl::StatusOr<Json> parsed = ParseBody(body);
   if (!parsed.ok()) return parsed.status();
@@ -367,6 +429,7 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
   OpenAiRequest out;
   out.kind = OpenAiRequest::Kind::kChat;
   v1::ChatRequest& chat = out.chat;
+  TEXTGEN_RETURN_IF_ERROR(ParseConstraint(f, *chat.mutable_constraint()));
   TEXTGEN_RETURN_IF_ERROR(ParseCommon(f, out, *chat.mutable_sampling(), *chat.mutable_stopping(),
                                       *chat.mutable_session_id()));
   const Json* messages = f.Find("messages");
@@ -397,14 +460,6 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
                         "model but does not force a call");
     }
   }
-  if (const Json* format = f.Find("response_format")) {
-    const auto type = format->is_object() ? format->find("type") : format->end();
-    if (!format->is_object() || type == format->end() || *type != "text") {
-      return FieldError("response_format",
-                        "response_format may only be {\"type\": \"text\"}: textgen does not "
-                        "constrain output to JSON");
-    }
-  }
   // textgen's extras.
   std::optional<std::string> template_name;
   TEXTGEN_RETURN_IF_ERROR(f.String("template_name", template_name));
@@ -426,6 +481,7 @@ absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body) {
   OpenAiRequest out;
   out.kind = OpenAiRequest::Kind::kCompletion;
   v1::GenerateRequest& request = out.completion;
+  TEXTGEN_RETURN_IF_ERROR(ParseConstraint(f, *request.mutable_constraint()));
   TEXTGEN_RETURN_IF_ERROR(ParseCommon(f, out, *request.mutable_sampling(),
                                       *request.mutable_stopping(), *request.mutable_session_id()));
   const Json* prompt = f.Find("prompt");

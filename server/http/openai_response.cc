@@ -81,11 +81,19 @@ Json CompletionLogprobs(const std::vector<model::SampleResult>& samples,
           {"text_offset", std::move(offsets)}};
 }
 
-Json UsageJson(const Usage& usage) {
-  return {{"prompt_tokens", usage.prompt_tokens},
-          {"completion_tokens", usage.completion_tokens},
-          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+Json UsageJson(const FinishedEvent& event) {
+  const Usage& usage = event.usage;
+  Json json = {{"prompt_tokens", usage.prompt_tokens},
+               {"completion_tokens", usage.completion_tokens},
+               {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+               {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+  // textgen's extra: what the request's output constraint cost (structured output).
+  const Timings& t = event.timings;
+  if (t.constraint_compile_seconds > 0 || t.constraint_cache_hit) {
+    json["constraint"] = {{"compile_ms", t.constraint_compile_seconds * 1e3},
+                          {"cache_hit", t.constraint_cache_hit}};
+  }
+  return json;
 }
 
 const char* TypeForHttpStatus(int status) {
@@ -245,7 +253,7 @@ std::string OpenAiResponseWriter::StreamEnd(const FinishedEvent& event) {
         {"created", options_.created},
         {"model", options_.model},
         {"choices", Json::array()},
-        {"usage", UsageJson(event.usage)}};
+        {"usage", UsageJson(event)}};
     absl::StrAppend(&out, Sse(usage_chunk));
   }
   absl::StrAppend(&out, "data: [DONE]\n\n");
@@ -285,7 +293,7 @@ std::string OpenAiResponseWriter::Body(const FinishedEvent& event) {
                      {"created", options_.created},
                      {"model", options_.model},
                      {"choices", Json::array({std::move(choice)})},
-                     {"usage", UsageJson(event.usage)}};
+                     {"usage", UsageJson(event)}};
   return Dump(body);
 }
 

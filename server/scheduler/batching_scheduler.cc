@@ -368,6 +368,10 @@ void BatchingScheduler::Step() {
   // Finished and disconnected sequences leave at once and free their KV.
   std::erase_if(running_, [&](const std::unique_ptr<Sequence>& ptr) {
     Sequence& seq = *ptr;
+    if (!seq.failure().ok()) {
+      Fail(seq, seq.failure(), /*was_waiting=*/false);
+      return true;
+    }
     if (seq.finished()) {
       Finish(seq, now);
       return true;

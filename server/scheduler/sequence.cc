@@ -5,6 +5,8 @@
 #include <utility>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
+
 namespace textgen::server {
 namespace {
 
@@ -39,6 +41,10 @@ void Sequence::Start(KvSequence kv, int cached_tokens, const model::Tokenizer* t
   sampler_ = std::make_unique<model::Sampler>(params, request_.prompt_tokens);
   detokenizer_.emplace(tokenizer, request_.prompt_tokens.back());
   tokenizer_ = tokenizer;
+  if (request_.constraint.grammar != nullptr) {
+    matcher_.emplace(request_.constraint.grammar);
+    allowed_.resize((request_.constraint.token_trie->vocab_size() + 63) / 64);
+  }
   if (request_.output.echo) {
     TokenEvent echo;
     echo.text = request_.prompt_text.empty() ? tokenizer->Decode(request_.prompt_tokens)
@@ -74,12 +80,76 @@ std::span<const float> Sequence::MaskEarlyStops(std::span<const float> logits) {
   return masked_;
 }
 
+void Sequence::EnsureMaskedCopy(std::span<const float>& logits) {
+  if (logits.data() != masked_.data()) {
+    masked_.assign(logits.begin(), logits.end());
+    logits = masked_;
+  }
+}
+
+bool Sequence::MaskConstraint(std::span<const float>& logits) {
+  const model::TokenTrie& trie = *request_.constraint.token_trie;
+  matcher_->FillMask(trie, allowed_);
+  EnsureMaskedCopy(logits);
+  const int vocab = std::min<int>(static_cast<int>(masked_.size()), trie.vocab_size());
+  const float kBanned = -std::numeric_limits<float>::infinity();
+  bool any = false;
+  for (int id = 0; id < vocab; ++id) {
+    if ((allowed_[id >> 6] >> (id & 63)) & 1) {
+      any = true;
+    } else {
+      masked_[id] = kBanned;  // control tokens have no bytes: end tokens are banned here too
+    }
+  }
+  for (size_t id = vocab; id < masked_.size(); ++id) masked_[id] = kBanned;
+  return any || matcher_->complete();
+}
+
 model::SampleResult Sequence::Sample(std::span<const float> logits) {
-  return sampler_->Sample(MaskEarlyStops(logits));
+  if (!matcher_) return sampler_->Sample(MaskEarlyStops(logits));
+  const std::span<const float> raw = logits;
+  logits = MaskEarlyStops(logits);
+  // Before min_new_tokens the end tokens stay banned, even once the output is complete.
+  const bool end_allowed = logits.data() != masked_.data() && !request_.stopping.ignore_eos;
+  if (!MaskConstraint(logits)) {
+    failure_ = matcher_->status().ok()
+                   ? absl::InternalError(absl::StrCat(
+                         "request ", request_.request_id,
+                         ": no token of the vocabulary continues the constrained output"))
+                   : absl::Status(matcher_->status().code(),
+                                  absl::StrCat("request ", request_.request_id, ": ",
+                                               matcher_->status().message()));
+    return {};
+  }
+  if (matcher_->complete()) {
+    // The end is allowed exactly when the output is complete: the model's own scores.
+    for (int id : tokenizer_->end_of_generation_ids()) {
+      if (id >= 0 && id < static_cast<int>(masked_.size()) && end_allowed) masked_[id] = raw[id];
+    }
+    bool any = false;
+    for (float v : masked_) any = any || v > -std::numeric_limits<float>::infinity();
+    if (!any) {
+      // Complete and nothing may follow (no end token allowed): the output is done.
+      constraint_done_ = true;
+      return {};
+    }
+  }
+  model::SampleResult result = sampler_->Sample(logits);
+  if (!tokenizer_->IsEndOfGeneration(result.token) &&
+      !matcher_->Accept(request_.constraint.token_trie->token_bytes(result.token))) {
+    failure_ = absl::InternalError(absl::StrCat("request ", request_.request_id,
+                                                ": sampled a token its constraint had banned"));
+  }
+  return result;
 }
 
 bool Sequence::Emit(model::SampleResult sample, int context_length, absl::Time now,
                     SchedulerObserver* observer) {
+  if (!failure_.ok()) return true;
+  if (constraint_done_) {
+    finish_reason_ = FinishReason::kEos;
+    return true;
+  }
   const int token = sample.token;
   generated_.push_back(token);
   last_token_fed_ = false;
@@ -154,6 +224,8 @@ FinishedEvent Sequence::MakeFinished(absl::Time now) {
   done.timings.decode_seconds = Seconds(now - first_token_);
   done.timings.total_seconds = Seconds(now - arrival_);
   done.seed = request_.sampling.seed;
+  done.timings.constraint_compile_seconds = request_.constraint.compile_seconds;
+  done.timings.constraint_cache_hit = request_.constraint.cache_hit;
   return done;
 }
 

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "model/constraint/grammar_matcher.h"
 #include "model/runtime/sampler.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/kv_sequence.h"
@@ -64,6 +66,8 @@ class Sequence {
             SchedulerObserver* observer);
 
   bool finished() const { return finish_reason_.has_value(); }
+  // Set when the request cannot go on (its constraint tripped a limit); the scheduler fails it.
+  const absl::Status& failure() const { return failure_; }
   // The last event of a finished request (flushes held-back text).
   FinishedEvent MakeFinished(absl::Time now);
   // Pushes an event; a false return marks the request as dropped.
@@ -76,6 +80,11 @@ class Sequence {
  private:
   // Bans EOS / stop tokens before min_new_tokens by masking a copy of the logits.
   std::span<const float> MaskEarlyStops(std::span<const float> logits);
+  // Bans every token the constraint does not allow next (end-of-generation only once the
+  // output is complete). Returns false when nothing at all may follow.
+  bool MaskConstraint(std::span<const float>& logits);
+  // Copies `logits` into masked_ unless they are masked_ already.
+  void EnsureMaskedCopy(std::span<const float>& logits);
 
   ValidatedRequest request_;
   std::shared_ptr<StreamSink> sink_;
@@ -89,8 +98,12 @@ class Sequence {
   std::unique_ptr<model::Sampler> sampler_;
   std::optional<model::IncrementalDetokenizer> detokenizer_;
   StopMatcher stop_matcher_;
-  const model::Tokenizer* tokenizer_ = nullptr;  // set by Start; knows the end-of-generation ids
-  std::vector<float> masked_;                    // [vocab] scratch for MaskEarlyStops
+  const model::Tokenizer* tokenizer_ = nullptr;   // set by Start; knows the end-of-generation ids
+  std::vector<float> masked_;                     // [vocab] scratch for the masks
+  std::optional<model::GrammarMatcher> matcher_;  // the constraint's state, when it has one
+  std::vector<uint64_t> allowed_;                 // [vocab / 64] the constraint's token mask
+  bool constraint_done_ = false;                  // complete, and nothing may follow
+  absl::Status failure_;
 
   std::vector<int> generated_;
   // Output not yet pushed: text released by the stop matcher, with its tokens.

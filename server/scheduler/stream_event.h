@@ -30,6 +30,8 @@ struct Timings {
   double time_to_first_token_seconds = 0;
   double decode_seconds = 0;
   double total_seconds = 0;
+  double constraint_compile_seconds = 0;  // 0 without a constraint or from the cache
+  bool constraint_cache_hit = false;
 };
 
 // The last event of a successful request.

@@ -1,10 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "model/constraint/grammar.h"
+#include "model/constraint/token_trie.h"
 #include "model/runtime/sampler.h"
 
 namespace textgen::server {
@@ -15,6 +18,14 @@ struct StoppingParams {
   std::vector<std::string> stop_strings;
   std::vector<int> stop_token_ids;
   bool ignore_eos = false;
+};
+
+// The compiled output constraint, when the request has one.
+struct ConstraintParams {
+  std::shared_ptr<const model::Grammar> grammar;  // null: unconstrained
+  std::shared_ptr<const model::TokenTrie> token_trie;
+  double compile_seconds = 0;
+  bool cache_hit = false;
 };
 
 struct OutputParams {
@@ -34,6 +45,7 @@ struct ValidatedRequest {
   model::SamplingParams sampling;  // seed resolved
   StoppingParams stopping;
   OutputParams output;
+  ConstraintParams constraint;
   absl::Time arrival_time = absl::InfinitePast();
   absl::Time deadline = absl::InfiniteFuture();
 };

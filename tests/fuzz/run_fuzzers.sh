@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs the request, tokenizer and llama2.c fuzzers for a bounded time each (the GGUF and chat
+# Runs the request, tokenizer, llama2.c, JSON Schema and GBNF fuzzers for a bounded time each (the GGUF and chat
 # template fuzzers have their own scripts).
 # Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [request|tokenizer|llama2c ...]
 #   BUILD_DIR was configured by configure_fuzz (scripts/lib/build-trees.sh) and has built
-#   textgen-fuzz-request, textgen-fuzz-tokenizer and textgen-fuzz-llama2c. LLAMACPP_DIR is the
+#   textgen-fuzz-request, -tokenizer, -llama2c, -schema and -grammar. LLAMACPP_DIR is the
 #   llama.cpp source (tests/reference/llamacpp_source.sh): its models/ggml-vocab-*.gguf are the
 #   tokenizer fuzzer's vocabularies and their .inp test texts its seeds; its Llama 3 template
-#   is the request fuzzer's named variant.
+#   is the request fuzzer's named variant; its grammars/*.gbnf seed the grammar fuzzer. Debian's
+#   json-schema-test-suite schemas seed the schema fuzzer.
 # Env: FUZZ_RUNS=N runs N executions per fuzzer instead of SECONDS (for the 10M-execution runs);
 #   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
 # Seeds: tests/fuzz/corpus/request/*.textproto (encoded with protoc), the .inp texts, the real
@@ -18,7 +19,7 @@ seconds=${2:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
 llamacpp=${3:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
 shift 3
 names=("$@")
-((${#names[@]})) || names=(request tokenizer llama2c)
+((${#names[@]})) || names=(request tokenizer llama2c schema grammar)
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 shared=${TEXTGEN_SHARED_DIR:-$repo/../shared}
@@ -66,6 +67,28 @@ seed_llama2c() {
   fi
 }
 
+seed_schema() {
+  local corpus=$1
+  /usr/bin/python3 - /usr/share/json-schema-test-suite/tests/draft7 "$corpus" <<'PY'
+import glob, json, os, sys
+suite, corpus = sys.argv[1], sys.argv[2]
+n = 0
+for path in sorted(glob.glob(os.path.join(suite, "*.json"))):
+    for group in json.load(open(path)):
+        for test in group["tests"][:1]:
+            data = json.dumps(group["schema"]).encode() + b"\0" + json.dumps(test["data"]).encode()
+            open(os.path.join(corpus, "schema_%d" % n), "wb").write(data)
+            n += 1
+PY
+}
+
+seed_grammar() {
+  local corpus=$1 g
+  for g in "$llamacpp"/grammars/*.gbnf; do
+    { cat "$g"; printf '\0{"a": [1, "x"]}'; } > "$corpus/$(basename "$g" .gbnf)"
+  done
+}
+
 status=0
 for name in "${names[@]}"; do
   fuzzer=$build/bin/textgen-fuzz-$name
@@ -80,6 +103,7 @@ for name in "${names[@]}"; do
     tokenizer) extra=(-max_len=2048)
                export TEXTGEN_FUZZ_VOCAB_DIR="$llamacpp/models" ;;
     llama2c) extra=(-max_len=1100000) ;;
+    schema|grammar) extra=(-max_len=8192) ;;
   esac
   printf '\n== %s fuzzer\n' "$name"
   # One worker keeps to the shared 2-core budget.

@@ -94,6 +94,30 @@ TEST(OpenAiRequestTest, CompletionPromptShapes) {
   EXPECT_THAT(nested->completion.tokens().ids(), ::testing::ElementsAre(5, 6));
 }
 
+TEST(OpenAiRequestTest, ResponseFormatAndExtrasBecomeTheConstraint) {
+  absl::StatusOr<OpenAiRequest> schema = ParseChatCompletionRequest(
+      R"({"messages": [], "response_format": {"type": "json_schema", "json_schema":
+          {"name": "x", "strict": true, "schema": {"type": "object"}}}})");
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_EQ(schema->chat.constraint().json_schema(), R"({"type":"object"})");
+  absl::StatusOr<OpenAiRequest> object = ParseChatCompletionRequest(
+      R"({"messages": [], "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(object.ok()) << object.status();
+  EXPECT_TRUE(object->chat.constraint().json_object());
+  absl::StatusOr<OpenAiRequest> text =
+      ParseChatCompletionRequest(R"({"messages": [], "response_format": {"type": "text"}})");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->chat.constraint().kind_case(), v1::OutputConstraint::KIND_NOT_SET);
+  absl::StatusOr<OpenAiRequest> regex =
+      ParseCompletionRequest(R"({"prompt": "x", "regex": "[0-9]+"})");
+  ASSERT_TRUE(regex.ok()) << regex.status();
+  EXPECT_EQ(regex->completion.constraint().regex(), "[0-9]+");
+  absl::StatusOr<OpenAiRequest> grammar =
+      ParseCompletionRequest(R"({"prompt": "x", "grammar": "root ::= \"a\""})");
+  ASSERT_TRUE(grammar.ok()) << grammar.status();
+  EXPECT_EQ(grammar->completion.constraint().grammar(), "root ::= \"a\"");
+}
+
 struct BadBody {
   const char* body;
   const char* param;    // expected error.param ("" = none)
@@ -144,8 +168,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{R"({"messages": [], "stream": "yes"})", "stream", "stream must be a boolean"},
         BadBody{R"({"messages": [], "tool_choice": "required"})", "tool_choice",
                 "tool_choice may be"},
-        BadBody{R"({"messages": [], "response_format": {"type": "json_object"}})",
-                "response_format", "does not constrain output to JSON"},
+        BadBody{R"({"messages": [], "response_format": {"type": "xml"}})", "response_format",
+                "response_format.type \"xml\" is not one of"},
+        BadBody{R"({"messages": [], "response_format": {"type": "json_schema"}})",
+                "response_format", "response_format.json_schema must be an object"},
+        BadBody{R"({"messages": [], "response_format": {"type": "json_object"}, "regex": "a"})",
+                "regex", "give one output constraint, not both response_format and regex"},
+        BadBody{R"({"prompt": "x", "grammar": 7})", "grammar", "grammar must be a string"},
         BadBody{R"({"prompt": ["a", "b"]})", "prompt", "prompt holds 2 prompts"},
         BadBody{R"({"prompt": []})", "prompt", "prompt is an empty array"},
         BadBody{R"({"prompt": [1, "a"]})", "prompt[1]", "prompt[1] must be a token id"},

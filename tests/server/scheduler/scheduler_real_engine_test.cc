@@ -14,6 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/arch/architectures.h"
+#include "model/constraint/constraint.h"
+#include "model/constraint/grammar_matcher.h"
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
@@ -186,6 +188,59 @@ TEST_P(RealEngineSchedulerTest, SameTokensAfterASessionPrefixHit) {
               static_cast<int>(first.prompt_tokens.size() + turn1.size()) - 1);
     EXPECT_THAT(hit.tokens, ElementsAreArray(expected)) << "variant " << v;
   }
+}
+
+// A JSON Schema constraint: every answer that ends by itself is valid, and a constrained
+// request gives the same tokens alone or batched with unconstrained ones.
+TEST_P(RealEngineSchedulerTest, ConstrainedOutputIsValidAndBatchInvariant) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<model::CompiledConstraint> compiled = compiler.Compile(
+      {model::ConstraintKind::kJsonSchema,
+       R"({"type":"object","properties":{"name":{"type":"string","maxLength":6},)"
+       R"("n":{"type":"integer","minimum":0,"maximum":99},"ok":{"type":"boolean"}},)"
+       R"("required":["name","n"],"additionalProperties":false})"});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const auto trie = model::TokenTrie::Build(*tokenizer_);
+  const auto constrained = [&](int p, int v) {
+    ValidatedRequest r = Make(Prompts()[p], v, 160);
+    r.stopping.ignore_eos = false;
+    r.constraint.grammar = compiled->grammar;
+    r.constraint.token_trie = trie;
+    return r;
+  };
+  std::vector<testing::Outcome> alone;
+  for (int p = 0; p < 4; ++p) {
+    for (int v = 0; v < 2; ++v) {
+      auto sink = std::make_shared<RecordingSink>();
+      ASSERT_TRUE(scheduler_->Submit(constrained(p, v), sink).ok());
+      alone.push_back(Summarize(sink->Wait()));
+      const testing::Outcome& out = alone.back();
+      ASSERT_TRUE(out.error.ok()) << out.error;
+      ASSERT_TRUE(out.finished.has_value());
+      if (out.finished->reason == FinishReason::kEos) {
+        model::GrammarMatcher matcher(compiled->grammar);
+        EXPECT_TRUE(matcher.Accept(out.text) && matcher.complete()) << out.text;
+      } else {
+        // Cut short: still a prefix of a valid answer.
+        model::GrammarMatcher matcher(compiled->grammar);
+        EXPECT_TRUE(matcher.Accept(out.text)) << out.text;
+      }
+    }
+  }
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 16; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ValidatedRequest r =
+        i % 2 == 0 ? constrained((i / 2) % 4, (i / 8) % 2) : Make(Prompts()[i % 4], 1, 24);
+    ASSERT_TRUE(scheduler_->Submit(std::move(r), sinks.back()).ok());
+  }
+  for (int i = 0; i < 16; i += 2) {
+    testing::Outcome out = Summarize(sinks[i]->Wait());
+    ASSERT_TRUE(out.error.ok()) << out.error;
+    const int p = (i / 2) % 4, v = (i / 8) % 2;
+    EXPECT_THAT(out.tokens, ElementsAreArray(alone[p * 2 + v].tokens)) << "request " << i;
+  }
+  for (int i = 1; i < 16; i += 2) EXPECT_TRUE(Summarize(sinks[i]->Wait()).error.ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,

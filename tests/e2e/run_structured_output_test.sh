@@ -1,0 +1,28 @@
+#!/bin/sh
+# Structured output end to end: random-weight models in Qwen 2.5 and Llama 3.1 layouts (their
+# real vocabularies and chat templates, from llama.cpp's source), the server's HTTP API, the
+# official `openai` npm client with response_format json_schema, and `ajv` (draft 2020-12,
+# with ajv-formats) validating every answer. Installs the npm packages into WORK_DIR once.
+# Exit 77 = skipped (no node, or the npm registry unreachable), with the reason printed.
+# Usage: run_structured_output_test.sh SERVER_BIN MAKE_GGUF_BIN LLAMACPP_DIR WORK_DIR
+set -eu
+server=$1 make_gguf=$2 llamacpp=$3 work=$4
+here=$(cd "$(dirname "$0")" && pwd)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "SKIP: node/npm not installed (scripts/install-deps.sh --test installs them)"; exit 77
+fi
+mkdir -p "$work"
+if [ ! -d "$work/node_modules/openai" ] || [ ! -d "$work/node_modules/ajv-formats" ]; then
+  (cd "$work" && npm install --no-audit --no-fund --no-save --loglevel=error openai@^6 ajv@^8 \
+    ajv-formats@^3) || { echo "SKIP: npm install failed (registry unreachable?)"; exit 77; }
+fi
+models=$llamacpp/models
+"$make_gguf" --arch qwen2 --preset tiny --dtype f32 --context 2048 --name qwen2.5-random \
+  --vocab-from "$models/ggml-vocab-qwen2.gguf" \
+  --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --out "$work/qwen2.gguf"
+"$make_gguf" --arch llama --preset tiny --dtype f32 --context 2048 --name llama3.1-random \
+  --vocab-from "$models/ggml-vocab-llama-bpe.gguf" \
+  --chat-template "$models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" \
+  --out "$work/llama.gguf"
+NODE_PATH="$work/node_modules" exec node "$here/structured_output_test.js" "$server" \
+  "$work/qwen2.gguf" "$work/llama.gguf"

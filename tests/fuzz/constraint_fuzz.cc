@@ -1,0 +1,58 @@
+// libFuzzer targets over the constraint compilers: the input is a schema (TEXTGEN_FUZZ_SCHEMA)
+// or a GBNF grammar (otherwise), then NUL, then bytes fed to a matcher of what compiled. Any
+// input must give a grammar or a clean refusal, and the matcher must never fail on its own
+// (a limit) for these small inputs.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "model/constraint/gbnf.h"
+#include "model/constraint/grammar_matcher.h"
+#include "model/constraint/json_schema.h"
+#include "model/constraint/token_trie.h"
+
+namespace {
+
+// A small vocabulary: every byte and a few multi-byte pieces.
+std::shared_ptr<const textgen::model::TokenTrie> Vocabulary() {
+  static const auto* trie = [] {
+    std::vector<std::string> tokens;
+    for (int b = 0; b < 256; ++b) tokens.push_back(std::string(1, static_cast<char>(b)));
+    for (const char* t : {"{\"", "\":", "\"", ", \"", "true", "null", "12", "ab", "\n  "}) {
+      tokens.push_back(t);
+    }
+    return new std::shared_ptr<const textgen::model::TokenTrie>(
+        textgen::model::TokenTrie::FromBytes(tokens));
+  }();
+  return *trie;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  const size_t nul = input.find('\0');
+  const std::string_view source = input.substr(0, nul);
+  const std::string_view feed = nul == std::string_view::npos ? "" : input.substr(nul + 1);
+  textgen::model::GrammarLimits small{.max_positions = 200000};
+#ifdef TEXTGEN_FUZZ_SCHEMA
+  auto grammar = textgen::model::CompileJsonSchema(
+      source, textgen::model::JsonSchemaLimits{.max_length_bound = 256, .grammar = small});
+#else
+  auto grammar = textgen::model::ParseGbnf(
+      source, textgen::model::GbnfLimits{.max_repeat = 256, .grammar = small});
+#endif
+  if (!grammar.ok()) return 0;
+  auto shared = std::make_shared<const textgen::model::Grammar>(std::move(*grammar));
+  textgen::model::GrammarMatcher matcher(shared);
+  std::vector<uint64_t> mask((Vocabulary()->vocab_size() + 63) / 64);
+  matcher.FillMask(*Vocabulary(), mask);
+  for (size_t i = 0; i < feed.size() && i < 64; ++i) {
+    if (!matcher.Accept(feed.substr(i, 1))) break;
+    if (i % 8 == 0) matcher.FillMask(*Vocabulary(), mask);
+  }
+  (void)matcher.complete();
+  return 0;
+}
