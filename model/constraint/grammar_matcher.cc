@@ -131,6 +131,15 @@ bool GrammarMatcher::Accept(std::string_view bytes) {
   return true;
 }
 
+bool GrammarMatcher::CanAccept(std::string_view bytes) {
+  int32_t set = state_;
+  for (char c : bytes) {
+    if (set < 0) return false;
+    set = Step(set, static_cast<uint8_t>(c));
+  }
+  return set >= 0;
+}
+
 bool GrammarMatcher::complete() const {
   return state_ >= 0 && !sets_[state_].empty() && sets_[state_].front() == kAccept;
 }

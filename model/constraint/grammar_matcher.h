@@ -31,6 +31,8 @@ class GrammarMatcher {
 
   // Consumes `bytes`; false (state unchanged) when they do not continue the language.
   bool Accept(std::string_view bytes);
+  // Whether Accept(bytes) would succeed; the state does not change.
+  bool CanAccept(std::string_view bytes);
   // The output so far is a whole string of the language.
   bool complete() const;
   // Some byte may still follow.
