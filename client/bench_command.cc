@@ -1,7 +1,9 @@
 // textgen bench: load generator against a live server.
 
+#include <fstream>
 #include <limits>
 #include <ostream>
+#include <sstream>
 
 #include "client/bench_report.h"
 #include "client/bench_runner.h"
@@ -33,6 +35,7 @@ int RunBench(const std::vector<std::string>& args, CommandIo& io) {
   std::optional<uint64_t> seed;
   bool json = false;
   std::string http_address;
+  std::string json_schema_path, regex;
   std::vector<FlagSpec> specs;
   AddConnectionFlags(&connection, &specs);
   specs.push_back(IntFlag("concurrency", &concurrency, 1, 4096, "streams in flight (default 1)"));
@@ -56,6 +59,9 @@ int RunBench(const std::vector<std::string>& args, CommandIo& io) {
       StringFlag("http", &http_address, "HOST:PORT",
                  "send the requests to the OpenAI HTTP API at HOST:PORT (streaming "
                  "/v1/completions) instead of gRPC; --addr still answers GetModelInfo"));
+  specs.push_back(StringFlag("json-schema", &json_schema_path, "FILE",
+                             "constrain every request to the JSON Schema in FILE"));
+  specs.push_back(StringFlag("regex", &regex, "RE", "constrain every request to the regex"));
   int exit_code = kExitOk;
   std::optional<ParsedArgs> parsed = ParseCommandLine(args, specs, kBenchUsage, io, &exit_code);
   if (!parsed) return exit_code;
@@ -64,6 +70,14 @@ int RunBench(const std::vector<std::string>& args, CommandIo& io) {
   }
 
   BenchOptions options;
+  if (!json_schema_path.empty()) {
+    std::ifstream in(json_schema_path, std::ios::binary);
+    if (!in) return UsageError(kBenchUsage, "--json-schema: cannot read " + json_schema_path, io);
+    std::ostringstream text;
+    text << in.rdbuf();
+    options.json_schema = text.str();
+  }
+  options.regex = regex;
   options.concurrency = static_cast<int>(concurrency);
   options.requests = static_cast<int>(requests);
   options.prompt_tokens = static_cast<int>(prompt_tokens);

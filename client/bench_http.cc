@@ -67,9 +67,13 @@ RequestRecord HttpBenchClient::Run(const BenchOptions& options, const std::vecto
   record.prompt_tokens = static_cast<int>(prompt.size());
   record.code = grpc::StatusCode::UNAVAILABLE;
   Connection& c = *connection_;
-  const nlohmann::json body = {{"prompt", prompt}, {"max_tokens", max_tokens},
-                               {"seed", seed},     {"ignore_eos", true},
-                               {"stream", true},   {"stream_options", {{"include_usage", true}}}};
+  nlohmann::json body = {{"prompt", prompt}, {"max_tokens", max_tokens},
+                         {"seed", seed},     {"ignore_eos", true},
+                         {"stream", true},   {"stream_options", {{"include_usage", true}}}};
+  if (!options.json_schema.empty()) {
+    body["json_schema"] = nlohmann::json::parse(options.json_schema, nullptr, false);
+  }
+  if (!options.regex.empty()) body["regex"] = options.regex;
   bhttp::request<bhttp::string_body> request{bhttp::verb::post, "/v1/completions", 11};
   request.set(bhttp::field::host, c.host);
   request.set(bhttp::field::content_type, "application/json");

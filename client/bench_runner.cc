@@ -77,6 +77,9 @@ RequestRecord RunOne(TextGeneration::Stub& stub, const BenchOptions& options,
   request.mutable_sampling()->set_seed(seed);
   request.mutable_stopping()->set_max_new_tokens(static_cast<uint32_t>(max_tokens));
   request.mutable_stopping()->set_ignore_eos(true);
+  if (!options.json_schema.empty())
+    request.mutable_constraint()->set_json_schema(options.json_schema);
+  if (!options.regex.empty()) request.mutable_constraint()->set_regex(options.regex);
 
   RequestRecord record;
   record.prompt_tokens = static_cast<int>(prompt.size());

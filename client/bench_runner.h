@@ -40,6 +40,11 @@ struct BenchOptions {
   // /v1/completions) instead of to the gRPC Generate RPC. Single-turn only.
   std::string http_address;
   std::string api_key;  // sent as "authorization: Bearer KEY" (gRPC metadata or HTTP header)
+  // An output constraint on every request (structured output): a JSON Schema's text or a
+  // regex; empty = unconstrained. With ignore_eos a request still yields max_tokens unless
+  // its language ends first.
+  std::string json_schema;
+  std::string regex;
 };
 
 // What the runner needs to know about the served model (from GetModelInfo).

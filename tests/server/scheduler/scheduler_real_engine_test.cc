@@ -243,6 +243,38 @@ TEST_P(RealEngineSchedulerTest, ConstrainedOutputIsValidAndBatchInvariant) {
   for (int i = 1; i < 16; i += 2) EXPECT_TRUE(Summarize(sinks[i]->Wait()).error.ok());
 }
 
+// A constrained follow-up turn on a session reuses the KV cache and gives the same tokens
+// as the same request computed cold.
+TEST_P(RealEngineSchedulerTest, ConstrainedTurnReusesTheSession) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<model::CompiledConstraint> compiled =
+      compiler.Compile({model::ConstraintKind::kRegex, "(yes|no), [a-z ]{1,12}\\."});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const auto trie = model::TokenTrie::Build(*tokenizer_);
+  ValidatedRequest first = Make(Prompts()[3], 1, 24);
+  first.session_id = "constrained";
+  first.stopping.ignore_eos = false;
+  first.constraint = {compiled->grammar, trie, 0, false};
+  std::vector<int> turn1 = RunAlone(first);
+  ValidatedRequest second = first;
+  second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
+  std::vector<int> more = tokenizer_->Encode(" And then?", /*add_bos=*/false);
+  second.prompt_tokens.insert(second.prompt_tokens.end(), more.begin(), more.end());
+  ValidatedRequest cold = second;
+  cold.session_id.clear();
+  const std::vector<int> expected = RunAlone(cold);
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(second, sink).ok());
+  testing::Outcome hit = Summarize(sink->Wait());
+  ASSERT_TRUE(hit.finished) << hit.error;
+  EXPECT_GE(hit.finished->usage.cached_tokens, static_cast<int>(first.prompt_tokens.size()));
+  EXPECT_THAT(hit.tokens, ElementsAreArray(expected));
+  if (hit.finished->reason == FinishReason::kEos) {
+    model::GrammarMatcher matcher(compiled->grammar);
+    EXPECT_TRUE(matcher.Accept(hit.text) && matcher.complete()) << hit.text;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
                                            "gemma2", "gemma3", "llama_Q4_K_M"),
