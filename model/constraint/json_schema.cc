@@ -939,10 +939,11 @@ absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema, const JsonSch
   // Parse with ordered objects to learn key order, then use the plain form for lookups.
   nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(schema, nullptr, false);
   if (ordered.is_discarded()) {
-    Json probe;
     try {
-      probe = Json::parse(schema);
-    } catch (const Json::parse_error& e) {
+      const Json probe = Json::parse(schema);
+      return absl::InvalidArgumentError(
+          absl::StrCat("the schema is not valid JSON (", probe.type_name(), ")"));
+    } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e999
       return absl::InvalidArgumentError(absl::StrCat("the schema is not valid JSON: ", e.what()));
     }
     return absl::InvalidArgumentError("the schema is not valid JSON");

@@ -122,8 +122,9 @@ absl::StatusOr<Json> ParseBody(absl::string_view body) {
   Json parsed;
   try {
     parsed = Json::parse(body.begin(), body.end());
-  } catch (const Json::parse_error& e) {
-    // nlohmann's message names the byte and what it expected.
+  } catch (const Json::exception& e) {
+    // nlohmann's message names the byte and what it expected (or the number that overflows:
+    // out_of_range.406, not a parse_error).
     std::string what = e.what();
     if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     return FieldError("", absl::StrCat("the request body is not valid JSON: ", what));

@@ -198,6 +198,9 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotEnforceNamingKeywordAndPointer) {
             "schema /pattern: regex: missing ')' at offset 2");
   EXPECT_EQ(message("{\"type\": "), message("{\"type\": "));  // deterministic
   EXPECT_TRUE(absl::StrContains(message("{\"type\": "), "the schema is not valid JSON"));
+  // A number too large for a double is out_of_range in nlohmann, not a parse error.
+  EXPECT_TRUE(absl::StrContains(message("{\"not\": 1e1198}"), "number overflow"))
+      << message("{\"not\": 1e1198}");
   EXPECT_EQ(message(std::string(200, '[') + std::string(200, ']')),
             "the schema nests deeper than 64 levels");
 }

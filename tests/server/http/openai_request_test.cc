@@ -100,8 +100,8 @@ TEST(OpenAiRequestTest, ResponseFormatAndExtrasBecomeTheConstraint) {
           {"name": "x", "strict": true, "schema": {"type": "object"}}}})");
   ASSERT_TRUE(schema.ok()) << schema.status();
   EXPECT_EQ(schema->chat.constraint().json_schema(), R"({"type":"object"})");
-  absl::StatusOr<OpenAiRequest> object = ParseChatCompletionRequest(
-      R"({"messages": [], "response_format": {"type": "json_object"}})");
+  absl::StatusOr<OpenAiRequest> object =
+      ParseChatCompletionRequest(R"({"messages": [], "response_format": {"type": "json_object"}})");
   ASSERT_TRUE(object.ok()) << object.status();
   EXPECT_TRUE(object->chat.constraint().json_object());
   absl::StatusOr<OpenAiRequest> text =
@@ -175,6 +175,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{R"({"messages": [], "response_format": {"type": "json_object"}, "regex": "a"})",
                 "regex", "give one output constraint, not both response_format and regex"},
         BadBody{R"({"prompt": "x", "grammar": 7})", "grammar", "grammar must be a string"},
+        BadBody{R"({"prompt": "x", "temperature": 1e999})", "",
+                "the request body is not valid JSON: number overflow parsing '1e999'"},
         BadBody{R"({"prompt": ["a", "b"]})", "prompt", "prompt holds 2 prompts"},
         BadBody{R"({"prompt": []})", "prompt", "prompt is an empty array"},
         BadBody{R"({"prompt": [1, "a"]})", "prompt[1]", "prompt[1] must be a token id"},
