@@ -69,4 +69,41 @@ print(f"streams {streams}: median unconstrained {f:.2f} tok/s, constrained {c:.2
 PY
 done
 kill $server; wait $server 2>/dev/null || true
+
+# llama.cpp's server on the same file and schema (its json_schema -> GBNF grammar sampling),
+# one stream, the same rounds; tokens/s from its own timings.predicted_per_second.
+if [[ -x $L/llama-server ]]; then
+  lport=$((20000 + RANDOM % 20000))
+  "$L/llama-server" -m "$model" -t 2 -c 4096 -np 1 --port "$lport" >/dev/null 2>&1 &
+  server=$!
+  python3 - "$lport" "$schema" "$rounds" <<'PY'
+import json, statistics, sys, time, urllib.request
+port, schema, rounds = int(sys.argv[1]), json.load(open(sys.argv[2])), int(sys.argv[3])
+url = f"http://127.0.0.1:{port}/completion"
+for _ in range(600):
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+        break
+    except Exception:
+        time.sleep(0.5)
+def run(constrained, seed):
+    body = {"prompt": "Write JSON", "n_predict": 64, "seed": seed, "temperature": 1,
+            "ignore_eos": True, "cache_prompt": False}
+    if constrained:
+        body["json_schema"] = schema
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    r = json.load(urllib.request.urlopen(req, timeout=600))
+    return r["timings"]["predicted_per_second"], r["tokens_predicted"]
+free, con = [], []
+for i in range(rounds):
+    run(False, 99)  # warm-up
+    a, na = run(False, i + 1)
+    b, nb = run(True, i + 1)
+    print(f"llama.cpp round {i + 1}: unconstrained {a:.2f} tok/s ({na}) | constrained {b:.2f} tok/s ({nb})")
+    free.append(a); con.append(b)
+f, c = statistics.median(free), statistics.median(con)
+print(f"llama.cpp 1 stream: median unconstrained {f:.2f} tok/s, constrained {c:.2f} tok/s, ratio {c / f:.3f}")
+PY
+  kill $server; wait $server 2>/dev/null || true
+fi
 "$B/bin/textgen-bench-constraint" --vocab "$vocab" --walks 5 --steps 128
