@@ -70,6 +70,40 @@ void AppendUtf8(uint32_t cp, std::string& out) {
   }
 }
 
+std::optional<uint32_t> DecodeUtf8(std::string_view text, size_t& pos) {
+  if (pos >= text.size()) return std::nullopt;
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[i]); };
+  const uint8_t lead = byte(pos);
+  const size_t len = lead < 0x80    ? 1
+                     : lead >= 0xF8 ? 0
+                     : lead >= 0xF0 ? 4
+                     : lead >= 0xE0 ? 3
+                     : lead >= 0xC0 ? 2
+                                    : 0;
+  if (len == 0 || pos + len > text.size()) return std::nullopt;
+  uint32_t cp = len == 1 ? lead : lead & (0xFF >> (len + 1));
+  for (size_t i = 1; i < len; ++i) {
+    if ((byte(pos + i) & 0xC0) != 0x80) return std::nullopt;
+    cp = (cp << 6) | (byte(pos + i) & 0x3F);
+  }
+  if (cp > kMaxCodepoint) return std::nullopt;
+  pos += len;
+  return cp;
+}
+
+std::optional<uint32_t> DecodeHex(std::string_view text, size_t& pos, int digits) {
+  uint32_t v = 0;
+  for (int i = 0; i < digits; ++i) {
+    const size_t at = pos + static_cast<size_t>(i);
+    if (at >= text.size() || !isxdigit(static_cast<unsigned char>(text[at]))) return std::nullopt;
+    const char c = text[at];
+    v = v * 16 + static_cast<uint32_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  if (v > kMaxCodepoint) return std::nullopt;
+  pos += static_cast<size_t>(digits);
+  return v;
+}
+
 namespace {
 
 using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;

@@ -5,7 +5,11 @@
 // `\` and controls) are matched in their escaped forms instead, so a regex or a format inside
 // a string constrains the decoded text.
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,5 +43,12 @@ Symbol CharSymbol(GrammarBuilder& builder, const CodepointSet& set, TextContext 
 
 // The UTF-8 encoding of `cp`.
 void AppendUtf8(uint32_t cp, std::string& out);
+
+// The code point whose UTF-8 encoding starts at text[pos], advancing pos past it; nullopt
+// (pos unchanged) when the bytes there are not UTF-8. The regex and GBNF parsers read with it.
+std::optional<uint32_t> DecodeUtf8(std::string_view text, size_t& pos);
+// `digits` hex digits at text[pos] as a code point, advancing pos past them; nullopt when
+// they are not all there or name a value past kMaxCodepoint.
+std::optional<uint32_t> DecodeHex(std::string_view text, size_t& pos, int digits);
 
 }  // namespace textgen::model

@@ -113,16 +113,9 @@ class GbnfParser {
   }
 
   absl::StatusOr<uint32_t> Hex(int digits) {
-    uint32_t v = 0;
-    for (int i = 0; i < digits; ++i) {
-      if (AtEnd() || !isxdigit(static_cast<unsigned char>(text_[pos_]))) {
-        return Error(absl::StrCat("expected ", digits, " hex digits"));
-      }
-      const char c = text_[pos_++];
-      v = v * 16 + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-    }
-    if (v > kMaxCodepoint) return Error("code point out of range");
-    return v;
+    std::optional<uint32_t> v = DecodeHex(text_, pos_, digits);
+    if (!v) return Error(absl::StrCat("expected ", digits, " hex digits (a code point)"));
+    return *v;
   }
 
   // One character of a literal or class (escapes decoded).
@@ -158,16 +151,9 @@ class GbnfParser {
           return Error(absl::StrCat("unknown escape \\", std::string(1, e)));
       }
     }
-    const int len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
-    if (len == 0 || pos_ + len > text_.size()) return Error("invalid UTF-8");
-    uint32_t cp = len == 1 ? c : c & (0xFF >> (len + 1));
-    for (int i = 1; i < len; ++i) {
-      const uint8_t next = static_cast<uint8_t>(text_[pos_ + i]);
-      if ((next & 0xC0) != 0x80) return Error("invalid UTF-8");
-      cp = (cp << 6) | (next & 0x3F);
-    }
-    pos_ += len;
-    return cp;
+    std::optional<uint32_t> cp = DecodeUtf8(text_, pos_);
+    if (!cp) return Error("invalid UTF-8");
+    return *cp;
   }
 
   absl::Status Alternatives(int rule, bool nested) {

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/base/json_nesting.h"
 #include "model/constraint/char_class.h"
 #include "model/constraint/regex.h"
 #include "nlohmann/json.hpp"
@@ -902,29 +903,6 @@ class SchemaCompiler {
   std::map<std::string, int> refs_;
 };
 
-// The deepest nesting of [ and { in `text` (outside strings).
-int NestingDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 }  // namespace
 
 absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema, const JsonSchemaLimits& limits) {
@@ -932,7 +910,7 @@ absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema, const JsonSch
     return absl::InvalidArgumentError(absl::StrCat(
         "the schema is ", schema.size(), " bytes, over the limit of ", limits.max_schema_bytes));
   }
-  if (NestingDepth(schema) > 2 * limits.max_depth + 2) {
+  if (JsonNestingDepth(schema) > 2 * limits.max_depth + 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("the schema nests deeper than ", limits.max_depth, " levels"));
   }

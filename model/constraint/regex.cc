@@ -67,31 +67,17 @@ class RegexParser {
   bool Peek(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
   bool AtEnd() const { return pos_ >= text_.size(); }
 
-  // Decodes one UTF-8 character of the pattern.
+  // One UTF-8 character of the pattern.
   absl::StatusOr<uint32_t> NextCodepoint() {
-    const auto byte = [&](size_t i) { return static_cast<uint8_t>(text_[i]); };
-    const uint8_t c = byte(pos_);
-    int len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
-    if (len == 0 || pos_ + len > text_.size()) return Error("invalid UTF-8");
-    uint32_t cp = len == 1 ? c : c & (0xFF >> (len + 1));
-    for (int i = 1; i < len; ++i) {
-      if ((byte(pos_ + i) & 0xC0) != 0x80) return Error("invalid UTF-8");
-      cp = (cp << 6) | (byte(pos_ + i) & 0x3F);
-    }
-    pos_ += len;
-    return cp;
+    std::optional<uint32_t> cp = DecodeUtf8(text_, pos_);
+    if (!cp) return Error("invalid UTF-8");
+    return *cp;
   }
 
   absl::StatusOr<uint32_t> Hex(int digits) {
-    uint32_t v = 0;
-    for (int i = 0; i < digits; ++i) {
-      if (AtEnd() || !isxdigit(static_cast<unsigned char>(text_[pos_]))) {
-        return Error(absl::StrCat("expected ", digits, " hex digits"));
-      }
-      const char c = text_[pos_++];
-      v = v * 16 + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-    }
-    return v;
+    std::optional<uint32_t> v = DecodeHex(text_, pos_, digits);
+    if (!v) return Error(absl::StrCat("expected ", digits, " hex digits"));
+    return *v;
   }
 
   // After a backslash: a class escape into `set`, or a literal character.

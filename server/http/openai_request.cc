@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "model/base/json_nesting.h"
 #include "model/base/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -115,7 +116,8 @@ absl::StatusOr<Json> ParseBody(absl::string_view body) {
   if (body.empty()) {
     return FieldError("", "the request body is empty; send a JSON object");
   }
-  if (const int depth = JsonNestingDepth(body); depth > kMaxRequestJsonDepth) {
+  if (const int depth = model::JsonNestingDepth(std::string_view(body.data(), body.size()));
+      depth > kMaxRequestJsonDepth) {
     return FieldError(
         "", absl::StrCat("the request body nests deeper than ", kMaxRequestJsonDepth, " levels"));
   }
@@ -337,29 +339,6 @@ absl::Status ParseMessages(const Json& messages, v1::ChatRequest& chat) {
 }
 
 }  // namespace
-
-int JsonNestingDepth(absl::string_view json) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 // response_format (OpenAI) and textgen's extras `json_schema` (as llama.cpp's server takes
 // it), `regex` and `grammar` (GBNF): at most one constraint per request.

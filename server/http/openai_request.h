@@ -38,7 +38,4 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
 // POST /v1/completions, as above (one prompt: a string or token ids).
 absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body);
 
-// The deepest nesting of arrays and objects in `json` (strings skipped), without parsing it.
-int JsonNestingDepth(absl::string_view json);
-
 }  // namespace textgen::server::http

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/base/json_nesting.h"
 #include "server/core/chat_validation.h"
 #include "server/core/field_error.h"
 #include "server/core/validation.h"
@@ -190,7 +191,7 @@ TEST(OpenAiRequestTest, DeepNestingIsRefusedBeforeParsing) {
   absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(deep);
   ASSERT_FALSE(parsed.ok());
   EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("nests deeper than 64 levels"));
-  EXPECT_EQ(JsonNestingDepth(R"({"a": "[[[[", "b": [{"c": "\"]]"}]})"), 3);
+  EXPECT_EQ(model::JsonNestingDepth(R"({"a": "[[[[", "b": [{"c": "\"]]"}]})"), 3);
 }
 
 // The shared validation's errors name textgen's fields; OpenAI clients see their own names.
