@@ -34,7 +34,9 @@ run_counted_ctest build -- -j"$jobs" --timeout 900
 
 if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
   step "ASan+UBSan build (engine, scheduler)"
-  configure_sanitizer_tests build-asan address
+  # llama.cpp's source as the release stage fetched it (its fetch is a py_ test, not run here).
+  configure_sanitizer_tests build-asan address \
+    -DTEXTGEN_LLAMACPP_REFERENCE_DIR="$PWD/build/reference/llamacpp"
   cmake --build build-asan -j"$jobs"
   step "ASan+UBSan tests"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
