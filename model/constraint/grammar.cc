@@ -62,11 +62,10 @@ int GrammarBuilder::RuleOf(std::string name, std::vector<Sequence> alternatives)
 
 Symbol GrammarBuilder::Bytes(const ByteSet& set) {
   // Sets repeat a lot (a JSON string's character class once per property): share them.
-  for (size_t i = 0; i < byte_sets_.size(); ++i) {
-    if (byte_sets_[i] == set) return {Symbol::Kind::kBytes, static_cast<int32_t>(i)};
-  }
-  byte_sets_.push_back(set);
-  return {Symbol::Kind::kBytes, static_cast<int32_t>(byte_sets_.size()) - 1};
+  auto [it, inserted] =
+      byte_set_ids_.try_emplace(set.words, static_cast<int32_t>(byte_sets_.size()));
+  if (inserted) byte_sets_.push_back(set);
+  return {Symbol::Kind::kBytes, it->second};
 }
 
 Sequence GrammarBuilder::Literal(std::string_view text) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 
 namespace textgen::model {
@@ -83,6 +84,7 @@ class GrammarBuilder {
   };
   std::vector<Rule> rules_;
   std::vector<ByteSet> byte_sets_;
+  absl::flat_hash_map<std::array<uint64_t, 4>, int32_t> byte_set_ids_;
 };
 
 // The flattened grammar. A position is one symbol of one alternative, or the end of one

@@ -33,25 +33,32 @@ int32_t GrammarMatcher::Continuation(int32_t position, int32_t parent) {
 }
 
 void GrammarMatcher::Expand(int32_t node, std::vector<int32_t>& out) {
-  // Past the limit InternSet refuses the state; stop growing it.
-  if (static_cast<int>(out.size()) > limits_.max_stacks) return;
-  if (node < 0 || node == kAccept) {
-    out.push_back(kAccept);
-    return;
-  }
-  const Node n = nodes_[node];
-  const Grammar::Position& at = grammar_->at(n.position);
-  switch (at.op) {
-    case Grammar::Op::kBytes:
-      out.push_back(node);
-      return;
-    case Grammar::Op::kEnd:
-      Expand(n.parent, out);
-      return;
-    case Grammar::Op::kRule: {
-      const int32_t next = Continuation(n.position + 1, n.parent);
-      for (int32_t alt : grammar_->alternatives(at.index)) Expand(Intern(alt, next), out);
-      return;
+  // Iterative: a chain of rules (a ::= b, b ::= c, ...) must not grow the thread's stack.
+  std::vector<int32_t>& work = expand_work_;
+  work.assign(1, node);
+  while (!work.empty()) {
+    // Past the limit InternSet refuses the state; stop growing it.
+    if (static_cast<int>(out.size()) > limits_.max_stacks) return;
+    const int32_t current = work.back();
+    work.pop_back();
+    if (current < 0 || current == kAccept) {
+      out.push_back(kAccept);
+      continue;
+    }
+    const Node n = nodes_[current];
+    const Grammar::Position& at = grammar_->at(n.position);
+    switch (at.op) {
+      case Grammar::Op::kBytes:
+        out.push_back(current);
+        break;
+      case Grammar::Op::kEnd:
+        work.push_back(n.parent);
+        break;
+      case Grammar::Op::kRule: {
+        const int32_t next = Continuation(n.position + 1, n.parent);
+        for (int32_t alt : grammar_->alternatives(at.index)) work.push_back(Intern(alt, next));
+        break;
+      }
     }
   }
 }

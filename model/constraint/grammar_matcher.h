@@ -76,8 +76,8 @@ class GrammarMatcher {
   std::vector<ByteSet> first_bytes_;
   std::vector<ByteSet> loop_bytes_;
   std::vector<uint8_t> loop_known_;
-  std::vector<int32_t> depth_sets_;  // FillMask scratch
-  std::vector<int32_t> scratch_;
+  std::vector<int32_t> depth_sets_;   // FillMask scratch
+  std::vector<int32_t> expand_work_;  // Expand's stack
   struct CachedMask {
     int32_t set;
     std::vector<uint64_t> bits;

@@ -25,6 +25,9 @@ using Json = nlohmann::json;
 constexpr int kMaxIntegerDigits = 19;
 constexpr int kMaxFractionDigits = 16;
 constexpr int kMaxExponentDigits = 3;
+// Declared property names longer than this in total fall back to "any key" for additional
+// properties (a repeated declared key is then possible; documented).
+constexpr size_t kMaxKeyTrieBytes = 4096;
 constexpr uint64_t kLargestInteger = 9'999'999'999'999'999'999ULL;  // 19 digits
 
 // Keywords that only describe (ignored).
@@ -227,6 +230,10 @@ class SchemaCompiler {
   // A JSON string key other than the declared ones (declared keys are ASCII without escapes;
   // other keys fall back to any string).
   int KeyNotIn(const std::vector<std::string>& declared) {
+    // One rule per prefix of the declared keys: bounded, so a schema of huge names stays small.
+    size_t total = 0;
+    for (const std::string& k : declared) total += k.size();
+    if (total > kMaxKeyTrieBytes) return AnyString();
     for (const std::string& k : declared) {
       for (char c : k) {
         if (static_cast<uint8_t>(c) >= 0x80 || c == '"' || c == '\\' || c < 0x20) {

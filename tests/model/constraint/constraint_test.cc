@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "model/constraint/gbnf.h"
 #include "model/constraint/grammar_matcher.h"
 #include "model/constraint/json_schema.h"
@@ -203,6 +204,21 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotEnforceNamingKeywordAndPointer) {
       << message("{\"not\": 1e1198}");
   EXPECT_EQ(message(std::string(200, '[') + std::string(200, ']')),
             "the schema nests deeper than 64 levels");
+}
+
+TEST(ConstraintLimitsTest, LongNamesAndRuleChainsStayOffTheStack) {
+  // A 200 KB property name with additional properties: the "other key" rules are bounded.
+  const std::string name(200'000, 'k');
+  auto keyed = Schema(absl::StrCat(R"({"properties":{")", name, R"(":{"type":"integer"}}})"));
+  ASSERT_NE(keyed, nullptr);
+  EXPECT_TRUE(Matches(keyed, absl::StrCat(R"({")", name, R"(":1})")));
+  // A chain of 9,000 rules (a0 ::= a1, a1 ::= a2, ...): the matcher expands it without recursion.
+  std::string gbnf = "root ::= a0\n";
+  for (int i = 0; i < 9000; ++i) absl::StrAppend(&gbnf, "a", i, " ::= a", i + 1, "\n");
+  absl::StrAppend(&gbnf, "a9000 ::= \"x\"\n");
+  auto chain = Shared(ParseGbnf(gbnf));
+  ASSERT_NE(chain, nullptr);
+  EXPECT_TRUE(Matches(chain, "x"));
 }
 
 // Brute force: the tokens whose bytes the matcher accepts from its current state.
