@@ -9,7 +9,7 @@ if [[ "${1:-}" == "--test" ]]; then
   # Reference implementations the tests compare against, other-language clients, fuzzing,
   # and the balancer and monitoring the scale-out test runs.
   packages+=(python3 python3-torch python3-numpy python3-yaml python3-sentencepiece python3-grpcio
-    python3-protobuf python3-jinja2 json-schema-test-suite clang libclang-rt-14-dev curl
+    python3-protobuf python3-jinja2 python3-jsonschema json-schema-test-suite clang libclang-rt-14-dev curl
     nginx-light haproxy prometheus)
   # Node.js for the Node client test and the reference tokenizer; keep an existing install.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

@@ -5,7 +5,9 @@ Generates the Python stubs from proto/textgen/v1/textgen.proto into a scratch di
 starts the real server binary on stories260K on a free loopback port, streams a greedy
 generation and checks it against the reference in shared/models/stories260K/PROVENANCE.md,
 then checks that temperature -1 is INVALID_ARGUMENT, that health says SERVING, that server
-reflection lists the service, and that SIGTERM exits 0.
+reflection lists the service, structured output (a JSON Schema constraint whose finished
+answers Debian's python3-jsonschema validates, a regex, a refused keyword), and that SIGTERM
+exits 0.
 Exit code 77 = skipped (model not found), which ctest reports as skipped.
 
 Usage: python_client_test.py --server BIN --proto-root DIR --shared DIR --work DIR
@@ -13,8 +15,11 @@ Usage: python_client_test.py --server BIN --proto-root DIR --shared DIR --work D
 import argparse
 import json
 import os
+import re
 import signal
 import sys
+
+import jsonschema
 
 from server_harness import generate_stubs, start_server
 
@@ -106,6 +111,45 @@ def main():
             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
             assert "x-session-id" in error.details(), error.details()
         channel.close()
+
+        # Structured output: every answer that ends by itself is valid.
+        stub = textgen_pb2_grpc.TextGenerationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        schema = {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 10},
+            "age": {"type": "integer", "minimum": 1, "maximum": 99},
+            "pet": {"enum": ["cat", "dog"]}}, "required": ["name", "age"],
+            "additionalProperties": False}
+        finished_by_itself = 0
+        for seed in range(1, 9):
+            request = textgen_pb2.GenerateRequest(
+                text="Lily's friend, as JSON:", sampling=textgen_pb2.SamplingParameters(seed=seed),
+                stopping=textgen_pb2.StoppingCriteria(max_new_tokens=120),
+                constraint=textgen_pb2.OutputConstraint(json_schema=json.dumps(schema)))
+            responses = list(stub.Generate(request, timeout=60))
+            answer = "".join(r.text for r in responses)
+            done = responses[-1].finished
+            assert done.timings.constraint_cache_hit == (seed > 1), done.timings
+            if done.reason == textgen_pb2.FINISH_REASON_EOS:
+                finished_by_itself += 1
+                jsonschema.validate(json.loads(answer), schema,
+                                    cls=jsonschema.Draft202012Validator)
+        assert finished_by_itself >= 4, f"only {finished_by_itself} of 8 answers finished"
+        request = textgen_pb2.GenerateRequest(
+            text="Her phone number is", sampling=textgen_pb2.SamplingParameters(seed=1),
+            stopping=textgen_pb2.StoppingCriteria(max_new_tokens=40),
+            constraint=textgen_pb2.OutputConstraint(regex=r" \d{3}-\d{4}\."))
+        responses = list(stub.Generate(request, timeout=60))
+        answer = "".join(r.text for r in responses)
+        assert responses[-1].finished.reason == textgen_pb2.FINISH_REASON_EOS, responses[-1]
+        assert re.fullmatch(r" \d{3}-\d{4}\.", answer), answer
+        try:
+            list(stub.Generate(textgen_pb2.GenerateRequest(
+                text="x", constraint=textgen_pb2.OutputConstraint(
+                    json_schema='{"type": "string", "not": {"const": "a"}}')), timeout=30))
+            raise AssertionError("a schema with \"not\" was accepted")
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
+            assert 'keyword "not" is not supported' in error.details(), error.details()
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)
