@@ -297,10 +297,14 @@ absl::Status ValidateConstraint(const v1::OutputConstraint& in, const Validation
     return FieldError(absl::StatusCode::kUnimplemented, field,
                       "output constraints are not enabled on this server");
   }
+  TEXTGEN_RETURN_IF_ERROR(WithField(model::CheckUtf8(spec.text, field), field));
   absl::StatusOr<model::CompiledConstraint> compiled = options.constraints->Compile(spec);
   if (!compiled.ok()) {
+    // Parsers quote what they stopped at, which may be part of a character.
     return FieldError(compiled.status().code(), field,
-                      StrCat("is refused: ", compiled.status().message()));
+                      StrCat("is refused: ", model::SanitizeUtf8(std::string_view(
+                                                 compiled.status().message().data(),
+                                                 compiled.status().message().size()))));
   }
   out.grammar = std::move(compiled->grammar);
   out.token_trie = options.token_trie;

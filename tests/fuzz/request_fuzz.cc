@@ -17,6 +17,8 @@
 #include <string>
 
 #include "google/protobuf/stubs/logging.h"
+#include "model/constraint/constraint.h"
+#include "model/constraint/token_trie.h"
 #include "model/format/gguf_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/utf8.h"
@@ -33,6 +35,7 @@ struct Fixture {
   std::unique_ptr<textgen::model::Tokenizer> tokenizer;
   textgen::server::ChatTemplates templates;
   textgen::server::ValidationOptions options;
+  std::unique_ptr<textgen::model::ConstraintCompiler> constraints;
 };
 
 Fixture* fixture = nullptr;
@@ -115,6 +118,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fixture->options.default_max_new_tokens = 16;
   fixture->options.max_new_tokens_limit = 64;
   fixture->options.max_prompt_bytes = 4096;
+  // Output constraints compile as on the server (small limits, so the fuzzer reaches them).
+  fixture->constraints = std::make_unique<textgen::model::ConstraintCompiler>(
+      textgen::model::ConstraintLimits{.max_text_bytes = 4096, .max_grammar_symbols = 100000});
+  fixture->options.constraints = fixture->constraints.get();
+  fixture->options.token_trie = textgen::model::TokenTrie::Build(*fixture->tokenizer);
   return 0;
 }
 

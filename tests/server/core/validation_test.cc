@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
 #include "server/core/field_error.h"
 #include "tests/testing/byte_tokenizer.h"
@@ -150,6 +151,31 @@ TEST_F(ValidationTest, PromptErrors) {
   ExpectError(kInvalid, "tokens.ids[1] = 259");
   request_.mutable_tokens()->set_ids(1, -1);
   ExpectError(kInvalid, "tokens.ids[1] = -1");
+}
+
+TEST_F(ValidationTest, ConstraintsCompileOrAreRefusedByField) {
+  request_.mutable_constraint()->set_regex("[0-9]+");
+  ExpectError(absl::StatusCode::kUnimplemented, "constraint.regex");  // no compiler given
+  model::ConstraintCompiler compiler({});
+  options_.constraints = &compiler;
+  options_.token_trie = model::TokenTrie::Build(tokenizer_);
+  absl::StatusOr<ValidatedRequest> ok = Validate();
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_NE(ok->constraint.grammar, nullptr);
+  EXPECT_EQ(ok->constraint.token_trie, options_.token_trie);
+  EXPECT_FALSE(ok->constraint.cache_hit);
+  EXPECT_TRUE(Validate()->constraint.cache_hit);
+  request_.mutable_constraint()->set_regex(std::string("a\xC3", 3));
+  ExpectError(kInvalid, "constraint.regex is not valid UTF-8");
+  request_.mutable_constraint()->set_grammar("root ::= \"\xC3\xA9");  // cut inside a literal
+  ExpectError(kInvalid, "constraint.grammar is refused: grammar line 1: unterminated literal");
+  request_.mutable_constraint()->set_json_schema("{\"type\": \"tuple\"}");
+  ExpectError(kInvalid, "constraint.json_schema is refused: schema /type: unknown type");
+  // A parser's message quoting part of a character stays valid UTF-8.
+  request_.mutable_constraint()->set_json_schema("0\xC3\xA9");
+  absl::StatusOr<ValidatedRequest> quoted = Validate();
+  ASSERT_FALSE(quoted.ok());
+  EXPECT_TRUE(model::IsValidUtf8(std::string(quoted.status().message()))) << quoted.status();
 }
 
 // The prompt size limit applies before tokenizing (Generate) or rendering (Chat).
