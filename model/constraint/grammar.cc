@@ -30,19 +30,15 @@ ByteSet& ByteSet::operator|=(const ByteSet& other) {
   return *this;
 }
 
+ByteSet& ByteSet::operator&=(const ByteSet& other) {
+  for (int i = 0; i < 4; ++i) words[i] &= other.words[i];
+  return *this;
+}
+
 ByteSet ByteSet::Minus(const ByteSet& other) const {
   ByteSet out;
   for (int i = 0; i < 4; ++i) out.words[i] = words[i] & ~other.words[i];
   return out;
-}
-
-bool ByteSet::Empty() const { return (words[0] | words[1] | words[2] | words[3]) == 0; }
-
-bool ByteSet::SubsetOf(const ByteSet& other) const {
-  for (int i = 0; i < 4; ++i) {
-    if ((words[i] & ~other.words[i]) != 0) return false;
-  }
-  return true;
 }
 
 int GrammarBuilder::AddRule(std::string name) {
@@ -287,7 +283,31 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
       g.positions_.push_back({Grammar::Op::kEnd, r});
     }
   }
+  g.ComputeByteClasses();
   return g;
+}
+
+void Grammar::ComputeByteClasses() {
+  // Partition refinement: every byte set splits each class into its members and the rest.
+  std::array<int, 256> cls{};
+  int count = 1;
+  std::vector<int> inside, outside;
+  for (const ByteSet& set : byte_sets_) {
+    inside.assign(static_cast<size_t>(count), -1);
+    outside.assign(static_cast<size_t>(count), -1);
+    int next = 0;
+    for (int b = 0; b < 256; ++b) {
+      int& id = set.Has(static_cast<uint8_t>(b)) ? inside[cls[b]] : outside[cls[b]];
+      if (id < 0) id = next++;
+      cls[b] = id;
+    }
+    count = next;
+  }
+  class_bytes_.assign(static_cast<size_t>(count), ByteSet{});
+  for (int b = 0; b < 256; ++b) {
+    byte_class_[b] = static_cast<uint8_t>(cls[b]);
+    class_bytes_[cls[b]].Add(static_cast<uint8_t>(b));
+  }
 }
 
 }  // namespace textgen::model

@@ -28,9 +28,14 @@ struct ByteSet {
   void Add(uint8_t b) { words[b >> 6] |= uint64_t{1} << (b & 63); }
   void AddRange(uint8_t lo, uint8_t hi);
   ByteSet& operator|=(const ByteSet& other);
+  ByteSet& operator&=(const ByteSet& other);
   ByteSet Minus(const ByteSet& other) const;
-  bool Empty() const;
-  bool SubsetOf(const ByteSet& other) const;
+  bool Empty() const { return (words[0] | words[1] | words[2] | words[3]) == 0; }
+  // Inline: a mask walk asks this at every trie node it visits.
+  bool SubsetOf(const ByteSet& other) const {
+    return ((words[0] & ~other.words[0]) | (words[1] & ~other.words[1]) |
+            (words[2] & ~other.words[2]) | (words[3] & ~other.words[3])) == 0;
+  }
   bool operator==(const ByteSet& other) const = default;
 };
 
@@ -105,13 +110,23 @@ class Grammar {
   int64_t positions() const { return static_cast<int64_t>(positions_.size()); }
   const std::string& rule_name(int32_t rule) const { return rule_names_[rule]; }
 
+  // Bytes that no byte set tells apart form a class (a JSON grammar has a few dozen): a
+  // matcher memoizes one transition per class instead of one per byte.
+  int byte_class_count() const { return static_cast<int>(class_bytes_.size()); }
+  uint8_t byte_class(uint8_t byte) const { return byte_class_[byte]; }
+  const ByteSet& class_bytes(int byte_class) const { return class_bytes_[byte_class]; }
+
  private:
   friend class GrammarBuilder;
+  void ComputeByteClasses();
+
   std::vector<Position> positions_;
   std::vector<ByteSet> byte_sets_;
   std::vector<std::vector<int32_t>> alternatives_;
   std::vector<std::string> rule_names_;
   int32_t root_ = 0;
+  std::array<uint8_t, 256> byte_class_{};
+  std::vector<ByteSet> class_bytes_;
 };
 
 }  // namespace textgen::model

@@ -8,7 +8,13 @@
 namespace textgen::model {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, MatcherLimits limits)
-    : grammar_(std::move(grammar)), limits_(limits) {
+    : grammar_(std::move(grammar)), limits_(limits), byte_classes_(grammar_->byte_class_count()) {
+  for (int c = 0; c < byte_classes_; ++c) {
+    const ByteSet& bytes = grammar_->class_bytes(c);
+    int b = 0;
+    while (!bytes.Has(static_cast<uint8_t>(b))) ++b;
+    class_byte_.push_back(static_cast<uint8_t>(b));
+  }
   nodes_.push_back({-1, -1});  // kAccept
   std::vector<int32_t> start;
   for (int32_t alt : grammar_->alternatives(grammar_->root())) Expand(Intern(alt, -1), start);
@@ -78,53 +84,103 @@ int32_t GrammarMatcher::InternSet(std::vector<int32_t>& stacks) {
         "the grammar's parse state outgrew its limit of ", limits_.max_nodes, " nodes")));
     return -1;
   }
+  // Approximate bytes held: interned nodes, stack lists, and per set its transition row.
+  const int64_t state_bytes = static_cast<int64_t>(nodes_.size()) * 32 + set_entries_ * 8 +
+                              static_cast<int64_t>(sets_.size()) * (byte_classes_ * 4 + 160);
+  if (state_bytes > limits_.max_state_bytes) {
+    const int64_t limit = limits_.max_state_bytes;
+    Fail(absl::ResourceExhaustedError(
+        absl::StrCat("the grammar's parse state outgrew its memory limit of ",
+                     limit >= (1 << 20) ? absl::StrCat(limit >> 20, " MiB")
+                                        : absl::StrCat(limit >> 10, " KiB"))));
+    return -1;
+  }
   auto [it, inserted] = set_ids_.try_emplace(stacks, static_cast<int32_t>(sets_.size()));
   if (inserted) {
     sets_.push_back(stacks);
+    set_entries_ += static_cast<int64_t>(stacks.size());
     ByteSet first;
     for (int32_t node : stacks) {
       if (node != kAccept) first |= grammar_->byte_set(grammar_->at(nodes_[node].position).index);
     }
     first_bytes_.push_back(first);
-    loop_bytes_.emplace_back();
-    loop_known_.push_back(0);
+    transitions_.resize(transitions_.size() + static_cast<size_t>(byte_classes_), kUnknown);
+    uniform_.emplace_back();
   }
   return it->second;
 }
 
-int32_t GrammarMatcher::Step(int32_t set, uint8_t byte) {
-  if (!first_bytes_[set].Has(byte)) return -1;
-  const uint64_t key = (static_cast<uint64_t>(set) << 8) | byte;
-  if (auto it = steps_.find(key); it != steps_.end()) return it->second;
-  std::vector<int32_t> next;
-  // Copy: Expand may grow sets_.
-  const std::vector<int32_t> stacks = sets_[set];
-  for (int32_t node : stacks) {
-    if (node == kAccept) continue;
-    const Node n = nodes_[node];
-    if (!grammar_->byte_set(grammar_->at(n.position).index).Has(byte)) continue;
-    Expand(Continuation(n.position + 1, n.parent), next);
+int32_t GrammarMatcher::StepClass(int32_t set, int byte_class) {
+  const size_t slot = static_cast<size_t>(set) * static_cast<size_t>(byte_classes_) +
+                      static_cast<size_t>(byte_class);
+  if (transitions_[slot] != kUnknown) return transitions_[slot];
+  // Every byte of a class behaves alike, so one stands for all.
+  const uint8_t byte = class_byte_[byte_class];
+  int32_t result = -1;
+  if (first_bytes_[set].Has(byte)) {
+    std::vector<int32_t> next;
+    // Copy: Expand may grow sets_.
+    const std::vector<int32_t> stacks = sets_[set];
+    for (int32_t node : stacks) {
+      if (node == kAccept) continue;
+      const Node n = nodes_[node];
+      if (!grammar_->byte_set(grammar_->at(n.position).index).Has(byte)) continue;
+      Expand(Continuation(n.position + 1, n.parent), next);
+    }
+    result = InternSet(next);
   }
-  const int32_t result = InternSet(next);
-  steps_.emplace(key, result);
+  transitions_[slot] = result;  // the slot's index holds even if the table grew
   return result;
 }
 
-const ByteSet& GrammarMatcher::FirstBytes(int32_t set) { return first_bytes_[set]; }
-
-const ByteSet& GrammarMatcher::LoopBytes(int32_t set) {
-  if (!loop_known_[set]) {
-    ByteSet loop;
-    const ByteSet first = first_bytes_[set];
-    for (int b = 0; b < 256; ++b) {
-      if (first.Has(static_cast<uint8_t>(b)) && Step(set, static_cast<uint8_t>(b)) == set) {
-        loop.Add(static_cast<uint8_t>(b));
-      }
+void GrammarMatcher::ComputeUniform(int32_t set) {
+  std::vector<std::pair<int32_t, int>> weights;  // successor, bytes leading there
+  for (int c = 0; c < byte_classes_; ++c) {
+    const int32_t next = StepClass(set, c);
+    if (next < 0) continue;
+    const ByteSet& bytes = grammar_->class_bytes(c);
+    int count = 0;
+    for (uint64_t w : bytes.words) count += __builtin_popcountll(w);
+    auto it = std::find_if(weights.begin(), weights.end(),
+                           [&](const auto& entry) { return entry.first == next; });
+    if (it == weights.end()) {
+      weights.emplace_back(next, count);
+    } else {
+      it->second += count;
     }
-    loop_bytes_[set] = loop;
-    loop_known_[set] = 1;
   }
-  return loop_bytes_[set];
+  Uniform& u = uniform_[set];
+  u.known = true;
+  if (weights.empty()) return;
+  const auto best =
+      std::max_element(weights.begin(), weights.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second || (a.second == b.second && a.first > b.first);
+      });
+  u.successor = best->first;
+  for (int c = 0; c < byte_classes_; ++c) {
+    if (transitions_[static_cast<size_t>(set) * static_cast<size_t>(byte_classes_) +
+                     static_cast<size_t>(c)] == u.successor) {
+      u.bytes |= grammar_->class_bytes(c);
+    }
+  }
+}
+
+ByteSet GrammarMatcher::Run(int32_t set, int length) {
+  if (length <= 1) return first_bytes_[set];
+  if (!uniform_[set].known) ComputeUniform(set);
+  const int32_t successor = uniform_[set].successor;
+  if (successor < 0) return {};
+  // A state its bytes lead back to accepts runs of any length.
+  if (successor == set) return uniform_[set].bytes;
+  if (length > kMaxRun) return {};
+  if ((uniform_[set].runs_known >> length) & 1) return uniform_[set].runs[length];
+  ByteSet run = uniform_[set].bytes;
+  run &= Run(successor, length - 1);  // may grow uniform_: index again below
+  Uniform& u = uniform_[set];
+  if (u.runs.size() <= static_cast<size_t>(length)) u.runs.resize(static_cast<size_t>(length) + 1);
+  u.runs[length] = run;
+  u.runs_known |= uint64_t{1} << length;
+  return run;
 }
 
 bool GrammarMatcher::Accept(std::string_view bytes) {
@@ -164,6 +220,7 @@ void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed
     }
   }
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
+  const std::vector<TokenTrie::Subtree>& subtrees = trie.subtrees();
   const std::vector<int32_t>& order = trie.order();
   const auto mark = [&](int32_t begin, int32_t end) {
     for (int32_t k = begin; k < end; ++k) {
@@ -186,10 +243,10 @@ void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed
       ++i;
       continue;
     }
-    // A state every byte below leads back to accepts the whole subtree.
-    if (node.subtree_bytes.SubsetOf(FirstBytes(set)) &&
-        node.subtree_bytes.SubsetOf(LoopBytes(set))) {
-      mark(node.own_end, node.tokens_end);
+    // A state that accepts every run of the subtree's bytes accepts the whole subtree.
+    const TokenTrie::Subtree& below = subtrees[i];
+    if (below.bytes.SubsetOf(first_bytes_[set]) && below.bytes.SubsetOf(Run(set, below.height))) {
+      mark(node.own_end, below.tokens_end);
       i = node.end;
       continue;
     }

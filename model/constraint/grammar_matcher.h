@@ -3,8 +3,9 @@
 // Where a sequence's output stands in its grammar, and which tokens may come next. The state
 // is the set of parse stacks the output so far allows (stacks share their tails and are
 // interned, so equal states have equal ids and everything derived from a state is memoized:
-// the set a byte leads to, the bytes that lead back to it, its token mask). One per
-// sequence; not thread-safe; never shared, so a sequence's masks do not depend on its batch.
+// the state each byte class leads to, in a dense table; the byte runs it accepts whole; its
+// token mask). One per sequence; not thread-safe; never shared, so a sequence's masks do not
+// depend on its batch.
 
 #include <cstdint>
 #include <memory>
@@ -22,7 +23,8 @@ namespace textgen::model {
 struct MatcherLimits {
   int max_stacks = 4096;          // parse stacks in one state (an ambiguous grammar's cost)
   int64_t max_nodes = 4'000'000;  // interned stack nodes over the whole output
-  int cached_masks = 8;           // token masks kept per matcher (a JSON string reuses one)
+  int64_t max_state_bytes = int64_t{256} << 20;  // nodes, states and their transition rows
+  int cached_masks = 8;  // token masks kept per matcher (a JSON string reuses one)
 };
 
 class GrammarMatcher {
@@ -44,7 +46,11 @@ class GrammarMatcher {
   const absl::Status& status() const { return status_; }
 
  private:
-  static constexpr int32_t kAccept = 0;  // the empty stack: the string may end here
+  static constexpr int32_t kAccept = 0;    // the empty stack: the string may end here
+  static constexpr int32_t kUnknown = -2;  // a transition not computed yet
+  // Longest byte run the subtree shortcut checks through a chain of states (a token is rarely
+  // longer; a longer subtree is walked until its height fits).
+  static constexpr int kMaxRun = 48;
 
   struct Node {
     int32_t position;
@@ -59,10 +65,13 @@ class GrammarMatcher {
   void Expand(int32_t node, std::vector<int32_t>& out);
   int32_t InternSet(std::vector<int32_t>& stacks);
   // The state after `byte` from `set`; -1 when the byte is not allowed.
-  int32_t Step(int32_t set, uint8_t byte);
-  // Bytes that lead from `set` back to itself.
-  const ByteSet& LoopBytes(int32_t set);
-  const ByteSet& FirstBytes(int32_t set);
+  int32_t Step(int32_t set, uint8_t byte) { return StepClass(set, grammar_->byte_class(byte)); }
+  int32_t StepClass(int32_t set, int byte_class);
+  // The bytes B such that every string of 1..`length` bytes from B is accepted from `set`
+  // (exact when B leads to one state; a sufficient test, so masks never depend on it).
+  ByteSet Run(int32_t set, int length);
+  // The state most bytes lead to from `set`, and those bytes.
+  void ComputeUniform(int32_t set);
   void Fail(absl::Status status);
 
   std::shared_ptr<const Grammar> grammar_;
@@ -72,10 +81,19 @@ class GrammarMatcher {
   absl::flat_hash_map<uint64_t, int32_t> node_ids_;
   std::vector<std::vector<int32_t>> sets_;
   absl::flat_hash_map<std::vector<int32_t>, int32_t> set_ids_;
-  absl::flat_hash_map<uint64_t, int32_t> steps_;  // set << 8 | byte -> set (-1: none)
+  int byte_classes_;
+  std::vector<uint8_t> class_byte_;   // one byte of each class
+  std::vector<int32_t> transitions_;  // set * byte_classes_ + class -> set (-1: not allowed)
+  int64_t set_entries_ = 0;           // stacks over all sets (for max_state_bytes)
   std::vector<ByteSet> first_bytes_;
-  std::vector<ByteSet> loop_bytes_;
-  std::vector<uint8_t> loop_known_;
+  struct Uniform {
+    bool known = false;
+    int32_t successor = -1;
+    ByteSet bytes;
+    uint64_t runs_known = 0;  // bit h: runs[h] is known
+    std::vector<ByteSet> runs;
+  };
+  std::vector<Uniform> uniform_;
   std::vector<int32_t> depth_sets_;   // FillMask scratch
   std::vector<int32_t> expand_work_;  // Expand's stack
   struct CachedMask {

@@ -27,15 +27,16 @@ std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> t
                    [&](int32_t a, int32_t b) { return bytes[a] < bytes[b]; });
 
   std::vector<Node>& nodes = trie->nodes_;
+  std::vector<Subtree>& subtrees = trie->subtrees_;
   std::vector<int32_t> parent;
-  nodes.push_back({0, 0, 0, 0, 0, 0, {}});
+  nodes.push_back({0, 0, 0, 0, 0});
+  subtrees.push_back({0, 0, {}});
   parent.push_back(-1);
   std::vector<int32_t> path = {0};  // path[d] = node at depth d
   const auto close_to = [&](size_t depth, int32_t k) {
     while (path.size() > depth + 1) {
-      Node& n = nodes[path.back()];
-      n.end = static_cast<int32_t>(nodes.size());
-      n.tokens_end = k;
+      nodes[path.back()].end = static_cast<int32_t>(nodes.size());
+      subtrees[path.back()].tokens_end = k;
       path.pop_back();
     }
   };
@@ -52,13 +53,9 @@ std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> t
     } else {
       for (size_t d = lcp + 1; d <= b.size(); ++d) {
         const bool last = d == b.size();
-        nodes.push_back({static_cast<uint8_t>(b[d - 1]),
-                         static_cast<int32_t>(d),
-                         0,
-                         last ? k + 1 : k,
-                         k,
-                         0,
-                         {}});
+        nodes.push_back(
+            {0, k, last ? k + 1 : k, static_cast<int32_t>(d), static_cast<uint8_t>(b[d - 1])});
+        subtrees.push_back({0, 0, {}});
         parent.push_back(path.back());
         path.push_back(static_cast<int32_t>(nodes.size()) - 1);
       }
@@ -68,11 +65,12 @@ std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> t
   }
   close_to(0, static_cast<int32_t>(order.size()));
   nodes[0].end = static_cast<int32_t>(nodes.size());
-  nodes[0].tokens_end = static_cast<int32_t>(order.size());
+  subtrees[0].tokens_end = static_cast<int32_t>(order.size());
   for (int32_t i = static_cast<int32_t>(nodes.size()) - 1; i > 0; --i) {
-    Node& p = nodes[parent[i]];
-    p.subtree_bytes.Add(nodes[i].byte);
-    p.subtree_bytes |= nodes[i].subtree_bytes;
+    Subtree& p = subtrees[parent[i]];
+    p.bytes.Add(nodes[i].byte);
+    p.bytes |= subtrees[i].bytes;
+    p.height = std::max(p.height, subtrees[i].height + 1);
   }
   return trie;
 }

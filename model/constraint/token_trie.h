@@ -17,14 +17,19 @@ namespace textgen::model {
 
 class TokenTrie {
  public:
+  // Kept small: a mask walks nodes in order, so their size is its memory traffic.
   struct Node {
-    uint8_t byte;     // the edge into this node (unused for the root)
-    int32_t depth;    // bytes from the root
-    int32_t end;      // index after this node's last descendant
-    int32_t own_end;  // tokens spelled exactly by this node: order[own_begin, own_end)
-    int32_t own_begin;
-    int32_t tokens_end;     // the whole subtree's tokens: order[own_begin, tokens_end)
-    ByteSet subtree_bytes;  // bytes on the edges below this node
+    int32_t end;        // index after this node's last descendant
+    int32_t own_begin;  // tokens spelled exactly by this node: order[own_begin, own_end)
+    int32_t own_end;
+    int32_t depth;  // bytes from the root
+    uint8_t byte;   // the edge into this node (unused for the root)
+  };
+  // What a walk needs only where it considers taking a whole subtree.
+  struct Subtree {
+    int32_t tokens_end;  // the whole subtree's tokens: order[own_begin, tokens_end)
+    int32_t height;      // bytes on the longest path below this node
+    ByteSet bytes;       // bytes on the edges below this node
   };
 
   // Every token with bytes (control tokens have none and are never in a mask).
@@ -33,6 +38,7 @@ class TokenTrie {
   static std::shared_ptr<const TokenTrie> FromBytes(std::vector<std::string> token_bytes);
 
   const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Subtree>& subtrees() const { return subtrees_; }
   // Token ids in byte order.
   const std::vector<int32_t>& order() const { return order_; }
   int vocab_size() const { return static_cast<int>(token_bytes_.size()); }
@@ -42,6 +48,7 @@ class TokenTrie {
 
  private:
   std::vector<Node> nodes_;
+  std::vector<Subtree> subtrees_;  // one per node
   std::vector<int32_t> order_;
   std::vector<std::string> token_bytes_;
   int max_depth_ = 0;

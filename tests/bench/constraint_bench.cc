@@ -3,6 +3,7 @@
 // per step, finishing when the grammar allows the end) and times every mask.
 //
 //   textgen-bench-constraint --vocab ggml-vocab-llama-bpe.gguf [--walks 20] [--steps 256]
+//                            [--schema NAME]
 //
 // Prints one JSON object per schema: compile ms, mask p50 / p99 / max in microseconds, steps.
 
@@ -74,16 +75,18 @@ double Percentile(std::vector<double> v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string vocab;
+  std::string vocab, only;
   int walks = 20, steps = 256;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--vocab")) vocab = argv[i + 1];
     if (!std::strcmp(argv[i], "--walks")) walks = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--schema")) only = argv[i + 1];
   }
   if (vocab.empty()) {
     std::fprintf(stderr,
-                 "usage: textgen-bench-constraint --vocab FILE.gguf [--walks N] [--steps N]\n");
+                 "usage: textgen-bench-constraint --vocab FILE.gguf [--walks N] [--steps N] "
+                 "[--schema NAME]\n");
     return 2;
   }
   auto data = textgen::model::ReadGgufVocabularyFile(vocab);
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
   std::printf("{\"vocab\": %d, \"trie_nodes\": %zu, \"trie_build_ms\": %.1f}\n", trie->vocab_size(),
               trie->nodes().size(), trie_ms);
   for (const Case& c : Cases()) {
+    if (!only.empty() && only != c.name) continue;
     textgen::model::ConstraintCompiler compiler({});
     const auto c0 = Clock::now();
     auto compiled = compiler.Compile(c.spec);

@@ -221,6 +221,23 @@ TEST(ConstraintLimitsTest, LongNamesAndRuleChainsStayOffTheStack) {
   EXPECT_TRUE(Matches(chain, "x"));
 }
 
+TEST(ConstraintLimitsTest, MatcherStateMemoryIsBoundedWithAStatus) {
+  // Each new length of a bounded string is a new state with its transition row.
+  auto g = Schema(R"({"type":"string","maxLength":900})");
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher m(g, MatcherLimits{.max_state_bytes = 64 << 10});
+  EXPECT_TRUE(m.Accept("\""));
+  bool refused = false;
+  for (int i = 0; i < 900 && !refused; ++i) refused = !m.Accept("x");
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(m.status().message(), "the grammar's parse state outgrew its memory limit of 64 KiB");
+  // The default budget takes the whole string.
+  GrammarMatcher roomy(g);
+  EXPECT_TRUE(roomy.Accept(absl::StrCat("\"", std::string(900, 'x'), "\"")));
+  EXPECT_TRUE(roomy.complete());
+}
+
 // Brute force: the tokens whose bytes the matcher accepts from its current state.
 std::vector<uint64_t> BruteForceMask(const GrammarMatcher& m, const TokenTrie& trie) {
   std::vector<uint64_t> bits((trie.vocab_size() + 63) / 64, 0);
@@ -230,6 +247,73 @@ std::vector<uint64_t> BruteForceMask(const GrammarMatcher& m, const TokenTrie& t
     if (copy.Accept(trie.token_bytes(id))) bits[id / 64] |= uint64_t{1} << (id % 64);
   }
   return bits;
+}
+
+TEST(GrammarTest, ByteClassesSplitBytesExactlyAsTheByteSetsDo) {
+  // The matcher memoizes one transition per class, so two bytes may share a class only when
+  // every byte set of the grammar holds both or neither.
+  for (const std::string& schema :
+       {std::string(R"({"type":"object","properties":{"s":{"type":"string","maxLength":3},)"
+                    R"("d":{"type":"string","format":"date-time"},"n":{"type":"number"}}})"),
+        std::string(R"({"type":"string","pattern":"^[a-f0-9]{2}é\\d$"})")}) {
+    auto g = Schema(schema);
+    ASSERT_NE(g, nullptr);
+    ByteSet seen;
+    for (int c = 0; c < g->byte_class_count(); ++c) {
+      for (int b = 0; b < 256; ++b) {
+        if (!g->class_bytes(c).Has(static_cast<uint8_t>(b))) continue;
+        EXPECT_FALSE(seen.Has(static_cast<uint8_t>(b))) << "byte " << b << " in two classes";
+        seen.Add(static_cast<uint8_t>(b));
+        EXPECT_EQ(g->byte_class(static_cast<uint8_t>(b)), c);
+      }
+    }
+    EXPECT_EQ(seen, ByteSet::All());
+    // Class count: more than the few a JSON grammar could get away with, fewer than bytes.
+    EXPECT_GT(g->byte_class_count(), 8);
+    EXPECT_LT(g->byte_class_count(), 256);
+    for (int64_t p = 0; p < g->positions(); ++p) {
+      if (g->at(static_cast<int32_t>(p)).op != Grammar::Op::kBytes) continue;
+      const ByteSet& set = g->byte_set(g->at(static_cast<int32_t>(p)).index);
+      for (int a = 0; a < 256; ++a) {
+        for (int b = a + 1; b < 256; ++b) {
+          if (g->byte_class(static_cast<uint8_t>(a)) != g->byte_class(static_cast<uint8_t>(b))) {
+            continue;
+          }
+          ASSERT_EQ(set.Has(static_cast<uint8_t>(a)), set.Has(static_cast<uint8_t>(b)))
+              << "bytes " << a << " and " << b << " share a class but not byte set " << p;
+        }
+      }
+    }
+  }
+}
+
+TEST(GrammarMatcherTest, LongTokensInBoundedStringsMatchBruteForce) {
+  // Runs of one state chain (a string's length bound) let the mask take a subtree whole;
+  // tokens longer than what is left, or ending the string, must still be told apart.
+  std::vector<std::string> vocab = {"\"", "\"}", "\",", "a\"", "ab\"}"};
+  std::string run;
+  for (int n = 1; n <= 60; ++n) {
+    run += static_cast<char>('a' + n % 26);
+    vocab.push_back(run);
+    vocab.push_back(run + "\"");
+    vocab.push_back(std::string(static_cast<size_t>(n), ' '));
+    vocab.push_back("é" + run);
+  }
+  auto trie = TokenTrie::FromBytes(vocab);
+  auto g = Schema(R"({"type":"object","properties":{"s":{"type":"string","minLength":2,)"
+                  R"("maxLength":50}},"required":["s"],"additionalProperties":false})");
+  ASSERT_NE(g, nullptr);
+  for (int prefix = 0; prefix <= 52; ++prefix) {
+    GrammarMatcher m(g);
+    ASSERT_TRUE(m.Accept(R"({"s":")"));
+    if (!m.Accept(std::string(static_cast<size_t>(prefix), 'x'))) {
+      EXPECT_GT(prefix, 50);
+      continue;
+    }
+    std::vector<uint64_t> mask((trie->vocab_size() + 63) / 64);
+    m.FillMask(*trie, mask);
+    ASSERT_EQ(mask, BruteForceMask(m, *trie)) << "after " << prefix << " characters";
+  }
 }
 
 TEST(GrammarMatcherTest, MasksEqualBruteForceAlongRandomWalks) {
