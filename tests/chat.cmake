@@ -40,3 +40,12 @@ if(TEXTGEN_BUILD_BENCH)
   target_link_libraries(textgen-bench-chat-template PRIVATE textgen_chat benchmark::benchmark
                         textgen_warnings)
 endif()
+
+# The reply parser: literal replies, and replies rendered by llama.cpp's templates (needs the
+# llamacpp_source fixture: one ctest test).
+add_executable(chat_output_parser_test ${CMAKE_CURRENT_SOURCE_DIR}/model/chat/chat_output_parser_test.cc)
+target_link_libraries(chat_output_parser_test PRIVATE textgen_chat nlohmann_json::nlohmann_json
+                      textgen_warnings GTest::gtest GTest::gtest_main)
+add_test(NAME chat_output_parser_test COMMAND chat_output_parser_test)
+set_tests_properties(chat_output_parser_test PROPERTIES FIXTURES_REQUIRED llamacpp_source
+  ENVIRONMENT "TEXTGEN_LLAMACPP_MODELS_DIR=${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp/models")

@@ -21,8 +21,10 @@ target_link_libraries(textgen_jinja
 
 # Conversations -> prompt text (with the untrusted byte ranges) through a model's template.
 add_library(textgen_chat STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_output_parser.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_template.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/json_value.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_call_format.cc
 )
 target_link_libraries(textgen_chat
   PUBLIC textgen_jinja

@@ -1,0 +1,513 @@
+#include "model/chat/chat_output_parser.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "nlohmann/json.hpp"
+
+namespace textgen::model {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// A JSON string literal's value, or nullopt when `literal` is not one.
+std::optional<std::string> DecodeString(const std::string& literal) {
+  nlohmann::json parsed = nlohmann::json::parse(literal, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_string()) return std::nullopt;
+  return parsed.get<std::string>();
+}
+
+// The tags that open calls in running text, per format.
+std::vector<std::string> CallTags(ToolCallFormat format) {
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      return {"<tool_call>"};
+    case ToolCallFormat::kMistral:
+      return {"[TOOL_CALLS]"};
+    case ToolCallFormat::kPhi4Mini:
+      return {"<|tool_call|>"};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+// ---- CallReader ----
+
+ChatOutputParser::CallReader::Step ChatOutputParser::CallReader::Push(char c) {
+  raw_ += c;
+  switch (state_) {
+    case State::kOpen:
+      if (IsSpace(c)) return Step::kMore;
+      if (c != '{') return Step::kError;
+      state_ = State::kKeyOrClose;
+      return Step::kMore;
+    case State::kKeyOrClose:
+      if (IsSpace(c)) return Step::kMore;
+      if (c == '}') {
+        state_ = State::kDone;
+        return Step::kDone;
+      }
+      if (c != '"') return Step::kError;
+      key_.assign(1, '"');
+      key_escape_ = false;
+      state_ = State::kKey;
+      return Step::kMore;
+    case State::kKey:
+      key_ += c;
+      if (key_escape_) {
+        key_escape_ = false;
+      } else if (c == '\\') {
+        key_escape_ = true;
+      } else if (c == '"') {
+        std::optional<std::string> key = DecodeString(key_);
+        if (!key) return Step::kError;
+        key_ = *std::move(key);
+        state_ = State::kColon;
+      }
+      return Step::kMore;
+    case State::kColon:
+      if (IsSpace(c)) return Step::kMore;
+      if (c != ':') return Step::kError;
+      value_.clear();
+      depth_ = 0;
+      in_string_ = escape_ = scalar_ = false;
+      arguments_streaming_ = false;
+      state_ = State::kValue;
+      return Step::kMore;
+    case State::kValue:
+      return Value(c);
+    case State::kAfterValue:
+      if (IsSpace(c)) return Step::kMore;
+      if (c == ',') {
+        state_ = State::kKeyOrClose;
+        return Step::kMore;
+      }
+      if (c == '}') {
+        state_ = State::kDone;
+        return Step::kDone;
+      }
+      return Step::kError;
+    case State::kDone:
+      return Step::kError;
+  }
+  return Step::kError;
+}
+
+ChatOutputParser::CallReader::Step ChatOutputParser::CallReader::Value(char c) {
+  const bool is_arguments = key_ == arguments_key_ || key_ == "arguments" || key_ == "parameters";
+  bool complete = false;
+  if (value_.empty()) {
+    if (IsSpace(c)) return Step::kMore;
+    value_ += c;
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      depth_ = 1;
+      arguments_streaming_ = is_arguments;
+    } else {
+      scalar_ = true;
+    }
+  } else if (scalar_) {
+    if (c == ',' || c == '}' || IsSpace(c)) {
+      raw_.pop_back();  // the delimiter belongs to the object: read it again
+      complete = true;
+    } else {
+      value_ += c;
+    }
+  } else {
+    value_ += c;
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
+      } else if (c == '\\') {
+        escape_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+        complete = depth_ == 0;
+      }
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if (c == '}' || c == ']') {
+      complete = --depth_ == 0;
+    }
+  }
+  if (arguments_streaming_) arguments_ = value_;
+  if (!complete) return Step::kMore;
+  arguments_streaming_ = false;
+  if (key_ == "name") {
+    std::optional<std::string> name = DecodeString(value_);
+    if (!name) return Step::kError;
+    name_ = *std::move(name);
+  } else if (is_arguments) {
+    if (value_.front() == '"') {
+      // Arguments as a JSON string holding JSON (some models, and OpenAI's own wire form).
+      std::optional<std::string> text = DecodeString(value_);
+      if (!text) return Step::kError;
+      arguments_ = *std::move(text);
+    } else {
+      arguments_ = value_;
+    }
+  }
+  state_ = State::kAfterValue;
+  if (scalar_) return Push(c);  // the delimiter
+  return Step::kMore;
+}
+
+std::string ChatOutputParser::CallReader::TakeArguments() {
+  if (arguments_taken_ >= arguments_.size()) return "";
+  std::string out = arguments_.substr(arguments_taken_);
+  arguments_taken_ = arguments_.size();
+  return out;
+}
+
+// ---- ChatOutputParser ----
+
+ChatOutputParser::ChatOutputParser(ChatOutputOptions options)
+    : options_(std::move(options)),
+      markup_(MarkupOf(options_.format)),
+      mode_(options_.reasoning && options_.starts_in_reasoning ? Mode::kReasoning : Mode::kStart),
+      id_state_(options_.id_seed ^ 0x9E3779B97F4A7C15ull) {}
+
+ChatOutputDelta ChatOutputParser::Feed(std::string_view text) {
+  pending_.append(text);
+  ChatOutputDelta out;
+  Process(out, /*final=*/false);
+  return out;
+}
+
+ChatOutputDelta ChatOutputParser::Finish() {
+  ChatOutputDelta out;
+  Process(out, /*final=*/true);
+  return out;
+}
+
+size_t ChatOutputParser::HoldBack(std::string_view tag) const {
+  const size_t longest = std::min(pending_.size(), tag.size() - 1);
+  for (size_t n = longest; n > 0; --n) {
+    if (std::string_view(pending_).substr(pending_.size() - n) == tag.substr(0, n)) {
+      return pending_.size() - n;
+    }
+  }
+  return pending_.size();
+}
+
+void ChatOutputParser::FlushText(size_t end, std::string& sink) {
+  sink.append(pending_, 0, end);
+  pending_.erase(0, end);
+}
+
+std::string ChatOutputParser::NextId() {
+  static constexpr char kAlphabet[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  const int length = options_.format == ToolCallFormat::kMistral ? 9 : 24;
+  std::string id = options_.format == ToolCallFormat::kMistral ? "" : "call_";
+  for (int i = 0; i < length; ++i) {
+    // splitmix64
+    uint64_t z = (id_state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    id += kAlphabet[z % 62];
+  }
+  return id;
+}
+
+void ChatOutputParser::StartCall() {
+  call_.emplace(markup_.arguments_key);
+  call_started_ = false;
+}
+
+void ChatOutputParser::PumpCall(ChatOutputDelta& out, char c) {
+  const CallReader::Step step = call_->Push(c);
+  const bool tentative = mode_ == Mode::kBareJson;
+  if (!call_started_ && call_->name()) {
+    const bool declared = std::find(options_.tool_names.begin(), options_.tool_names.end(),
+                                    *call_->name()) != options_.tool_names.end();
+    if (declared) {
+      if (tentative) mode_ = Mode::kCall;  // it is a call: what was held is no longer content
+      call_started_ = true;
+      ToolCallDelta start;
+      start.index = static_cast<int>(calls_.size());
+      start.id = NextId();
+      start.name = *call_->name();
+      out.tool_calls.push_back(std::move(start));
+    }
+  }
+  if (call_started_) {
+    if (std::string fragment = call_->TakeArguments(); !fragment.empty()) {
+      if (out.tool_calls.empty() ||
+          out.tool_calls.back().index != static_cast<int>(calls_.size())) {
+        out.tool_calls.push_back({static_cast<int>(calls_.size()), "", "", ""});
+      }
+      out.tool_calls.back().arguments += fragment;
+    }
+  }
+  if (step == CallReader::Step::kDone) EndCall(out, /*complete=*/true);
+  if (step == CallReader::Step::kError) EndCall(out, /*complete=*/false);
+}
+
+void ChatOutputParser::EndCall(ChatOutputDelta& out, bool complete) {
+  const bool tentative = mode_ == Mode::kBareJson;
+  bool valid = complete && call_started_;
+  std::string arguments = call_->arguments().empty() ? "{}" : call_->arguments();
+  if (valid) {
+    valid = !nlohmann::json::parse(arguments, nullptr, false).is_discarded();
+  }
+  if (tentative && !valid) {
+    RevertBareJson(out);
+    return;
+  }
+  bare_json_.clear();
+  if (valid || (!complete && call_started_ && options_.parse_tool_calls)) {
+    // A whole call, or (at the end of the reply) one cut off: keep what arrived.
+    if (!complete && !valid) arguments = call_->arguments();
+    ParsedToolCall call;
+    call.name = *call_->name();
+    call.arguments = arguments;
+    if (call_->arguments().empty() && complete && call_started_) {
+      // No arguments key: the call takes none.
+      out.tool_calls.push_back({static_cast<int>(calls_.size()), "", "", "{}"});
+    }
+    calls_.push_back(std::move(call));
+  } else {
+    ++malformed_;
+  }
+  call_.reset();
+  call_started_ = false;
+  if (in_array_) {
+    array_expect_call_ = false;  // now a "," or "]"
+    return;
+  }
+  mode_ = options_.format == ToolCallFormat::kHermes ? Mode::kCallClose : Mode::kAfterCall;
+}
+
+void ChatOutputParser::RevertBareJson(ChatOutputDelta& out) {
+  // Not a call after all: what was read is content.
+  content_ += bare_json_;
+  out.content += bare_json_;
+  bare_json_.clear();
+  call_.reset();
+  call_started_ = false;
+  in_array_ = false;
+  mode_ = Mode::kText;
+}
+
+void ChatOutputParser::Process(ChatOutputDelta& out, bool final) {
+  const std::vector<std::string> tags = CallTags(options_.format);
+  while (true) {
+    switch (mode_) {
+      case Mode::kStart: {
+        size_t first = 0;
+        while (first < pending_.size() && IsSpace(pending_[first])) ++first;
+        if (first == pending_.size()) {
+          if (final) {
+            if (drop_leading_space_) pending_.clear();
+            mode_ = Mode::kText;
+            continue;
+          }
+          return;
+        }
+        const std::string_view rest = std::string_view(pending_).substr(first);
+        if (options_.reasoning && !reasoning_seen_) {
+          const std::string& open = options_.reasoning->open;
+          if (rest.substr(0, open.size()) == open) {
+            pending_.erase(0, first + open.size());
+            mode_ = Mode::kReasoning;
+            continue;
+          }
+          if (!final && open.substr(0, rest.size()) == rest) return;  // maybe the tag
+        }
+        if (options_.parse_tool_calls) {
+          // A call's tag at the start is read as in running text.
+          bool maybe_tag = false;
+          for (const std::string& tag : tags) {
+            if (rest.substr(0, tag.size()) == tag) maybe_tag = true;
+            if (!final && tag.substr(0, rest.size()) == rest) return;
+          }
+          if (maybe_tag) {
+            if (drop_leading_space_) pending_.erase(0, first);
+            drop_leading_space_ = false;
+            mode_ = Mode::kText;
+            continue;
+          }
+        }
+        if (drop_leading_space_) {
+          pending_.erase(0, first);
+          drop_leading_space_ = false;
+        }
+        mode_ = Mode::kText;
+        if (options_.parse_tool_calls && options_.format != ToolCallFormat::kHermes &&
+            (rest.front() == '{' || rest.front() == '[')) {
+          // Maybe a bare JSON call: read it before deciding what it is.
+          content_ += pending_.substr(0, pending_.size() - rest.size());
+          out.content += pending_.substr(0, pending_.size() - rest.size());
+          pending_.erase(0, pending_.size() - rest.size());
+          mode_ = Mode::kBareJson;
+          in_array_ = rest.front() == '[';
+          array_expect_call_ = in_array_;
+          array_opened_ = in_array_;
+          if (in_array_) {
+            bare_json_.assign(1, '[');
+            pending_.erase(0, 1);
+          } else {
+            StartCall();
+          }
+        }
+        continue;
+      }
+      case Mode::kReasoning: {
+        const std::string& close = options_.reasoning->close;
+        const size_t at = pending_.find(close);
+        if (at != std::string::npos) {
+          out.reasoning.append(pending_, 0, at);
+          FlushText(at, reasoning_);
+          pending_.erase(0, close.size());
+          reasoning_seen_ = true;
+          drop_leading_space_ = true;
+          mode_ = Mode::kStart;
+          continue;
+        }
+        const size_t keep = final ? pending_.size() : HoldBack(close);
+        out.reasoning.append(pending_, 0, keep);
+        FlushText(keep, reasoning_);
+        if (final) mode_ = Mode::kText;
+        return;
+      }
+      case Mode::kText: {
+        if (!options_.parse_tool_calls || tags.empty()) {
+          out.content += pending_;
+          FlushText(pending_.size(), content_);
+          return;
+        }
+        size_t at = std::string::npos;
+        size_t tag_size = 0;
+        for (const std::string& tag : tags) {
+          const size_t found = pending_.find(tag);
+          if (found < at) {
+            at = found;
+            tag_size = tag.size();
+          }
+        }
+        if (at != std::string::npos) {
+          out.content.append(pending_, 0, at);
+          FlushText(at, content_);
+          pending_.erase(0, tag_size);
+          mode_ = Mode::kCall;
+          in_array_ = markup_.array;
+          array_expect_call_ = in_array_;
+          array_opened_ = false;
+          if (!in_array_) StartCall();
+          continue;
+        }
+        size_t keep = pending_.size();
+        if (!final) {
+          for (const std::string& tag : tags) keep = std::min(keep, HoldBack(tag));
+        }
+        out.content.append(pending_, 0, keep);
+        FlushText(keep, content_);
+        return;
+      }
+      case Mode::kBareJson:
+      case Mode::kCall: {
+        size_t i = 0;
+        const auto reading = [&] { return mode_ == Mode::kCall || mode_ == Mode::kBareJson; };
+        const auto consume = [&](char c) {
+          ++i;
+          if (mode_ == Mode::kBareJson) bare_json_ += c;
+        };
+        while (i < pending_.size() && reading()) {
+          const char c = pending_[i];
+          if (call_) {
+            consume(c);
+            PumpCall(out, c);
+            continue;
+          }
+          // Between the calls of an array: "[", then calls separated by ",", then "]".
+          if (IsSpace(c)) {
+            consume(c);
+            continue;
+          }
+          if (in_array_ && !array_opened_) {
+            if (c != '[') {  // a tag without its array: the rest is content
+              ++malformed_;
+              in_array_ = false;
+              mode_ = Mode::kText;
+              break;
+            }
+            consume(c);
+            array_opened_ = true;
+            continue;
+          }
+          if (array_expect_call_ && c == '{') {
+            StartCall();  // the reader takes the "{"
+            continue;
+          }
+          if (!array_expect_call_ && c == ',') {
+            consume(c);
+            array_expect_call_ = true;
+            continue;
+          }
+          if (c == ']') {
+            consume(c);
+            in_array_ = false;
+            mode_ = markup_.array_close.empty() ? Mode::kAfterCall : Mode::kCallClose;
+            break;
+          }
+          // Anything else ends the array: it and what follows are content.
+          if (mode_ == Mode::kBareJson) {
+            RevertBareJson(out);
+          } else {
+            ++malformed_;
+            in_array_ = false;
+            mode_ = Mode::kText;
+          }
+          break;
+        }
+        pending_.erase(0, i);
+        if (reading() && pending_.empty()) {
+          if (!final) return;
+          if (call_) {
+            EndCall(out, /*complete=*/false);  // cut off: kept, or content again
+          } else if (mode_ == Mode::kBareJson) {
+            RevertBareJson(out);
+          }
+          in_array_ = false;
+          mode_ = Mode::kText;
+        }
+        continue;
+      }
+      case Mode::kAfterCall: {
+        size_t first = 0;
+        while (first < pending_.size() && IsSpace(pending_[first])) ++first;
+        if (first == pending_.size() && !final) return;
+        pending_.erase(0, first);
+        mode_ = Mode::kText;
+        continue;
+      }
+      case Mode::kCallClose: {
+        size_t first = 0;
+        while (first < pending_.size() && IsSpace(pending_[first])) ++first;
+        const std::string_view rest = std::string_view(pending_).substr(first);
+        const std::string close = options_.format == ToolCallFormat::kHermes
+                                      ? std::string("</tool_call>")
+                                      : markup_.array_close;
+        if (rest.substr(0, close.size()) == close) {
+          pending_.erase(0, first + close.size());
+          // Whitespace between or after calls is not content.
+          mode_ = Mode::kAfterCall;
+          continue;
+        }
+        if (!final && close.substr(0, rest.size()) == rest) return;
+        pending_.erase(0, first);
+        mode_ = Mode::kText;
+        continue;
+      }
+    }
+  }
+}
+
+}  // namespace textgen::model

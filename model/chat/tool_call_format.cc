@@ -1,0 +1,80 @@
+#include "model/chat/tool_call_format.h"
+
+#include <array>
+#include <utility>
+
+namespace textgen::model {
+namespace {
+
+constexpr std::array<std::pair<ToolCallFormat, const char*>, 5> kNames = {{
+    {ToolCallFormat::kHermes, "hermes"},
+    {ToolCallFormat::kLlama3Json, "llama3-json"},
+    {ToolCallFormat::kMistral, "mistral"},
+    {ToolCallFormat::kPhi4Mini, "phi4-mini"},
+    {ToolCallFormat::kGenericJson, "generic-json"},
+}};
+
+bool Has(std::string_view text, std::string_view marker) {
+  return text.find(marker) != std::string_view::npos;
+}
+
+}  // namespace
+
+const char* ToolCallFormatName(ToolCallFormat format) {
+  for (const auto& [f, name] : kNames) {
+    if (f == format) return name;
+  }
+  return "generic-json";
+}
+
+std::optional<ToolCallFormat> ToolCallFormatFromName(std::string_view name) {
+  for (const auto& [f, n] : kNames) {
+    if (name == n) return f;
+  }
+  return std::nullopt;
+}
+
+ToolCallFormat DetectToolCallFormat(std::string_view source) {
+  // Most specific markers first: a Hermes-style template may mention JSON "parameters".
+  if (Has(source, "<tool_call>")) return ToolCallFormat::kHermes;
+  if (Has(source, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
+  if (Has(source, "<|tool_call|>")) return ToolCallFormat::kPhi4Mini;
+  if (Has(source, "<|python_tag|>") ||
+      (Has(source, "<|start_header_id|>") && Has(source, "\"parameters\""))) {
+    return ToolCallFormat::kLlama3Json;
+  }
+  return ToolCallFormat::kGenericJson;
+}
+
+std::optional<ReasoningTags> DetectReasoningTags(std::string_view source) {
+  if (Has(source, "</think>")) return ReasoningTags{"<think>", "</think>"};
+  return std::nullopt;
+}
+
+ToolCallMarkup MarkupOf(ToolCallFormat format) {
+  ToolCallMarkup m;
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      m.call_open = "<tool_call>\n";
+      m.call_close = "\n</tool_call>";
+      break;
+    case ToolCallFormat::kLlama3Json:
+      m.arguments_key = "parameters";
+      break;
+    case ToolCallFormat::kMistral:
+      m.array = true;
+      m.array_open = "[TOOL_CALLS]";
+      m.id_in_call = true;
+      break;
+    case ToolCallFormat::kPhi4Mini:
+      m.array = true;
+      m.array_open = "<|tool_call|>";
+      m.array_close = "<|/tool_call|>";
+      break;
+    case ToolCallFormat::kGenericJson:
+      break;
+  }
+  return m;
+}
+
+}  // namespace textgen::model

@@ -1,0 +1,53 @@
+#pragma once
+
+// How a model family writes tool calls and reasoning in its replies, read off its chat
+// template's own markers (what the template renders for an assistant's tool_calls is what the
+// model was trained to write).
+//
+//   hermes        <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, repeated
+//                 (Hermes 2/3, Qwen 2.5, Qwen 3, SmolLM3, QwQ)
+//   llama3-json   {"name": ..., "parameters": {...}} as the whole reply (Llama 3.1-3.3; the
+//                 <|python_tag|> they may write first is a control token: no text)
+//   mistral       [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...] (the tag
+//                 is a control token in Tekken vocabularies; ids are 9 letters and digits)
+//   phi4-mini     <|tool_call|>[{"name": ..., "arguments": {...}}]<|/tool_call|>
+//   generic-json  {"name": ..., "arguments": {...}} or an array of them, as the whole reply,
+//                 for templates without a format of their own
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace textgen::model {
+
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kPhi4Mini, kGenericJson };
+
+const char* ToolCallFormatName(ToolCallFormat format);
+std::optional<ToolCallFormat> ToolCallFormatFromName(std::string_view name);
+
+// The format a template's markers name; kGenericJson when it has none.
+ToolCallFormat DetectToolCallFormat(std::string_view template_source);
+
+// The tags a model thinks between (<think> ... </think>), when its template knows them.
+struct ReasoningTags {
+  std::string open;
+  std::string close;
+};
+std::optional<ReasoningTags> DetectReasoningTags(std::string_view template_source);
+
+// What a format puts around its calls, for building a constraint and for parsing.
+struct ToolCallMarkup {
+  std::string call_open;   // before each call ("<tool_call>\n"); empty: none
+  std::string call_close;  // after each call ("\n</tool_call>")
+  bool array = false;      // the calls are one JSON array (mistral, phi4-mini)
+  // Tags around the array ("[TOOL_CALLS]", "<|tool_call|>" ... "<|/tool_call|>"): read
+  // when they appear as text, never required (they are control tokens in these vocabularies,
+  // which decode to no text).
+  std::string array_open;
+  std::string array_close;
+  const char* arguments_key = "arguments";  // llama3-json: "parameters"
+  bool id_in_call = false;                  // mistral: the template expects "id" back
+};
+ToolCallMarkup MarkupOf(ToolCallFormat format);
+
+}  // namespace textgen::model

@@ -1,0 +1,349 @@
+// The reply parser on the formats as models write them: literal replies (streamed whole and
+// split at every byte), malformed ones, and replies rendered by the models' own templates
+// from llama.cpp's models/templates (an assistant message with tool_calls, rendered and parsed
+// back to the same calls). The template cases need TEXTGEN_LLAMACPP_MODELS_DIR (the ctest
+// fixture fetches llama.cpp's source).
+
+#include "model/chat/chat_output_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/chat/chat_template.h"
+#include "nlohmann/json.hpp"
+
+namespace textgen::model {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Parsed {
+  std::string content;
+  std::string reasoning;
+  std::vector<ParsedToolCall> calls;  // from the deltas, reassembled
+  std::vector<ParsedToolCall> final_calls;
+  int malformed = 0;
+};
+
+ChatOutputOptions Options(ToolCallFormat format,
+                          std::vector<std::string> tools = {"get_weather", "add"}) {
+  ChatOutputOptions o;
+  o.format = format;
+  o.parse_tool_calls = !tools.empty();
+  o.tool_names = std::move(tools);
+  o.id_seed = 7;
+  return o;
+}
+
+// Feeds `text` in pieces cut at `cuts` (offsets), reassembling the deltas as a client would.
+Parsed Feed(const ChatOutputOptions& options, const std::string& text,
+            const std::vector<size_t>& cuts = {}) {
+  ChatOutputParser parser(options);
+  Parsed out;
+  const auto take = [&](const ChatOutputDelta& d) {
+    out.content += d.content;
+    out.reasoning += d.reasoning;
+    for (const ToolCallDelta& call : d.tool_calls) {
+      if (call.index == static_cast<int>(out.calls.size())) {
+        EXPECT_FALSE(call.id.empty()) << "a call's first delta carries its id";
+        EXPECT_FALSE(call.name.empty()) << "a call's first delta carries its name";
+        out.calls.push_back({call.id, call.name, ""});
+      }
+      ASSERT_LT(call.index, static_cast<int>(out.calls.size()));
+      if (call.index != static_cast<int>(out.calls.size()) - 1 || !call.id.empty()) {
+        EXPECT_EQ(call.index, static_cast<int>(out.calls.size()) - 1);
+      }
+      out.calls[call.index].arguments += call.arguments;
+    }
+  };
+  size_t at = 0;
+  for (size_t cut : cuts) {
+    take(parser.Feed(std::string_view(text).substr(at, cut - at)));
+    at = cut;
+  }
+  take(parser.Feed(std::string_view(text).substr(at)));
+  take(parser.Finish());
+  out.final_calls = parser.tool_calls();
+  out.malformed = parser.malformed_calls();
+  EXPECT_EQ(out.content, parser.content());
+  EXPECT_EQ(out.reasoning, parser.reasoning());
+  return out;
+}
+
+// Parses `text` whole, then split in two at every byte and in single bytes: all the same.
+Parsed RunEverySplit(const ChatOutputOptions& options, const std::string& text) {
+  const Parsed whole = Feed(options, text);
+  std::vector<size_t> bytes;
+  for (size_t i = 1; i < text.size(); ++i) bytes.push_back(i);
+  for (const std::vector<size_t>& cuts : {bytes}) {
+    const Parsed split = Feed(options, text, cuts);
+    EXPECT_EQ(split.content, whole.content) << "one byte at a time";
+    EXPECT_EQ(split.reasoning, whole.reasoning);
+    EXPECT_EQ(split.calls.size(), whole.calls.size());
+  }
+  for (size_t i = 1; i < text.size(); ++i) {
+    const Parsed split = Feed(options, text, {i});
+    EXPECT_EQ(split.content, whole.content) << "split at " << i;
+    EXPECT_EQ(split.reasoning, whole.reasoning) << "split at " << i;
+    EXPECT_EQ(split.calls.size(), whole.calls.size()) << "split at " << i;
+    for (size_t c = 0; c < split.calls.size() && c < whole.calls.size(); ++c) {
+      EXPECT_EQ(split.calls[c].name, whole.calls[c].name);
+      EXPECT_EQ(Json::parse(split.calls[c].arguments), Json::parse(whole.calls[c].arguments))
+          << "split at " << i;
+    }
+  }
+  // The streamed calls equal the parser's own list.
+  EXPECT_EQ(whole.calls.size(), whole.final_calls.size());
+  for (size_t c = 0; c < whole.calls.size() && c < whole.final_calls.size(); ++c) {
+    EXPECT_EQ(whole.calls[c].name, whole.final_calls[c].name);
+    EXPECT_EQ(Json::parse(whole.calls[c].arguments), Json::parse(whole.final_calls[c].arguments));
+  }
+  return whole;
+}
+
+TEST(ChatOutputParserTest, HermesCallsAndTheTextAroundThem) {
+  const Parsed p = RunEverySplit(
+      Options(ToolCallFormat::kHermes),
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris \\\"15e\\\"\", \"days\": [1, 2]}}\n</tool_call>\n<tool_call>\n{\"name\": \"add\", "
+      "\"arguments\": {\"a\": 1, \"b\": -2.5e3}}\n</tool_call>");
+  EXPECT_EQ(p.content, "Let me check.\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(p.calls[0].arguments),
+            Json::parse(R"({"city": "Paris \"15e\"", "days": [1, 2]})"));
+  EXPECT_EQ(p.calls[1].name, "add");
+  EXPECT_EQ(Json::parse(p.calls[1].arguments), Json::parse(R"({"a": 1, "b": -2500})"));
+  EXPECT_NE(p.calls[0].id, p.calls[1].id);
+  EXPECT_TRUE(p.calls[0].id.starts_with("call_"));
+  EXPECT_EQ(p.calls[0].id.size(), 29u);
+  EXPECT_EQ(p.malformed, 0);
+}
+
+TEST(ChatOutputParserTest, ArgumentsStreamAsTheyArriveOnceTheNameIsKnown) {
+  ChatOutputParser parser(Options(ToolCallFormat::kHermes));
+  EXPECT_TRUE(parser.Feed("<tool_call>\n{\"name\": \"get_wea").empty());
+  ChatOutputDelta d = parser.Feed("ther\", \"arguments\": {\"ci");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(d.tool_calls[0].arguments, "{\"ci");
+  d = parser.Feed("ty\": \"Oslo\"}}\n</tool_call>");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_TRUE(d.tool_calls[0].name.empty());
+  EXPECT_EQ(d.tool_calls[0].arguments, "ty\": \"Oslo\"}");
+  EXPECT_TRUE(parser.Finish().empty());
+}
+
+TEST(ChatOutputParserTest, ReasoningIsSeparatedFromContentAndCalls) {
+  ChatOutputOptions o = Options(ToolCallFormat::kHermes);
+  o.reasoning = ReasoningTags{"<think>", "</think>"};
+  Parsed p = RunEverySplit(o,
+                           "<think>\nThe user wants weather. <tool_call> is how.\n</think>\n\n"
+                           "Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                           "{\"city\": \"Rome\"}}\n</tool_call>");
+  EXPECT_EQ(p.reasoning, "\nThe user wants weather. <tool_call> is how.\n");
+  EXPECT_EQ(p.content, "Checking.");
+  ASSERT_EQ(p.calls.size(), 1u);
+  // A prompt that ended inside the tags (DeepSeek-R1 distills): reasoning from the start.
+  o.starts_in_reasoning = true;
+  p = RunEverySplit(o, "Hmm, 2+2.</think>\n\nFour.");
+  EXPECT_EQ(p.reasoning, "Hmm, 2+2.");
+  EXPECT_EQ(p.content, "Four.");
+  // Without tags in the reply, everything is content.
+  o.starts_in_reasoning = false;
+  p = RunEverySplit(o, "Four. <think> is a tag.");
+  EXPECT_EQ(p.content, "Four. <think> is a tag.");
+  EXPECT_EQ(p.reasoning, "");
+}
+
+TEST(ChatOutputParserTest, BareJsonIsACallOnlyWhenItNamesADeclaredTool) {
+  Parsed p = RunEverySplit(Options(ToolCallFormat::kLlama3Json),
+                           "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}");
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"city": "Lima"})"));
+  // JSON that is not a call stays content, whole.
+  const std::string answer = "{\"answer\": 42, \"name\": \"x\"} and more";
+  p = RunEverySplit(Options(ToolCallFormat::kLlama3Json), answer);
+  EXPECT_EQ(p.content, answer);
+  EXPECT_TRUE(p.calls.empty());
+  p = RunEverySplit(Options(ToolCallFormat::kGenericJson), "{\"name\": \"unknown\"}");
+  EXPECT_EQ(p.content, "{\"name\": \"unknown\"}");
+  // Without tools, nothing is parsed.
+  p = RunEverySplit(Options(ToolCallFormat::kLlama3Json, {}),
+                    "{\"name\": \"get_weather\", \"parameters\": {}}");
+  EXPECT_EQ(p.content, "{\"name\": \"get_weather\", \"parameters\": {}}");
+}
+
+TEST(ChatOutputParserTest, ArraysOfCallsWithOrWithoutTheirTags) {
+  const std::string calls =
+      "[{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}, \"id\": \"abcDEF123\"}, "
+      "{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Kyiv\\\"}\"}]";
+  for (const std::string& reply : {calls, "[TOOL_CALLS]" + calls}) {
+    const Parsed p = RunEverySplit(Options(ToolCallFormat::kMistral), reply);
+    EXPECT_EQ(p.content, "");
+    ASSERT_EQ(p.calls.size(), 2u) << reply;
+    EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"a": 1, "b": 2})"));
+    // Arguments written as a JSON string arrive decoded.
+    EXPECT_EQ(Json::parse(p.calls[1].arguments), Json::parse(R"({"city": "Kyiv"})"));
+    EXPECT_EQ(p.calls[0].id.size(), 9u);  // Mistral's templates check ids of 9 characters
+  }
+  const Parsed phi =
+      RunEverySplit(Options(ToolCallFormat::kPhi4Mini), "<|tool_call|>" + calls + "<|/tool_call|>");
+  EXPECT_EQ(phi.content, "");
+  EXPECT_EQ(phi.calls.size(), 2u);
+}
+
+TEST(ChatOutputParserTest, MalformedRepliesHaveDocumentedResults) {
+  // Cut off inside a call (the length limit): the call keeps what arrived.
+  Parsed p = Feed(Options(ToolCallFormat::kHermes),
+                  "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1");
+  ASSERT_EQ(p.final_calls.size(), 1u);
+  EXPECT_EQ(p.final_calls[0].arguments, "{\"a\": 1");
+  // A tagged call to an undeclared tool: dropped, counted, never content.
+  p = RunEverySplit(Options(ToolCallFormat::kHermes),
+                    "A<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>B");
+  EXPECT_EQ(p.content, "AB");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.malformed, 1);
+  // Broken JSON inside the tags: dropped, counted; the text after is content.
+  p = RunEverySplit(Options(ToolCallFormat::kHermes), "<tool_call>\n{\"name\" 1}</tool_call>ok");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.malformed, 1);
+  // Bare JSON cut off before it names a tool: content.
+  p = Feed(Options(ToolCallFormat::kLlama3Json), "{\"na");
+  EXPECT_EQ(p.content, "{\"na");
+  EXPECT_TRUE(p.final_calls.empty());
+  // A call with no arguments takes none.
+  p = RunEverySplit(Options(ToolCallFormat::kHermes),
+                    "<tool_call>\n{\"name\": \"add\"}\n</tool_call>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{}");
+}
+
+TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
+  EXPECT_EQ(DetectToolCallFormat("... <tool_call>\\n ..."), ToolCallFormat::kHermes);
+  EXPECT_EQ(DetectToolCallFormat("{{ '[TOOL_CALLS][' }}"), ToolCallFormat::kMistral);
+  EXPECT_EQ(DetectToolCallFormat("<|tool_call|>"), ToolCallFormat::kPhi4Mini);
+  EXPECT_EQ(DetectToolCallFormat("<|start_header_id|> ... \"parameters\": "),
+            ToolCallFormat::kLlama3Json);
+  EXPECT_EQ(DetectToolCallFormat("{{ messages }}"), ToolCallFormat::kGenericJson);
+  for (ToolCallFormat f :
+       {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
+        ToolCallFormat::kPhi4Mini, ToolCallFormat::kGenericJson}) {
+    EXPECT_EQ(ToolCallFormatFromName(ToolCallFormatName(f)), f);
+  }
+  EXPECT_FALSE(ToolCallFormatFromName("xml").has_value());
+}
+
+// ---- Round trips through the models' own templates ----
+
+std::filesystem::path TemplatesDir() {
+  const char* env = std::getenv("TEXTGEN_LLAMACPP_MODELS_DIR");
+  return std::filesystem::path(env != nullptr ? env : "") / "templates";
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct TemplateCase {
+  std::string file;
+  ToolCallFormat format;
+  std::string eos;                       // the template's eos_token
+  std::vector<std::string> end_markers;  // control tokens ending the turn: no text in a reply
+};
+
+class TemplateRoundTripTest : public ::testing::TestWithParam<TemplateCase> {};
+
+TEST_P(TemplateRoundTripTest, RenderedCallsParseBack) {
+  const TemplateCase& c = GetParam();
+  const std::filesystem::path path = TemplatesDir() / c.file;
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " (set TEXTGEN_LLAMACPP_MODELS_DIR)";
+  const std::string source = ReadFile(path);
+  EXPECT_EQ(DetectToolCallFormat(source), c.format) << c.file;
+  absl::StatusOr<ChatTemplate> tmpl = ChatTemplate::Create(source, "<s>", c.eos);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  const std::string tools =
+      R"([{"type":"function","function":{"name":"get_weather","description":"Weather",)"
+      R"("parameters":{"type":"object","properties":{"city":{"type":"string"}},)"
+      R"("required":["city"]}}}])";
+  const std::string calls =
+      R"([{"id":"abcDEF123","type":"function","function":{"name":"get_weather",)"
+      R"("arguments":{"city":"Paris, \"FR\""}}}])";
+  ChatInput prompt_only;
+  prompt_only.messages = {{"user", "Weather in Paris?", "", "", "", ""}};
+  prompt_only.tools_json = tools;
+  ChatInput with_reply = prompt_only;
+  with_reply.add_generation_prompt = false;
+  with_reply.messages.push_back({"assistant", "", "", "", "", calls});
+  absl::StatusOr<ChatPrompt> prefix = tmpl->Render(prompt_only);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  absl::StatusOr<ChatPrompt> full = tmpl->Render(with_reply);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_TRUE(full->text.starts_with(prefix->text)) << c.file << "\n" << full->text;
+  std::string reply = full->text.substr(prefix->text.size());
+  const auto trim = [&] {
+    while (!reply.empty() && (reply.back() == '\n' || reply.back() == ' ')) reply.pop_back();
+  };
+  trim();
+  for (const std::string& marker : c.end_markers) {
+    if (reply.ends_with(marker)) reply.resize(reply.size() - marker.size());
+  }
+  trim();
+  SCOPED_TRACE(c.file + " reply: " + reply);
+  ChatOutputOptions options = Options(c.format, {"get_weather"});
+  options.reasoning = DetectReasoningTags(source);
+  const Parsed p = RunEverySplit(options, reply);
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"city": "Paris, \"FR\""})"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Templates, TemplateRoundTripTest,
+    ::testing::Values(TemplateCase{"Qwen-Qwen2.5-7B-Instruct.jinja",
+                                   ToolCallFormat::kHermes,
+                                   "<|im_end|>",
+                                   {"<|im_end|>"}},
+                      TemplateCase{"Qwen-Qwen3-0.6B.jinja",
+                                   ToolCallFormat::kHermes,
+                                   "<|im_end|>",
+                                   {"<|im_end|>"}},
+                      TemplateCase{"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
+                                   ToolCallFormat::kHermes,
+                                   "<|im_end|>",
+                                   {"<|im_end|>"}},
+                      TemplateCase{"meta-llama-Llama-3.1-8B-Instruct.jinja",
+                                   ToolCallFormat::kLlama3Json,
+                                   "<|eot_id|>",
+                                   {"<|eot_id|>", "<|eom_id|>"}},
+                      TemplateCase{"meta-llama-Llama-3.3-70B-Instruct.jinja",
+                                   ToolCallFormat::kLlama3Json,
+                                   "<|eot_id|>",
+                                   {"<|eot_id|>", "<|eom_id|>"}},
+                      TemplateCase{"mistralai-Mistral-Nemo-Instruct-2407.jinja",
+                                   ToolCallFormat::kMistral,
+                                   "</s>",
+                                   {"</s>"}}),
+    [](const ::testing::TestParamInfo<TemplateCase>& param) {
+      std::string name = param.param.file.substr(0, param.param.file.find(".jinja"));
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace textgen::model
