@@ -52,6 +52,9 @@ ABSL_FLAG(std::string, tokenizer, "",
 ABSL_FLAG(std::string, chat_template, "",
           "Jinja chat template file for the Chat RPC, replacing the model file's "
           "tokenizer.chat_template (needed for models without one)");
+ABSL_FLAG(std::string, tool_call_format, "",
+          "How the model writes tool calls: hermes, llama3-json, mistral, phi4-mini or "
+          "generic-json (empty: read off the chat template's markers)");
 ABSL_FLAG(std::string, listen, kDefaults.listen, "gRPC listen address HOST:PORT");
 ABSL_FLAG(std::string, metrics_listen, kDefaults.metrics_listen,
           "Prometheus /metrics HTTP address HOST:PORT (empty: no metrics endpoint)");
@@ -156,6 +159,7 @@ ServerOptions OptionsFromFlags() {
   o.model_path = absl::GetFlag(FLAGS_model);
   o.tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
   o.chat_template_path = absl::GetFlag(FLAGS_chat_template);
+  o.tool_call_format = absl::GetFlag(FLAGS_tool_call_format);
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.http_listen = absl::GetFlag(FLAGS_http_listen);
@@ -249,8 +253,10 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   if (!tokenizer.ok()) return tokenizer.status();
   loaded->tokenizer = *std::move(tokenizer);
   // Chat templates before the engine: a bad --chat-template fails in milliseconds.
-  absl::StatusOr<ChatTemplates> chat_templates =
-      ChatTemplates::Load(loaded->model.chat_templates, o.chat_template_path, *loaded->tokenizer);
+  absl::StatusOr<ChatTemplates> chat_templates = ChatTemplates::Load(
+      loaded->model.chat_templates, o.chat_template_path, *loaded->tokenizer,
+      o.tool_call_format.empty() ? std::nullopt
+                                 : model::ToolCallFormatFromName(o.tool_call_format));
   if (!chat_templates.ok()) return chat_templates.status();
   loaded->backend.chat_templates = *std::move(chat_templates);
 
@@ -317,6 +323,9 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
     backend.model_info.add_chat_templates(name);
   }
   backend.model_info.set_chat_template_source(backend.chat_templates.default_source());
+  const model::ReplyFormat& reply = backend.chat_templates.reply_format("");
+  backend.model_info.set_tool_call_format(model::ToolCallFormatName(reply.tool_calls));
+  backend.model_info.set_reasoning_tag(reply.reasoning ? reply.reasoning->open : "");
   // The engine holds its own (reordered) copy of every weight: unmap the file so its pages
   // do not stay resident next to that copy.
   loaded->model.weights = {};

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/base/status_macros.h"
+#include "model/chat/tool_call_format.h"
 
 namespace textgen::server {
 namespace {
@@ -56,6 +57,12 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("--max-new-tokens (", o.max_new_tokens,
                                                    ") must not exceed --max-new-tokens-limit (",
                                                    o.max_new_tokens_limit, ")"));
+  }
+  if (!o.tool_call_format.empty() && !model::ToolCallFormatFromName(o.tool_call_format)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tool-call-format must be hermes, llama3-json, mistral, phi4-mini or "
+                     "generic-json, got \"",
+                     o.tool_call_format, "\""));
   }
   if (o.session_ttl <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(

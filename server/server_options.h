@@ -20,6 +20,7 @@ struct ServerOptions {
   std::string model_path;          // empty = the bundled default model
   std::string tokenizer_path;      // llama2.c checkpoints: their tokenizer.bin
   std::string chat_template_path;  // Jinja file replacing the model's default chat template
+  std::string tool_call_format;    // empty: read off the chat template
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9090";  // empty = no metrics endpoint
   std::string http_listen;                      // OpenAI-compatible HTTP API; empty = off

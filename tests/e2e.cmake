@@ -53,6 +53,16 @@ if(TARGET textgen-server)
   set_tests_properties(e2e_structured_output PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
                        LABELS e2e FIXTURES_REQUIRED llamacpp_source)
 
+  # Tool calls with the `openai` npm client (calls, streams, runTools) and ajv, on random-weight
+  # Qwen 2.5, Qwen 3 and Llama 3.1 layouts with their real vocabularies and templates.
+  add_test(NAME e2e_tool_calls
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_tool_calls_test.sh
+                   $<TARGET_FILE:textgen-server> $<TARGET_FILE:textgen-make-random-gguf>
+                   ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                   ${CMAKE_CURRENT_BINARY_DIR}/e2e-tools)
+  set_tests_properties(e2e_tool_calls PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+                       LABELS e2e FIXTURES_REQUIRED llamacpp_source)
+
   # Three replicas behind Debian's nginx with deploy/nginx/textgen-lb.conf: session affinity,
   # failover of a SIGTERMed replica, and Prometheus / Grafana / alert queries against them.
   # (LB=haproxy runs it behind HAProxy; not here: see deploy/haproxy/haproxy.cfg.)

@@ -33,6 +33,18 @@ std::vector<std::string> CallTags(ToolCallFormat format) {
 
 }  // namespace
 
+void ChatOutputDelta::Append(ChatOutputDelta later) {
+  content += later.content;
+  reasoning += later.reasoning;
+  for (ToolCallDelta& call : later.tool_calls) {
+    if (!tool_calls.empty() && tool_calls.back().index == call.index && call.id.empty()) {
+      tool_calls.back().arguments += call.arguments;
+    } else {
+      tool_calls.push_back(std::move(call));
+    }
+  }
+}
+
 // ---- CallReader ----
 
 ChatOutputParser::CallReader::Step ChatOutputParser::CallReader::Push(char c) {
@@ -233,6 +245,7 @@ void ChatOutputParser::PumpCall(ChatOutputDelta& out, char c) {
       ToolCallDelta start;
       start.index = static_cast<int>(calls_.size());
       start.id = NextId();
+      call_id_ = start.id;
       start.name = *call_->name();
       out.tool_calls.push_back(std::move(start));
     }
@@ -266,6 +279,7 @@ void ChatOutputParser::EndCall(ChatOutputDelta& out, bool complete) {
     // A whole call, or (at the end of the reply) one cut off: keep what arrived.
     if (!complete && !valid) arguments = call_->arguments();
     ParsedToolCall call;
+    call.id = call_id_;
     call.name = *call_->name();
     call.arguments = arguments;
     if (call_->arguments().empty() && complete && call_started_) {

@@ -41,6 +41,8 @@ struct ChatOutputDelta {
   std::string reasoning;
   std::vector<ToolCallDelta> tool_calls;
   bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+  // `later` after this one (arguments of the same call are joined).
+  void Append(ChatOutputDelta later);
 };
 
 struct ParsedToolCall {
@@ -139,6 +141,7 @@ class ChatOutputParser {
   int malformed_ = 0;
   std::optional<CallReader> call_;
   bool call_started_ = false;  // its first delta went out
+  std::string call_id_;
   // The array formats: reading "[", calls, ",", "]".
   bool in_array_ = false;
   bool array_opened_ = false;

@@ -51,6 +51,10 @@ std::optional<ReasoningTags> DetectReasoningTags(std::string_view source) {
   return std::nullopt;
 }
 
+ReplyFormat DetectReplyFormat(std::string_view source) {
+  return {DetectToolCallFormat(source), DetectReasoningTags(source)};
+}
+
 ToolCallMarkup MarkupOf(ToolCallFormat format) {
   ToolCallMarkup m;
   switch (format) {

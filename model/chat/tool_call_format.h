@@ -35,6 +35,13 @@ struct ReasoningTags {
 };
 std::optional<ReasoningTags> DetectReasoningTags(std::string_view template_source);
 
+// How replies rendered with a template are read.
+struct ReplyFormat {
+  ToolCallFormat tool_calls = ToolCallFormat::kGenericJson;
+  std::optional<ReasoningTags> reasoning;
+};
+ReplyFormat DetectReplyFormat(std::string_view template_source);
+
 // What a format puts around its calls, for building a constraint and for parsing.
 struct ToolCallMarkup {
   std::string call_open;   // before each call ("<tool_call>\n"); empty: none

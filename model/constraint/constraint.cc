@@ -28,7 +28,7 @@ absl::StatusOr<Grammar> ConstraintCompiler::Build(const ConstraintSpec& spec) co
       JsonSchemaLimits json{.max_schema_bytes = limits_.max_text_bytes,
                             .max_depth = limits_.max_schema_depth,
                             .grammar = grammar};
-      return CompileJsonSchema(spec.text, json);
+      return CompileJsonSchema(spec.text, json, spec.framing);
     }
     case ConstraintKind::kJsonObject:
       return JsonObjectGrammar(JsonSchemaLimits{.grammar = grammar});
@@ -52,7 +52,10 @@ absl::StatusOr<CompiledConstraint> ConstraintCompiler::Compile(const ConstraintS
         "the ", ConstraintKindName(spec.kind), " is ", spec.text.size(),
         " bytes, over the limit of ", limits_.max_text_bytes, " (--max-constraint-bytes)"));
   }
-  std::string key = absl::StrCat(static_cast<int>(spec.kind), ":", spec.text);
+  const JsonFraming& f = spec.framing;
+  std::string key = absl::StrCat(static_cast<int>(spec.kind), ":", f.before.size(), ":", f.before,
+                                 f.after.size(), ":", f.after, f.separator.size(), ":", f.separator,
+                                 f.max_documents, ":", spec.text);
   {
     absl::MutexLock lock(&mu_);
     if (auto it = index_.find(key); it != index_.end()) {

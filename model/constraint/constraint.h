@@ -28,8 +28,13 @@ enum class ConstraintKind { kJsonSchema, kJsonObject, kRegex, kGrammar };
 const char* ConstraintKindName(ConstraintKind kind);
 
 struct ConstraintSpec {
-  ConstraintKind kind = ConstraintKind::kJsonObject;
-  std::string text;  // the schema (JSON), the regex or the grammar; empty for kJsonObject
+  // A constructor, not an aggregate: {kind, text} stays short where framing is not used.
+  ConstraintSpec(ConstraintKind k = ConstraintKind::kJsonObject, std::string t = "",
+                 JsonFraming f = {})
+      : kind(k), text(std::move(t)), framing(std::move(f)) {}
+  ConstraintKind kind;
+  std::string text;     // the schema (JSON), the regex or the grammar; empty for kJsonObject
+  JsonFraming framing;  // kJsonSchema: text around the document (tool calls)
 };
 
 struct ConstraintLimits {

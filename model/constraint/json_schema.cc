@@ -109,10 +109,21 @@ class SchemaCompiler {
         {Sequence{}, Lit(" "), {GrammarBuilder::Ref(newlines), GrammarBuilder::Ref(indentation)}});
   }
 
-  absl::StatusOr<Grammar> Compile() {
+  absl::StatusOr<Grammar> Compile(const JsonFraming& framing) {
     absl::StatusOr<int> rule = Schema(root_, "", 0);
     if (!rule.ok()) return rule.status();
-    absl::StatusOr<Grammar> grammar = b_.Build(*rule, limits_.grammar);
+    int root = *rule;
+    if (framing != JsonFraming{}) {
+      Sequence document = Lit(framing.before);
+      document.push_back(GrammarBuilder::Ref(root));
+      for (const Symbol& s : Lit(framing.after)) document.push_back(s);
+      Sequence more = Lit(framing.separator);
+      more.insert(more.end(), document.begin(), document.end());
+      const int rest = b_.Repeat("more-documents", more, 0, std::max(framing.max_documents, 1) - 1);
+      document.push_back(GrammarBuilder::Ref(rest));
+      root = b_.RuleOf("framed", {document});
+    }
+    absl::StatusOr<Grammar> grammar = b_.Build(root, limits_.grammar);
     if (absl::IsInvalidArgument(grammar.status())) {
       // The builder's complaint is about a rule; the caller wrote a schema.
       return Refuse("", absl::StrCat("no JSON value satisfies the schema (",
@@ -912,7 +923,8 @@ class SchemaCompiler {
 
 }  // namespace
 
-absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema, const JsonSchemaLimits& limits) {
+absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema, const JsonSchemaLimits& limits,
+                                          const JsonFraming& framing) {
   if (schema.size() > limits.max_schema_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the schema is ", schema.size(), " bytes, over the limit of ", limits.max_schema_bytes));
@@ -951,7 +963,7 @@ absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema, const JsonSch
   walk(root, ordered);
   SchemaCompiler compiler(root, limits);
   compiler.key_order_ = &key_order;
-  return compiler.Compile();
+  return compiler.Compile(framing);
 }
 
 absl::StatusOr<Grammar> JsonObjectGrammar(const JsonSchemaLimits& limits) {

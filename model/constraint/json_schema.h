@@ -17,6 +17,7 @@
 //   - integers have at most 19 digits, fractions 16, exponents 3.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -32,8 +33,19 @@ struct JsonSchemaLimits {
   GrammarLimits grammar;
 };
 
+// Fixed text around the document, and how many documents may follow each other: a tool
+// call's markup ("<tool_call>\n" ... "\n</tool_call>", up to N calls separated by "\n").
+struct JsonFraming {
+  std::string before;
+  std::string after;
+  std::string separator;
+  int max_documents = 1;
+  bool operator==(const JsonFraming&) const = default;
+};
+
 absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema,
-                                          const JsonSchemaLimits& limits = {});
+                                          const JsonSchemaLimits& limits = {},
+                                          const JsonFraming& framing = {});
 
 // Any JSON object (OpenAI's json_object mode).
 absl::StatusOr<Grammar> JsonObjectGrammar(const JsonSchemaLimits& limits = {});

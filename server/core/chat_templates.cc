@@ -35,8 +35,13 @@ absl::StatusOr<std::string> ReadTemplateFile(const std::string& path) {
 
 absl::StatusOr<ChatTemplates> ChatTemplates::Load(
     const std::map<std::string, std::string>& from_model, const std::string& template_file,
-    const model::Tokenizer& tokenizer) {
+    const model::Tokenizer& tokenizer, std::optional<model::ToolCallFormat> tool_call_format) {
   ChatTemplates out;
+  const auto add_format = [&](const std::string& name, const std::string& source) {
+    model::ReplyFormat format = model::DetectReplyFormat(source);
+    if (tool_call_format) format.tool_calls = *tool_call_format;
+    out.formats_[name] = std::move(format);
+  };
   const std::string bos = SpecialTokenText(tokenizer, tokenizer.bos_id());
   const std::string eos = SpecialTokenText(tokenizer, tokenizer.eos_id());
   for (const auto& [name, source] : from_model) {
@@ -44,6 +49,7 @@ absl::StatusOr<ChatTemplates> ChatTemplates::Load(
     absl::StatusOr<model::ChatTemplate> parsed = model::ChatTemplate::Create(source, bos, eos);
     if (parsed.ok()) {
       out.templates_.emplace(name, *std::move(parsed));
+      add_format(name, source);
     } else {
       out.unusable_.emplace(name, parsed.status());
     }
@@ -57,7 +63,9 @@ absl::StatusOr<ChatTemplates> ChatTemplates::Load(
       return absl::InvalidArgumentError(
           absl::StrCat("--chat-template ", template_file, ": ", parsed.status().message()));
     }
+    out.templates_.erase("");
     out.templates_.emplace("", *std::move(parsed));
+    add_format("", *source);
     out.default_source_ = template_file;
   }
   return out;
@@ -86,6 +94,12 @@ absl::StatusOr<const model::ChatTemplate*> ChatTemplates::Find(const std::string
                    absl::StrJoin(names(), ", ", [](std::string* o, const std::string& n) {
                      absl::StrAppend(o, n.empty() ? "\"\" (default)" : n);
                    })));
+}
+
+const model::ReplyFormat& ChatTemplates::reply_format(const std::string& name) const {
+  static const model::ReplyFormat kNone;  // immutable: no template, nothing to read
+  auto it = formats_.find(name);
+  return it != formats_.end() ? it->second : kNone;
 }
 
 std::vector<std::string> ChatTemplates::names() const {

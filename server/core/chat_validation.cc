@@ -5,6 +5,7 @@
 #include "model/chat/jinja/interpreter.h"
 #include "model/tokenizer/utf8.h"
 #include "server/core/field_error.h"
+#include "server/core/tool_plan.h"
 
 namespace textgen::server {
 namespace {
@@ -21,7 +22,7 @@ absl::Status CheckText(const std::string& text, absl::string_view field) {
 }
 
 absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
-                                             size_t max_prompt_bytes) {
+                                             size_t max_prompt_bytes, bool offer_tools) {
   if (request.messages().empty()) {
     return InvalidField("messages", "is empty; send at least one message");
   }
@@ -44,7 +45,7 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
   model::ChatInput input;
   input.add_generation_prompt =
       request.has_add_generation_prompt() ? request.add_generation_prompt() : true;
-  input.tools_json = request.tools_json();
+  if (offer_tools) input.tools_json = request.tools_json();
   input.variables_json = request.template_variables_json();
   for (int i = 0; i < request.messages_size(); ++i) {
     const v1::ChatMessage& m = request.messages(i);
@@ -94,7 +95,15 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
   const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
                              request.stopping(),   request.output(),     request.constraint()};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
-    absl::StatusOr<model::ChatInput> input = ToChatInput(request, options.max_prompt_bytes);
+    absl::StatusOr<ToolPlan> tools =
+        PlanTools(request, templates.reply_format(request.template_name()), options.constraints);
+    if (!tools.ok()) return tools.status();
+    if (tools->constraint) {
+      TEXTGEN_RETURN_IF_ERROR(
+          CompileConstraint(*tools->constraint, "tool_choice", options, out.constraint));
+    }
+    absl::StatusOr<model::ChatInput> input =
+        ToChatInput(request, options.max_prompt_bytes, tools->offer_tools);
     if (!input.ok()) return input.status();
     model::jinja::RenderOptions render;
     render.limits.max_output_bytes = kMaxRenderedPromptBytes;
@@ -115,6 +124,15 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
       return WithField(InvalidArgumentError("the chat template rendered an empty prompt"),
                        "messages");
     }
+    // A prompt that ends inside the reasoning tags (DeepSeek-R1 distills open <think> for the
+    // model): the reply starts as reasoning.
+    if (const auto& tags = tools->reply.reasoning) {
+      const size_t end = prompt->text.find_last_not_of(" \n\r\t");
+      const std::string_view text(prompt->text.data(), end == std::string::npos ? 0 : end + 1);
+      tools->reply.starts_in_reasoning = text.ends_with(tags->open);
+    }
+    if (tools->reply.id_seed == 0) tools->reply.id_seed = out.sampling.seed;
+    out.reply = std::move(tools->reply);
     out.prompt_text = std::move(prompt->text);
     return absl::OkStatus();
   });

@@ -7,10 +7,11 @@ add_library(textgen_server_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/event_outbox.cc
   ${CMAKE_CURRENT_LIST_DIR}/field_error.cc
   ${CMAKE_CURRENT_LIST_DIR}/session_routing.cc
+  ${CMAKE_CURRENT_LIST_DIR}/tool_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/validation.cc
 )
 target_link_libraries(textgen_server_core
   PUBLIC textgen_scheduler textgen_preparation_pool textgen_proto textgen_tokenizer textgen_chat
          absl::status absl::statusor absl::strings absl::str_format absl::time
          absl::random_random
-  PRIVATE textgen_warnings)
+  PRIVATE nlohmann_json::nlohmann_json textgen_warnings)

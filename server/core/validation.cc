@@ -276,23 +276,28 @@ absl::Status ValidateConstraint(const v1::OutputConstraint& in, const Validation
     case v1::OutputConstraint::KIND_NOT_SET:
       return absl::OkStatus();
     case v1::OutputConstraint::kJsonSchema:
-      spec = {model::ConstraintKind::kJsonSchema, in.json_schema()};
+      spec = {model::ConstraintKind::kJsonSchema, in.json_schema(), {}};
       field = "constraint.json_schema";
       break;
     case v1::OutputConstraint::kJsonObject:
       if (!in.json_object()) return absl::OkStatus();
-      spec = {model::ConstraintKind::kJsonObject, ""};
+      spec = {model::ConstraintKind::kJsonObject, "", {}};
       field = "constraint.json_object";
       break;
     case v1::OutputConstraint::kRegex:
-      spec = {model::ConstraintKind::kRegex, in.regex()};
+      spec = {model::ConstraintKind::kRegex, in.regex(), {}};
       field = "constraint.regex";
       break;
     case v1::OutputConstraint::kGrammar:
-      spec = {model::ConstraintKind::kGrammar, in.grammar()};
+      spec = {model::ConstraintKind::kGrammar, in.grammar(), {}};
       field = "constraint.grammar";
       break;
   }
+  return CompileConstraint(spec, field, options, out);
+}
+
+absl::Status CompileConstraint(const model::ConstraintSpec& spec, const char* field,
+                               const ValidationOptions& options, ConstraintParams& out) {
   if (options.constraints == nullptr || options.token_trie == nullptr) {
     return FieldError(absl::StatusCode::kUnimplemented, field,
                       "output constraints are not enabled on this server");

@@ -66,6 +66,11 @@ struct RequestContext {
 std::string SessionKey(absl::string_view principal, absl::string_view session_id);
 
 // The fields every generating request (Generate, Chat) has besides its prompt.
+// Compiles `spec` (from the compiler's cache when it has seen it before) into `out`; errors
+// name `field`.
+absl::Status CompileConstraint(const model::ConstraintSpec& spec, const char* field,
+                               const ValidationOptions& options, ConstraintParams& out);
+
 struct RequestFields {
   const std::string& request_id;
   const std::string& session_id;

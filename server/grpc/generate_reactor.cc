@@ -81,10 +81,12 @@ bool GenerateStream::IsClosed() const {
   return done_ || finish_called_ || outbox_.overflowed() || close_status_.has_value();
 }
 
-void GenerateStream::SetPrepared(std::string request_id, int prompt_tokens) {
+void GenerateStream::SetPrepared(std::string request_id, int prompt_tokens,
+                                 std::optional<model::ChatOutputOptions> reply) {
   std::lock_guard<std::mutex> lock(mu_);
   request_id_ = std::move(request_id);
   prompt_tokens_ = prompt_tokens;
+  if (reply) parser_.emplace(*std::move(reply));
 }
 
 void GenerateStream::Fail(absl::Status status) {
@@ -184,13 +186,37 @@ void GenerateStream::Pump() {
 }
 
 void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
+  // Chat replies go through the parser: text is content, the rest in their own fields.
+  model::ChatOutputDelta reply;
+  const auto read = [&](const std::string& text, bool generated) {
+    if (!parser_ || !generated) {
+      reply.content += text;
+    } else {
+      reply.Append(parser_->Feed(text));
+    }
+  };
   for (StreamEvent& event : events) {
     if (auto* token = std::get_if<TokenEvent>(&event)) {
-      AppendDelta(token->text, token->token_ids, token->logprobs, tokenizer_, response_);
+      read(token->text, /*generated=*/!token->token_ids.empty());  // no ids: the echoed prompt
+      AppendDelta("", token->token_ids, token->logprobs, tokenizer_, response_);
     } else if (auto* finished = std::get_if<FinishedEvent>(&event)) {
-      AppendDelta(finished->text, finished->token_ids, finished->logprobs, tokenizer_, response_);
+      read(finished->text, /*generated=*/true);
+      if (parser_) reply.Append(parser_->Finish());
+      AppendDelta("", finished->token_ids, finished->logprobs, tokenizer_, response_);
       v1::Finished* out = response_.mutable_finished();
       out->set_reason(ToProto(finished->reason));
+      if (parser_ && !parser_->tool_calls().empty() && finished->reason != FinishReason::kLength &&
+          finished->reason != FinishReason::kContextFull) {
+        out->set_reason(v1::FINISH_REASON_TOOL_CALLS);
+      }
+      if (parser_) {
+        for (const model::ParsedToolCall& call : parser_->tool_calls()) {
+          v1::ToolCall* c = out->add_tool_calls();
+          c->set_id(call.id);
+          c->set_name(call.name);
+          c->set_arguments_json(model::SanitizeUtf8(call.arguments));
+        }
+      }
       out->set_matched_stop(model::SanitizeUtf8(finished->matched_stop));
       out->mutable_usage()->set_prompt_tokens(finished->usage.prompt_tokens);
       out->mutable_usage()->set_cached_tokens(finished->usage.cached_tokens);
@@ -206,9 +232,16 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
       out->set_seed(finished->seed);
     }
   }
-  // The scheduler promises whole characters; a proto3 string must be valid UTF-8 regardless.
-  if (model::FirstInvalidUtf8(response_.text()) != absl::string_view::npos) {
-    response_.set_text(model::SanitizeUtf8(response_.text()));
+  // The scheduler promises whole characters; a proto3 string must be valid UTF-8 regardless
+  // (a tool call's arguments may be cut anywhere).
+  response_.set_text(model::SanitizeUtf8(reply.content));
+  response_.set_reasoning_text(model::SanitizeUtf8(reply.reasoning));
+  for (const model::ToolCallDelta& call : reply.tool_calls) {
+    v1::ToolCallDelta* d = response_.add_tool_calls();
+    d->set_index(static_cast<uint32_t>(call.index));
+    d->set_id(call.id);
+    d->set_name(call.name);
+    d->set_arguments(model::SanitizeUtf8(call.arguments));
   }
 }
 
@@ -267,7 +300,8 @@ void GenerateReactor::Prepare(Validator validate, std::string raw_request_id) {
                   validate = std::move(validate)]() mutable {
     absl::StatusOr<ValidatedRequest> validated = std::move(validate)();
     if (!validated.ok()) return stream->Fail(validated.status());
-    stream->SetPrepared(validated->request_id, static_cast<int>(validated->prompt_tokens.size()));
+    stream->SetPrepared(validated->request_id, static_cast<int>(validated->prompt_tokens.size()),
+                        validated->reply);
     if (absl::Status status = scheduler->Submit(*std::move(validated), stream); !status.ok()) {
       stream->Fail(std::move(status));
     }

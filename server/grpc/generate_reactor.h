@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
+#include "model/chat/chat_output_parser.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/core/chat_templates.h"
 #include "server/core/event_outbox.h"
@@ -59,7 +60,9 @@ class GenerateStream final : public StreamSink,
   // Reactor side (gRPC threads).
   // The request's id (put into every response message) and prompt length, once prepared;
   // call before anything is pushed.
-  void SetPrepared(std::string request_id, int prompt_tokens);
+  // `reply` (Chat): how the reply is split into text, reasoning and tool calls.
+  void SetPrepared(std::string request_id, int prompt_tokens,
+                   std::optional<model::ChatOutputOptions> reply = std::nullopt);
   // Ends the RPC with `status` (not OK) once any write in flight completes.
   void Fail(absl::Status status);
   void OnWriteDone(bool ok);
@@ -101,6 +104,8 @@ class GenerateStream final : public StreamSink,
   absl::Status final_status_ ABSL_GUARDED_BY(mu_);
   // Touched only by the writer-role holder; alive until OnWriteDone / OnDone.
   v1::GenerateResponse response_;
+  // Set in SetPrepared, before anything is pushed; then the writer-role holder's.
+  std::optional<model::ChatOutputParser> parser_;
 };
 
 // Server-streaming reactor of one Generate or Chat RPC: has the request validated and submitted

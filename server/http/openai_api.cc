@@ -264,6 +264,7 @@ void OpenAiApi::Finish(Preparation& p) const {
   stream_options.writer.logprobs = validated.output.logprobs;
   stream_options.writer.include_usage = parsed.stream && parsed.include_usage;
   stream_options.writer.last_prompt_token = validated.prompt_tokens.back();
+  stream_options.writer.reply = validated.reply;
   stream_options.max_buffered_events = options_.max_buffered_events;
   stream_options.observer = options_.observer;
   stream_options.logger = options_.logger;

@@ -48,6 +48,10 @@ constexpr OpenAiName kNames[] = {
     {"session_id", "session_id", "session_id", nullptr},
     {"request_id", "request_id", "request_id", nullptr},
     {"template_name", "template_name", "template_name", nullptr},
+    {"tools", "tools", "tools", nullptr},
+    {"tool_choice", "tool_choice", "tool_choice", nullptr},
+    {"tool_choice.function.name", "tool_choice.function.name", "tool_choice.function.name",
+     nullptr},
 };
 
 // The table's entry for `field`: its path up to the first '[' or a "messages[..." prefix.

@@ -434,12 +434,33 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
     chat.set_tools_json(tools->dump());
   }
   if (const Json* choice = f.Find("tool_choice")) {
-    if (!choice->is_string() || (*choice != "auto" && *choice != "none")) {
+    v1::ToolChoice& out_choice = *chat.mutable_tool_choice();
+    if (choice->is_string() && *choice == "auto") {
+      out_choice.set_mode(v1::ToolChoice::TOOL_CHOICE_AUTO);
+    } else if (choice->is_string() && *choice == "none") {
+      out_choice.set_mode(v1::ToolChoice::TOOL_CHOICE_NONE);
+    } else if (choice->is_string() && *choice == "required") {
+      out_choice.set_mode(v1::ToolChoice::TOOL_CHOICE_REQUIRED);
+    } else if (choice->is_object()) {
+      const Json* type = choice->contains("type") ? &(*choice)["type"] : nullptr;
+      const Json* function = choice->contains("function") ? &(*choice)["function"] : nullptr;
+      if (type == nullptr || *type != "function" || function == nullptr || !function->is_object() ||
+          !function->contains("name") || !(*function)["name"].is_string()) {
+        return FieldError("tool_choice",
+                          "tool_choice as an object must be {\"type\": \"function\", "
+                          "\"function\": {\"name\": \"...\"}}");
+      }
+      out_choice.set_mode(v1::ToolChoice::TOOL_CHOICE_FUNCTION);
+      out_choice.set_function_name((*function)["name"].get<std::string>());
+    } else {
       return FieldError("tool_choice",
-                        "tool_choice may be \"auto\" or \"none\": textgen shows the tools to the "
-                        "model but does not force a call");
+                        "tool_choice must be \"auto\", \"none\", \"required\" or "
+                        "{\"type\": \"function\", \"function\": {\"name\": \"...\"}}");
     }
   }
+  std::optional<bool> parallel_tool_calls;
+  TEXTGEN_RETURN_IF_ERROR(f.Bool("parallel_tool_calls", parallel_tool_calls));
+  if (parallel_tool_calls) chat.set_parallel_tool_calls(*parallel_tool_calls);
   // textgen's extras.
   std::optional<std::string> template_name;
   TEXTGEN_RETURN_IF_ERROR(f.String("template_name", template_name));

@@ -193,19 +193,57 @@ const char* FinishReasonName(FinishReason reason) {
   return "stop";
 }
 
+namespace {
+
+// OpenAI's tool_calls entries: the first for a call has id, type and name.
+Json ToolCallDeltasJson(const std::vector<model::ToolCallDelta>& calls) {
+  Json out = Json::array();
+  for (const model::ToolCallDelta& call : calls) {
+    Json entry = {{"index", call.index}};
+    Json function = {{"arguments", call.arguments}};
+    if (!call.id.empty()) {
+      entry["id"] = call.id;
+      entry["type"] = "function";
+      function["name"] = call.name;
+    }
+    entry["function"] = std::move(function);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace
+
 OpenAiResponseWriter::OpenAiResponseWriter(const Options& options,
                                            const model::Tokenizer* tokenizer)
-    : options_(options), tokenizer_(tokenizer), previous_token_(options.last_prompt_token) {}
+    : options_(options), tokenizer_(tokenizer), previous_token_(options.last_prompt_token) {
+  if (options_.kind == Kind::kChat && options_.reply.has_value()) parser_.emplace(*options_.reply);
+}
 
-std::string OpenAiResponseWriter::Chunk(const std::string& text,
+model::ChatOutputDelta OpenAiResponseWriter::Read(const std::string& text, bool generated) {
+  if (!parser_ || !generated) return {text, "", {}};
+  return parser_->Feed(text);
+}
+
+const char* OpenAiResponseWriter::FinishReasonOf(FinishReason reason) const {
+  const bool ended = reason != FinishReason::kLength && reason != FinishReason::kContextFull;
+  if (ended && parser_ && !parser_->tool_calls().empty()) return "tool_calls";
+  return FinishReasonName(reason);
+}
+
+std::string OpenAiResponseWriter::Chunk(const model::ChatOutputDelta& delta,
                                         const std::vector<model::SampleResult>& logprobs,
                                         const char* finish_reason) {
   const bool chat = options_.kind == Kind::kChat;
   Json choice = {{"index", 0}};
   if (chat) {
-    choice["delta"] = text.empty() ? Json::object() : Json{{"content", text}};
+    Json d = Json::object();
+    if (!delta.content.empty()) d["content"] = delta.content;
+    if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
+    if (!delta.tool_calls.empty()) d["tool_calls"] = ToolCallDeltasJson(delta.tool_calls);
+    choice["delta"] = std::move(d);
   } else {
-    choice["text"] = text;
+    choice["text"] = delta.content;
   }
   if (options_.logprobs && !logprobs.empty()) {
     choice["logprobs"] =
@@ -239,13 +277,17 @@ std::string OpenAiResponseWriter::StreamStart() {
 }
 
 std::string OpenAiResponseWriter::StreamDelta(const TokenEvent& event) {
-  if (event.token_ids.empty()) text_offset_ += event.text.size();  // the echoed prompt
-  if (event.text.empty() && event.logprobs.empty()) return "";
-  return Chunk(event.text, event.logprobs, nullptr);
+  const bool echo = event.token_ids.empty();
+  if (echo) text_offset_ += event.text.size();  // the echoed prompt
+  const model::ChatOutputDelta delta = Read(event.text, !echo);
+  if (delta.empty() && event.logprobs.empty()) return "";
+  return Chunk(delta, event.logprobs, nullptr);
 }
 
 std::string OpenAiResponseWriter::StreamEnd(const FinishedEvent& event) {
-  std::string out = Chunk(event.text, event.logprobs, FinishReasonName(event.reason));
+  model::ChatOutputDelta delta = Read(event.text, /*generated=*/true);
+  if (parser_) delta.Append(parser_->Finish());
+  std::string out = Chunk(delta, event.logprobs, FinishReasonOf(event.reason));
   if (options_.include_usage) {
     const Json usage_chunk = {
         {"id", options_.id},
@@ -265,7 +307,15 @@ std::string OpenAiResponseWriter::StreamError(const ApiError& error) {
 }
 
 void OpenAiResponseWriter::Collect(const TokenEvent& event) {
-  if (event.token_ids.empty()) text_offset_ += event.text.size();  // the echoed prompt
+  const bool echo = event.token_ids.empty();
+  if (echo) text_offset_ += event.text.size();  // the echoed prompt
+  if (parser_) {
+    if (echo) {
+      echo_ += event.text;
+    } else {
+      parser_->Feed(event.text);  // the parser keeps the reply's parts
+    }
+  }
   text_ += event.text;
   logprobs_.insert(logprobs_.end(), event.logprobs.begin(), event.logprobs.end());
 }
@@ -275,7 +325,25 @@ std::string OpenAiResponseWriter::Body(const FinishedEvent& event) {
   logprobs_.insert(logprobs_.end(), event.logprobs.begin(), event.logprobs.end());
   const bool chat = options_.kind == Kind::kChat;
   Json choice = {{"index", 0}};
-  if (chat) {
+  if (chat && parser_) {
+    parser_->Feed(event.text);
+    parser_->Finish();
+    const std::string content = echo_ + parser_->content();
+    Json message = {{"role", "assistant"}};
+    const bool calls = !parser_->tool_calls().empty();
+    message["content"] = content.empty() && calls ? Json(nullptr) : Json(content);
+    if (!parser_->reasoning().empty()) message["reasoning_content"] = parser_->reasoning();
+    if (calls) {
+      Json tool_calls = Json::array();
+      for (const model::ParsedToolCall& call : parser_->tool_calls()) {
+        tool_calls.push_back({{"id", call.id},
+                              {"type", "function"},
+                              {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+      message["tool_calls"] = std::move(tool_calls);
+    }
+    choice["message"] = std::move(message);
+  } else if (chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text_}};
   } else {
     choice["text"] = text_;
@@ -287,7 +355,7 @@ std::string OpenAiResponseWriter::Body(const FinishedEvent& event) {
   } else {
     choice["logprobs"] = nullptr;
   }
-  choice["finish_reason"] = FinishReasonName(event.reason);
+  choice["finish_reason"] = FinishReasonOf(event.reason);
   const Json body = {{"id", options_.id},
                      {"object", chat ? "chat.completion" : "text_completion"},
                      {"created", options_.created},

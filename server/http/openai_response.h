@@ -1,11 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "model/chat/chat_output_parser.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/stream_event.h"
 
@@ -49,6 +51,8 @@ class OpenAiResponseWriter {
     // The token before the first generated one: a token's text depends on it (SentencePiece
     // drops the leading space of a text's first piece).
     int last_prompt_token = -1;
+    // Chat: how the reply is split into content, reasoning_content and tool_calls.
+    std::optional<model::ChatOutputOptions> reply;
   };
   OpenAiResponseWriter(const Options& options, const model::Tokenizer* tokenizer);
 
@@ -66,12 +70,19 @@ class OpenAiResponseWriter {
   std::string Body(const FinishedEvent& event);
 
  private:
-  // One streamed chunk: a text delta, its tokens' logprobs and maybe the finish reason.
-  std::string Chunk(const std::string& text, const std::vector<model::SampleResult>& logprobs,
-                    const char* finish_reason);
+  // One streamed chunk: a delta (completions: its content is the text), its tokens' logprobs
+  // and maybe the finish reason.
+  std::string Chunk(const model::ChatOutputDelta& delta,
+                    const std::vector<model::SampleResult>& logprobs, const char* finish_reason);
+  // The generated text as the reply parser reads it (echoed prompt text bypasses it).
+  model::ChatOutputDelta Read(const std::string& text, bool generated);
+  // "tool_calls" when the reply ended with calls, else FinishReasonName.
+  const char* FinishReasonOf(FinishReason reason) const;
 
   const Options options_;
   const model::Tokenizer* const tokenizer_;
+  std::optional<model::ChatOutputParser> parser_;  // chat
+  std::string echo_;  // the echoed prompt (non-streaming chat: before the content)
   std::string text_;  // collected (non-streaming)
   std::vector<model::SampleResult> logprobs_;
   size_t text_offset_ = 0;  // bytes of completion text already sent (legacy text_offset)

@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "model/chat/chat_output_parser.h"
 #include "model/constraint/grammar.h"
 #include "model/constraint/token_trie.h"
 #include "model/runtime/sampler.h"
@@ -46,6 +48,9 @@ struct ValidatedRequest {
   StoppingParams stopping;
   OutputParams output;
   ConstraintParams constraint;
+  // Chat: how the front ends split the reply into content, reasoning and tool calls (the
+  // scheduler does not read it).
+  std::optional<model::ChatOutputOptions> reply;
   absl::Time arrival_time = absl::InfinitePast();
   absl::Time deadline = absl::InfiniteFuture();
 };

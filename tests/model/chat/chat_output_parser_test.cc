@@ -103,6 +103,7 @@ Parsed RunEverySplit(const ChatOutputOptions& options, const std::string& text) 
   EXPECT_EQ(whole.calls.size(), whole.final_calls.size());
   for (size_t c = 0; c < whole.calls.size() && c < whole.final_calls.size(); ++c) {
     EXPECT_EQ(whole.calls[c].name, whole.final_calls[c].name);
+    EXPECT_EQ(whole.calls[c].id, whole.final_calls[c].id);
     EXPECT_EQ(Json::parse(whole.calls[c].arguments), Json::parse(whole.final_calls[c].arguments));
   }
   return whole;

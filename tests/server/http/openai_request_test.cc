@@ -72,6 +72,25 @@ TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
   EXPECT_EQ(chat.template_variables_json(), R"({"enable_thinking":false})");
 }
 
+TEST(OpenAiRequestTest, ToolChoiceInEachForm) {
+  const auto choice = [](const std::string& value) {
+    absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(
+        R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": false,
+            "tool_choice": )" +
+        value + "}");
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_TRUE(parsed->chat.has_parallel_tool_calls());
+    EXPECT_FALSE(parsed->chat.parallel_tool_calls());
+    return parsed->chat.tool_choice();
+  };
+  EXPECT_EQ(choice(R"("auto")").mode(), v1::ToolChoice::TOOL_CHOICE_AUTO);
+  EXPECT_EQ(choice(R"("none")").mode(), v1::ToolChoice::TOOL_CHOICE_NONE);
+  EXPECT_EQ(choice(R"("required")").mode(), v1::ToolChoice::TOOL_CHOICE_REQUIRED);
+  const v1::ToolChoice named = choice(R"({"type": "function", "function": {"name": "calc"}})");
+  EXPECT_EQ(named.mode(), v1::ToolChoice::TOOL_CHOICE_FUNCTION);
+  EXPECT_EQ(named.function_name(), "calc");
+}
+
 TEST(OpenAiRequestTest, CompletionPromptShapes) {
   absl::StatusOr<OpenAiRequest> text = ParseCompletionRequest(R"({"prompt": "hello"})");
   ASSERT_TRUE(text.ok()) << text.status();
@@ -167,8 +186,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "logit_bias key 'x' is not a token id"},
         BadBody{R"({"messages": [], "seed": "1"})", "seed", "seed must be an integer"},
         BadBody{R"({"messages": [], "stream": "yes"})", "stream", "stream must be a boolean"},
-        BadBody{R"({"messages": [], "tool_choice": "required"})", "tool_choice",
-                "tool_choice may be"},
+        BadBody{R"({"messages": [], "tool_choice": "sometimes"})", "tool_choice",
+                "tool_choice must be"},
+        BadBody{R"({"messages": [], "tool_choice": {"type": "function"}})", "tool_choice",
+                "tool_choice as an object must be"},
         BadBody{R"({"messages": [], "response_format": {"type": "xml"}})", "response_format",
                 "response_format.type \"xml\" is not one of"},
         BadBody{R"({"messages": [], "response_format": {"type": "json_schema"}})",

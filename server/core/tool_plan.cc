@@ -1,0 +1,229 @@
+#include "server/core/tool_plan.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
+#include "model/tokenizer/utf8.h"
+#include "nlohmann/json.hpp"
+#include "server/core/field_error.h"
+
+namespace textgen::server {
+namespace {
+
+using absl::StrCat;
+using Ordered = nlohmann::ordered_json;
+
+struct Tool {
+  std::string name;
+  Ordered parameters;  // an object schema
+};
+
+bool ValidToolName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+absl::StatusOr<std::vector<Tool>> ReadTools(const std::string& tools_json,
+                                            model::ConstraintCompiler* compiler) {
+  std::vector<Tool> tools;
+  if (tools_json.empty()) return tools;
+  const Ordered parsed = Ordered::parse(tools_json, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_array()) {
+    return InvalidField("tools", "must be a JSON array of tools");
+  }
+  if (parsed.size() > static_cast<size_t>(kMaxTools)) {
+    return InvalidField(
+        "tools", StrCat("has ", parsed.size(), " tools; at most ", kMaxTools, " are allowed"));
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    const std::string field = StrCat("tools[", i, "]");
+    const Ordered& tool = parsed[i];
+    if (!tool.is_object()) return InvalidField(field, "must be an object");
+    if (!tool.contains("type") || tool["type"] != "function") {
+      return InvalidField(StrCat(field, ".type"),
+                          "must be \"function\": textgen serves function tools only");
+    }
+    if (!tool.contains("function") || !tool["function"].is_object()) {
+      return InvalidField(StrCat(field, ".function"), "must be an object with a name");
+    }
+    const Ordered& function = tool["function"];
+    if (!function.contains("name") || !function["name"].is_string() ||
+        !ValidToolName(function["name"].get<std::string>())) {
+      return InvalidField(StrCat(field, ".function.name"),
+                          "must be 1-64 letters, digits, underscores or dashes");
+    }
+    Tool out{function["name"].get<std::string>(), Ordered{{"type", "object"}}};
+    if (!names.insert(out.name).second) {
+      return InvalidField(StrCat(field, ".function.name"),
+                          StrCat("\"", out.name, "\" names an earlier tool too"));
+    }
+    if (function.contains("parameters")) {
+      const Ordered& parameters = function["parameters"];
+      const std::string parameters_field = StrCat(field, ".function.parameters");
+      if (!parameters.is_object())
+        return InvalidField(parameters_field, "must be a JSON Schema object");
+      if (compiler != nullptr) {
+        absl::StatusOr<model::CompiledConstraint> compiled =
+            compiler->Compile({model::ConstraintKind::kJsonSchema, parameters.dump(), {}});
+        if (!compiled.ok()) {
+          return FieldError(compiled.status().code(), parameters_field,
+                            StrCat("is refused: ", model::SanitizeUtf8(std::string_view(
+                                                       compiled.status().message().data(),
+                                                       compiled.status().message().size()))));
+        }
+      }
+      out.parameters = parameters;
+    }
+    tools.push_back(std::move(out));
+  }
+  return tools;
+}
+
+// Every call id the conversation's assistant messages made; a tool message must answer one.
+absl::Status CheckToolMessages(const v1::ChatRequest& request) {
+  std::set<std::string> call_ids;
+  for (int i = 0; i < request.messages_size(); ++i) {
+    const v1::ChatMessage& m = request.messages(i);
+    const std::string field = StrCat("messages[", i, "]");
+    if (!m.tool_calls_json().empty()) {
+      const nlohmann::json calls = nlohmann::json::parse(m.tool_calls_json(), nullptr, false);
+      if (calls.is_discarded() || !calls.is_array()) {
+        return InvalidField(StrCat(field, ".tool_calls"), "must be a JSON array of calls");
+      }
+      for (const nlohmann::json& call : calls) {
+        if (call.is_object() && call.contains("id") && call["id"].is_string()) {
+          call_ids.insert(call["id"].get<std::string>());
+        }
+      }
+    }
+    if (m.role() == "tool") {
+      if (m.tool_call_id().empty()) {
+        return InvalidField(StrCat(field, ".tool_call_id"),
+                            "is missing: a tool message answers one of the assistant's calls");
+      }
+      if (!call_ids.contains(m.tool_call_id())) {
+        return InvalidField(StrCat(field, ".tool_call_id"),
+                            StrCat("\"", model::SanitizeUtf8(m.tool_call_id().substr(0, 64)),
+                                   "\" answers no earlier call of the assistant"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One call of `tool` as a JSON Schema object: its name, then its arguments.
+Ordered CallSchema(const Tool& tool, int index, const model::ToolCallMarkup& markup,
+                   Ordered& defs) {
+  // The parameters go under $defs so their own "#..." references still resolve.
+  const std::string home = StrCat("#/$defs/tool", index);
+  std::function<void(Ordered&)> rebase = [&](Ordered& node) {
+    if (node.is_object()) {
+      for (auto& [key, value] : node.items()) {
+        if (key == "$ref" && value.is_string() && value.get<std::string>().starts_with("#")) {
+          value = home + value.get<std::string>().substr(1);
+        } else {
+          rebase(value);
+        }
+      }
+    } else if (node.is_array()) {
+      for (Ordered& item : node) rebase(item);
+    }
+  };
+  Ordered parameters = tool.parameters;
+  rebase(parameters);
+  defs[StrCat("tool", index)] = std::move(parameters);
+  Ordered properties = Ordered::object();
+  properties["name"] = Ordered{{"const", tool.name}};
+  properties[markup.arguments_key] = Ordered{{"$ref", home}};
+  return Ordered{{"type", "object"},
+                 {"properties", std::move(properties)},
+                 {"required", Ordered::array({"name", markup.arguments_key})},
+                 {"additionalProperties", false}};
+}
+
+model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::ToolCallFormat format,
+                                     int max_calls) {
+  const model::ToolCallMarkup markup = model::MarkupOf(format);
+  Ordered defs = Ordered::object();
+  Ordered any_call = Ordered::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    any_call.push_back(CallSchema(tools[i], static_cast<int>(i), markup, defs));
+  }
+  Ordered call = any_call.size() == 1 ? any_call[0] : Ordered{{"anyOf", any_call}};
+  model::ConstraintSpec spec;
+  spec.kind = model::ConstraintKind::kJsonSchema;
+  const bool array =
+      markup.array || (format == model::ToolCallFormat::kGenericJson && max_calls > 1);
+  Ordered schema;
+  if (array) {
+    schema = Ordered{{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", max_calls}};
+  } else {
+    schema = call;
+    if (!markup.call_open.empty()) {
+      spec.framing = {markup.call_open, markup.call_close, "\n", max_calls};
+    }
+  }
+  schema["$defs"] = std::move(defs);
+  spec.text = schema.dump();
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::ReplyFormat& format,
+                                   model::ConstraintCompiler* compiler) {
+  ToolPlan plan;
+  plan.reply.format = format.tool_calls;
+  plan.reply.reasoning = format.reasoning;
+  plan.reply.id_seed = request.sampling().has_seed() ? request.sampling().seed() : 0;
+  TEXTGEN_RETURN_IF_ERROR(CheckToolMessages(request));
+  const v1::ToolChoice& choice = request.tool_choice();
+  if (choice.mode() == v1::ToolChoice::TOOL_CHOICE_NONE) return plan;
+  absl::StatusOr<std::vector<Tool>> tools = ReadTools(request.tools_json(), compiler);
+  if (!tools.ok()) return tools.status();
+  const bool forced = choice.mode() == v1::ToolChoice::TOOL_CHOICE_REQUIRED ||
+                      choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION;
+  if (tools->empty()) {
+    if (forced) return InvalidField("tool_choice", "asks for a call, but the request has no tools");
+    return plan;
+  }
+  plan.offer_tools = true;
+  plan.reply.parse_tool_calls = true;
+  for (const Tool& tool : *tools) plan.reply.tool_names.push_back(tool.name);
+  if (!forced) return plan;
+  if (request.constraint().kind_case() != v1::OutputConstraint::KIND_NOT_SET) {
+    return InvalidField("tool_choice",
+                        "asks for a call and the request constrains its output too; send one");
+  }
+  std::vector<Tool> callable = *std::move(tools);
+  if (choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION) {
+    auto it = std::find_if(callable.begin(), callable.end(),
+                           [&](const Tool& t) { return t.name == choice.function_name(); });
+    if (it == callable.end()) {
+      return InvalidField("tool_choice.function.name",
+                          StrCat("\"", model::SanitizeUtf8(choice.function_name().substr(0, 64)),
+                                 "\" is not one of the request's tools"));
+    }
+    callable = {*it};
+  }
+  if (compiler == nullptr) {
+    return FieldError(absl::StatusCode::kUnimplemented, "tool_choice",
+                      "forcing a call needs output constraints, which are not enabled on this "
+                      "server");
+  }
+  const bool parallel = !request.has_parallel_tool_calls() || request.parallel_tool_calls();
+  const bool single = choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION || !parallel ||
+                      format.tool_calls == model::ToolCallFormat::kLlama3Json;
+  plan.constraint = CallConstraint(callable, format.tool_calls, single ? 1 : kMaxToolCallsPerReply);
+  return plan;
+}
+
+}  // namespace textgen::server

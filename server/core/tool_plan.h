@@ -1,0 +1,34 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/chat/chat_output_parser.h"
+#include "model/chat/tool_call_format.h"
+#include "model/constraint/constraint.h"
+#include "textgen/v1/textgen.pb.h"
+
+namespace textgen::server {
+
+inline constexpr int kMaxTools = 128;
+// Calls one reply may make when parallel calls are on (required: the constraint's bound).
+inline constexpr int kMaxToolCallsPerReply = 8;
+
+// What a Chat request's tools mean: whether the template sees them, the constraint that makes
+// the reply a call (tool_choice required or a named function), and how the reply is read.
+struct ToolPlan {
+  bool offer_tools = false;
+  std::optional<model::ConstraintSpec> constraint;
+  model::ChatOutputOptions reply;
+};
+
+// INVALID_ARGUMENT naming the field: tools that are not function tools with a name and an
+// object schema (each `parameters` compiled as a JSON Schema: what the compiler refuses is
+// named with its pointer), duplicate names, tool_choice naming an unknown tool or requiring a
+// call without tools or next to an output constraint, a tool message that answers no call.
+// `compiler` null: parameters are not checked and required/named calls are UNIMPLEMENTED.
+absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::ReplyFormat& format,
+                                   model::ConstraintCompiler* compiler);
+
+}  // namespace textgen::server

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3 and Llama 3.1 layouts (their
+# real vocabularies and chat templates, from llama.cpp's source), the server's HTTP API, the
+# official `openai` npm client (calls, streams, runTools) and `ajv` validating every call's
+# arguments. Installs the npm packages into WORK_DIR once.
+# Exit 77 = skipped (no node, or the npm registry unreachable), with the reason printed.
+# Usage: run_tool_calls_test.sh SERVER_BIN MAKE_GGUF_BIN LLAMACPP_DIR WORK_DIR
+set -eu
+server=$1 make_gguf=$2 llamacpp=$3 work=$4
+here=$(cd "$(dirname "$0")" && pwd)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "SKIP: node/npm not installed (scripts/install-deps.sh --test installs them)"; exit 77
+fi
+mkdir -p "$work"
+if [ ! -d "$work/node_modules/openai" ] || [ ! -d "$work/node_modules/ajv" ]; then
+  (cd "$work" && npm install --no-audit --no-fund --no-save --loglevel=error openai@^6 ajv@^8) ||
+    { echo "SKIP: npm install failed (registry unreachable?)"; exit 77; }
+fi
+models=$llamacpp/models
+"$make_gguf" --arch qwen2 --preset tiny --dtype f32 --context 4096 --name qwen2.5-random \
+  --vocab-from "$models/ggml-vocab-qwen2.gguf" \
+  --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --out "$work/qwen2.gguf"
+"$make_gguf" --arch qwen3 --preset tiny --dtype f32 --context 4096 --name qwen3-random \
+  --vocab-from "$models/ggml-vocab-qwen2.gguf" \
+  --chat-template "$models/templates/Qwen-Qwen3-0.6B.jinja" --out "$work/qwen3.gguf"
+"$make_gguf" --arch llama --preset tiny --dtype f32 --context 4096 --name llama3.1-random \
+  --vocab-from "$models/ggml-vocab-llama-bpe.gguf" \
+  --chat-template "$models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" \
+  --out "$work/llama.gguf"
+NODE_PATH="$work/node_modules" exec node "$here/tool_calls_test.js" "$server" \
+  "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/llama.gguf"

@@ -1,0 +1,196 @@
+// What a Chat request's tools and tool_choice become: whether the template sees the tools, the
+// constraint that forces a call (checked by running its grammar over calls written the way
+// each format writes them), how the reply is read, and the 400s for bad tools, choices and
+// tool messages.
+
+#include "server/core/tool_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "model/constraint/grammar_matcher.h"
+#include "server/core/field_error.h"
+
+namespace textgen::server {
+namespace {
+
+constexpr char kTools[] =
+    R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
+    R"("properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["city"],)"
+    R"("additionalProperties":false}}},)"
+    R"({"type":"function","function":{"name":"add","parameters":{"$defs":{"n":{"type":"integer"}},)"
+    R"("type":"object","properties":{"a":{"$ref":"#/$defs/n"},"b":{"$ref":"#/$defs/n"}},)"
+    R"("required":["a","b"],"additionalProperties":false}}}])";
+
+v1::ChatRequest Request(v1::ToolChoice::Mode mode, const std::string& function = "") {
+  v1::ChatRequest r;
+  v1::ChatMessage* m = r.add_messages();
+  m->set_role("user");
+  m->set_content("hi");
+  r.set_tools_json(kTools);
+  r.mutable_tool_choice()->set_mode(mode);
+  r.mutable_tool_choice()->set_function_name(function);
+  return r;
+}
+
+model::ReplyFormat Format(model::ToolCallFormat f) { return {f, std::nullopt}; }
+
+// Whether the plan's constraint accepts `text` as a whole reply.
+bool Accepts(model::ConstraintCompiler& compiler, const ToolPlan& plan, const std::string& text) {
+  EXPECT_TRUE(plan.constraint.has_value());
+  if (!plan.constraint) return false;
+  absl::StatusOr<model::CompiledConstraint> compiled = compiler.Compile(*plan.constraint);
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  if (!compiled.ok()) return false;
+  model::GrammarMatcher matcher(compiled->grammar);
+  return matcher.Accept(text) && matcher.complete();
+}
+
+TEST(ToolPlanTest, AutoOffersTheToolsAndReadsCallsWithoutConstraining) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<ToolPlan> plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO),
+                                            Format(model::ToolCallFormat::kHermes), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->offer_tools);
+  EXPECT_FALSE(plan->constraint.has_value());
+  EXPECT_TRUE(plan->reply.parse_tool_calls);
+  EXPECT_EQ(plan->reply.tool_names, (std::vector<std::string>{"get_weather", "add"}));
+  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_NONE),
+                   Format(model::ToolCallFormat::kHermes), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->offer_tools);
+  EXPECT_FALSE(plan->reply.parse_tool_calls);
+}
+
+TEST(ToolPlanTest, RequiredCallsAreConstrainedInEachFormat) {
+  model::ConstraintCompiler compiler({});
+  // Hermes: tagged calls, several in a row when parallel calls are on.
+  absl::StatusOr<ToolPlan> hermes = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED),
+                                              Format(model::ToolCallFormat::kHermes), &compiler);
+  ASSERT_TRUE(hermes.ok()) << hermes.status();
+  const std::string weather =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+  const std::string add =
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": -2}}\n</tool_call>";
+  EXPECT_TRUE(Accepts(compiler, *hermes, weather));
+  EXPECT_TRUE(Accepts(compiler, *hermes, weather + "\n" + add));
+  EXPECT_FALSE(Accepts(compiler, *hermes, "Sure! " + weather));
+  EXPECT_FALSE(Accepts(compiler, *hermes, ""));
+  // Arguments follow each tool's own schema ($refs included).
+  EXPECT_FALSE(
+      Accepts(compiler, *hermes,
+              "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
+  EXPECT_FALSE(Accepts(compiler, *hermes,
+                       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1.5, \"b\": 2}}"
+                       "\n</tool_call>"));
+  EXPECT_FALSE(Accepts(compiler, *hermes,
+                       "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>"));
+  // Llama 3: one bare object with "parameters".
+  absl::StatusOr<ToolPlan> llama = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED),
+                                             Format(model::ToolCallFormat::kLlama3Json), &compiler);
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_TRUE(Accepts(compiler, *llama, R"({"name": "add", "parameters": {"a": 2, "b": 3}})"));
+  EXPECT_FALSE(Accepts(compiler, *llama, R"({"name": "add", "arguments": {"a": 2, "b": 3}})"));
+  // Mistral: an array of calls.
+  absl::StatusOr<ToolPlan> mistral = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED),
+                                               Format(model::ToolCallFormat::kMistral), &compiler);
+  ASSERT_TRUE(mistral.ok()) << mistral.status();
+  EXPECT_TRUE(Accepts(compiler, *mistral,
+                      R"([{"name": "get_weather", "arguments": {"city": "Rome", "unit": "c"}},)"
+                      R"( {"name": "add", "arguments": {"a": 0, "b": 0}}])"));
+  EXPECT_FALSE(Accepts(compiler, *mistral, "[]"));
+}
+
+TEST(ToolPlanTest, NamedFunctionAndSingleCalls) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<ToolPlan> named = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_FUNCTION, "add"),
+                                             Format(model::ToolCallFormat::kHermes), &compiler);
+  ASSERT_TRUE(named.ok()) << named.status();
+  const std::string add =
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>";
+  EXPECT_TRUE(Accepts(compiler, *named, add));
+  EXPECT_FALSE(Accepts(compiler, *named, add + "\n" + add));  // a named function: one call
+  EXPECT_FALSE(Accepts(
+      compiler, *named,
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}\n</tool_call>"));
+  v1::ChatRequest serial = Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED);
+  serial.set_parallel_tool_calls(false);
+  absl::StatusOr<ToolPlan> one =
+      PlanTools(serial, Format(model::ToolCallFormat::kHermes), &compiler);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(Accepts(compiler, *one, add));
+  EXPECT_FALSE(Accepts(compiler, *one, add + "\n" + add));
+}
+
+struct BadCase {
+  std::string tools;
+  v1::ToolChoice::Mode mode;
+  std::string function;
+  std::string field;
+  std::string message;
+};
+
+TEST(ToolPlanTest, BadToolsAndChoicesNameTheField) {
+  model::ConstraintCompiler compiler({});
+  const std::vector<BadCase> cases = {
+      {R"({"type":"function"})", v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools",
+       "must be a JSON array"},
+      {R"([{"type":"retrieval"}])", v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools[0].type",
+       "function tools only"},
+      {R"([{"type":"function","function":{"name":"a b"}}])", v1::ToolChoice::TOOL_CHOICE_AUTO, "",
+       "tools[0].function.name", "letters, digits"},
+      {R"([{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}])",
+       v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools[1].function.name", "an earlier tool"},
+      {R"([{"type":"function","function":{"name":"f","parameters":[]}}])",
+       v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools[0].function.parameters", "JSON Schema object"},
+      {R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",)"
+       R"("properties":{"x":{"type":"object","patternProperties":{"^a":{}}}}}}}])",
+       v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools[0].function.parameters",
+       "/properties/x/patternProperties"},
+      {"", v1::ToolChoice::TOOL_CHOICE_REQUIRED, "", "tool_choice", "has no tools"},
+      {kTools, v1::ToolChoice::TOOL_CHOICE_FUNCTION, "mul", "tool_choice.function.name",
+       "\"mul\" is not one of the request's tools"},
+  };
+  for (const BadCase& c : cases) {
+    v1::ChatRequest r = Request(c.mode, c.function);
+    r.set_tools_json(c.tools);
+    absl::StatusOr<ToolPlan> plan = PlanTools(r, Format(model::ToolCallFormat::kHermes), &compiler);
+    ASSERT_FALSE(plan.ok()) << c.tools;
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << plan.status();
+    EXPECT_EQ(ErrorField(plan.status()), c.field) << plan.status();
+    EXPECT_TRUE(absl::StrContains(plan.status().message(), c.message)) << plan.status();
+  }
+  // A forced call next to an output constraint.
+  v1::ChatRequest both = Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED);
+  both.mutable_constraint()->set_json_object(true);
+  absl::StatusOr<ToolPlan> plan =
+      PlanTools(both, Format(model::ToolCallFormat::kHermes), &compiler);
+  EXPECT_EQ(ErrorField(plan.status()), "tool_choice") << plan.status();
+}
+
+TEST(ToolPlanTest, ToolMessagesMustAnswerAnEarlierCall) {
+  model::ConstraintCompiler compiler({});
+  v1::ChatRequest r = Request(v1::ToolChoice::TOOL_CHOICE_AUTO);
+  v1::ChatMessage* call = r.add_messages();
+  call->set_role("assistant");
+  call->set_tool_calls_json(
+      R"([{"id":"call_1","type":"function","function":{"name":"add","arguments":"{}"}}])");
+  v1::ChatMessage* answer = r.add_messages();
+  answer->set_role("tool");
+  answer->set_content("3");
+  answer->set_tool_call_id("call_1");
+  EXPECT_TRUE(PlanTools(r, Format(model::ToolCallFormat::kHermes), &compiler).ok());
+  answer->set_tool_call_id("call_2");
+  absl::StatusOr<ToolPlan> plan = PlanTools(r, Format(model::ToolCallFormat::kHermes), &compiler);
+  EXPECT_EQ(ErrorField(plan.status()), "messages[2].tool_call_id") << plan.status();
+  EXPECT_TRUE(absl::StrContains(plan.status().message(), "answers no earlier call"));
+  answer->set_tool_call_id("");
+  plan = PlanTools(r, Format(model::ToolCallFormat::kHermes), &compiler);
+  EXPECT_EQ(ErrorField(plan.status()), "messages[2].tool_call_id") << plan.status();
+}
+
+}  // namespace
+}  // namespace textgen::server
