@@ -121,6 +121,13 @@ class SchemaCompiler {
       more.insert(more.end(), document.begin(), document.end());
       const int rest = b_.Repeat("more-documents", more, 0, std::max(framing.max_documents, 1) - 1);
       document.push_back(GrammarBuilder::Ref(rest));
+      if (framing.max_leading_whitespace > 0) {
+        ByteSet space = ByteSet::Single(' ');
+        space.Add('\n');
+        const int leading =
+            b_.Repeat("leading-space", {b_.Bytes(space)}, 0, framing.max_leading_whitespace);
+        document.insert(document.begin(), GrammarBuilder::Ref(leading));
+      }
       root = b_.RuleOf("framed", {document});
     }
     absl::StatusOr<Grammar> grammar = b_.Build(root, limits_.grammar);

@@ -40,6 +40,7 @@ struct JsonFraming {
   std::string after;
   std::string separator;
   int max_documents = 1;
+  int max_leading_whitespace = 0;  // spaces or newlines allowed before the first document
   bool operator==(const JsonFraming&) const = default;
 };
 

@@ -98,10 +98,6 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
     absl::StatusOr<ToolPlan> tools =
         PlanTools(request, templates.reply_format(request.template_name()), options.constraints);
     if (!tools.ok()) return tools.status();
-    if (tools->constraint) {
-      TEXTGEN_RETURN_IF_ERROR(
-          CompileConstraint(*tools->constraint, "tool_choice", options, out.constraint));
-    }
     absl::StatusOr<model::ChatInput> input =
         ToChatInput(request, options.max_prompt_bytes, tools->offer_tools);
     if (!input.ok()) return input.status();
@@ -124,12 +120,11 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
       return WithField(InvalidArgumentError("the chat template rendered an empty prompt"),
                        "messages");
     }
-    // A prompt that ends inside the reasoning tags (DeepSeek-R1 distills open <think> for the
-    // model): the reply starts as reasoning.
-    if (const auto& tags = tools->reply.reasoning) {
-      const size_t end = prompt->text.find_last_not_of(" \n\r\t");
-      const std::string_view text(prompt->text.data(), end == std::string::npos ? 0 : end + 1);
-      tools->reply.starts_in_reasoning = text.ends_with(tags->open);
+    FitToPrompt(*tools, prompt->text);
+    if (tools->constraint) {
+      TEXTGEN_RETURN_IF_ERROR(
+          CompileConstraint(*tools->constraint, "tool_choice", options, out.constraint));
+      out.constraint.trigger = tools->constraint_trigger;
     }
     if (tools->reply.id_seed == 0) tools->reply.id_seed = out.sampling.seed;
     out.reply = std::move(tools->reply);

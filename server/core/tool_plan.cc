@@ -149,8 +149,9 @@ Ordered CallSchema(const Tool& tool, int index, const model::ToolCallMarkup& mar
                  {"additionalProperties", false}};
 }
 
+// `after_open_tag`: the grammar of what follows the model's own "<tool_call>" (hermes, lazy).
 model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::ToolCallFormat format,
-                                     int max_calls) {
+                                     int max_calls, bool after_open_tag = false) {
   const model::ToolCallMarkup markup = model::MarkupOf(format);
   Ordered defs = Ordered::object();
   Ordered any_call = Ordered::array();
@@ -167,7 +168,10 @@ model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::Tool
     schema = Ordered{{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", max_calls}};
   } else {
     schema = call;
-    if (!markup.call_open.empty()) {
+    if (after_open_tag) {
+      // "<tool_call>" was written: "\n{...}\n</tool_call>", then more calls or the end.
+      spec.framing = {"\n", markup.call_close, "\n<tool_call>", max_calls};
+    } else if (!markup.call_open.empty()) {
       spec.framing = {markup.call_open, markup.call_close, "\n", max_calls};
     }
   }
@@ -198,7 +202,17 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
   plan.offer_tools = true;
   plan.reply.parse_tool_calls = true;
   for (const Tool& tool : *tools) plan.reply.tool_names.push_back(tool.name);
-  if (!forced) return plan;
+  const bool parallel = !request.has_parallel_tool_calls() || request.parallel_tool_calls();
+  if (!forced) {
+    // auto: a call the model opens follows the schemas (hermes: its tag is plain text).
+    if (format.tool_calls == model::ToolCallFormat::kHermes && compiler != nullptr &&
+        request.constraint().kind_case() == v1::OutputConstraint::KIND_NOT_SET) {
+      plan.constraint = CallConstraint(
+          *tools, format.tool_calls, parallel ? kMaxToolCallsPerReply : 1, /*after_open_tag=*/true);
+      plan.constraint_trigger = "<tool_call>";
+    }
+    return plan;
+  }
   if (request.constraint().kind_case() != v1::OutputConstraint::KIND_NOT_SET) {
     return InvalidField("tool_choice",
                         "asks for a call and the request constrains its output too; send one");
@@ -219,11 +233,30 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
                       "forcing a call needs output constraints, which are not enabled on this "
                       "server");
   }
-  const bool parallel = !request.has_parallel_tool_calls() || request.parallel_tool_calls();
   const bool single = choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION || !parallel ||
                       format.tool_calls == model::ToolCallFormat::kLlama3Json;
   plan.constraint = CallConstraint(callable, format.tool_calls, single ? 1 : kMaxToolCallsPerReply);
   return plan;
+}
+
+void FitToPrompt(ToolPlan& plan, std::string_view prompt) {
+  if (!plan.reply.reasoning) return;
+  const size_t end = prompt.find_last_not_of(" \n\r\t");
+  const std::string_view text = prompt.substr(0, end == std::string_view::npos ? 0 : end + 1);
+  plan.reply.starts_in_reasoning = text.ends_with(plan.reply.reasoning->open);
+  const bool thinking_closed = text.ends_with(plan.reply.reasoning->close);
+  if (!plan.constraint) return;
+  if (!plan.constraint_trigger.empty()) {  // auto
+    if (!thinking_closed) {
+      plan.constraint.reset();
+      plan.constraint_trigger.clear();
+    }
+    return;
+  }
+  if (plan.reply.starts_in_reasoning) {
+    plan.constraint_trigger = plan.reply.reasoning->close;
+    plan.constraint->framing.max_leading_whitespace = 4;
+  }
 }
 
 }  // namespace textgen::server

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "model/chat/chat_output_parser.h"
@@ -20,14 +21,25 @@ inline constexpr int kMaxToolCallsPerReply = 8;
 struct ToolPlan {
   bool offer_tools = false;
   std::optional<model::ConstraintSpec> constraint;
+  // Non-empty: the constraint starts after this text (tool_choice auto: a call's opening tag).
+  std::string constraint_trigger;
   model::ChatOutputOptions reply;
 };
+
+// Fits the plan to the rendered prompt. A prompt that ends inside the reasoning tags
+// (DeepSeek-R1 distills) starts the reply as reasoning, and a forced call waits for the closing
+// tag (then a little whitespace). While the model may still think (tags known, the prompt does
+// not close them), tool_choice auto is not constrained: a call's tag written inside the
+// reasoning must not force a call there; the reply is only parsed.
+void FitToPrompt(ToolPlan& plan, std::string_view prompt);
 
 // INVALID_ARGUMENT naming the field: tools that are not function tools with a name and an
 // object schema (each `parameters` compiled as a JSON Schema: what the compiler refuses is
 // named with its pointer), duplicate names, tool_choice naming an unknown tool or requiring a
 // call without tools or next to an output constraint, a tool message that answers no call.
 // `compiler` null: parameters are not checked and required/named calls are UNIMPLEMENTED.
+// tool_choice auto in the hermes format gets a lazy constraint: free text until the model
+// opens a call (<tool_call>), then the call follows the tools' schemas.
 absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::ReplyFormat& format,
                                    model::ConstraintCompiler* compiler);
 

@@ -44,6 +44,7 @@ void Sequence::Start(KvSequence kv, int cached_tokens, const model::Tokenizer* t
   if (request_.constraint.grammar != nullptr) {
     matcher_.emplace(request_.constraint.grammar);
     allowed_.resize((request_.constraint.token_trie->vocab_size() + 63) / 64);
+    constraint_armed_ = request_.constraint.trigger.empty();
   }
   if (request_.output.echo) {
     TokenEvent echo;
@@ -105,8 +106,33 @@ bool Sequence::MaskConstraint(std::span<const float>& logits) {
   return any || matcher_->complete();
 }
 
+void Sequence::WatchTrigger(int token) {
+  const std::string& trigger = request_.constraint.trigger;
+  trigger_window_ += request_.constraint.token_trie->token_bytes(token);
+  const size_t at = trigger_window_.find(trigger);
+  if (at == std::string::npos) {
+    // Keep only what could still be the start of the trigger.
+    if (trigger_window_.size() >= trigger.size()) {
+      trigger_window_.erase(0, trigger_window_.size() - (trigger.size() - 1));
+    }
+    return;
+  }
+  const std::string rest = trigger_window_.substr(at + trigger.size());
+  trigger_window_.clear();
+  if (!rest.empty() && !matcher_->Accept(rest)) {
+    matcher_.reset();  // what follows the trigger is not what the grammar describes
+    return;
+  }
+  constraint_armed_ = true;
+}
+
 model::SampleResult Sequence::Sample(std::span<const float> logits) {
   if (!matcher_) return sampler_->Sample(MaskEarlyStops(logits));
+  if (!constraint_armed_) {
+    model::SampleResult result = sampler_->Sample(MaskEarlyStops(logits));
+    WatchTrigger(result.token);
+    return result;
+  }
   const std::span<const float> raw = logits;
   logits = MaskEarlyStops(logits);
   // Before min_new_tokens the end tokens stay banned, even once the output is complete.

@@ -83,6 +83,8 @@ class Sequence {
   // Bans every token the constraint does not allow next (end-of-generation only once the
   // output is complete). Returns false when nothing at all may follow.
   bool MaskConstraint(std::span<const float>& logits);
+  // Before the trigger: watches the output for it, arming the constraint.
+  void WatchTrigger(int token);
   // Copies `logits` into masked_ unless they are masked_ already.
   void EnsureMaskedCopy(std::span<const float>& logits);
 
@@ -103,6 +105,10 @@ class Sequence {
   std::optional<model::GrammarMatcher> matcher_;  // the constraint's state, when it has one
   std::vector<uint64_t> allowed_;                 // [vocab / 64] the constraint's token mask
   bool constraint_done_ = false;                  // complete, and nothing may follow
+  // A lazy constraint (ConstraintParams::trigger): armed once the output holds the trigger;
+  // until then the last bytes of the output, to find it across tokens.
+  bool constraint_armed_ = true;
+  std::string trigger_window_;
   absl::Status failure_;
 
   std::vector<int> generated_;

@@ -28,6 +28,10 @@ struct ConstraintParams {
   std::shared_ptr<const model::TokenTrie> token_trie;
   double compile_seconds = 0;
   bool cache_hit = false;
+  // Non-empty: the output is free until it contains this text; what follows it must match
+  // the grammar (a tool call after its opening tag). If the token that completes the
+  // trigger goes on with bytes the grammar refuses, the constraint is dropped.
+  std::string trigger;
 };
 
 struct OutputParams {

@@ -55,7 +55,7 @@ TEST(ToolPlanTest, AutoOffersTheToolsAndReadsCallsWithoutConstraining) {
                                             Format(model::ToolCallFormat::kHermes), &compiler);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->offer_tools);
-  EXPECT_FALSE(plan->constraint.has_value());
+  EXPECT_EQ(plan->constraint_trigger, "<tool_call>");  // lazy: see below
   EXPECT_TRUE(plan->reply.parse_tool_calls);
   EXPECT_EQ(plan->reply.tool_names, (std::vector<std::string>{"get_weather", "add"}));
   plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_NONE),
@@ -123,6 +123,53 @@ TEST(ToolPlanTest, NamedFunctionAndSingleCalls) {
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_TRUE(Accepts(compiler, *one, add));
   EXPECT_FALSE(Accepts(compiler, *one, add + "\n" + add));
+}
+
+TEST(ToolPlanTest, AutoInHermesConstrainsACallOnceTheModelOpensIt) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<ToolPlan> plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO),
+                                            Format(model::ToolCallFormat::kHermes), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->constraint_trigger, "<tool_call>");
+  // What follows the model's own "<tool_call>": the call, then more calls or the end.
+  const std::string call =
+      "\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>";
+  EXPECT_TRUE(Accepts(compiler, *plan, call));
+  EXPECT_TRUE(Accepts(compiler, *plan, call + "\n<tool_call>" + call));
+  EXPECT_FALSE(Accepts(compiler, *plan, "\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"));
+  // Other formats have no tag of their own to wait for: auto is only parsed.
+  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO),
+                   Format(model::ToolCallFormat::kLlama3Json), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->constraint.has_value());
+}
+
+TEST(ToolPlanTest, PromptsThatThinkShapeTheConstraint) {
+  model::ConstraintCompiler compiler({});
+  const model::ReplyFormat thinking{model::ToolCallFormat::kHermes,
+                                    model::ReasoningTags{"<think>", "</think>"}};
+  // The model may still think: auto is parsed, not constrained (a tag inside the reasoning
+  // must not force a call there).
+  absl::StatusOr<ToolPlan> plan =
+      PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO), thinking, &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  FitToPrompt(*plan, "<|im_start|>assistant\n");
+  EXPECT_FALSE(plan->constraint.has_value());
+  EXPECT_FALSE(plan->reply.starts_in_reasoning);
+  // Thinking switched off by the template (Qwen 3's enable_thinking=false): constrained.
+  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO), thinking, &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  FitToPrompt(*plan, "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_TRUE(plan->constraint.has_value());
+  // A prompt that opens the reasoning: a forced call waits for its end.
+  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED), thinking, &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  FitToPrompt(*plan, "<|Assistant|><think>\n");
+  EXPECT_TRUE(plan->reply.starts_in_reasoning);
+  EXPECT_EQ(plan->constraint_trigger, "</think>");
+  EXPECT_TRUE(Accepts(compiler, *plan,
+                      "\n\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}"
+                      "\n</tool_call>"));
 }
 
 struct BadCase {

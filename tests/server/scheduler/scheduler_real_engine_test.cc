@@ -243,6 +243,71 @@ TEST_P(RealEngineSchedulerTest, ConstrainedOutputIsValidAndBatchInvariant) {
   for (int i = 1; i < 16; i += 2) EXPECT_TRUE(Summarize(sinks[i]->Wait()).error.ok());
 }
 
+// A lazy constraint: free until the output holds the trigger, then what follows matches the
+// grammar; the same tokens alone or batched.
+TEST_P(RealEngineSchedulerTest, LazyConstraintStartsAtItsTrigger) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<model::CompiledConstraint> compiled =
+      compiler.Compile({model::ConstraintKind::kRegex, "[^0-9]{0,16}[0-9]{2}!"});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const auto trie = model::TokenTrie::Build(*tokenizer_);
+  // The trigger: an ASCII letter the model writes unconstrained (so it comes up).
+  std::vector<std::string> triggers;
+  for (int p = 0; p < 4; ++p) {
+    auto sink = std::make_shared<RecordingSink>();
+    ValidatedRequest free = Make(Prompts()[p], p % 2, 40);
+    ASSERT_TRUE(scheduler_->Submit(free, sink).ok());
+    const std::string text = Summarize(sink->Wait()).text;
+    std::string trigger = "e";
+    for (size_t i = text.size() / 3; i < text.size(); ++i) {
+      if (std::isalpha(static_cast<unsigned char>(text[i]))) {
+        trigger = text.substr(i, 1);
+        break;
+      }
+    }
+    triggers.push_back(trigger);
+  }
+  const auto lazy = [&](int p, int v) {
+    ValidatedRequest r = Make(Prompts()[p], v, 120);
+    r.stopping.ignore_eos = false;
+    r.constraint.grammar = compiled->grammar;
+    r.constraint.token_trie = trie;
+    r.constraint.trigger = triggers[p];
+    return r;
+  };
+  int triggered = 0;
+  std::vector<std::vector<int>> alone;
+  for (int p = 0; p < 4; ++p) {
+    auto sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(scheduler_->Submit(lazy(p, p % 2), sink).ok());
+    const testing::Outcome out = Summarize(sink->Wait());
+    ASSERT_TRUE(out.error.ok()) << out.error;
+    alone.push_back(out.tokens);
+    const size_t at = out.text.find(triggers[p]);
+    if (at == std::string::npos) continue;
+    ++triggered;
+    model::GrammarMatcher matcher(compiled->grammar);
+    const std::string rest = out.text.substr(at + 1);
+    EXPECT_TRUE(matcher.Accept(rest)) << out.text;
+    if (out.finished->reason == FinishReason::kEos) {
+      EXPECT_TRUE(matcher.complete()) << out.text;
+    }
+  }
+  EXPECT_GT(triggered, 0);
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 8; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ValidatedRequest r = i % 2 == 0 ? lazy(i / 2, (i / 2) % 2) : Make(Prompts()[i % 4], 1, 24);
+    ASSERT_TRUE(scheduler_->Submit(std::move(r), sinks.back()).ok());
+  }
+  for (int i = 0; i < 8; i += 2) {
+    testing::Outcome out = Summarize(sinks[i]->Wait());
+    ASSERT_TRUE(out.error.ok()) << out.error;
+    EXPECT_THAT(out.tokens, ElementsAreArray(alone[i / 2])) << "request " << i;
+  }
+  for (int i = 1; i < 8; i += 2) EXPECT_TRUE(Summarize(sinks[i]->Wait()).error.ok());
+}
+
 // A constrained follow-up turn on a session reuses the KV cache and gives the same tokens
 // as the same request computed cold.
 TEST_P(RealEngineSchedulerTest, ConstrainedTurnReusesTheSession) {
@@ -254,7 +319,7 @@ TEST_P(RealEngineSchedulerTest, ConstrainedTurnReusesTheSession) {
   ValidatedRequest first = Make(Prompts()[3], 1, 24);
   first.session_id = "constrained";
   first.stopping.ignore_eos = false;
-  first.constraint = {compiled->grammar, trie, 0, false};
+  first.constraint = {compiled->grammar, trie, 0, false, ""};
   std::vector<int> turn1 = RunAlone(first);
   ValidatedRequest second = first;
   second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
