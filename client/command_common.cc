@@ -16,29 +16,7 @@
 
 namespace textgen::client {
 
-namespace {
-
-// A flag whose value is a file: its contents go to `*out` (trailing whitespace trimmed when
-// `trim`, as for a key written with echo).
-FlagSpec FileFlag(std::string name, std::string* out, bool trim, std::string help) {
-  const std::string flag = "--" + name;
-  return FlagSpec{std::move(name), "FILE", std::move(help),
-                  [out, flag, trim](absl::string_view path) -> absl::Status {
-                    std::ifstream in{std::string(path), std::ios::binary};
-                    if (!in) {
-                      return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
-                    }
-                    std::ostringstream text;
-                    text << in.rdbuf();
-                    *out = std::move(text).str();
-                    if (trim) {
-                      *out = std::string(absl::StripTrailingAsciiWhitespace(*out));
-                    }
-                    return absl::OkStatus();
-                  }};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void AddConnectionFlags(ConnectionFlags* flags, std::vector<FlagSpec>* specs) {
   if (const char* key = std::getenv("TEXTGEN_API_KEY"); key != nullptr) flags->api_key = key;

@@ -1,11 +1,14 @@
 #include "client/flag_parser.h"
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 
 namespace textgen::client {
 namespace {
@@ -223,6 +226,22 @@ FlagSpec DurationFlag(std::string name, std::optional<absl::Duration>* out, std:
             *out = *parsed;
             return absl::OkStatus();
           }};
+}
+
+FlagSpec FileFlag(std::string name, std::string* out, bool trim, std::string help) {
+  const std::string flag = "--" + name;
+  return FlagSpec{std::move(name), "FILE", std::move(help),
+                  [out, flag, trim](absl::string_view path) -> absl::Status {
+                    std::ifstream in{std::string(path), std::ios::binary};
+                    if (!in) {
+                      return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+                    }
+                    std::ostringstream text;
+                    text << in.rdbuf();
+                    *out = std::move(text).str();
+                    if (trim) *out = std::string(absl::StripTrailingAsciiWhitespace(*out));
+                    return absl::OkStatus();
+                  }};
 }
 
 }  // namespace textgen::client

@@ -52,6 +52,9 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::s
 // ---- Spec builders: each stores into the pointed-to variable, which must outlive parsing ----
 FlagSpec BoolFlag(std::string name, bool* out, std::string help);
 FlagSpec StringFlag(std::string name, std::string* out, std::string value_name, std::string help);
+// A flag whose value names a file: its contents go to `*out` (trailing whitespace trimmed
+// when `trim`, as for a key written with echo).
+FlagSpec FileFlag(std::string name, std::string* out, bool trim, std::string help);
 FlagSpec RepeatedStringFlag(std::string name, std::vector<std::string>* out, std::string value_name,
                             std::string help);
 // Integers checked against [min, max]; the message names the flag, value and range.

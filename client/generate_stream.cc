@@ -64,6 +64,8 @@ std::string FinishReasonName(textgen::v1::FinishReason reason) {
       return "LENGTH";
     case textgen::v1::FINISH_REASON_CONTEXT_FULL:
       return "CONTEXT_FULL";
+    case textgen::v1::FINISH_REASON_TOOL_CALLS:
+      return "TOOL_CALLS";
     default:
       return "UNSPECIFIED";
   }
@@ -78,6 +80,8 @@ StreamResult ReadStream(grpc::ClientReaderInterface<textgen::v1::GenerateRespons
   json_options.preserve_proto_field_names = true;
   textgen::v1::GenerateResponse response;
   bool first = true;
+  bool thinking = false;  // inside a [thinking] block on io.err
+  int open_call = -1;     // the tool call being printed on io.out
   while (reader.Read(&response)) {
     if (first && options.prompt_to_err && !options.json) {
       first = false;
@@ -89,6 +93,7 @@ StreamResult ReadStream(grpc::ClientReaderInterface<textgen::v1::GenerateRespons
       result.client_ttft_seconds = SecondsSince(start);
     }
     result.text += response.text();
+    result.reasoning += response.reasoning_text();
     if (response.has_finished()) {
       result.finished = true;
       result.finish = response.finished();
@@ -98,8 +103,25 @@ StreamResult ReadStream(grpc::ClientReaderInterface<textgen::v1::GenerateRespons
       if (google::protobuf::util::MessageToJsonString(response, &line, json_options).ok()) {
         io.out << line << "\n" << std::flush;
       }
-    } else if (!response.text().empty()) {
-      io.out << response.text() << std::flush;
+    } else {
+      if (!response.reasoning_text().empty()) {
+        if (!thinking) io.err << "[thinking]\n";
+        thinking = true;
+        io.err << response.reasoning_text() << std::flush;
+      }
+      if (thinking &&
+          (!response.text().empty() || response.tool_calls_size() > 0 || response.has_finished())) {
+        io.err << "\n[/thinking]\n" << std::flush;
+        thinking = false;
+      }
+      if (!response.text().empty()) io.out << response.text() << std::flush;
+      for (const textgen::v1::ToolCallDelta& call : response.tool_calls()) {
+        if (static_cast<int>(call.index()) != open_call) {
+          io.out << (open_call >= 0 ? "\n" : "") << "[tool call " << call.name() << "] ";
+          open_call = static_cast<int>(call.index());
+        }
+        io.out << call.arguments() << std::flush;
+      }
     }
     if (options.verbose) PrintLogprobs(response, io);
   }

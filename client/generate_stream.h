@@ -21,7 +21,8 @@ struct StreamPrintOptions {
 
 struct StreamResult {
   grpc::Status status;
-  std::string text;  // all text deltas concatenated
+  std::string text;       // all text deltas concatenated (Chat: the reply's content)
+  std::string reasoning;  // Chat: the reasoning text
   bool finished = false;
   textgen::v1::Finished finish;     // valid when `finished`
   double client_ttft_seconds = -1;  // first token-carrying message, measured here; -1 = none
@@ -39,6 +40,9 @@ StreamResult StreamGenerate(textgen::v1::TextGeneration::StubInterface& stub,
 StreamResult StreamChat(textgen::v1::TextGeneration::StubInterface& stub,
                         grpc::ClientContext& context, const textgen::v1::ChatRequest& request,
                         const StreamPrintOptions& options, CommandIo& io);
+
+// Text output shows a Chat reply's parts apart: reasoning on io.err between [thinking] and
+// [/thinking], each tool call on io.out as "[tool call NAME] ARGUMENTS".
 
 // "EOS", "STOP_SEQUENCE", ... for a FinishReason.
 std::string FinishReasonName(textgen::v1::FinishReason reason);

@@ -32,21 +32,6 @@ FlagSpec LogitBiasFlag(std::vector<std::pair<int32_t, float>>* out) {
           }};
 }
 
-// A flag whose value names a file; the file's text is kept.
-FlagSpec FileFlag(std::string name, std::string* out, std::string help) {
-  return {
-      name, "FILE", std::move(help), [name, out](absl::string_view path) -> absl::Status {
-        std::ifstream in{std::string(path), std::ios::binary};
-        if (!in) {
-          return absl::InvalidArgumentError(absl::StrCat("--", name, ": cannot read '", path, "'"));
-        }
-        std::ostringstream text;
-        text << in.rdbuf();
-        *out = text.str();
-        return absl::OkStatus();
-      }};
-}
-
 }  // namespace
 
 void AddGenerationFlags(GenerationFlags* f, std::vector<FlagSpec>* specs) {
@@ -75,11 +60,11 @@ void AddGenerationFlags(GenerationFlags* f, std::vector<FlagSpec>* specs) {
   specs->push_back(BoolFlag("echo", &f->echo, "send the prompt back first"));
   specs->push_back(StringFlag("session", &f->session_id, "ID", "reuse the KV cache of session ID"));
   specs->push_back(StringFlag("request-id", &f->request_id, "ID", "request id for server logs"));
-  specs->push_back(FileFlag("json-schema", &f->json_schema,
+  specs->push_back(FileFlag("json-schema", &f->json_schema, /*trim=*/false,
                             "constrain the output to JSON matching the schema in FILE"));
   specs->push_back(
       BoolFlag("json-object", &f->json_object, "constrain the output to a JSON object"));
-  specs->push_back(FileFlag("grammar", &f->grammar,
+  specs->push_back(FileFlag("grammar", &f->grammar, /*trim=*/false,
                             "constrain the output to the GBNF grammar in FILE (root rule)"));
   specs->push_back({"regex", "RE", "constrain the whole output to match the regular expression",
                     [f](absl::string_view v) -> absl::Status {

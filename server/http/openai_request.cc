@@ -468,9 +468,28 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
   std::optional<bool> add_generation_prompt;
   TEXTGEN_RETURN_IF_ERROR(f.Bool("add_generation_prompt", add_generation_prompt));
   if (add_generation_prompt) chat.set_add_generation_prompt(*add_generation_prompt);
+  Json variables = Json::object();
   if (const Json* kwargs = f.Find("chat_template_kwargs")) {
     if (!kwargs->is_object()) return WrongType("chat_template_kwargs", "an object", *kwargs);
-    chat.set_template_variables_json(kwargs->dump());
+    variables = *kwargs;
+  }
+  // reasoning_effort maps onto the templates' thinking switch (Qwen 3, SmolLM3, ...): "none"
+  // and "minimal" turn thinking off, the others leave it on; chat_template_kwargs wins.
+  std::optional<std::string> effort;
+  TEXTGEN_RETURN_IF_ERROR(f.String("reasoning_effort", effort));
+  if (effort) {
+    if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" &&
+        *effort != "high") {
+      return FieldError("reasoning_effort",
+                        "reasoning_effort must be \"none\", \"minimal\", \"low\", \"medium\" "
+                        "or \"high\"");
+    }
+    if (!variables.contains("enable_thinking")) {
+      variables["enable_thinking"] = *effort != "none" && *effort != "minimal";
+    }
+  }
+  if (!variables.empty() || f.Find("chat_template_kwargs") != nullptr) {
+    chat.set_template_variables_json(variables.dump());
   }
   return out;
 }

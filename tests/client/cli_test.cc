@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_split.h"
@@ -320,6 +321,36 @@ TEST_F(CliTest, ChatWithoutATemplateExplainsAndKeepsTheConversation) {
   EXPECT_EQ(r.code, kExitRpcError);
   EXPECT_NE(r.err.find("FAILED_PRECONDITION: the model has no chat template"), std::string::npos)
       << r.err;
+}
+
+TEST_F(CliTest, ChatRunsAScriptedToolLoop) {
+  const std::string dir = ::testing::TempDir();
+  const std::string tools = dir + "/tools.json", results = dir + "/results.json";
+  std::ofstream(tools) << R"([{"type":"function","function":{"name":"get_weather"}}])";
+  std::ofstream(results) << R"({"get_weather": "sunny"})";
+  CliResult r = Run({"chat", "--max-tokens", "2", "--tools", tools, "--tool-choice", "required",
+                     "--tool-results", results},
+                    "weather?\n");
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  // The call on stdout, the reasoning and the scripted result on stderr, then the reply.
+  EXPECT_EQ(r.out, "[tool call get_weather] {\"city\": \"Oslo\"}\ntok0 tok1 \n");
+  EXPECT_NE(r.err.find("[thinking]\nplan\n[/thinking]\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[tool result get_weather] sunny"), std::string::npos) << r.err;
+  const std::vector<textgen::v1::ChatRequest> requests = server_.service().chat_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].tool_choice().mode(), textgen::v1::ToolChoice::TOOL_CHOICE_REQUIRED);
+  EXPECT_EQ(requests[1].tool_choice().mode(), textgen::v1::ToolChoice::TOOL_CHOICE_AUTO);
+  ASSERT_EQ(requests[1].messages_size(), 3);
+  const textgen::v1::ChatMessage& call = requests[1].messages(1);
+  EXPECT_EQ(call.role(), "assistant");
+  EXPECT_EQ(call.reasoning_content(), "plan");
+  EXPECT_EQ(call.tool_calls_json(),
+            R"([{"function":{"arguments":"{\"city\": \"Oslo\"}","name":"get_weather"},)"
+            R"("id":"call_1","type":"function"}])");
+  const textgen::v1::ChatMessage& result = requests[1].messages(2);
+  EXPECT_EQ(result.role(), "tool");
+  EXPECT_EQ(result.tool_call_id(), "call_1");
+  EXPECT_EQ(result.content(), "sunny");
 }
 
 TEST_F(CliTest, ChatExitCommandStops) {

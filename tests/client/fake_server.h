@@ -55,6 +55,8 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
 
   // Chat renders the messages as "ROLE: CONTENT\n" lines (a stand-in template) and then
   // streams as Generate does; a message with template_name "missing" is FAILED_PRECONDITION.
+  // With tools (and tool_choice not none) and a last message that is not a tool result, the
+  // reply is reasoning "plan", then a call of the first tool ({"city": "Oslo"}, id call_1).
   grpc::Status Chat(grpc::ServerContext* context, const textgen::v1::ChatRequest* request,
                     grpc::ServerWriter<textgen::v1::GenerateResponse>* writer) override {
     {
@@ -65,6 +67,32 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     if (refused_calls.fetch_sub(1) > 0) return grpc::Status(refusal, "draining (fake)");
     if (request->template_name() == "missing") {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the model has no chat template");
+    }
+    const bool answered = !request->messages().empty() &&
+                          request->messages(request->messages_size() - 1).role() == "tool";
+    if (!request->tools_json().empty() &&
+        request->tool_choice().mode() != textgen::v1::ToolChoice::TOOL_CHOICE_NONE && !answered) {
+      const std::string tools = request->tools_json();
+      const size_t at = tools.find("\"name\":\"");
+      const std::string name =
+          at == std::string::npos ? "tool" : tools.substr(at + 8, tools.find('"', at + 8) - at - 8);
+      textgen::v1::GenerateResponse thinking;
+      thinking.set_reasoning_text("plan");
+      writer->Write(thinking);
+      textgen::v1::GenerateResponse call;
+      textgen::v1::ToolCallDelta* delta = call.add_tool_calls();
+      delta->set_index(0);
+      delta->set_id("call_1");
+      delta->set_name(name);
+      delta->set_arguments("{\"city\": \"Oslo\"}");
+      textgen::v1::Finished* finished = call.mutable_finished();
+      finished->set_reason(textgen::v1::FINISH_REASON_TOOL_CALLS);
+      textgen::v1::ToolCall* whole = finished->add_tool_calls();
+      whole->set_id("call_1");
+      whole->set_name(name);
+      whole->set_arguments_json("{\"city\": \"Oslo\"}");
+      writer->Write(call);
+      return grpc::Status::OK;
     }
     textgen::v1::GenerateRequest generate;
     for (const textgen::v1::ChatMessage& m : request->messages()) {

@@ -72,6 +72,24 @@ TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
   EXPECT_EQ(chat.template_variables_json(), R"({"enable_thinking":false})");
 }
 
+TEST(OpenAiRequestTest, ReasoningEffortSwitchesThinking) {
+  const auto variables = [](const std::string& extra) {
+    absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(
+        R"({"messages": [{"role": "user", "content": "x"}])" + extra + "}");
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    return parsed->chat.template_variables_json();
+  };
+  EXPECT_EQ(variables(R"(, "reasoning_effort": "none")"), R"({"enable_thinking":false})");
+  EXPECT_EQ(variables(R"(, "reasoning_effort": "high")"), R"({"enable_thinking":true})");
+  EXPECT_EQ(variables(R"(, "reasoning_effort": "minimal",
+                          "chat_template_kwargs": {"enable_thinking": true})"),
+            R"({"enable_thinking":true})");
+  EXPECT_EQ(variables(""), "");
+  EXPECT_FALSE(ParseChatCompletionRequest(
+                   R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"})")
+                   .ok());
+}
+
 TEST(OpenAiRequestTest, ToolChoiceInEachForm) {
   const auto choice = [](const std::string& value) {
     absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(
