@@ -21,7 +21,9 @@
 namespace textgen::server::http {
 namespace {
 
-using Json = nlohmann::json;
+// Ordered: a JSON Schema's properties (response_format, tools) keep the order they were sent
+// in, which is the order a constrained reply writes them.
+using Json = nlohmann::ordered_json;
 
 absl::Status FieldError(absl::string_view param, absl::string_view message) {
   absl::Status status = absl::InvalidArgumentError(message);

@@ -68,8 +68,25 @@ TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
   EXPECT_FLOAT_EQ(chat.sampling().min_p(), 0.05f);
   EXPECT_FLOAT_EQ(chat.sampling().repetition_penalty(), 1.1f);
   EXPECT_EQ(chat.session_id(), "s-1");
-  EXPECT_EQ(chat.tools_json(), R"([{"function":{"name":"calc"},"type":"function"}])");
+  EXPECT_EQ(chat.tools_json(), R"([{"type":"function","function":{"name":"calc"}}])");  // as sent
   EXPECT_EQ(chat.template_variables_json(), R"({"enable_thinking":false})");
+}
+
+TEST(OpenAiRequestTest, SchemasKeepThePropertyOrderTheyWereSentIn) {
+  // A constrained reply writes properties in the schema's order: "name" before "age".
+  absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(R"({
+    "messages": [{"role": "user", "content": "x"}],
+    "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema":
+      {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}}},
+    "tools": [{"type": "function", "function": {"name": "f", "parameters":
+      {"properties": {"zeta": {}, "alpha": {}}, "type": "object"}}}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(
+      parsed->chat.constraint().json_schema(),
+      R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}}})");
+  EXPECT_EQ(parsed->chat.tools_json(),
+            R"([{"type":"function","function":{"name":"f","parameters":)"
+            R"({"properties":{"zeta":{},"alpha":{}},"type":"object"}}}])");
 }
 
 TEST(OpenAiRequestTest, ReasoningEffortSwitchesThinking) {
