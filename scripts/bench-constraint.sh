@@ -11,8 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/bench-common.sh"
 rounds=${ROUNDS:-3}
-src=${LLAMACPP_SRC:-$B/reference/llamacpp/llama.cpp}
-vocab=$src/models/ggml-vocab-llama-bpe.gguf
+vocab=$S/models/ggml-vocab-llama-bpe.gguf
 require_tools "$B/bin/textgen" "$B/bin/textgen-server" "$B/bin/textgen-make-random-gguf" \
   "$B/bin/textgen-bench-constraint"
 [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }

@@ -14,33 +14,14 @@ const assert = require('assert');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const readline = require('readline');
-const { spawn, execFileSync } = require('child_process');
+const { execFileSync } = require('child_process');
 const OpenAI = require('openai');
+const { startServer: startTextgen } = require('./start_server');
 
+// The server as this test runs it: one sequence, a queue of one, small requests.
 function startServer(binary, model, extraArgs = []) {
-  const server = spawn(binary, ['--model', model, '--listen', '127.0.0.1:0',
-    '--metrics-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--threads', '1',
-    '--max-batch', '1', '--max-queue', '1', '--max-request-bytes', '65536',
-    '--drain-timeout', '20s', ...extraArgs], { stdio: ['ignore', 'inherit', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let resolved = false;
-    readline.createInterface({ input: server.stderr }).on('line', (line) => {
-      process.stderr.write(`[server] ${line}\n`);
-      const http = /http_port=(\d+)/.exec(line);
-      if (http && !resolved) {
-        resolved = true;
-        resolve({
-          server,
-          httpPort: Number(http[1]),
-          grpcPort: Number(/grpc_port=(\d+)/.exec(line)[1]),
-          metricsPort: Number(/metrics_port=(\d+)/.exec(line)[1]),
-          modelName: /model=(\S+)/.exec(line)[1],
-        });
-      }
-    });
-    server.on('exit', (code) => { if (!resolved) reject(new Error(`server exited ${code}`)); });
-  });
+  return startTextgen(binary, model, ['--threads', '1', '--max-batch', '1', '--max-queue', '1',
+    '--max-request-bytes', '65536', '--drain-timeout', '20s', ...extraArgs], 'all');
 }
 
 async function metric(port, name) {

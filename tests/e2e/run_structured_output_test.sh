@@ -8,14 +8,8 @@
 set -eu
 server=$1 make_gguf=$2 llamacpp=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "SKIP: node/npm not installed (scripts/install-deps.sh --test installs them)"; exit 77
-fi
-mkdir -p "$work"
-if [ ! -d "$work/node_modules/openai" ] || [ ! -d "$work/node_modules/ajv-formats" ]; then
-  (cd "$work" && npm install --no-audit --no-fund --no-save --loglevel=error openai@^6 ajv@^8 \
-    ajv-formats@^3) || { echo "SKIP: npm install failed (registry unreachable?)"; exit 77; }
-fi
+. "$here/node_packages.sh"
+node_packages "$work" openai@^6 ajv@^8 ajv-formats@^3
 models=$llamacpp/models
 "$make_gguf" --arch qwen2 --preset tiny --dtype f32 --context 2048 --name qwen2.5-random \
   --vocab-from "$models/ggml-vocab-qwen2.gguf" \

@@ -14,9 +14,8 @@
 // Usage: node tool_calls_test.js SERVER_BIN MODEL_GGUF...
 'use strict';
 const assert = require('assert');
-const readline = require('readline');
-const { spawn } = require('child_process');
 const OpenAI = require('openai');
+const { startServer } = require('./start_server');
 const Ajv2020 = require('ajv/dist/2020');
 
 const SEEDS = Number(process.env.TOOL_SEEDS || 100);
@@ -35,23 +34,6 @@ const TOOLS = [
     required: ['a', 'b'], additionalProperties: false } } },
 ];
 
-function startServer(binary, model) {
-  const server = spawn(binary, ['--model', model, '--listen', '127.0.0.1:0',
-    '--metrics-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--threads', '1',
-    '--max-batch', '8'], { stdio: ['ignore', 'inherit', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let resolved = false;
-    readline.createInterface({ input: server.stderr }).on('line', (line) => {
-      if (/level=(warning|error)/.test(line)) process.stderr.write(`[server] ${line}\n`);
-      const http = /http_port=(\d+)/.exec(line);
-      if (http && !resolved) {
-        resolved = true;
-        resolve({ server, httpPort: Number(http[1]), modelName: /model=(\S+)/.exec(line)[1] });
-      }
-    });
-    server.on('exit', (code) => { if (!resolved) reject(new Error(`server exited ${code}`)); });
-  });
-}
 
 // Runs `count` requests made by `make(i)`, 8 at a time.
 async function batched(count, make) {
@@ -65,7 +47,8 @@ async function batched(count, make) {
 }
 
 async function checkModel(serverBin, modelPath, validators) {
-  const { server, httpPort, modelName } = await startServer(serverBin, modelPath);
+  const { server, httpPort, modelName } = await startServer(serverBin, modelPath,
+    ['--threads', '1', '--max-batch', '8']);
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: 'none',
     maxRetries: 0 });
   const counts = { calls: 0, length: 0, invalid: 0, leaks: 0, auto: 0 };
