@@ -35,8 +35,13 @@ if(TEXTGEN_FUZZ)
   target_compile_definitions(textgen-fuzz-schema PRIVATE TEXTGEN_FUZZ_SCHEMA=1)
   add_executable(textgen-fuzz-grammar ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/constraint_fuzz.cc
                                       ${fuzz_model_sources})
+  # The chat reply parser (content, reasoning, tool calls), whole against in pieces.
+  add_executable(textgen-fuzz-reply ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/chat_output_fuzz.cc
+                 ${CMAKE_SOURCE_DIR}/model/chat/chat_output_parser.cc
+                 ${CMAKE_SOURCE_DIR}/model/chat/tool_call_format.cc)
+  target_link_libraries(textgen-fuzz-reply PRIVATE nlohmann_json::nlohmann_json)
   set(fuzz_targets textgen-fuzz-tokenizer textgen-fuzz-llama2c textgen-fuzz-schema
-                   textgen-fuzz-grammar)
+                   textgen-fuzz-grammar textgen-fuzz-reply)
 
   # Request validation from raw protobuf bytes (needs the generated messages).
   if(TARGET textgen_proto)
@@ -47,6 +52,7 @@ if(TEXTGEN_FUZZ)
                    ${CMAKE_SOURCE_DIR}/server/core/chat_validation.cc
                    ${CMAKE_SOURCE_DIR}/server/core/chat_templates.cc
                    ${CMAKE_SOURCE_DIR}/server/core/field_error.cc
+                   ${CMAKE_SOURCE_DIR}/server/core/tool_plan.cc
                    ${fuzz_jinja_sources} ${fuzz_chat_sources} ${fuzz_model_sources})
     target_link_libraries(textgen-fuzz-request PRIVATE textgen_proto absl::random_random
                           absl::time)

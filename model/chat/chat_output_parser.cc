@@ -152,7 +152,7 @@ ChatOutputParser::CallReader::Step ChatOutputParser::CallReader::Value(char c) {
   arguments_streaming_ = false;
   if (key_ == "name") {
     std::optional<std::string> name = DecodeString(value_);
-    if (!name) return Step::kError;
+    if (!name || name_) return Step::kError;  // a second name: which call is this?
     name_ = *std::move(name);
   } else if (is_arguments) {
     if (value_.front() == '"') {
@@ -264,34 +264,30 @@ void ChatOutputParser::PumpCall(ChatOutputDelta& out, char c) {
 }
 
 void ChatOutputParser::EndCall(ChatOutputDelta& out, bool complete) {
-  const bool tentative = mode_ == Mode::kBareJson;
-  bool valid = complete && call_started_;
-  std::string arguments = call_->arguments().empty() ? "{}" : call_->arguments();
-  if (valid) {
-    valid = !nlohmann::json::parse(arguments, nullptr, false).is_discarded();
-  }
-  if (tentative && !valid) {
-    RevertBareJson(out);
-    return;
-  }
-  bare_json_.clear();
-  if (valid || (!complete && call_started_ && options_.parse_tool_calls)) {
-    // A whole call, or (at the end of the reply) one cut off: keep what arrived.
-    if (!complete && !valid) arguments = call_->arguments();
-    ParsedToolCall call;
-    call.id = call_id_;
-    call.name = *call_->name();
-    call.arguments = arguments;
-    if (call_->arguments().empty() && complete && call_started_) {
-      // No arguments key: the call takes none.
+  if (!call_started_) {
+    // It never named a declared tool: bare JSON is content again; a tagged call is dropped.
+    if (mode_ == Mode::kBareJson) return RevertBareJson(out);
+    ++malformed_;
+  } else {
+    // Its first delta went out, so it stays a call, as streamed: a client already has it.
+    std::string arguments = call_->arguments();
+    if (complete && arguments.empty()) {
+      arguments = "{}";  // no arguments key: the call takes none
       out.tool_calls.push_back({static_cast<int>(calls_.size()), "", "", "{}"});
     }
-    calls_.push_back(std::move(call));
-  } else {
-    ++malformed_;
+    if (!complete || nlohmann::json::parse(arguments, nullptr, false).is_discarded()) ++malformed_;
+    calls_.push_back({call_id_, *call_->name(), std::move(arguments)});
   }
+  bare_json_.clear();
   call_.reset();
   call_started_ = false;
+  if (!complete) {
+    // Broken JSON: the rest of the call is not content. Skip to the format's closing tag, or
+    // (no tag to find) to the end of the reply.
+    in_array_ = false;
+    mode_ = Mode::kSkipCall;
+    return;
+  }
   if (in_array_) {
     array_expect_call_ = false;  // now a "," or "]"
     return;
@@ -350,18 +346,21 @@ void ChatOutputParser::Process(ChatOutputDelta& out, bool final) {
           }
         }
         if (drop_leading_space_) {
-          pending_.erase(0, first);
+          pending_.erase(0, first);  // `rest` is stale from here on
           drop_leading_space_ = false;
+          first = 0;
         }
         mode_ = Mode::kText;
+        const char opener = pending_[first];
         if (options_.parse_tool_calls && options_.format != ToolCallFormat::kHermes &&
-            (rest.front() == '{' || rest.front() == '[')) {
+            (opener == '{' || opener == '[')) {
           // Maybe a bare JSON call: read it before deciding what it is.
-          content_ += pending_.substr(0, pending_.size() - rest.size());
-          out.content += pending_.substr(0, pending_.size() - rest.size());
-          pending_.erase(0, pending_.size() - rest.size());
+          const bool array = opener == '[';
+          content_ += pending_.substr(0, first);
+          out.content += pending_.substr(0, first);
+          pending_.erase(0, first);
           mode_ = Mode::kBareJson;
-          in_array_ = rest.front() == '[';
+          in_array_ = array;
           array_expect_call_ = in_array_;
           array_opened_ = in_array_;
           if (in_array_) {
@@ -492,6 +491,20 @@ void ChatOutputParser::Process(ChatOutputDelta& out, bool final) {
           in_array_ = false;
           mode_ = Mode::kText;
         }
+        continue;
+      }
+      case Mode::kSkipCall: {
+        const std::string close = options_.format == ToolCallFormat::kHermes
+                                      ? std::string("</tool_call>")
+                                      : markup_.array_close;
+        const size_t at = close.empty() ? std::string::npos : pending_.find(close);
+        if (at == std::string::npos) {
+          pending_.erase(0, close.empty() || final ? pending_.size() : HoldBack(close));
+          if (final) mode_ = Mode::kText;
+          return;
+        }
+        pending_.erase(0, at + close.size());
+        mode_ = Mode::kAfterCall;
         continue;
       }
       case Mode::kAfterCall: {

@@ -15,10 +15,11 @@
 //     tool; otherwise that text is content;
 //   - a call's stream starts once its name is read (its id, the name), then its arguments
 //     as they arrive; arguments written as a JSON string are sent decoded, once whole;
-//   - a call cut off (the reply hit its length) keeps what arrived; a call whose name is not a
-//     declared tool, or whose JSON is malformed, is returned as content when that is still
-//     possible (bare JSON not yet streamed) and otherwise dropped from tool_calls with
-//     `malformed_calls` counted.
+//   - a call whose first delta went out (its declared name was read) stays a call as
+//     streamed, arguments as they arrived, even when the reply is cut off or its JSON breaks
+//     (then `malformed_calls` counts it and the rest of the call, up to its closing tag or the
+//     end of the reply, is dropped); a call that never names a declared tool is dropped and
+//     counted when it had a tag, and is content again when it was bare JSON.
 
 #include <optional>
 #include <string>
@@ -86,6 +87,7 @@ class ChatOutputParser {
     kCall,       // inside a call's JSON (or the array of calls)
     kCallClose,  // after a call's JSON: its closing tag
     kAfterCall,  // whitespace after a call is dropped
+    kSkipCall,   // the rest of a broken call, up to its closing tag (or the end)
   };
 
   // Reads one JSON object {"name": ..., "arguments": ...} a character at a time.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs the request, tokenizer, llama2.c, JSON Schema and GBNF fuzzers for a bounded time each (the GGUF and chat
-# template fuzzers have their own scripts).
+# Runs the request, tokenizer, llama2.c, JSON Schema, GBNF and chat-reply fuzzers for a bounded time
+# each (the GGUF and chat template fuzzers have their own scripts).
 # Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [request|tokenizer|llama2c ...]
 #   BUILD_DIR was configured by configure_fuzz (scripts/lib/build-trees.sh) and has built
-#   textgen-fuzz-request, -tokenizer, -llama2c, -schema and -grammar. LLAMACPP_DIR is the
+#   textgen-fuzz-request, -tokenizer, -llama2c, -schema, -grammar and -reply. LLAMACPP_DIR is the
 #   llama.cpp source (tests/reference/llamacpp_source.sh): its models/ggml-vocab-*.gguf are the
 #   tokenizer fuzzer's vocabularies and their .inp test texts its seeds; its Llama 3 template
 #   is the request fuzzer's named variant; its grammars/*.gbnf seed the grammar fuzzer. Debian's
@@ -19,7 +19,7 @@ seconds=${2:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
 llamacpp=${3:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
 shift 3
 names=("$@")
-((${#names[@]})) || names=(request tokenizer llama2c schema grammar)
+((${#names[@]})) || names=(request tokenizer llama2c schema grammar reply)
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 shared=${TEXTGEN_SHARED_DIR:-$repo/../shared}
@@ -82,6 +82,20 @@ for path in sorted(glob.glob(os.path.join(suite, "*.json"))):
 PY
 }
 
+seed_reply() {
+  # Replies as the formats write them (byte 0: format, tools, tags; byte 1: split step).
+  local corpus=$1
+  printf '\x00\x03Sure.<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>' \
+    > "$corpus/hermes"
+  printf '\x11\x05<think>hm</think>\n\n<tool_call>\n{"name": "a", "arguments": "{}"}\n</tool_call>' \
+    > "$corpus/hermes_think"
+  printf '\x01\x02{"name": "get_weather", "parameters": {"city": "Oslo"}}' > "$corpus/llama3"
+  printf '\x02\x07[TOOL_CALLS][{"name": "add", "arguments": {"a": 1}, "id": "abcDEF123"}]' \
+    > "$corpus/mistral"
+  printf '\x03\x04<|tool_call|>[{"name": "a", "arguments": {}}]<|/tool_call|>' > "$corpus/phi4"
+  printf '\x24\x01still thinking</think> done' > "$corpus/in_reasoning"
+}
+
 seed_grammar() {
   local corpus=$1 g
   for g in "$llamacpp"/grammars/*.gbnf; do
@@ -104,6 +118,7 @@ for name in "${names[@]}"; do
                export TEXTGEN_FUZZ_VOCAB_DIR="$llamacpp/models" ;;
     llama2c) extra=(-max_len=1100000) ;;
     schema|grammar) extra=(-max_len=8192) ;;
+    reply) extra=(-max_len=4096) ;;
   esac
   printf '\n== %s fuzzer\n' "$name"
   # One worker keeps to the shared 2-core budget.

@@ -95,8 +95,7 @@ Parsed RunEverySplit(const ChatOutputOptions& options, const std::string& text) 
     EXPECT_EQ(split.calls.size(), whole.calls.size()) << "split at " << i;
     for (size_t c = 0; c < split.calls.size() && c < whole.calls.size(); ++c) {
       EXPECT_EQ(split.calls[c].name, whole.calls[c].name);
-      EXPECT_EQ(Json::parse(split.calls[c].arguments), Json::parse(whole.calls[c].arguments))
-          << "split at " << i;
+      EXPECT_EQ(split.calls[c].arguments, whole.calls[c].arguments) << "split at " << i;
     }
   }
   // The streamed calls equal the parser's own list.
@@ -104,7 +103,7 @@ Parsed RunEverySplit(const ChatOutputOptions& options, const std::string& text) 
   for (size_t c = 0; c < whole.calls.size() && c < whole.final_calls.size(); ++c) {
     EXPECT_EQ(whole.calls[c].name, whole.final_calls[c].name);
     EXPECT_EQ(whole.calls[c].id, whole.final_calls[c].id);
-    EXPECT_EQ(Json::parse(whole.calls[c].arguments), Json::parse(whole.final_calls[c].arguments));
+    EXPECT_EQ(whole.calls[c].arguments, whole.final_calls[c].arguments);
   }
   return whole;
 }
@@ -177,6 +176,16 @@ TEST(ChatOutputParserTest, BareJsonIsACallOnlyWhenItNamesADeclaredTool) {
   EXPECT_TRUE(p.calls.empty());
   p = RunEverySplit(Options(ToolCallFormat::kGenericJson), "{\"name\": \"unknown\"}");
   EXPECT_EQ(p.content, "{\"name\": \"unknown\"}");
+  // After reasoning and the whitespace it leaves: the same (found by the reply fuzzer: the
+  // reply was read from a stale view of the text).
+  ChatOutputOptions thinking = Options(ToolCallFormat::kLlama3Json);
+  thinking.reasoning = ReasoningTags{"<think>", "</think>"};
+  p = RunEverySplit(thinking, "<think>hm</think>\n\t\t{\"name\"\r\t[ broken");
+  EXPECT_EQ(p.reasoning, "hm");
+  EXPECT_EQ(p.content, "{\"name\"\r\t[ broken");
+  p = RunEverySplit(thinking, "<think>hm</think>\n\n[{\"name\": \"add\", \"arguments\": {}}]");
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 1u);
   // Without tools, nothing is parsed.
   p = RunEverySplit(Options(ToolCallFormat::kLlama3Json, {}),
                     "{\"name\": \"get_weather\", \"parameters\": {}}");
@@ -218,6 +227,22 @@ TEST(ChatOutputParserTest, MalformedRepliesHaveDocumentedResults) {
   p = RunEverySplit(Options(ToolCallFormat::kHermes), "<tool_call>\n{\"name\" 1}</tool_call>ok");
   EXPECT_TRUE(p.calls.empty());
   EXPECT_EQ(p.malformed, 1);
+  EXPECT_EQ(p.content, "ok");
+  // A call whose name went out stays a call as streamed, even when its JSON then breaks; the
+  // rest of it is not content.
+  p = RunEverySplit(Options(ToolCallFormat::kHermes),
+                    "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1} \"x\": [}\n"
+                    "</tool_call>after");
+  ASSERT_EQ(p.final_calls.size(), 1u);
+  EXPECT_EQ(p.final_calls[0].arguments, "{\"a\": 1}");
+  EXPECT_EQ(p.malformed, 1);
+  EXPECT_EQ(p.content, "after");
+  // A second "name" in one call is broken JSON too (which call would it be?).
+  p = RunEverySplit(Options(ToolCallFormat::kMistral),
+                    "[{\"name\": \"add\", \"name\": \"rm\", \"arguments\": {}}] tail");
+  ASSERT_EQ(p.final_calls.size(), 1u);
+  EXPECT_EQ(p.final_calls[0].name, "add");
+  EXPECT_EQ(p.content, "");
   // Bare JSON cut off before it names a tool: content.
   p = Feed(Options(ToolCallFormat::kLlama3Json), "{\"na");
   EXPECT_EQ(p.content, "{\"na");
