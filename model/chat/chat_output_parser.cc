@@ -181,6 +181,7 @@ std::string ChatOutputParser::CallReader::TakeArguments() {
 ChatOutputParser::ChatOutputParser(ChatOutputOptions options)
     : options_(std::move(options)),
       markup_(MarkupOf(options_.format)),
+      tags_(CallTags(options_.format)),
       mode_(options_.reasoning && options_.starts_in_reasoning ? Mode::kReasoning : Mode::kStart),
       id_state_(options_.id_seed ^ 0x9E3779B97F4A7C15ull) {}
 
@@ -307,7 +308,7 @@ void ChatOutputParser::RevertBareJson(ChatOutputDelta& out) {
 }
 
 void ChatOutputParser::Process(ChatOutputDelta& out, bool final) {
-  const std::vector<std::string> tags = CallTags(options_.format);
+  const std::vector<std::string>& tags = tags_;
   while (true) {
     switch (mode_) {
       case Mode::kStart: {

@@ -135,6 +135,7 @@ class ChatOutputParser {
 
   ChatOutputOptions options_;
   ToolCallMarkup markup_;
+  std::vector<std::string> tags_;  // what opens a call in running text
   Mode mode_;
   std::string pending_;  // text not yet settled
   std::string content_;

@@ -353,6 +353,15 @@ TEST_F(CliTest, ChatRunsAScriptedToolLoop) {
   EXPECT_EQ(result.content(), "sunny");
 }
 
+TEST_F(CliTest, ChatRefusesToolResultsThatAreNotAnObject) {
+  const std::string results = ::testing::TempDir() + "/results-array.json";
+  std::ofstream(results) << R"(["sunny"])";
+  CliResult r = Run({"chat", "--tool-results", results}, "hi\n");
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--tool-results must be a JSON object"), std::string::npos) << r.err;
+  EXPECT_TRUE(server_.service().chat_requests().empty());
+}
+
 TEST_F(CliTest, ChatExitCommandStops) {
   CliResult r = Run({"chat", "--max-tokens", "1"}, "one\n/exit\ntwo\n");
   EXPECT_EQ(r.code, kExitOk);

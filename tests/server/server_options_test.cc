@@ -43,6 +43,13 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
   o.kv_cache_dtype = "f16";
   EXPECT_TRUE(ValidateServerOptions(o).ok());
   o = {};
+  o.tool_call_format = "xml";
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--tool-call-format must be hermes, llama3-json, mistral, phi4-mini or "
+                        "generic-json, got \"xml\""));
+  o.tool_call_format = "mistral";
+  EXPECT_TRUE(ValidateServerOptions(o).ok());
+  o = {};
   o.max_request_bytes = 1000;  // below the 1 KiB the CLI relies on as every server's floor
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
               HasSubstr("--max-request-bytes must be >= 1024, got 1000"));
