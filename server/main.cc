@@ -138,6 +138,10 @@ ABSL_FLAG(int, constraint_cache_entries, kDefaults.constraint_cache_entries,
           "Compiled constraints kept for reuse (by content)");
 ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
           "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
+ABSL_FLAG(std::string, prefix_cache_scope, kDefaults.prefix_cache_scope,
+          "Who shares cached prompt K/V: principal (each API key only its own prefixes), "
+          "global (every request every prefix: single-tenant only, a cache-timing side channel "
+          "between tenants otherwise), or off");
 ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
           "Most sessions kept; beyond it the least recently used idle one is evicted");
 ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
@@ -193,6 +197,7 @@ ServerOptions OptionsFromFlags() {
   o.max_constraint_compile_ms = absl::GetFlag(FLAGS_max_constraint_compile_ms);
   o.constraint_cache_entries = absl::GetFlag(FLAGS_constraint_cache_entries);
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
+  o.prefix_cache_scope = absl::GetFlag(FLAGS_prefix_cache_scope);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.bf16 = absl::GetFlag(FLAGS_bf16);
@@ -286,6 +291,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   scheduler_options.max_sessions_per_principal = o.max_sessions_per_principal;
   scheduler_options.max_sessions = o.max_sessions;
   scheduler_options.session_ttl = o.session_ttl;
+  scheduler_options.prefix_cache = *ParsePrefixCacheScope(o.prefix_cache_scope);  // validated
   loaded->scheduler = CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(),
                                               scheduler_options, metrics);
 

@@ -24,6 +24,13 @@ bool IsFile(const std::string& path) {
 
 }  // namespace
 
+std::optional<PrefixCacheScope> ParsePrefixCacheScope(const std::string& name) {
+  if (name == "principal") return PrefixCacheScope::kPerPrincipal;
+  if (name == "global") return PrefixCacheScope::kGlobal;
+  if (name == "off") return PrefixCacheScope::kOff;
+  return std::nullopt;
+}
+
 absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.listen.empty()) return absl::InvalidArgumentError("--listen must be HOST:PORT, got \"\"");
   for (const auto& [value, min, flag] :
@@ -67,6 +74,11 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.session_ttl <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--session-ttl must be > 0, got ", absl::FormatDuration(o.session_ttl)));
+  }
+  if (!ParsePrefixCacheScope(o.prefix_cache_scope)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prefix-cache-scope must be principal, global or off, got \"",
+                     o.prefix_cache_scope, "\""));
   }
   if (o.kv_cache_dtype != "f32" && o.kv_cache_dtype != "f16") {
     return absl::InvalidArgumentError(

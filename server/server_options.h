@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -55,6 +56,8 @@ struct ServerOptions {
       absl::ToInt64Milliseconds(model::ConstraintLimits{}.max_compile_time);
   int constraint_cache_entries = model::ConstraintLimits{}.cache_entries;
   absl::Duration session_ttl = SchedulerOptions{}.session_ttl;
+  // Who shares cached prompt K/V: "principal" (each API key its own), "global", or "off".
+  std::string prefix_cache_scope = "principal";
   int max_sessions = SchedulerOptions{}.max_sessions;
   absl::Duration drain_timeout = absl::Seconds(30);
   bool bf16 = false;
@@ -62,6 +65,9 @@ struct ServerOptions {
   std::string kv_cache_dtype = "f32";  // or "f16": half the KV memory and attention reads
   std::string log_level = "info";
 };
+
+// The scope named by --prefix-cache-scope, or nullopt for an unknown name.
+std::optional<PrefixCacheScope> ParsePrefixCacheScope(const std::string& name);
 
 // Checks ranges and consistency; INVALID_ARGUMENT names the flag, the value and the range.
 absl::Status ValidateServerOptions(const ServerOptions& options);

@@ -10,8 +10,9 @@ namespace textgen::model {
 
 // Blocks are allocated lazily (an untouched budget costs no memory) from huge-page-backed
 // memory (attention reads each head's slab of a block, one 4 KiB page each with small pages)
-// and recycled through a free list, so steady-state decoding does not allocate. A block
-// never exceeds the budget: at most budget_bytes / block_bytes blocks are ever handed out.
+// and recycled, so steady-state decoding does not allocate. At most budget_bytes /
+// block_bytes blocks are ever made; cached blocks are part of that, so the budget bounds
+// referenced and cached memory together.
 
 KvCache::KvCache(const KvCacheLayout& layout, int64_t budget_bytes)
     : layout_(layout),
@@ -24,9 +25,12 @@ KvCache::KvCache(const KvCacheLayout& layout, int64_t budget_bytes)
 
 KvCache::~KvCache() = default;
 
-SequenceId KvCache::NewSequence() {
+SequenceId KvCache::NewSequence(PrefixScope scope) {
   const SequenceId id = next_id_++;
-  sequences_.emplace(id, Sequence{});
+  Sequence seq;
+  seq.scope = scope;
+  seq.cursor = PrefixIndex::Root(scope);
+  sequences_.emplace(id, std::move(seq));
   return id;
 }
 
@@ -45,22 +49,73 @@ int64_t KvCache::BytesForTokens(int n) const {
   return (static_cast<int64_t>(n) + kBlockTokens - 1) / kBlockTokens * block_bytes_;
 }
 
-absl::StatusOr<std::byte*> KvCache::TakeBlock() {
-  if (!free_blocks_.empty()) {
-    std::byte* block = free_blocks_.back();
-    free_blocks_.pop_back();
+void KvCache::AddRef(BlockId block) {
+  int& refs = blocks_[block].refs;
+  if (refs == 0) {
     ++blocks_in_use_;
-    return block;
+    index_.MarkBusy(block);
+  } else if (refs == 1) {
+    ++shared_blocks_;
   }
-  absl::StatusOr<void*> raw = memory_.Allocate(static_cast<size_t>(block_bytes_));
-  if (!raw.ok()) return raw.status();
-  ++blocks_in_use_;
-  return static_cast<std::byte*>(*raw);
+  ++refs;
 }
 
-void KvCache::ReturnBlock(std::byte* block) {
-  --blocks_in_use_;
-  free_blocks_.push_back(block);
+void KvCache::DropRef(BlockId block) {
+  int& refs = blocks_[block].refs;
+  --refs;
+  if (refs == 1) {
+    --shared_blocks_;
+  } else if (refs == 0) {
+    --blocks_in_use_;
+    if (index_.Contains(block)) {
+      index_.MarkIdle(block);
+    } else {
+      free_.push_back(block);
+    }
+  }
+}
+
+absl::StatusOr<BlockId> KvCache::TakeBlock() {
+  BlockId block = -1;
+  if (!free_.empty()) {
+    block = free_.back();
+    free_.pop_back();
+  } else if (static_cast<int64_t>(blocks_.size()) < budget_blocks()) {
+    absl::StatusOr<void*> raw = memory_.Allocate(static_cast<size_t>(block_bytes_));
+    if (!raw.ok()) return raw.status();
+    block = static_cast<BlockId>(blocks_.size());
+    blocks_.push_back(Block{.data = static_cast<std::byte*>(*raw), .refs = 0});
+  } else if (std::optional<BlockId> evicted = index_.EvictLeastRecentlyUsed()) {
+    block = *evicted;
+    ++evicted_blocks_;
+  } else {
+    return absl::InternalError("KV cache: no block to take although the budget has room");
+  }
+  AddRef(block);
+  return block;
+}
+
+void KvCache::SetBlock(Sequence& seq, size_t b, BlockId block) {
+  const BlockId old = seq.blocks[b];
+  seq.blocks[b] = block;
+  seq.data[b] = blocks_[block].data;
+  DropRef(old);
+}
+
+void KvCache::DropBlocksFrom(Sequence& seq, size_t keep) {
+  // Last block first: the LRU order then evicts a prefix's tail before its head.
+  while (seq.blocks.size() > keep) {
+    DropRef(seq.blocks.back());
+    seq.blocks.pop_back();
+    seq.data.pop_back();
+  }
+}
+
+void KvCache::RewindIndex(Sequence& seq, int blocks) {
+  seq.indexed = blocks;
+  seq.indexable = true;
+  seq.cursor =
+      blocks == 0 ? PrefixIndex::Root(seq.scope) : index_.CursorAfter(seq.blocks[blocks - 1]);
 }
 
 absl::Status KvCache::ExhaustedError(SequenceId id, int n_tokens, int64_t new_blocks) const {
@@ -68,6 +123,31 @@ absl::Status KvCache::ExhaustedError(SequenceId id, int n_tokens, int64_t new_bl
       absl::StrCat("KV cache budget exceeded: sequence ", id, " needs ", new_blocks * block_bytes_,
                    " more bytes for ", n_tokens, " tokens, ", budget_bytes_ - bytes_in_use(),
                    " of ", budget_bytes_, " bytes available"));
+}
+
+int KvCache::AttachPrefix(SequenceId id, std::span<const int> tokens, int max_tokens) {
+  Sequence* seq = Find(id);
+  if (seq == nullptr || !seq->indexable || seq->length != seq->indexed * kBlockTokens) return 0;
+  const int limit = std::min(max_tokens, static_cast<int>(tokens.size()));
+  int added = 0;
+  while ((seq->indexed + 1) * kBlockTokens <= limit) {
+    const size_t b = static_cast<size_t>(seq->indexed);
+    std::optional<BlockId> found =
+        index_.Find(seq->cursor, tokens.subspan(b * kBlockTokens).first<kBlockTokens>());
+    if (!found.has_value()) break;
+    AddRef(*found);
+    if (b < seq->blocks.size()) {
+      SetBlock(*seq, b, *found);  // a reserved, still empty block: given back
+    } else {
+      seq->blocks.push_back(*found);
+      seq->data.push_back(blocks_[*found].data);
+    }
+    seq->cursor = index_.CursorAfter(*found);
+    ++seq->indexed;
+    seq->length += kBlockTokens;
+    added += kBlockTokens;
+  }
+  return added;
 }
 
 absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {
@@ -81,15 +161,38 @@ absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {
   const int64_t have_blocks = static_cast<int64_t>(seq->blocks.size());
   if (want_blocks <= have_blocks) return absl::OkStatus();
   const int64_t new_blocks = want_blocks - have_blocks;
-  if (bytes_in_use() + new_blocks * block_bytes_ > budget_bytes_) {
+  if (blocks_in_use_ + new_blocks > budget_blocks()) {
     return ExhaustedError(id, n_tokens, new_blocks);
   }
   for (int64_t i = 0; i < new_blocks; ++i) {
-    absl::StatusOr<std::byte*> block = TakeBlock();
+    absl::StatusOr<BlockId> block = TakeBlock();
     if (!block.ok()) return block.status();  // blocks taken so far stay with the sequence
     seq->blocks.push_back(*block);
+    seq->data.push_back(blocks_[*block].data);
   }
   return absl::OkStatus();
+}
+
+void KvCache::Publish(SequenceId id, std::span<const int> tokens) {
+  Sequence* seq = Find(id);
+  if (seq == nullptr || !seq->indexable) return;
+  const int full = std::min(seq->length, static_cast<int>(tokens.size())) / kBlockTokens;
+  while (seq->indexed < full) {
+    const size_t b = static_cast<size_t>(seq->indexed);
+    const BlockId mine = seq->blocks[b];
+    std::optional<BlockId> indexed =
+        index_.Insert(mine, seq->cursor, tokens.subspan(b * kBlockTokens).first<kBlockTokens>());
+    if (!indexed.has_value()) {
+      seq->indexable = false;
+      return;
+    }
+    if (*indexed != mine) {  // computed twice: keep one copy (the K/V are bitwise equal)
+      AddRef(*indexed);
+      SetBlock(*seq, b, *indexed);
+    }
+    seq->cursor = index_.CursorAfter(*indexed);
+    ++seq->indexed;
+  }
 }
 
 int KvCache::Length(SequenceId id) const {
@@ -113,9 +216,19 @@ absl::Status KvCache::Truncate(SequenceId id, int n_tokens) {
   }
   seq->length = n_tokens;
   const size_t keep = (static_cast<size_t>(n_tokens) + kBlockTokens - 1) / kBlockTokens;
-  while (seq->blocks.size() > keep) {
-    ReturnBlock(seq->blocks.back());
-    seq->blocks.pop_back();
+  DropBlocksFrom(*seq, keep);
+  if (seq->indexed > n_tokens / kBlockTokens) RewindIndex(*seq, n_tokens / kBlockTokens);
+  if (n_tokens % kBlockTokens != 0 && Shared(seq->blocks[keep - 1])) {
+    // The next token is written into this block: it must become this sequence's own.
+    if (blocks_in_use_ + 1 > budget_blocks()) {
+      seq->length = n_tokens - n_tokens % kBlockTokens;
+      DropBlocksFrom(*seq, keep - 1);
+      return absl::OkStatus();
+    }
+    absl::StatusOr<BlockId> copy = TakeBlock();
+    if (!copy.ok()) return copy.status();
+    std::memcpy(blocks_[*copy].data, seq->data[keep - 1], static_cast<size_t>(block_bytes_));
+    SetBlock(*seq, keep - 1, *copy);
   }
   return absl::OkStatus();
 }
@@ -127,25 +240,31 @@ absl::StatusOr<SequenceId> KvCache::Fork(SequenceId id, int n_tokens) {
     return absl::InvalidArgumentError(
         absl::StrCat("Fork: n_tokens must be in [0, ", src->length, "], got ", n_tokens));
   }
-  const int64_t n_blocks = (static_cast<int64_t>(n_tokens) + kBlockTokens - 1) / kBlockTokens;
-  if (bytes_in_use() + n_blocks * block_bytes_ > budget_bytes_) {
-    return ExhaustedError(id, n_tokens, n_blocks);
-  }
-  const SequenceId fork_id = NewSequence();  // may rehash: look `src` up again below
+  const size_t full = static_cast<size_t>(n_tokens / kBlockTokens);
+  const bool partial = n_tokens % kBlockTokens != 0;
+  if (partial && blocks_in_use_ + 1 > budget_blocks()) return ExhaustedError(id, n_tokens, 1);
+  const SequenceId fork_id = NewSequence(src->scope);  // may rehash: look both up again
   Sequence& dst = sequences_[fork_id];
   const Sequence& from = sequences_[id];
-  dst.blocks.reserve(n_blocks);
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    absl::StatusOr<std::byte*> block = TakeBlock();
-    if (!block.ok()) {
+  for (size_t b = 0; b < full; ++b) {
+    AddRef(from.blocks[b]);
+    dst.blocks.push_back(from.blocks[b]);
+    dst.data.push_back(from.data[b]);
+  }
+  if (partial) {
+    absl::StatusOr<BlockId> copy = TakeBlock();
+    if (!copy.ok()) {
       Free(fork_id).IgnoreError();  // exists: created above
-      return block.status();
+      return copy.status();
     }
-    dst.blocks.push_back(*block);
-    // Whole blocks are copied; slots past n_tokens are never read before being rewritten.
-    std::memcpy(dst.blocks.back(), from.blocks[b], block_bytes_);
+    // The whole block is copied; slots past n_tokens are never read before being rewritten.
+    std::memcpy(blocks_[*copy].data, from.data[full], static_cast<size_t>(block_bytes_));
+    dst.blocks.push_back(*copy);
+    dst.data.push_back(blocks_[*copy].data);
   }
   dst.length = n_tokens;
+  RewindIndex(dst, std::min(from.indexed, static_cast<int>(full)));
+  dst.indexable = from.indexable || dst.indexed < from.indexed;
   return fork_id;
 }
 
@@ -154,9 +273,21 @@ absl::Status KvCache::Free(SequenceId id) {
   if (it == sequences_.end()) {
     return absl::NotFoundError(absl::StrCat("unknown KV sequence id ", id));
   }
-  for (std::byte* block : it->second.blocks) ReturnBlock(block);
+  DropBlocksFrom(it->second, 0);
   sequences_.erase(it);
   return absl::OkStatus();
+}
+
+int64_t KvCache::BytesFreedByDropping(std::span<const SequenceId> ids) const {
+  absl::flat_hash_map<BlockId, int> held;
+  for (SequenceId id : ids) {
+    if (const Sequence* seq = Find(id)) {
+      for (BlockId block : seq->blocks) ++held[block];
+    }
+  }
+  int64_t freed = 0;
+  for (const auto& [block, count] : held) freed += count == blocks_[block].refs ? 1 : 0;
+  return freed * block_bytes_;
 }
 
 absl::Status KvCache::Append(SequenceId id, int n) {
@@ -173,7 +304,7 @@ absl::Status KvCache::Append(SequenceId id, int n) {
 
 std::byte* const* KvCache::BlockTable(SequenceId id) const {
   const Sequence* seq = Find(id);
-  return seq == nullptr ? nullptr : seq->blocks.data();
+  return seq == nullptr ? nullptr : seq->data.data();
 }
 
 }  // namespace textgen::model

@@ -3,31 +3,43 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/kernels/huge_page_arena.h"
+#include "model/runtime/prefix_index.h"
 
 namespace textgen::model {
 
 // Identifies one sequence's K/V storage inside a KvCache.
 using SequenceId = int32_t;
 
-// Per-sequence K/V storage for all layers, grown in blocks from one pool under a byte
-// budget. Engine thread only (not thread-safe).
+// Per-sequence K/V storage for all layers, in blocks of 16 tokens from one pool under a byte
+// budget, with a prefix index over full blocks so sequences that start with the same tokens
+// share their K/V copy-on-write. Engine thread only (not thread-safe).
 //
 // Contract used by the scheduler (the block layout is under "Engine API" below):
-//   NewSequence()          a new empty sequence (holds no memory yet)
+//   NewSequence(scope)     a new empty sequence (holds no memory yet)
+//   AttachPrefix(id, t, m) extends an empty or fully indexed sequence with the longest run of
+//                          indexed blocks that continues it along tokens t (at most m tokens)
 //   Reserve(id, n)         make room for n tokens in total; RESOURCE_EXHAUSTED past budget
 //   Length(id)             tokens whose K/V are stored (Engine::Forward appends)
-//   Truncate(id, n)        keep the first n tokens (n <= Length), return spare blocks
-//   Fork(id, n)            a new sequence holding a copy of the first n tokens of id
-//   Free(id)               give all memory back; id becomes invalid
+//   Publish(id, t)         indexes the sequence's full blocks (t: its tokens) for others
+//   Truncate(id, n)        keep the first n tokens, return spare blocks (copies a shared tail)
+//   Fork(id, n)            a new sequence sharing the first n tokens of id
+//   Free(id)               drop the sequence; its indexed blocks stay cached until evicted
+//
+// Memory: a block is referenced (by one or more sequences: counts against the budget), cached
+// (indexed, referenced by none: reclaimable, evicted least recently used first when a block
+// is needed), or free. So cached data never makes a Reserve fail: only referenced blocks
+// count, bytes_in_use() + new blocks <= budget. Blocks below a sequence's length are never
+// written again, so full blocks are shared as they are; the one block a sequence still
+// writes into is always its own (Truncate and Fork copy a shared partial block).
 //
 // Constructible on its own (scheduler tests use it with a fake engine):
-//   struct KvCacheLayout { int n_layers; int n_kv_heads; int head_dim; int bytes_per_element; };
 //   KvCache(const KvCacheLayout& layout, int64_t budget_bytes);
 //   int64_t bytes_in_use() const; int64_t budget_bytes() const;
 //   int64_t BytesForTokens(int n) const;   // what n tokens of one sequence cost (block-rounded)
@@ -40,8 +52,8 @@ struct KvCacheLayout {
 
 class KvCache {
  public:
-  // Tokens per block: memory is taken from the pool and accounted in these units.
-  static constexpr int kBlockTokens = 16;
+  // Tokens per block: memory is taken from the pool, accounted and shared in these units.
+  static constexpr int kBlockTokens = kKvBlockTokens;
 
   KvCache(const KvCacheLayout& layout, int64_t budget_bytes);
   ~KvCache();
@@ -50,32 +62,57 @@ class KvCache {
 
   // ---- Scheduler API ----
 
-  // A new empty sequence (holds no memory yet). Ids are never reused.
-  SequenceId NewSequence();
+  // A new empty sequence (holds no memory yet) whose blocks are found and indexed under
+  // `scope`. Ids are never reused.
+  SequenceId NewSequence(PrefixScope scope = 0);
+  // Extends `id` with the longest run of indexed blocks that continues it along `tokens`
+  // (the sequence's tokens from position 0), up to `max_tokens` tokens in total. Only a
+  // sequence whose length is a whole number of blocks, all indexed, can be extended (a fresh
+  // one, or one whose every block came from here or was published); otherwise, or with no
+  // match, nothing changes. Reserved blocks the match covers are given back. Returns the
+  // tokens added.
+  int AttachPrefix(SequenceId id, std::span<const int> tokens, int max_tokens);
   // Makes room for `n_tokens` tokens in total (a no-op if already there). NOT_FOUND for an
   // unknown id, INVALID_ARGUMENT for n < 0, RESOURCE_EXHAUSTED (bytes needed / available)
   // past the budget; on failure nothing changes.
   absl::Status Reserve(SequenceId id, int n_tokens);
+  // Indexes the sequence's full blocks not indexed yet, so later sequences can share them.
+  // `tokens` are the sequence's tokens (at least Length(id) of them). A block equal to one
+  // already indexed is replaced by it (the prefix is then held once). Unknown ids are ignored.
+  void Publish(SequenceId id, std::span<const int> tokens);
   // Tokens whose K/V are stored; -1 for an unknown id.
   int Length(SequenceId id) const;
   // Whether `id` names a live sequence.
   bool Contains(SequenceId id) const;
-  // Keeps the first `n_tokens` tokens (0 <= n <= Length) and returns blocks no longer needed
-  // (including reserved but unused ones).
+  // Keeps the first `n_tokens` tokens (0 <= n <= Length) and gives back blocks no longer
+  // needed (including reserved but unused ones). A shared block that would be written again
+  // is copied first; when the budget has no room for that copy the sequence keeps only the
+  // whole blocks before it (read Length() afterwards).
   absl::Status Truncate(SequenceId id, int n_tokens);
-  // A new sequence holding a copy of the first `n_tokens` tokens (n <= Length(id)) of `id`.
+  // A new sequence holding the first `n_tokens` tokens (n <= Length(id)) of `id`: its full
+  // blocks shared, a partial last block copied.
   absl::StatusOr<SequenceId> Fork(SequenceId id, int n_tokens);
-  // Gives all memory of `id` back to the pool; the id becomes invalid. NOT_FOUND if unknown.
+  // Drops the sequence; the id becomes invalid. NOT_FOUND if unknown.
   absl::Status Free(SequenceId id);
+  // Bytes that dropping all of `ids` would free for new blocks: their blocks that no other
+  // sequence references (whether those would stay cached or not).
+  int64_t BytesFreedByDropping(std::span<const SequenceId> ids) const;
 
-  // Bytes of blocks held by sequences.
+  // Bytes of blocks referenced by sequences (each shared block once).
   int64_t bytes_in_use() const { return blocks_in_use_ * block_bytes_; }
+  // Bytes of indexed blocks no sequence references (reclaimed on demand).
+  int64_t bytes_cached() const { return int64_t{index_.idle_blocks()} * block_bytes_; }
   int64_t budget_bytes() const { return budget_bytes_; }
   // What `n` tokens of one sequence cost (rounded up to whole blocks).
   int64_t BytesForTokens(int n) const;
   // Number of live sequences.
   int num_sequences() const { return static_cast<int>(sequences_.size()); }
   const KvCacheLayout& layout() const { return layout_; }
+  // Prefix index figures: blocks indexed, blocks referenced by more than one sequence,
+  // cached blocks evicted so far.
+  int indexed_blocks() const { return index_.indexed_blocks(); }
+  int shared_blocks() const { return shared_blocks_; }
+  int64_t evicted_blocks() const { return evicted_blocks_; }
 
   // ---- Engine API ----
   //
@@ -91,7 +128,7 @@ class KvCache {
   // Marks `n` more tokens as stored (their K/V must have been written). Needs capacity.
   absl::Status Append(SequenceId id, int n);
   // Block table of a sequence: block b holds positions [b*16, b*16+16). Null if unknown.
-  // Valid until the next Reserve/Truncate/Fork/Free.
+  // Valid until the next call that changes the sequence's blocks.
   std::byte* const* BlockTable(SequenceId id) const;
   // Element offset inside a block of the region (layer, kind 0=K/1=V, kv head), plus `slot`
   // rows of head_dim: the token's row for V (token-major); for K pass slot 0 (its region is
@@ -104,25 +141,48 @@ class KvCache {
   int64_t block_bytes() const { return block_bytes_; }
 
  private:
+  struct Block {
+    std::byte* data = nullptr;
+    int refs = 0;  // sequences holding it
+  };
   struct Sequence {
     int length = 0;
-    std::vector<std::byte*> blocks;  // [ceil(capacity / kBlockTokens)]
+    std::vector<BlockId> blocks;   // [ceil(capacity / kBlockTokens)]
+    std::vector<std::byte*> data;  // [blocks.size()] their memory, the engine's block table
+    PrefixScope scope = 0;
+    int indexed = 0;        // leading blocks known to the index (cursor is after them)
+    bool indexable = true;  // false once a hash collision stopped the chain
+    PrefixCursor cursor;
   };
-  // Takes a block from the free list or allocates one (budget already checked).
-  absl::StatusOr<std::byte*> TakeBlock();
-  void ReturnBlock(std::byte* block);
+  // A block for new K/V: free, newly made, or the least recently used cached one. The
+  // caller has checked the budget. The block comes referenced once.
+  absl::StatusOr<BlockId> TakeBlock();
+  void AddRef(BlockId block);
+  void DropRef(BlockId block);
+  // Replaces block `b` of `seq` by `block` (already referenced for it).
+  void SetBlock(Sequence& seq, size_t b, BlockId block);
+  // Gives back the blocks of `seq` past its first `keep`.
+  void DropBlocksFrom(Sequence& seq, size_t keep);
+  // Rewinds the sequence's index cursor to its first `blocks` blocks.
+  void RewindIndex(Sequence& seq, int blocks);
+  bool Shared(BlockId block) const { return blocks_[block].refs > 1 || index_.Contains(block); }
+  int64_t budget_blocks() const { return budget_bytes_ / block_bytes_; }
   Sequence* Find(SequenceId id);
   const Sequence* Find(SequenceId id) const;
   absl::Status ExhaustedError(SequenceId id, int n_tokens, int64_t new_blocks) const;
 
   KvCacheLayout layout_;
   int64_t budget_bytes_;
-  int64_t block_bytes_;  // kBlockTokens * n_layers * 2 * kv_dim * bytes_per_element
-  int64_t blocks_in_use_ = 0;
+  int64_t block_bytes_;         // kBlockTokens * n_layers * 2 * kv_dim * bytes_per_element
+  int64_t blocks_in_use_ = 0;   // blocks with refs > 0
+  int shared_blocks_ = 0;       // blocks with refs > 1
+  int64_t evicted_blocks_ = 0;  // cached blocks reclaimed for new K/V
   SequenceId next_id_ = 0;
   absl::flat_hash_map<SequenceId, Sequence> sequences_;
-  ops::HugePageArena memory_;            // every block ever made lives here
-  std::vector<std::byte*> free_blocks_;  // made, not in use
+  ops::HugePageArena memory_;  // every block ever made lives here
+  std::vector<Block> blocks_;  // [block id] every block ever made
+  std::vector<BlockId> free_;  // made, neither referenced nor indexed
+  PrefixIndex index_;
 };
 
 }  // namespace textgen::model

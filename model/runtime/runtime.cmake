@@ -3,6 +3,7 @@
 add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/prefix_index.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_weights.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/weight_staging.cc

@@ -270,7 +270,12 @@ absl::Status ParseCommon(const Fields& f, OpenAiRequest& out, v1::SamplingParame
   TEXTGEN_RETURN_IF_ERROR(f.String("session_id", text));
   session_id = text.value_or("");
   text.reset();
-  TEXTGEN_RETURN_IF_ERROR(f.String("user", text));  // accepted; not used
+  // Accepted and type-checked, not needed: every prefix is cached within the principal's
+  // scope whatever key a request names (docs/prefix-cache.md), and `user` is OpenAI's
+  // end-user id for abuse reports.
+  TEXTGEN_RETURN_IF_ERROR(f.String("user", text));
+  text.reset();
+  TEXTGEN_RETURN_IF_ERROR(f.String("prompt_cache_key", text));
   return absl::OkStatus();
 }
 

@@ -58,14 +58,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Add({}, Exponential(0.0005, 2, 18));  // 0.5 ms .. ~65 s
   prompt_tokens_ = &BuildCounter()
                         .Name("textgen_prompt_tokens_total")
-                        .Help("Prompt tokens of Generate requests")
-                        .Register(r)
-                        .Add({});
+                        .Help("Prompt tokens of generation requests, by API (grpc, http)")
+                        .Register(r);
   cached_tokens_ = &BuildCounter()
                         .Name("textgen_cached_tokens_total")
-                        .Help("Prompt tokens reused from a session's KV cache")
-                        .Register(r)
-                        .Add({});
+                        .Help(
+                            "Prompt tokens whose K/V came from the prefix cache or a session "
+                            "instead of being computed, by API (grpc, http)")
+                        .Register(r);
   generated_tokens_ = &BuildCounter()
                            .Name("textgen_generated_tokens_total")
                            .Help("Tokens generated (sent to clients)")
@@ -101,6 +101,28 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Help("KV cache byte budget")
                           .Register(r)
                           .Add({});
+  // Every front end's series exists from the start (at 0), so rates have data at once.
+  for (const char* api : {"grpc", "http"}) {
+    prompt_tokens_->Add({{"api", api}});
+    cached_tokens_->Add({{"api", api}});
+  }
+  kv_bytes_cached_ = &BuildGauge()
+                          .Name("textgen_kv_cache_bytes_cached")
+                          .Help(
+                              "KV cache bytes of cached prefixes no request or session holds "
+                              "(reclaimed on demand)")
+                          .Register(r)
+                          .Add({});
+  kv_blocks_shared_ = &BuildGauge()
+                           .Name("textgen_kv_cache_blocks_shared")
+                           .Help("KV blocks (16 tokens) held by more than one request or session")
+                           .Register(r)
+                           .Add({});
+  kv_blocks_evicted_ = &BuildCounter()
+                            .Name("textgen_kv_cache_evicted_blocks_total")
+                            .Help("Cached prefix blocks reclaimed for new K/V")
+                            .Register(r)
+                            .Add({});
   sessions_ = &BuildGauge().Name("textgen_sessions").Help("Sessions kept").Register(r).Add({});
   auto& lookups = BuildCounter()
                       .Name("textgen_session_lookups_total")
@@ -207,8 +229,9 @@ void Metrics::OnRequestDone(const RequestRecord& record) {
   const bool known = code >= 0 && code < static_cast<int>(requests_by_code_.size());
   requests_by_code_[known ? code : static_cast<int>(absl::StatusCode::kUnknown)]->Increment();
   request_duration_->Observe(record.duration_seconds);
-  prompt_tokens_->Increment(record.prompt_tokens);
-  cached_tokens_->Increment(record.cached_tokens);
+  const std::string api = record.api == nullptr || record.api[0] == '\0' ? "unknown" : record.api;
+  prompt_tokens_->Add({{"api", api}}).Increment(record.prompt_tokens);
+  cached_tokens_->Add({{"api", api}}).Increment(record.cached_tokens);
   generated_tokens_->Increment(record.completion_tokens);
 }
 
@@ -230,13 +253,19 @@ void Metrics::OnToken(double inter_token_seconds) {
   inter_token_latency_->Observe(inter_token_seconds);
 }
 
-void Metrics::OnStateGauges(int running, int queued, int64_t kv_bytes_used, int64_t kv_bytes_budget,
-                            int sessions) {
-  running_requests_->Set(running);
-  queued_requests_->Set(queued);
-  kv_bytes_used_->Set(static_cast<double>(kv_bytes_used));
-  kv_bytes_budget_->Set(static_cast<double>(kv_bytes_budget));
-  sessions_->Set(sessions);
+void Metrics::OnStateGauges(const SchedulerGauges& g) {
+  running_requests_->Set(g.running);
+  queued_requests_->Set(g.queued);
+  kv_bytes_used_->Set(static_cast<double>(g.kv_bytes_used));
+  kv_bytes_budget_->Set(static_cast<double>(g.kv_bytes_budget));
+  kv_bytes_cached_->Set(static_cast<double>(g.kv_bytes_cached));
+  kv_blocks_shared_->Set(g.kv_blocks_shared);
+  if (g.kv_blocks_evicted > kv_blocks_evicted_seen_) {
+    kv_blocks_evicted_->Increment(
+        static_cast<double>(g.kv_blocks_evicted - kv_blocks_evicted_seen_));
+    kv_blocks_evicted_seen_ = g.kv_blocks_evicted;
+  }
+  sessions_->Set(g.sessions);
 }
 
 void Metrics::OnSessionLookup(bool hit) { (hit ? session_hits_ : session_misses_)->Increment(); }

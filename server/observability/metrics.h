@@ -59,8 +59,7 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
               double step_seconds) override;
   void OnFirstToken(double seconds_since_arrival) override;
   void OnToken(double inter_token_seconds) override;
-  void OnStateGauges(int running, int queued, int64_t kv_bytes_used, int64_t kv_bytes_budget,
-                     int sessions) override;
+  void OnStateGauges(const SchedulerGauges& gauges) override;
   void OnSessionLookup(bool hit) override;
   void OnSessionEvicted(int count) override;
 
@@ -81,8 +80,8 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
   prometheus::Histogram* time_to_first_token_;
   prometheus::Histogram* inter_token_latency_;
   prometheus::Histogram* queue_wait_;
-  prometheus::Counter* prompt_tokens_;
-  prometheus::Counter* cached_tokens_;
+  prometheus::Family<prometheus::Counter>* prompt_tokens_;  // by api
+  prometheus::Family<prometheus::Counter>* cached_tokens_;  // by api
   prometheus::Counter* generated_tokens_;
   prometheus::Histogram* batch_size_;
   prometheus::Histogram* step_seconds_;
@@ -90,6 +89,10 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
   prometheus::Gauge* queued_requests_;
   prometheus::Gauge* kv_bytes_used_;
   prometheus::Gauge* kv_bytes_budget_;
+  prometheus::Gauge* kv_bytes_cached_;
+  prometheus::Gauge* kv_blocks_shared_;
+  prometheus::Counter* kv_blocks_evicted_;
+  int64_t kv_blocks_evicted_seen_ = 0;  // the scheduler's cumulative count last published
   prometheus::Gauge* sessions_;
   prometheus::Counter* session_hits_;
   prometheus::Counter* session_misses_;

@@ -227,36 +227,63 @@ void BatchingScheduler::AdmitWaiting(absl::Time now) {
   inbox_.MarkAdmitted(admitted);
 }
 
+model::PrefixScope BatchingScheduler::ScopeOf(const Sequence& seq) {
+  if (options_.prefix_cache != PrefixCacheScope::kPerPrincipal) return 0;
+  // Interned, never reused: a scope's blocks can only ever be found by its own principal.
+  auto [it, inserted] =
+      prefix_scopes_.try_emplace(seq.request().principal, prefix_scopes_.size() + 1);
+  return it->second;
+}
+
 BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Time now) {
   const std::string& sid = seq.session_id();
   const int need = seq.TokensNeeded(context_length_);
+  const std::vector<int>& prompt = seq.request().prompt_tokens;
   Session* session = sid.empty() ? nullptr : sessions_.Find(sid);
   const bool hit = session != nullptr;
-  int cached = 0;
+
+  // The K/V to start from: the session's own (cut back to what the prompt still shares), else
+  // the longest cached prefix. The last prompt token is always computed, for its logits.
+  KvSequence kv;
   if (session != nullptr && session->kv.valid()) {
-    // Reuse the longest common prefix, but recompute the last prompt token for its logits.
-    cached = std::min(CommonPrefix(session->tokens, seq.request().prompt_tokens),
-                      seq.prompt_length() - 1);
-    cached = std::min(cached, session->kv.length());
-    absl::Status truncated = kv_cache_.Truncate(session->kv.id(), cached);
-    if (!truncated.ok()) {
-      cached = 0;
+    const int keep = std::min(
+        {CommonPrefix(session->tokens, prompt), seq.prompt_length() - 1, session->kv.length()});
+    if (kv_cache_.Truncate(session->kv.id(), keep).ok()) {
+      kv = std::move(session->kv);
+    } else {
       session->kv.Reset();
     }
-    session->tokens.resize(cached);
+    session->tokens.clear();
   }
+  if (!kv.valid()) {
+    kv = KvSequence(&kv_cache_, ScopeOf(seq));
+    if (prefix_cache_on()) kv_cache_.AttachPrefix(kv.id(), prompt, seq.prompt_length() - 1);
+  }
+  const int cached = kv.length();
+  // Gives the K/V back untouched when the request must wait: a session keeps it.
+  auto wait = [&]() {
+    if (session != nullptr) {
+      session->tokens.assign(prompt.begin(), prompt.begin() + cached);
+      session->kv = std::move(kv);
+    }
+    return Admission::kNoRoom;
+  };
 
-  // Room: the whole reservation must fit, counting what idle sessions could give back.
-  const int64_t own = (session != nullptr && session->kv.valid())
-                          ? kv_cache_.BytesForTokens(kv_cache_.Capacity(session->kv.id()))
-                          : 0;
-  const int64_t extra = kv_cache_.BytesForTokens(need) - own;
-  auto free_bytes = [&] { return kv_cache_.budget_bytes() - kv_cache_.bytes_in_use(); };
-  if (extra > free_bytes()) {
-    if (extra > free_bytes() + sessions_.IdleBytes(kv_cache_, sid)) return Admission::kNoRoom;
+  // Room: the whole reservation must fit, counting what idle sessions could give back
+  // (cached prefixes nobody references never stand in the way: Reserve reclaims them).
+  if (!kv_cache_.Reserve(kv.id(), need).ok()) {
+    const int64_t extra =
+        kv_cache_.BytesForTokens(need) - kv_cache_.BytesForTokens(kv_cache_.Capacity(kv.id()));
+    const int64_t free_bytes = kv_cache_.budget_bytes() - kv_cache_.bytes_in_use();
+    if (extra > free_bytes + sessions_.IdleBytes(kv_cache_, sid)) return wait();
     int evicted = 0;
-    while (extra > free_bytes() && sessions_.EvictLru(/*keep=*/sid)) ++evicted;
+    absl::Status reserved;
+    do {
+      if (!sessions_.EvictLru(/*keep=*/sid)) break;
+      ++evicted;
+    } while (!(reserved = kv_cache_.Reserve(kv.id(), need)).ok());
     if (evicted > 0 && observer_ != nullptr) observer_->OnSessionEvicted(evicted);
+    if (!reserved.ok() || evicted == 0) return wait();
   }
 
   if (!sid.empty() && session == nullptr) {
@@ -269,18 +296,6 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
       return Admission::kFailed;
     }
     session = *created;
-  }
-
-  KvSequence kv;
-  if (session != nullptr) {
-    if (!session->kv.valid()) session->kv = KvSequence(&kv_cache_);
-    kv = std::move(session->kv);
-  } else {
-    kv = KvSequence(&kv_cache_);
-  }
-  if (absl::Status reserved = kv_cache_.Reserve(kv.id(), need); !reserved.ok()) {
-    if (session != nullptr) session->kv = std::move(kv);  // keep the cache, retry later
-    return Admission::kNoRoom;
   }
   if (session != nullptr) {
     session->busy = true;
@@ -327,6 +342,12 @@ void BatchingScheduler::Step() {
     if (budget == 0) break;
     Sequence& seq = *ptr;
     if (!seq.prefilling()) continue;
+    if (prefix_cache_on()) {
+      // Blocks another request published since this one was admitted.
+      const std::vector<int>& prompt = seq.request().prompt_tokens;
+      seq.SkipCachedPrefill(kv_cache_.AttachPrefix(seq.kv().id(), prompt, seq.prompt_length() - 1));
+      if (ComputedThisStep(seq)) continue;  // wait one step and take it from the cache
+    }
     const int take = std::min(seq.prefill_remaining(), budget);
     const bool last = take == seq.prefill_remaining();
     batch.push_back({seq.kv().id(), seq.PrefillChunk(take), last});
@@ -354,7 +375,13 @@ void BatchingScheduler::Step() {
   // tokens (detokenizer, stop strings, events) stays on this thread, in batch order.
   sampled_.clear();
   for (const Slot& slot : slots) {
+    const bool prefill = slot.seq->prefilling();
     slot.seq->Advance(slot.tokens);
+    // Prompt blocks are shared as soon as they are complete, so requests with the same
+    // prefix that are still prefilling take them instead of computing them again.
+    if (prefill && prefix_cache_on()) {
+      kv_cache_.Publish(slot.seq->kv().id(), slot.seq->request().prompt_tokens);
+    }
     if (slot.logits) sampled_.push_back({slot.seq, {}});
   }
   engine_->ParallelFor(static_cast<int>(sampled_.size()), [&](int i) {
@@ -387,6 +414,29 @@ void BatchingScheduler::Step() {
   });
 }
 
+bool BatchingScheduler::SameScope(const Sequence& a, const Sequence& b) const {
+  return options_.prefix_cache == PrefixCacheScope::kGlobal ||
+         a.request().principal == b.request().principal;
+}
+
+bool BatchingScheduler::ComputedThisStep(const Sequence& seq) const {
+  const int pos = seq.kv().length();
+  const int end = pos + model::KvCache::kBlockTokens;
+  if (pos % model::KvCache::kBlockTokens != 0 || end > seq.prompt_length() - 1) return false;
+  const std::vector<int>& prompt = seq.request().prompt_tokens;
+  for (const Slot& slot : slots_) {
+    const Sequence& other = *slot.seq;
+    const int other_start = other.kv().length();
+    if (!other.prefilling() || other_start > pos || other_start + slot.tokens < end ||
+        !SameScope(other, seq) || other.prompt_length() < end) {
+      continue;
+    }
+    const std::vector<int>& other_prompt = other.request().prompt_tokens;
+    if (std::equal(prompt.begin(), prompt.begin() + end, other_prompt.begin())) return true;
+  }
+  return false;
+}
+
 // ---------------------------------------------------------------------------------------
 // Engine thread: endings
 // ---------------------------------------------------------------------------------------
@@ -394,12 +444,16 @@ void BatchingScheduler::Step() {
 void BatchingScheduler::ReleaseKv(Sequence& seq, absl::Time now) {
   if (!seq.started()) return;
   retry_admission_ = true;  // memory (or a batch slot) came free: the head may fit now
+  std::vector<int> tokens = seq.KvTokens();
+  // Whatever ended the request, its stored K/V are valid: the next turn of a stateless
+  // conversation resends them as its prefix.
+  if (prefix_cache_on()) kv_cache_.Publish(seq.kv().id(), tokens);
   Session* session = seq.session_id().empty() ? nullptr : sessions_.Find(seq.session_id());
   if (session == nullptr) {
     seq.TakeKv().Reset();
     return;
   }
-  session->tokens = seq.KvTokens();
+  session->tokens = std::move(tokens);
   session->kv = seq.TakeKv();
   // Give back the reserved-but-unused tail; the session keeps only what it caches.
   if (!kv_cache_.Truncate(session->kv.id(), session->kv.length()).ok()) {
@@ -436,8 +490,14 @@ void BatchingScheduler::FailEverything(const absl::Status& status) {
 
 void BatchingScheduler::PublishGauges() {
   if (observer_ == nullptr) return;
-  observer_->OnStateGauges(static_cast<int>(running_.size()), static_cast<int>(waiting_.size()),
-                           kv_cache_.bytes_in_use(), kv_cache_.budget_bytes(), sessions_.size());
+  observer_->OnStateGauges(SchedulerGauges{.running = static_cast<int>(running_.size()),
+                                           .queued = static_cast<int>(waiting_.size()),
+                                           .sessions = sessions_.size(),
+                                           .kv_bytes_used = kv_cache_.bytes_in_use(),
+                                           .kv_bytes_cached = kv_cache_.bytes_cached(),
+                                           .kv_bytes_budget = kv_cache_.budget_bytes(),
+                                           .kv_blocks_shared = kv_cache_.shared_blocks(),
+                                           .kv_blocks_evicted = kv_cache_.evicted_blocks()});
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -55,6 +56,14 @@ class BatchingScheduler final : public Scheduler {
   void DropRunning(absl::Time now);
   void AdmitWaiting(absl::Time now);
   Admission TryAdmit(Sequence& seq, absl::Time now);
+  bool prefix_cache_on() const { return options_.prefix_cache != PrefixCacheScope::kOff; }
+  // The prefix-cache scope of a request's K/V.
+  model::PrefixScope ScopeOf(const Sequence& seq);
+  // Whether a chunk already in this step's batch computes the next block of `seq`'s prompt
+  // (same scope, same tokens up to it): then `seq` takes that block from the cache next step
+  // instead of computing it too.
+  bool ComputedThisStep(const Sequence& seq) const;
+  bool SameScope(const Sequence& a, const Sequence& b) const;
   void Step();
   // Ends a request: hands its KV to its session (or frees it), updates the ledger, then
   // pushes the last event.
@@ -79,6 +88,7 @@ class BatchingScheduler final : public Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;   // FCFS
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   SessionStore sessions_;
+  absl::flat_hash_map<std::string, model::PrefixScope> prefix_scopes_;  // by principal
   size_t decode_cursor_ = 0;      // round-robin start when decodes exceed the token budget
   bool retry_admission_ = false;  // a running request ended since the last AdmitWaiting
   absl::Time next_session_sweep_ = absl::InfiniteFuture();  // earliest idle-session expiry

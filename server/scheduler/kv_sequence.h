@@ -11,7 +11,9 @@ namespace textgen::server {
 class KvSequence {
  public:
   KvSequence() = default;
-  explicit KvSequence(model::KvCache* cache) : cache_(cache), id_(cache->NewSequence()) {}
+  // A new empty sequence whose blocks are found and indexed under `scope`.
+  explicit KvSequence(model::KvCache* cache, model::PrefixScope scope = 0)
+      : cache_(cache), id_(cache->NewSequence(scope)) {}
   ~KvSequence() { Reset(); }
   KvSequence(KvSequence&& other) noexcept
       : cache_(std::exchange(other.cache_, nullptr)), id_(std::exchange(other.id_, -1)) {}

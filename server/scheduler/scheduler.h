@@ -15,6 +15,13 @@
 
 namespace textgen::server {
 
+// Which requests may share cached prompt K/V.
+enum class PrefixCacheScope {
+  kOff,           // no prefix cache: only a session reuses its own K/V
+  kPerPrincipal,  // a request reuses prefixes computed for its own principal (API key) only
+  kGlobal,        // every request reuses every prefix: one tenant only (timing side channel)
+};
+
 struct SchedulerOptions {
   int max_batch_sequences = 64;  // running sequences per step
   int max_batch_tokens = 512;    // tokens per forward pass (decode + prefill chunks)
@@ -33,6 +40,7 @@ struct SchedulerOptions {
   // limit of its own), so one key cannot push everyone else's sessions out.
   int max_sessions_per_principal = 0;
   absl::Duration session_ttl = absl::Minutes(10);
+  PrefixCacheScope prefix_cache = PrefixCacheScope::kPerPrincipal;
 };
 
 // Called once with the number of cached tokens a deleted session freed, or why it was not.

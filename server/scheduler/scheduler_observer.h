@@ -7,6 +7,18 @@
 
 namespace textgen::server {
 
+// The scheduler's state after a step.
+struct SchedulerGauges {
+  int running = 0;
+  int queued = 0;
+  int sessions = 0;
+  int64_t kv_bytes_used = 0;    // referenced by requests and sessions (shared blocks once)
+  int64_t kv_bytes_cached = 0;  // prefix cache blocks nobody references (reclaimable)
+  int64_t kv_bytes_budget = 0;
+  int kv_blocks_shared = 0;       // referenced by more than one sequence
+  int64_t kv_blocks_evicted = 0;  // cached blocks reclaimed so far (cumulative)
+};
+
 // What the scheduler reports as it works; the Prometheus metrics implement it, tests may
 // count. Called on the engine thread only (except OnRejected, any thread); must not block.
 class SchedulerObserver {
@@ -21,8 +33,7 @@ class SchedulerObserver {
   virtual void OnToken(double inter_token_seconds) {}
   virtual void OnFinished(const FinishedEvent& finished) {}
   virtual void OnFailed(const absl::Status& status) {}
-  virtual void OnStateGauges(int running, int queued, int64_t kv_bytes_used,
-                             int64_t kv_bytes_budget, int sessions) {}
+  virtual void OnStateGauges(const SchedulerGauges& gauges) {}
   virtual void OnSessionLookup(bool hit) {}
   virtual void OnSessionEvicted(int count) {}
 };

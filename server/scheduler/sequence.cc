@@ -66,6 +66,11 @@ void Sequence::Advance(int n) {
   }
 }
 
+void Sequence::SkipCachedPrefill(int n) {
+  prefill_pos_ += n;
+  cached_tokens_ += n;
+}
+
 std::span<const float> Sequence::MaskEarlyStops(std::span<const float> logits) {
   const StoppingParams& stop = request_.stopping;
   if (static_cast<int>(generated_.size()) >= stop.min_new_tokens) return logits;

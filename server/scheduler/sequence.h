@@ -55,6 +55,10 @@ class Sequence {
   std::span<const int> DecodeToken() const { return {&generated_.back(), 1}; }
   // `n` tokens of the last chunk are now in the KV cache.
   void Advance(int n);
+  // The next `n` prompt tokens were found in the prefix cache (their K/V are stored).
+  void SkipCachedPrefill(int n);
+  // Prompt tokens whose K/V came from a cache rather than being computed.
+  int cached_tokens() const { return cached_tokens_; }
 
   // ---- After a forward pass ----
   // Samples the next token from this sequence's logits row. Touches only this sequence's

@@ -101,12 +101,12 @@ bool SessionStore::EvictLru(const std::string& keep) {
 }
 
 int64_t SessionStore::IdleBytes(const model::KvCache& cache, const std::string& keep) const {
-  int64_t bytes = 0;
+  std::vector<model::SequenceId> idle;
   for (const auto& [id, s] : sessions_) {
     if (s->busy || id == keep || !s->kv.valid()) continue;
-    bytes += cache.BytesForTokens(cache.Capacity(s->kv.id()));
+    idle.push_back(s->kv.id());
   }
-  return bytes;
+  return cache.BytesFreedByDropping(idle);
 }
 
 std::optional<absl::Time> SessionStore::NextExpiry() const {

@@ -44,7 +44,8 @@ class SessionStore {
   int ExpireIdle(absl::Time now);
   // Evicts the least recently used idle session other than `keep`; false if there is none.
   bool EvictLru(const std::string& keep);
-  // Bytes held by idle sessions other than `keep` (what eviction could free).
+  // Bytes that evicting every idle session other than `keep` would free (blocks they share
+  // with running requests stay).
   int64_t IdleBytes(const model::KvCache& cache, const std::string& keep) const;
   // When the next idle session expires, if any.
   std::optional<absl::Time> NextExpiry() const;

@@ -122,15 +122,26 @@ async function main() {
     const bytes = Buffer.from(content.flatMap((entry) => entry.bytes));
     assert.strictEqual(bytes.toString('utf8'), withLogprobs.choices[0].message.content);
 
-    // A session: the second turn reuses the first turn's KV cache.
+    // The prefix cache: these messages were sent above, so every full 16-token block of the
+    // prompt before its last token (which is computed for its logits) comes from the cache.
     const first = await client.chat.completions.create({
       model: modelName, messages, max_tokens: 8, temperature: 0, session_id: 'openai-e2e' });
-    assert.strictEqual(first.usage.prompt_tokens_details.cached_tokens, 0);
+    assert.strictEqual(first.usage.prompt_tokens_details.cached_tokens,
+      Math.floor((first.usage.prompt_tokens - 1) / 16) * 16);
+    // A session: the second turn reuses the first turn's KV cache.
     const second = await client.chat.completions.create({
       model: modelName, max_tokens: 8, temperature: 0, session_id: 'openai-e2e',
       messages: [...messages, first.choices[0].message, { role: 'user', content: 'And then?' }] });
     assert.ok(second.usage.prompt_tokens_details.cached_tokens > 0,
       `expected cached tokens, got ${JSON.stringify(second.usage)}`);
+    // Stateless (no session id), the same history still starts from the cache, and the
+    // answer is the same tokens.
+    const stateless = await client.chat.completions.create({
+      model: modelName, max_tokens: 8, temperature: 0,
+      messages: [...messages, first.choices[0].message, { role: 'user', content: 'And then?' }] });
+    assert.ok(stateless.usage.prompt_tokens_details.cached_tokens >= 16,
+      `expected cached tokens, got ${JSON.stringify(stateless.usage)}`);
+    assert.strictEqual(stateless.choices[0].message.content, second.choices[0].message.content);
 
     // Errors, each as the SDK's class.
     await expectError(client.completions.create({ model: modelName, prompt, temperature: -1 }),

@@ -50,6 +50,14 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
   o.tool_call_format = "mistral";
   EXPECT_TRUE(ValidateServerOptions(o).ok());
   o = {};
+  o.prefix_cache_scope = "tenant";
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--prefix-cache-scope must be principal, global or off, got \"tenant\""));
+  for (const char* scope : {"principal", "global", "off"}) {
+    o.prefix_cache_scope = scope;
+    EXPECT_TRUE(ValidateServerOptions(o).ok()) << scope;
+  }
+  o = {};
   o.max_request_bytes = 1000;  // below the 1 KiB the CLI relies on as every server's floor
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
               HasSubstr("--max-request-bytes must be >= 1024, got 1000"));

@@ -19,7 +19,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: textgen-make-random-gguf --arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma3 --preset "
     "stories15M|stories110M|tiny\n"
-    "         --dtype f32|f16|bf16|q8_0 --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
+    "         --dtype f32|f16|bf16|q8_0|q4_k_m --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
     "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
     "         [--vocab-from VOCAB.gguf] [--chat-template FILE.jinja]\n"
@@ -78,11 +78,18 @@ int main(int argc, char** argv) {
   auto spec = RandomModelPreset(get("preset", "tiny"), arch);
   if (!spec.ok()) return Fail(std::string(spec.status().message()));
 
-  const std::map<std::string, DType> dtypes = {
-      {"f32", DType::kF32}, {"f16", DType::kF16}, {"bf16", DType::kBF16}, {"q8_0", DType::kQ8_0}};
-  const auto dtype = dtypes.find(get("dtype", "f32"));
-  if (dtype == dtypes.end()) return Fail("--dtype must be f32, f16, bf16 or q8_0");
+  const std::map<std::string, DType> dtypes = {{"f32", DType::kF32},
+                                               {"f16", DType::kF16},
+                                               {"bf16", DType::kBF16},
+                                               {"q8_0", DType::kQ8_0},
+                                               {"q4_k_m", DType::kQ4_K}};
+  const std::string dtype_name = get("dtype", "f32");
+  const auto dtype = dtypes.find(dtype_name);
+  if (dtype == dtypes.end()) return Fail("--dtype must be f32, f16, bf16, q8_0 or q4_k_m");
   spec->dtype = dtype->second;
+  if (dtype_name == "q4_k_m") {  // llama.cpp's Q4_K_M mix
+    spec->dtype_overrides = QuantizedModelSpec(DType::kQ4_K, /*k_quant_mix=*/true).dtype_overrides;
+  }
 
   const std::map<std::string, int*> ints = {{"dim", &spec->dim},
                                             {"hidden", &spec->hidden_dim},

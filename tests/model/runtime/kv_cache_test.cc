@@ -92,7 +92,7 @@ TEST(KvCacheTest, TruncateReturnsSpareBlocks) {
   EXPECT_EQ(cache.Truncate(77, 0).code(), absl::StatusCode::kNotFound);
 }
 
-TEST(KvCacheTest, ForkCopiesPrefix) {
+TEST(KvCacheTest, ForkSharesFullBlocksAndCopiesThePartialOne) {
   KvCache cache(kLayout, 5 * kBlock);
   SequenceId a = cache.NewSequence();
   ASSERT_TRUE(cache.Reserve(a, 40).ok());
@@ -105,23 +105,29 @@ TEST(KvCacheTest, ForkCopiesPrefix) {
   absl::StatusOr<SequenceId> f = cache.Fork(a, 20);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(cache.Length(*f), 20);
-  EXPECT_EQ(cache.bytes_in_use(), 5 * kBlock);
+  EXPECT_EQ(cache.BlockTable(a)[0], cache.BlockTable(*f)[0]);  // full block: shared
+  EXPECT_EQ(cache.shared_blocks(), 1);
+  EXPECT_EQ(cache.bytes_in_use(), 4 * kBlock);  // a's 3 + the copied partial block
   // Position 19 of layer 1, V, head 1 must match the source.
   const int64_t off = cache.ElementOffset(1, 1, 1, 19 % 16);
   const float* src = reinterpret_cast<const float*>(cache.BlockTable(a)[1]) + off;
   const float* dst = reinterpret_cast<const float*>(cache.BlockTable(*f)[1]) + off;
   EXPECT_EQ(std::memcmp(src, dst, 4 * sizeof(float)), 0);
-  EXPECT_NE(cache.BlockTable(a)[1], cache.BlockTable(*f)[1]);  // a copy, not shared
+  EXPECT_NE(cache.BlockTable(a)[1], cache.BlockTable(*f)[1]);  // written next: a copy
 
   // The fork is independent: freeing the source leaves it intact.
   ASSERT_TRUE(cache.Free(a).ok());
   EXPECT_EQ(cache.bytes_in_use(), 2 * kBlock);
+  EXPECT_EQ(cache.shared_blocks(), 0);
   EXPECT_EQ(reinterpret_cast<const float*>(cache.BlockTable(*f)[1])[off], 10000.0f + off);
 
-  // Over budget and bad lengths.
+  // Over budget (only the partial block needs memory) and bad lengths.
   SequenceId c = cache.NewSequence();
   ASSERT_TRUE(cache.Reserve(c, 48).ok());
   EXPECT_EQ(cache.Fork(*f, 20).status().code(), absl::StatusCode::kResourceExhausted);
+  absl::StatusOr<SequenceId> whole = cache.Fork(*f, 16);
+  ASSERT_TRUE(whole.ok()) << whole.status();  // one full block: shared, no memory needed
+  EXPECT_EQ(cache.bytes_in_use(), 5 * kBlock);
   EXPECT_EQ(cache.Fork(*f, 21).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache.Fork(999, 0).status().code(), absl::StatusCode::kNotFound);
 }

@@ -717,7 +717,7 @@ TEST_F(ServiceTest, MetricsCountOutcomesByCode) {
   EXPECT_THAT(page, HasSubstr(" 200 OK"));
   EXPECT_THAT(page, HasSubstr("textgen_requests_total{code=\"OK\"} 1"));
   EXPECT_THAT(page, HasSubstr("textgen_requests_total{code=\"INVALID_ARGUMENT\"} 2"));
-  EXPECT_THAT(page, HasSubstr("textgen_prompt_tokens_total 3"));
+  EXPECT_THAT(page, HasSubstr("textgen_prompt_tokens_total{api=\"grpc\"} 3"));
   EXPECT_THAT(page, HasSubstr("textgen_generated_tokens_total 2"));
   EXPECT_THAT(page, HasSubstr("textgen_request_duration_seconds_count 3"));
 }

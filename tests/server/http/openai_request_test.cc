@@ -36,7 +36,7 @@ TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
     "max_completion_tokens": 7, "max_tokens": 99, "temperature": 0.5, "top_p": 0.9,
     "stop": "END", "seed": -1, "presence_penalty": 0.25, "frequency_penalty": -0.5,
     "logit_bias": {"12": -100, "7": 2.5}, "logprobs": true, "top_logprobs": 3, "n": 1,
-    "user": "u1", "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "session_id": "s-1",
+    "user": "u1", "prompt_cache_key": "agent-7", "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "session_id": "s-1",
     "tools": [{"type": "function", "function": {"name": "calc"}}], "tool_choice": "auto",
     "chat_template_kwargs": {"enable_thinking": false}, "unknown_field": [1, 2]})");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -220,6 +220,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{R"({"messages": [], "logit_bias": {"x": 1}})", "logit_bias",
                 "logit_bias key 'x' is not a token id"},
         BadBody{R"({"messages": [], "seed": "1"})", "seed", "seed must be an integer"},
+        BadBody{R"({"messages": [], "prompt_cache_key": 7})", "prompt_cache_key",
+                "prompt_cache_key must be a string, got an integer"},
         BadBody{R"({"messages": [], "stream": "yes"})", "stream", "stream must be a boolean"},
         BadBody{R"({"messages": [], "tool_choice": "sometimes"})", "tool_choice",
                 "tool_choice must be"},

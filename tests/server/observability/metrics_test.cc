@@ -29,8 +29,22 @@ TEST(MetricsTest, ServesEveryMetricOverHttp) {
   m.OnFirstToken(0.05);
   m.OnToken(0.01);
   m.OnToken(0.02);
-  m.OnStateGauges(/*running=*/4, /*queued=*/1, /*kv_bytes_used=*/1 << 20,
-                  /*kv_bytes_budget=*/1 << 30, /*sessions=*/2);
+  m.OnStateGauges({.running = 4,
+                   .queued = 1,
+                   .sessions = 2,
+                   .kv_bytes_used = 1 << 20,
+                   .kv_bytes_cached = 3 << 20,
+                   .kv_bytes_budget = 1 << 30,
+                   .kv_blocks_shared = 6,
+                   .kv_blocks_evicted = 9});
+  m.OnStateGauges({.running = 4,
+                   .queued = 1,
+                   .sessions = 2,
+                   .kv_bytes_used = 1 << 20,
+                   .kv_bytes_cached = 3 << 20,
+                   .kv_bytes_budget = 1 << 30,
+                   .kv_blocks_shared = 6,
+                   .kv_blocks_evicted = 11});  // cumulative: counted once
   m.OnSessionLookup(true);
   m.OnSessionLookup(false);
   m.OnSessionLookup(false);
@@ -42,6 +56,11 @@ TEST(MetricsTest, ServesEveryMetricOverHttp) {
   ok.cached_tokens = 2;
   ok.completion_tokens = 7;
   m.OnRequestDone(ok);
+  RequestRecord over_http = ok;
+  over_http.api = "http";
+  over_http.prompt_tokens = 100;
+  over_http.cached_tokens = 96;
+  m.OnRequestDone(over_http);
   RequestRecord rejected;
   rejected.code = absl::StatusCode::kInvalidArgument;
   m.OnRequestDone(rejected);
@@ -49,17 +68,19 @@ TEST(MetricsTest, ServesEveryMetricOverHttp) {
   const std::string page = testing::HttpGet(m.port(), "/metrics");
   EXPECT_THAT(page, HasSubstr(" 200 OK"));
   for (const char* line : {
-           "textgen_requests_total{code=\"OK\"} 1",
+           "textgen_requests_total{code=\"OK\"} 2",
            "textgen_requests_total{code=\"INVALID_ARGUMENT\"} 1",
            "textgen_requests_total{code=\"RESOURCE_EXHAUSTED\"} 0",
-           "textgen_request_duration_seconds_count 2",
-           "textgen_request_duration_seconds_sum 1.5",
+           "textgen_request_duration_seconds_count 3",
+           "textgen_request_duration_seconds_sum 3",
            "textgen_time_to_first_token_seconds_count 1",
            "textgen_inter_token_latency_seconds_count 2",
            "textgen_queue_wait_seconds_sum 0.25",
-           "textgen_prompt_tokens_total 5",
-           "textgen_cached_tokens_total 2",
-           "textgen_generated_tokens_total 7",
+           "textgen_prompt_tokens_total{api=\"grpc\"} 5",
+           "textgen_cached_tokens_total{api=\"grpc\"} 2",
+           "textgen_prompt_tokens_total{api=\"http\"} 100",
+           "textgen_cached_tokens_total{api=\"http\"} 96",
+           "textgen_generated_tokens_total 14",
            "textgen_batch_size_sum 4",
            "textgen_batch_size_bucket{le=\"4\"} 1",
            "textgen_step_seconds_count 1",
@@ -67,6 +88,9 @@ TEST(MetricsTest, ServesEveryMetricOverHttp) {
            "textgen_queued_requests 1",
            "textgen_kv_cache_bytes_used 1048576",
            "textgen_kv_cache_bytes_budget 1073741824",
+           "textgen_kv_cache_bytes_cached 3145728",
+           "textgen_kv_cache_blocks_shared 6",
+           "textgen_kv_cache_evicted_blocks_total 11",
            "textgen_sessions 2",
            "textgen_session_lookups_total{result=\"hit\"} 1",
            "textgen_session_lookups_total{result=\"miss\"} 2",

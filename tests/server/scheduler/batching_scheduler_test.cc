@@ -116,7 +116,7 @@ class CountingObserver : public SchedulerObserver {
   void OnToken(double) override { ++tokens; }
   void OnFinished(const FinishedEvent&) override { ++finished; }
   void OnFailed(const absl::Status&) override { ++failed; }
-  void OnStateGauges(int, int, int64_t, int64_t, int) override { ++gauges; }
+  void OnStateGauges(const SchedulerGauges&) override { ++gauges; }
   void OnSessionLookup(bool hit) override { ++(hit ? session_hits : session_misses); }
   void OnSessionEvicted(int count) override { evicted += count; }
 
@@ -797,6 +797,75 @@ TEST_F(SchedulerTest, KvPressureEvictsLeastRecentlyUsedIdleSessions) {
   absl::StatusOr<int> kept = DeleteSession("new");
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(*kept, 40);
+}
+
+// ---- Prefix cache ----
+
+TEST_F(SchedulerTest, StatelessRequestsReuseTheLongestCachedPrefix) {
+  Start();
+  std::vector<int> p1 = Prompt(9, 40);
+  Outcome t1 = RunOne(MakeRequest(p1, 5));
+  ASSERT_TRUE(t1.finished);
+  EXPECT_EQ(t1.finished->usage.cached_tokens, 0);
+  // The next turn resends everything: the two full blocks of turn 1's 44 stored tokens are
+  // reused; the rest is computed.
+  std::vector<int> p2 = p1;
+  p2.insert(p2.end(), t1.tokens.begin(), t1.tokens.end());
+  p2.insert(p2.end(), {2, 3, 4});
+  Outcome t2 = RunOne(MakeRequest(p2, 6));
+  ASSERT_TRUE(t2.finished);
+  EXPECT_EQ(t2.finished->usage.cached_tokens, 32);
+  EXPECT_THAT(t2.tokens, ElementsAreArray(ExpectedGreedy(p2, 6)));
+  std::vector<StepRecord> steps = engine_->steps();
+  EXPECT_EQ(steps[t1.tokens.size()][0].start, 32);
+  EXPECT_EQ(observer_.session_hits.load() + observer_.session_misses.load(), 0);
+}
+
+TEST_F(SchedulerTest, PrefixesAreScopedPerPrincipalUnlessGlobal) {
+  for (PrefixCacheScope scope :
+       {PrefixCacheScope::kPerPrincipal, PrefixCacheScope::kGlobal, PrefixCacheScope::kOff}) {
+    SchedulerOptions options;
+    options.prefix_cache = scope;
+    Start(options);
+    ValidatedRequest a = MakeRequest(Prompt(3, 40), 2);
+    a.principal = "alice";
+    ValidatedRequest b = a;
+    b.principal = "bob";
+    const int same_principal = scope == PrefixCacheScope::kOff ? 0 : 32;
+    const int other_principal = scope == PrefixCacheScope::kGlobal ? 32 : 0;
+    ASSERT_TRUE(RunOne(a).finished);
+    EXPECT_EQ(RunOne(b).finished->usage.cached_tokens, other_principal);
+    EXPECT_EQ(RunOne(a).finished->usage.cached_tokens, same_principal);
+    scheduler_.reset();
+  }
+}
+
+TEST_F(SchedulerTest, CachedPrefixesNeverFailARequestThatFits) {
+  Start({}, /*kv_blocks=*/8);  // 128 tokens
+  for (int tag = 2; tag < 5; ++tag) ASSERT_TRUE(RunOne(MakeRequest(Prompt(tag, 40), 1)).finished);
+  EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 0);
+  EXPECT_EQ(engine_->kv_cache().bytes_cached(), 6 * FakeEngine::BlockBytes());
+  // The whole budget: every cached block is reclaimed, least recently used first.
+  Outcome all = RunOne(MakeRequest(Prompt(5, 4), 124));
+  ASSERT_TRUE(all.finished) << all.error;
+  EXPECT_EQ(engine_->kv_cache().evicted_blocks(), 6);
+}
+
+TEST_F(SchedulerTest, CachedPrefixesGoBeforeIdleSessions) {
+  Start({}, /*kv_blocks=*/8);
+  // The session holds 3 blocks (40 cached tokens); a stateless request leaves 2 cached.
+  ASSERT_TRUE(RunOne(InSession(MakeRequest(Prompt(2, 40), 1), "s")).finished);
+  ASSERT_TRUE(RunOne(MakeRequest(Prompt(3, 40), 1)).finished);
+  EXPECT_EQ(engine_->kv_cache().bytes_cached(), 2 * FakeEngine::BlockBytes());
+  // 5 blocks needed, 3 free: the two cached blocks go, the session stays.
+  ASSERT_TRUE(RunOne(MakeRequest(Prompt(4, 4), 76)).finished);
+  EXPECT_EQ(observer_.evicted.load(), 0);
+  absl::StatusOr<int> kept = DeleteSession("s");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(*kept, 40);
+  // Deleting a session unpins its blocks: its full blocks stay cached for its principal.
+  EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 0);
+  EXPECT_EQ(RunOne(MakeRequest(Prompt(2, 40), 1)).finished->usage.cached_tokens, 32);
 }
 
 TEST_F(SchedulerTest, RunningSessionIsNeverEvicted) {

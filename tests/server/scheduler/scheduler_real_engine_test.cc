@@ -115,6 +115,18 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
     }
     return r;
   }
+  // The request under a principal of its own: nothing it computes comes from the prefix cache
+  // (scoped per principal), so it is the baseline cached runs must match bitwise.
+  ValidatedRequest Cold(ValidatedRequest r) {
+    r.principal = absl::StrCat("cold-", ++cold_principals_);
+    r.session_id.clear();
+    return r;
+  }
+  testing::Outcome Run(ValidatedRequest r) {
+    auto sink = std::make_shared<RecordingSink>();
+    EXPECT_TRUE(scheduler_->Submit(std::move(r), sink).ok());
+    return Summarize(sink->Wait());
+  }
   std::vector<int> RunAlone(ValidatedRequest r) {
     auto sink = std::make_shared<RecordingSink>();
     EXPECT_TRUE(scheduler_->Submit(std::move(r), sink).ok());
@@ -123,6 +135,7 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
     return out.tokens;
   }
 
+  int cold_principals_ = 0;
   MaxBatchObserver observer_;
   std::unique_ptr<model::LoadedModel> model_;
   std::unique_ptr<model::Tokenizer> tokenizer_;
@@ -141,7 +154,7 @@ TEST_P(RealEngineSchedulerTest, SameTokensAloneAndInABatchOf64) {
   constexpr int kNew = 24;
   std::vector<std::vector<int>> alone;  // [prompt * 2 + variant]
   for (int p = 0; p < 4; ++p) {
-    for (int v = 0; v < 2; ++v) alone.push_back(RunAlone(Make(Prompts()[p], v, kNew)));
+    for (int v = 0; v < 2; ++v) alone.push_back(RunAlone(Cold(Make(Prompts()[p], v, kNew))));
   }
   for (const auto& tokens : alone) ASSERT_EQ(tokens.size(), static_cast<size_t>(kNew));
   if (GetParam() == "stories260K") {
@@ -175,9 +188,7 @@ TEST_P(RealEngineSchedulerTest, SameTokensAfterASessionPrefixHit) {
     second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
     std::vector<int> more = tokenizer_->Encode(" Then they went home.", /*add_bos=*/false);
     second.prompt_tokens.insert(second.prompt_tokens.end(), more.begin(), more.end());
-    ValidatedRequest cold = second;
-    cold.session_id.clear();
-    std::vector<int> expected = RunAlone(cold);
+    std::vector<int> expected = RunAlone(Cold(second));
 
     second.session_id = session;
     auto sink = std::make_shared<RecordingSink>();
@@ -325,9 +336,7 @@ TEST_P(RealEngineSchedulerTest, ConstrainedTurnReusesTheSession) {
   second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
   std::vector<int> more = tokenizer_->Encode(" And then?", /*add_bos=*/false);
   second.prompt_tokens.insert(second.prompt_tokens.end(), more.begin(), more.end());
-  ValidatedRequest cold = second;
-  cold.session_id.clear();
-  const std::vector<int> expected = RunAlone(cold);
+  const std::vector<int> expected = RunAlone(Cold(second));
   auto sink = std::make_shared<RecordingSink>();
   ASSERT_TRUE(scheduler_->Submit(second, sink).ok());
   testing::Outcome hit = Summarize(sink->Wait());
@@ -338,6 +347,52 @@ TEST_P(RealEngineSchedulerTest, ConstrainedTurnReusesTheSession) {
     model::GrammarMatcher matcher(compiled->grammar);
     EXPECT_TRUE(matcher.Accept(hit.text) && matcher.complete()) << hit.text;
   }
+}
+
+// Stateless requests after one shared system prompt: submitted together, the prompt is
+// computed once (every other request takes its blocks from the prefix cache as they are
+// published), and each answer is bitwise the answer computed cold.
+TEST_P(RealEngineSchedulerTest, SharedPrefixIsComputedOnceAndGivesTheSameTokens) {
+  constexpr int kNew = 12;
+  constexpr int kRequests = 8;
+  std::vector<int> system;
+  while (system.size() < 150) {
+    std::vector<int> more = tokenizer_->Encode(
+        " The children played in the garden until the sun went down.", /*add_bos=*/false);
+    system.insert(system.end(), more.begin(), more.end());
+  }
+  std::vector<ValidatedRequest> requests;
+  std::vector<std::vector<int>> expected;
+  for (int i = 0; i < kRequests; ++i) {
+    ValidatedRequest r = Make(Prompts()[i % 4], i % 2, kNew);
+    r.request_id = absl::StrCat("shared", i);
+    r.prompt_tokens.insert(r.prompt_tokens.begin() + 1, system.begin(), system.end());
+    expected.push_back(RunAlone(Cold(r)));
+    requests.push_back(std::move(r));
+  }
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (ValidatedRequest& r : requests) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ASSERT_TRUE(scheduler_->Submit(std::move(r), sinks.back()).ok());
+  }
+  const int shared_blocks = static_cast<int>(1 + system.size()) / 16 * 16;
+  int computed_prefix_copies = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    testing::Outcome out = Summarize(sinks[i]->Wait());
+    ASSERT_TRUE(out.finished) << out.error;
+    EXPECT_THAT(out.tokens, ElementsAreArray(expected[i])) << "request " << i;
+    if (out.finished->usage.cached_tokens < shared_blocks) ++computed_prefix_copies;
+  }
+  EXPECT_EQ(computed_prefix_copies, 1) << "the shared prefix was computed more than once";
+
+  // Under another principal nothing is shared.
+  ValidatedRequest stranger = Make(Prompts()[0], 0, kNew);
+  stranger.prompt_tokens.insert(stranger.prompt_tokens.begin() + 1, system.begin(), system.end());
+  stranger.principal = "someone-else";
+  testing::Outcome isolated = Run(stranger);
+  ASSERT_TRUE(isolated.finished) << isolated.error;
+  EXPECT_EQ(isolated.finished->usage.cached_tokens, 0);
+  EXPECT_THAT(isolated.tokens, ElementsAreArray(expected[0]));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
