@@ -83,6 +83,7 @@ async function main() {
       const stream = await client.chat.completions.create({ model, messages, tools: TOOLS,
         max_tokens: MAX_TOKENS, temperature: 0, stream: true,
         stream_options: { include_usage: true } });
+      let cachedDetail = null, cacheN = null;
       for await (const chunk of stream) {
         const now = performance.now();
         const delta = chunk.choices && chunk.choices.length ? chunk.choices[0].delta : null;
@@ -97,10 +98,11 @@ async function main() {
           promptTokens += chunk.usage.prompt_tokens;
           completionTokens += chunk.usage.completion_tokens;
           const details = chunk.usage.prompt_tokens_details;
-          if (details && details.cached_tokens !== undefined) cachedTokens += details.cached_tokens;
+          if (details && details.cached_tokens !== undefined) cachedDetail = details.cached_tokens;
         }
-        if (chunk.timings && chunk.timings.cache_n !== undefined) cachedTokens += chunk.timings.cache_n;
+        if (chunk.timings && chunk.timings.cache_n !== undefined) cacheN = chunk.timings.cache_n;
       }
+      cachedTokens += cachedDetail ?? cacheN ?? 0;
       messages.push({ role: 'assistant', content: text });
     }
   }

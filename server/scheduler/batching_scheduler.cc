@@ -269,6 +269,11 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
     return Admission::kNoRoom;
   };
 
+  // A running request is computing the next blocks of this prompt: admitting now would
+  // reserve them a second time. It waits (a few steps: that prefill goes first) and then
+  // takes them from the cache, so a burst of requests after one system prompt holds it once.
+  if (prefix_cache_on() && PrefixInFlight(seq, cached)) return wait();
+
   // Room: the whole reservation must fit, counting what idle sessions could give back
   // (cached prefixes nobody references never stand in the way: Reserve reclaims them).
   if (!kv_cache_.Reserve(kv.id(), need).ok()) {
@@ -417,6 +422,22 @@ void BatchingScheduler::Step() {
 bool BatchingScheduler::SameScope(const Sequence& a, const Sequence& b) const {
   return options_.prefix_cache == PrefixCacheScope::kGlobal ||
          a.request().principal == b.request().principal;
+}
+
+bool BatchingScheduler::PrefixInFlight(const Sequence& seq, int cached) const {
+  const int end = cached + model::KvCache::kBlockTokens;
+  if (cached % model::KvCache::kBlockTokens != 0 || end > seq.prompt_length() - 1) return false;
+  const std::vector<int>& prompt = seq.request().prompt_tokens;
+  for (const auto& ptr : running_) {
+    const Sequence& other = *ptr;
+    if (!other.prefilling() || other.kv().length() >= end || other.prompt_length() < end ||
+        !SameScope(other, seq)) {
+      continue;
+    }
+    const std::vector<int>& other_prompt = other.request().prompt_tokens;
+    if (std::equal(prompt.begin(), prompt.begin() + end, other_prompt.begin())) return true;
+  }
+  return false;
 }
 
 bool BatchingScheduler::ComputedThisStep(const Sequence& seq) const {

@@ -63,6 +63,9 @@ class BatchingScheduler final : public Scheduler {
   // (same scope, same tokens up to it): then `seq` takes that block from the cache next step
   // instead of computing it too.
   bool ComputedThisStep(const Sequence& seq) const;
+  // Whether a running request of the same scope is prefilling the block of `seq`'s prompt
+  // that follows its first `cached` tokens (same tokens up to there).
+  bool PrefixInFlight(const Sequence& seq, int cached) const;
   bool SameScope(const Sequence& a, const Sequence& b) const;
   void Step();
   // Ends a request: hands its KV to its session (or frees it), updates the ledger, then
