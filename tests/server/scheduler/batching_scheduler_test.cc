@@ -840,6 +840,41 @@ TEST_F(SchedulerTest, PrefixesAreScopedPerPrincipalUnlessGlobal) {
   }
 }
 
+TEST_F(SchedulerTest, ARequestWaitsForThePrefixAnotherIsComputing) {
+  gate_ = std::make_unique<Gate>(/*at=*/0);
+  SchedulerOptions options;
+  options.max_batch_tokens = 16;  // the 40-token prompt takes three steps
+  Start(options);
+  int64_t peak_kv = 0;  // engine thread only, read after both requests ended
+  engine_->SetBeforeForward([this, &peak_kv](int step) {
+    gate_->AtStep(step);
+    peak_kv = std::max(peak_kv, engine_->kv_cache().bytes_in_use());
+  });
+  auto sa = std::make_shared<RecordingSink>(), sb = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(6, 40), 2), sa).ok());
+  gate_->WaitEntered();  // A computes its first block
+  ASSERT_TRUE(scheduler_->Submit(MakeRequest(Prompt(6, 40), 2), sb).ok());
+  gate_->Release();
+  Outcome a = Summarize(sa->Wait()), b = Summarize(sb->Wait());
+  ASSERT_TRUE(a.finished && b.finished);
+  // B neither computed nor reserved A's blocks: it waited while A computed block 1 and then
+  // took both from the cache.
+  EXPECT_EQ(b.finished->usage.cached_tokens, 32);
+  EXPECT_THAT(b.tokens, ElementsAreArray(a.tokens));
+  const model::SequenceId seq_a = SequenceOf(engine_->steps(), 6);
+  int b_chunks = 0;
+  for (const StepRecord& step : engine_->steps()) {
+    for (const ChunkRecord& c : step) {
+      if (c.sequence == seq_a) continue;
+      EXPECT_GE(c.start, 32) << "B computed a block A was computing";
+      ++b_chunks;
+    }
+  }
+  EXPECT_GT(b_chunks, 0);
+  // A's 3 blocks, then B's 2 shared + 1 of its own: never B's whole reservation beside A's.
+  EXPECT_EQ(peak_kv, 4 * FakeEngine::BlockBytes());
+}
+
 TEST_F(SchedulerTest, CachedPrefixesNeverFailARequestThatFits) {
   Start({}, /*kv_blocks=*/8);  // 128 tokens
   for (int tag = 2; tag < 5; ++tag) ASSERT_TRUE(RunOne(MakeRequest(Prompt(tag, 40), 1)).finished);
