@@ -18,3 +18,30 @@ require_tools() {
     }
   done
 }
+
+# llama1b_chat_model DTYPE CONTEXT: makes (once, in $M) and prints the path of the
+# Llama-3.2-1B-shaped random-weight file with llama.cpp's Llama 3 vocabulary and the Llama 3.1
+# chat template, the file the HTTP benchmarks load.
+llama1b_chat_model() {
+  local dtype=$1 context=$2
+  local vocab=$S/models/ggml-vocab-llama-bpe.gguf
+  local template=$S/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja
+  local model=$M/llama1b-shape-$dtype-ctx$context.gguf
+  require_tools "$B/bin/textgen-make-random-gguf"
+  [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
+  [[ -f $model ]] || "$B/bin/textgen-make-random-gguf" --arch llama --preset tiny --dim 2048 \
+    --hidden 8192 --layers 16 --heads 32 --kv-heads 8 --context "$context" --dtype "$dtype" \
+    --vocab-from "$vocab" --chat-template "$template" --name llama-3.2-1b-shape --out "$model" >/dev/null
+  echo "$model"
+}
+
+# openai_node_modules NAME: installs the official `openai` npm client (once) into $M/NAME and
+# prints the node_modules folder to put on NODE_PATH.
+openai_node_modules() {
+  command -v node >/dev/null || { echo "node is needed (scripts/install-deps.sh --test)" >&2; exit 1; }
+  local work=$M/$1
+  mkdir -p "$work"
+  [[ -d $work/node_modules/openai ]] ||
+    (cd "$work" && npm install --no-audit --no-fund --no-save --loglevel=error openai@^6 >&2)
+  echo "$work/node_modules"
+}

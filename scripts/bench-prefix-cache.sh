@@ -13,20 +13,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/bench-common.sh"
 rounds=${ROUNDS:-3}
-vocab=$S/models/ggml-vocab-llama-bpe.gguf
-template=$S/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja
-require_tools "$B/bin/textgen-server" "$B/bin/textgen-make-random-gguf"
-[[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
-command -v node >/dev/null || { echo "node is needed (scripts/install-deps.sh --test)" >&2; exit 1; }
-work=$M/textgen-bench-prefix
-mkdir -p "$work"
-[[ -d $work/node_modules/openai ]] ||
-  (cd "$work" && npm install --no-audit --no-fund --no-save --loglevel=error openai@^6)
-model=$M/llama1b-shape-Q4_K_M.gguf
-[[ -f $model ]] || "$B/bin/textgen-make-random-gguf" --arch llama --preset tiny --dim 2048 \
-  --hidden 8192 --layers 16 --heads 32 --kv-heads 8 --context 8192 --dtype q4_k_m \
-  --vocab-from "$vocab" --chat-template "$template" --name llama-3.2-1b-shape --out "$model" >/dev/null
-load() { NODE_PATH=$work/node_modules node "$here/lib/bench_prefix_cache.js" "$@"; }
+require_tools "$B/bin/textgen-server"
+modules=$(openai_node_modules textgen-bench-prefix)
+model=$(llama1b_chat_model q4_k_m 8192)
+load() { NODE_PATH=$modules node "$here/lib/bench_prefix_cache.js" "$@"; }
 
 server=
 log=$(mktemp)

@@ -29,22 +29,18 @@ TEST(MetricsTest, ServesEveryMetricOverHttp) {
   m.OnFirstToken(0.05);
   m.OnToken(0.01);
   m.OnToken(0.02);
-  m.OnStateGauges({.running = 4,
-                   .queued = 1,
-                   .sessions = 2,
-                   .kv_bytes_used = 1 << 20,
-                   .kv_bytes_cached = 3 << 20,
-                   .kv_bytes_budget = 1 << 30,
-                   .kv_blocks_shared = 6,
-                   .kv_blocks_evicted = 9});
-  m.OnStateGauges({.running = 4,
-                   .queued = 1,
-                   .sessions = 2,
-                   .kv_bytes_used = 1 << 20,
-                   .kv_bytes_cached = 3 << 20,
-                   .kv_bytes_budget = 1 << 30,
-                   .kv_blocks_shared = 6,
-                   .kv_blocks_evicted = 11});  // cumulative: counted once
+  auto gauges = [](int64_t evicted_so_far) {
+    return SchedulerGauges{.running = 4,
+                           .queued = 1,
+                           .sessions = 2,
+                           .kv_bytes_used = 1 << 20,
+                           .kv_bytes_cached = 3 << 20,
+                           .kv_bytes_budget = 1 << 30,
+                           .kv_blocks_shared = 6,
+                           .kv_blocks_evicted = evicted_so_far};
+  };
+  m.OnStateGauges(gauges(9));
+  m.OnStateGauges(gauges(11));  // cumulative: the counter ends at 11, not 20
   m.OnSessionLookup(true);
   m.OnSessionLookup(false);
   m.OnSessionLookup(false);
