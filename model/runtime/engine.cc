@@ -66,7 +66,6 @@ class EngineImpl final : public Engine {
 absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
   const ModelConfig& c = transformer_->config();
   int64_t total = 0;
-  int64_t new_bytes = 0;
   seen_.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
     const SequenceChunk& chunk = batch[i];
@@ -93,8 +92,13 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
           absl::StrCat("batch[", i, "]: sequence ", chunk.sequence, " would reach ", end,
                        " tokens, past the model context of ", c.context_length));
     }
-    new_bytes += std::max<int64_t>(0, cache_.BytesForTokens(static_cast<int>(end)) -
-                                          cache_.BytesForTokens(cache_.Capacity(chunk.sequence)));
+    // Admission is the caller's (the scheduler reserves a request's whole K/V up front);
+    // the engine only checks, so it never takes memory the admission rules did not grant.
+    if (const int capacity = cache_.Capacity(chunk.sequence); end > capacity) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "batch[", i, "]: sequence ", chunk.sequence, " has room for ", capacity,
+          " tokens and the chunk would reach ", end, ": reserve its K/V first (KvCache::Reserve)"));
+    }
   }
   // Sorting a reserved vector instead of a hash set: no allocation per batch.
   std::sort(seen_.begin(), seen_.end());
@@ -105,13 +109,6 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
   if (total > options_.max_batch_tokens) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch has ", total, " tokens, more than max_batch_tokens ", options_.max_batch_tokens));
-  }
-  // Check the whole batch against the budget first so that no sequence grows on failure.
-  if (new_bytes > 0 && cache_.bytes_in_use() + new_bytes > cache_.budget_bytes()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("KV cache budget exceeded: batch needs ", new_bytes, " more bytes, ",
-                     cache_.budget_bytes() - cache_.bytes_in_use(), " of ", cache_.budget_bytes(),
-                     " bytes available"));
   }
   return absl::OkStatus();
 }
@@ -128,7 +125,6 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
   for (const SequenceChunk& chunk : batch) {
     const int start = cache_.Length(chunk.sequence);
     const int n = static_cast<int>(chunk.tokens.size());
-    TEXTGEN_RETURN_IF_ERROR(cache_.Reserve(chunk.sequence, start + n));
     chunks_.push_back(ops::AttentionChunk{.blocks = nullptr,
                                           .start_pos = start,
                                           .n_tokens = n,
@@ -139,7 +135,6 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
     }
     if (chunk.want_logits) logit_rows_.push_back(static_cast<int>(tokens_.size()) - 1);
   }
-  // Block tables are read after every Reserve (a Reserve may reallocate a table).
   for (size_t i = 0; i < batch.size(); ++i)
     chunks_[i].blocks = cache_.BlockTable(batch[i].sequence);
 

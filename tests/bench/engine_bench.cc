@@ -65,6 +65,7 @@ class Bench {
   // Fills `seq` with n tokens in chunks of at most max_chunk.
   void Prefill(SequenceId seq, int n, int max_chunk) {
     const std::vector<int> tokens = Tokens(n);
+    Check(engine_.kv_cache().Reserve(seq, engine_.kv_cache().Length(seq) + n), "reserve");
     for (int begin = 0; begin < n; begin += max_chunk) {
       const int len = std::min(max_chunk, n - begin);
       SequenceChunk chunk{seq, std::span<const int>(tokens).subspan(begin, len), false};
@@ -77,6 +78,7 @@ class Bench {
     double best = 1e30;
     for (int r = 0; r <= reps; ++r) {  // r == 0 warms up
       const SequenceId seq = engine_.kv_cache().NewSequence();
+      Check(engine_.kv_cache().Reserve(seq, prompt), "reserve");
       const std::vector<int> tokens = Tokens(prompt);
       SequenceChunk chunk{seq, tokens, true};
       const auto start = Clock::now();
@@ -95,6 +97,7 @@ class Bench {
       seqs.push_back(engine_.kv_cache().NewSequence());
       const int len = batch == 1 ? prompt : prompt / 2 + (prompt * i) / batch;
       Prefill(seqs.back(), std::max(len, 1), max_chunk);
+      Check(engine_.kv_cache().Reserve(seqs.back(), std::max(len, 1) + gen + 2), "reserve");
     }
     std::vector<int> next(batch);
     std::vector<SequenceChunk> chunks(batch);

@@ -130,7 +130,10 @@ class FakeEngine final : public model::Engine {
     for (const model::SequenceChunk& chunk : batch) {
       const int len = cache_.Length(chunk.sequence);
       const int n = static_cast<int>(chunk.tokens.size());
-      if (absl::Status s = cache_.Reserve(chunk.sequence, len + n); !s.ok()) return s;
+      // As the real engine: the scheduler must have reserved the room.
+      if (len + n > cache_.Capacity(chunk.sequence)) {
+        return absl::FailedPreconditionError("chunk without reserved KV room");
+      }
     }
     for (const model::SequenceChunk& chunk : batch) {
       const int len = cache_.Length(chunk.sequence);

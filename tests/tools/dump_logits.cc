@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   auto engine = textgen::model::Engine::Create(*model, options);
   if (!engine.ok()) return Fail(engine.status().ToString());
   const textgen::model::SequenceId seq = (*engine)->kv_cache().NewSequence();
+  if (absl::Status reserved = (*engine)->kv_cache().Reserve(seq, static_cast<int>(tokens.size()));
+      !reserved.ok()) {
+    return Fail(reserved.ToString());
+  }
 
   std::ofstream out(out_path, std::ios::binary);
   if (!out) return Fail("cannot open --out " + out_path);

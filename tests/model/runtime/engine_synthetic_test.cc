@@ -10,9 +10,12 @@
 #include "gtest/gtest.h"
 #include "model/kernels/reference.h"
 #include "model/runtime/engine.h"
+#include "tests/testing/reserve_and_forward.h"
 
 namespace textgen::model {
 namespace {
+
+using ::textgen::testing::ReserveAndForward;
 
 using ::testing::HasSubstr;
 namespace ref = ops::reference;
@@ -189,7 +192,7 @@ TEST_P(SyntheticTest, MatchesReferenceForwardTokenByTokenAndChunked) {
   const SequenceId a = engine->kv_cache().NewSequence();
   for (size_t t = 0; t < tokens.size(); ++t) {
     SequenceChunk chunk{a, {&tokens[t], 1}, true};
-    auto r = engine->Forward({&chunk, 1});
+    auto r = ReserveAndForward(*engine, {&chunk, 1});
     ASSERT_TRUE(r.ok()) << r.status();
     for (int i = 0; i < vocab; ++i) {
       ASSERT_NEAR(r->Row(0)[i], want[t * vocab + i], 1e-3f + 1e-3f * std::fabs(want[t * vocab + i]))
@@ -201,7 +204,7 @@ TEST_P(SyntheticTest, MatchesReferenceForwardTokenByTokenAndChunked) {
   size_t begin = 0;
   for (size_t n : {7u, 6u, 7u}) {
     SequenceChunk chunk{b, std::span<const int>(tokens).subspan(begin, n), true};
-    auto r = engine->Forward({&chunk, 1});
+    auto r = ReserveAndForward(*engine, {&chunk, 1});
     ASSERT_TRUE(r.ok()) << r.status();
     const size_t last = begin + n - 1;
     for (int i = 0; i < vocab; ++i) {
@@ -230,10 +233,10 @@ class ValidationTest : public ::testing::Test {
     ASSERT_NE(engine_, nullptr);
     a_ = engine_->kv_cache().NewSequence();
     SequenceChunk chunk{a_, tokens_, true};
-    ASSERT_TRUE(engine_->Forward({&chunk, 1}).ok());
+    ASSERT_TRUE(ReserveAndForward(*engine_, {&chunk, 1}).ok());
   }
   absl::Status Run(std::vector<SequenceChunk> batch) {
-    absl::Status s = engine_->Forward(batch).status();
+    absl::Status s = ReserveAndForward(*engine_, batch).status();
     EXPECT_EQ(engine_->kv_cache().Length(a_), 3) << "a failed batch advanced a sequence";
     return s;
   }
@@ -268,32 +271,35 @@ TEST_F(ValidationTest, PastContextIsOutOfRange) {
   const std::vector<int> eight(8, 2), six(6, 2), three(3, 2);
   for (int i = 0; i < 4; ++i) {
     SequenceChunk chunk{b, eight, false};
-    ASSERT_TRUE(engine_->Forward({&chunk, 1}).ok());
+    ASSERT_TRUE(ReserveAndForward(*engine_, {&chunk, 1}).ok());
   }
   SequenceChunk chunk{b, six, false};
-  ASSERT_TRUE(engine_->Forward({&chunk, 1}).ok());
+  ASSERT_TRUE(ReserveAndForward(*engine_, {&chunk, 1}).ok());
   absl::Status s = Run({{a_, three, true}, {b, three, true}});
   EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(s.message(), HasSubstr("context of 40"));
   EXPECT_EQ(engine_->kv_cache().Length(b), 38);
 }
 
-TEST_F(ValidationTest, KvBudgetExhaustedGrowsNothing) {
+TEST_F(ValidationTest, AChunkWithoutReservedRoomFailsTheBatchAndTakesNoMemory) {
   Synthetic s = MakeModel(LlamaConfig(), 2);
   // One block (16 tokens) costs 16 * 2 layers * 2 * 16 floats * 4 bytes = 4096 bytes.
-  auto engine = MakeEngine(s.model, 32, /*kv_bytes=*/2 * 4096);
+  auto engine = MakeEngine(s.model, 32, /*kv_bytes=*/8 * 4096);
   ASSERT_NE(engine, nullptr);
   KvCache& cache = engine->kv_cache();
   EXPECT_EQ(cache.BytesForTokens(1), 4096);
   const SequenceId a = cache.NewSequence(), b = cache.NewSequence();
   const std::vector<int> t10(10, 3), t20(20, 3);
   SequenceChunk first{a, t10, true};
-  ASSERT_TRUE(engine->Forward({&first, 1}).ok());
-  // a needs no new block for 5 more, b needs two: the batch fails as a whole.
+  ASSERT_TRUE(ReserveAndForward(*engine, {&first, 1}).ok());
+  // a has room for 5 more in its block; b reserved nothing: the batch fails as a whole and
+  // the engine takes no memory of its own (admission is the scheduler's).
   const std::vector<int> t5(5, 3);
   std::vector<SequenceChunk> batch = {{a, t5, true}, {b, t20, true}};
   auto r = engine->Forward(batch);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("has room for 0 tokens and the chunk would reach 20"));
   EXPECT_EQ(cache.Length(a), 10);
   EXPECT_EQ(cache.Length(b), 0);
   EXPECT_EQ(cache.bytes_in_use(), 4096);
@@ -303,13 +309,13 @@ TEST_F(ValidationTest, LogitsOnlyForChunksThatAskAndEmptyBatch) {
   const std::vector<int> one = {7}, two = {8, 9};
   const SequenceId b = engine_->kv_cache().NewSequence();
   std::vector<SequenceChunk> batch = {{a_, one, false}, {b, two, true}};
-  auto r = engine_->Forward(batch);
+  auto r = ReserveAndForward(*engine_, batch);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows, 1);
   EXPECT_EQ(r->vocab_size, 70);
   EXPECT_EQ(engine_->kv_cache().Length(a_), 4);
   EXPECT_EQ(engine_->kv_cache().Length(b), 2);
-  auto empty = engine_->Forward({});
+  auto empty = ReserveAndForward(*engine_, {});
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(empty->rows, 0);
 }

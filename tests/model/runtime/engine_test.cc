@@ -18,11 +18,14 @@
 #include "model/kernels/quant/quant_matmul.h"
 #include "model/kernels/reference.h"
 #include "model/runtime/transformer.h"
+#include "tests/testing/reserve_and_forward.h"
 #include "tests/testing/shared_files.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::model {
 namespace {
+
+using ::textgen::testing::ReserveAndForward;
 
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -65,14 +68,14 @@ std::vector<int> Greedy(Engine& engine, const std::vector<int>& prompt, int step
   int next = -1;
   if (prefill_as_one_chunk) {
     SequenceChunk chunk{seq, prompt, true};
-    auto r = engine.Forward({&chunk, 1});
+    auto r = ReserveAndForward(engine, {&chunk, 1});
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return out;
     next = Argmax(r->Row(0));
   } else {
     for (size_t i = 0; i < prompt.size(); ++i) {
       SequenceChunk chunk{seq, {&prompt[i], 1}, i + 1 == prompt.size()};
-      auto r = engine.Forward({&chunk, 1});
+      auto r = ReserveAndForward(engine, {&chunk, 1});
       EXPECT_TRUE(r.ok()) << r.status();
       if (!r.ok()) return out;
       if (i + 1 == prompt.size()) next = Argmax(r->Row(0));
@@ -81,7 +84,7 @@ std::vector<int> Greedy(Engine& engine, const std::vector<int>& prompt, int step
   while (static_cast<int>(out.size()) < steps) {
     out.push_back(next);
     SequenceChunk chunk{seq, {&out.back(), 1}, true};
-    auto r = engine.Forward({&chunk, 1});
+    auto r = ReserveAndForward(engine, {&chunk, 1});
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return out;
     next = Argmax(r->Row(0));
@@ -146,10 +149,10 @@ void CheckBatchInvariance(const LoadedModel& model, bool bf16, bool kv_f16 = fal
     const SequenceId id = engine->kv_cache().NewSequence();
     if (!s.history.empty()) {
       SequenceChunk h{id, s.history, false};
-      ASSERT_TRUE(engine->Forward({&h, 1}).ok());
+      ASSERT_TRUE(ReserveAndForward(*engine, {&h, 1}).ok());
     }
     SequenceChunk c{id, s.step, true};
-    auto r = engine->Forward({&c, 1});
+    auto r = ReserveAndForward(*engine, {&c, 1});
     ASSERT_TRUE(r.ok()) << r.status();
     alone.emplace_back(r->Row(0).begin(), r->Row(0).end());
   }
@@ -162,13 +165,13 @@ void CheckBatchInvariance(const LoadedModel& model, bool bf16, bool kv_f16 = fal
     ids.push_back(engine->kv_cache().NewSequence());
     if (!s.history.empty()) batch.push_back({ids.back(), s.history, true});
   }
-  ASSERT_TRUE(engine->Forward(batch).ok());
+  ASSERT_TRUE(ReserveAndForward(*engine, batch).ok());
   batch.clear();
   // Reverse order, so every sequence sits at a different row offset than in the prefill.
   for (int i = static_cast<int>(seqs.size()) - 1; i >= 0; --i) {
     batch.push_back({ids[i], seqs[i].step, true});
   }
-  auto r = engine->Forward(batch);
+  auto r = ReserveAndForward(*engine, batch);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->rows, static_cast<int>(seqs.size()));
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -272,7 +275,7 @@ TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
     ASSERT_NE(engine, nullptr);
     const std::vector<int> tokens = {1, 17, 300, 42};
     SequenceChunk chunk{engine->kv_cache().NewSequence(), tokens, true};
-    auto r = engine->Forward({&chunk, 1});
+    auto r = ReserveAndForward(*engine, {&chunk, 1});
     ASSERT_TRUE(r.ok()) << r.status();
     float lo = r->Row(0)[0], hi = lo;
     for (float v : r->Row(0)) {
@@ -378,8 +381,8 @@ TEST(F16KvCacheTest, CloseToF32CacheAndSameGreedyTokens) {
   float max_diff = 0, max_abs = 0;
   for (int step = 0; step < 8; ++step) {
     SequenceChunk ca{a, next_a, true}, cb{b, next_b, true};
-    auto ra = f32->Forward({&ca, 1});
-    auto rb = f16->Forward({&cb, 1});
+    auto ra = ReserveAndForward(*f32, {&ca, 1});
+    auto rb = ReserveAndForward(*f16, {&cb, 1});
     ASSERT_TRUE(ra.ok() && rb.ok());
     for (int i = 0; i < ra->vocab_size; ++i) {
       max_diff = std::max(max_diff, std::fabs(ra->Row(0)[i] - rb->Row(0)[i]));
@@ -403,8 +406,8 @@ TEST(Bf16Test, CloseToF32AndSameFirstToken) {
   auto bf16 = MakeEngine(*model, true);
   SequenceChunk a{f32->kv_cache().NewSequence(), kPrompt, true};
   SequenceChunk b{bf16->kv_cache().NewSequence(), kPrompt, true};
-  auto ra = f32->Forward({&a, 1});
-  auto rb = bf16->Forward({&b, 1});
+  auto ra = ReserveAndForward(*f32, {&a, 1});
+  auto rb = ReserveAndForward(*bf16, {&b, 1});
   ASSERT_TRUE(ra.ok() && rb.ok());
   float max_diff = 0, max_abs = 0;
   for (int i = 0; i < ra->vocab_size; ++i) {
