@@ -2,6 +2,11 @@
 // engine thread: streaming, unary RPCs, every error code, health, drain and /metrics.
 #include "server/grpc/service.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <memory>
 #include <string>
@@ -650,6 +655,20 @@ TEST_F(ServiceTest, SessionRoutingMetadataMustNameTheRequestsSession) {
       << "a refused request reached the scheduler";
 }
 
+// Whether a TCP connection to 127.0.0.1:`port` is refused (nothing listens there).
+bool ConnectionRefused(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool refused =
+      connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0;
+  close(fd);
+  return refused;
+}
+
 // A draining server stops listening at once (so balancers move new requests elsewhere) but
 // lets the running stream finish.
 TEST_F(ServiceTest, DrainClosesTheListenerAndLetsRunningStreamsFinish) {
@@ -667,9 +686,20 @@ TEST_F(ServiceTest, DrainClosesTheListenerAndLetsRunningStreamsFinish) {
   });
   for (int i = 0; i < 200 && HealthStatus() == 1; ++i) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_NE(HealthStatus(), 1) << "still SERVING while draining";
+  // Health flips first, then the listener closes: a client connecting in between is accepted
+  // and its call cancelled by the shutdown, so wait for the port to close.
+  const int port = std::stoi(server_address_.substr(server_address_.rfind(':') + 1));
+  for (int i = 0; i < 200 && !ConnectionRefused(port); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(ConnectionRefused(port)) << "still listening while draining";
   // A new client cannot connect at all; the existing channel's new calls are refused too.
-  auto fresh = v1::TextGeneration::NewStub(
-      grpc::CreateChannel(server_address_, grpc::InsecureChannelCredentials()));
+  // Its own subchannel pool: gRPC would otherwise reuse the open connection of `channel_`
+  // (a global pool per address) and race the server's GOAWAY (CANCELLED instead).
+  grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto fresh = v1::TextGeneration::NewStub(grpc::CreateCustomChannel(
+      server_address_, grpc::InsecureChannelCredentials(), own_connection));
   grpc::ClientContext fresh_context;
   fresh_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   auto fresh_reader = fresh->Generate(&fresh_context, TextRequest("new client"));
