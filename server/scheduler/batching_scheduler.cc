@@ -282,13 +282,13 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
     const int64_t free_bytes = kv_cache_.budget_bytes() - kv_cache_.bytes_in_use();
     if (extra > free_bytes + sessions_.IdleBytes(kv_cache_, sid)) return wait();
     int evicted = 0;
-    absl::Status reserved;
-    do {
-      if (!sessions_.EvictLru(/*keep=*/sid)) break;
+    bool reserved = false;
+    while (!reserved && sessions_.EvictLru(/*keep=*/sid)) {
       ++evicted;
-    } while (!(reserved = kv_cache_.Reserve(kv.id(), need)).ok());
+      reserved = kv_cache_.Reserve(kv.id(), need).ok();
+    }
     if (evicted > 0 && observer_ != nullptr) observer_->OnSessionEvicted(evicted);
-    if (!reserved.ok() || evicted == 0) return wait();
+    if (!reserved) return wait();
   }
 
   if (!sid.empty() && session == nullptr) {
@@ -424,38 +424,37 @@ bool BatchingScheduler::SameScope(const Sequence& a, const Sequence& b) const {
          a.request().principal == b.request().principal;
 }
 
-bool BatchingScheduler::PrefixInFlight(const Sequence& seq, int cached) const {
+int BatchingScheduler::NextBlockEnd(const Sequence& seq, int cached) {
   const int end = cached + model::KvCache::kBlockTokens;
-  if (cached % model::KvCache::kBlockTokens != 0 || end > seq.prompt_length() - 1) return false;
+  // Only a whole block that stops short of the last prompt token can come from the cache.
+  if (cached % model::KvCache::kBlockTokens != 0 || end > seq.prompt_length() - 1) return -1;
+  return end;
+}
+
+bool BatchingScheduler::SharesPromptUpTo(const Sequence& other, const Sequence& seq,
+                                         int end) const {
+  if (!other.prefilling() || other.prompt_length() < end || !SameScope(other, seq)) return false;
   const std::vector<int>& prompt = seq.request().prompt_tokens;
-  for (const auto& ptr : running_) {
-    const Sequence& other = *ptr;
-    if (!other.prefilling() || other.kv().length() >= end || other.prompt_length() < end ||
-        !SameScope(other, seq)) {
-      continue;
-    }
-    const std::vector<int>& other_prompt = other.request().prompt_tokens;
-    if (std::equal(prompt.begin(), prompt.begin() + end, other_prompt.begin())) return true;
-  }
-  return false;
+  return std::equal(prompt.begin(), prompt.begin() + end, other.request().prompt_tokens.begin());
+}
+
+bool BatchingScheduler::PrefixInFlight(const Sequence& seq, int cached) const {
+  const int end = NextBlockEnd(seq, cached);
+  if (end < 0) return false;
+  return std::any_of(running_.begin(), running_.end(), [&](const auto& other) {
+    return other->kv().length() < end && SharesPromptUpTo(*other, seq, end);
+  });
 }
 
 bool BatchingScheduler::ComputedThisStep(const Sequence& seq) const {
   const int pos = seq.kv().length();
-  const int end = pos + model::KvCache::kBlockTokens;
-  if (pos % model::KvCache::kBlockTokens != 0 || end > seq.prompt_length() - 1) return false;
-  const std::vector<int>& prompt = seq.request().prompt_tokens;
-  for (const Slot& slot : slots_) {
-    const Sequence& other = *slot.seq;
-    const int other_start = other.kv().length();
-    if (!other.prefilling() || other_start > pos || other_start + slot.tokens < end ||
-        !SameScope(other, seq) || other.prompt_length() < end) {
-      continue;
-    }
-    const std::vector<int>& other_prompt = other.request().prompt_tokens;
-    if (std::equal(prompt.begin(), prompt.begin() + end, other_prompt.begin())) return true;
-  }
-  return false;
+  const int end = NextBlockEnd(seq, pos);
+  if (end < 0) return false;
+  return std::any_of(slots_.begin(), slots_.end(), [&](const Slot& slot) {
+    const int other_start = slot.seq->kv().length();
+    return other_start <= pos && other_start + slot.tokens >= end &&
+           SharesPromptUpTo(*slot.seq, seq, end);
+  });
 }
 
 // ---------------------------------------------------------------------------------------

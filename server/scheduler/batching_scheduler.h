@@ -67,6 +67,11 @@ class BatchingScheduler final : public Scheduler {
   // that follows its first `cached` tokens (same tokens up to there).
   bool PrefixInFlight(const Sequence& seq, int cached) const;
   bool SameScope(const Sequence& a, const Sequence& b) const;
+  // Where the block after `seq`'s first `cached` tokens ends, or -1 when that block cannot
+  // come from the cache (not block-aligned, or it holds the last prompt token).
+  static int NextBlockEnd(const Sequence& seq, int cached);
+  // Whether `other` is prefilling a prompt of `seq`'s scope equal to `seq`'s up to `end`.
+  bool SharesPromptUpTo(const Sequence& other, const Sequence& seq, int end) const;
   void Step();
   // Ends a request: hands its KV to its session (or frees it), updates the ledger, then
   // pushes the last event.
