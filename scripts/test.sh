@@ -52,11 +52,11 @@ if [[ "${TEXTGEN_SKIP_SANITIZERS:-0}" != 1 ]]; then
     --timeout 900
 fi
 
-step "fuzzers (GGUF reader, chat templates, request validation, tokenizers, llama2.c, JSON Schema, GBNF, chat replies)"
+step "fuzzers (GGUF reader, chat templates, request validation, tokenizers, llama2.c, JSON Schema, GBNF, chat replies, KV block files)"
 configure_fuzz build-fuzz
 cmake --build build-fuzz --target textgen-fuzz-gguf textgen-fuzz-jinja textgen-make-random-gguf \
   textgen-fuzz-request textgen-fuzz-tokenizer textgen-fuzz-llama2c textgen-fuzz-schema \
-  textgen-fuzz-grammar textgen-fuzz-reply -j"$jobs"
+  textgen-fuzz-grammar textgen-fuzz-reply textgen-fuzz-kvblock -j"$jobs"
 tests/fuzz/run_gguf_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}"
 tests/fuzz/run_jinja_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}" \
   build/reference/llamacpp/llama.cpp/models/templates

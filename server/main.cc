@@ -142,6 +142,12 @@ ABSL_FLAG(std::string, prefix_cache_scope, kDefaults.prefix_cache_scope,
           "Who shares cached prompt K/V: principal (each API key only its own prefixes), "
           "global (every request every prefix: single-tenant only, a cache-timing side channel "
           "between tenants otherwise), or off");
+ABSL_FLAG(std::string, kv_cache_dir, kDefaults.kv_cache_dir,
+          "Keep cached K/V on disk here too: blocks evicted from memory are written, the cache "
+          "is written out on drain, and a restarted server (or a replica sharing the directory) "
+          "continues conversations from it. Keyed by the model file's content and the KV type");
+ABSL_FLAG(int64_t, kv_cache_dir_mb, kDefaults.kv_cache_dir_mb,
+          "Size limit of --kv-cache-dir in MiB; the least recently used blocks are removed");
 ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
           "Most sessions kept; beyond it the least recently used idle one is evicted");
 ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
@@ -198,6 +204,8 @@ ServerOptions OptionsFromFlags() {
   o.constraint_cache_entries = absl::GetFlag(FLAGS_constraint_cache_entries);
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
   o.prefix_cache_scope = absl::GetFlag(FLAGS_prefix_cache_scope);
+  o.kv_cache_dir = absl::GetFlag(FLAGS_kv_cache_dir);
+  o.kv_cache_dir_mb = absl::GetFlag(FLAGS_kv_cache_dir_mb);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.bf16 = absl::GetFlag(FLAGS_bf16);
@@ -246,7 +254,33 @@ struct LoadedServer {
   ServiceBackend backend;
 };
 
-absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metrics* metrics) {
+// Gives the engine's KV cache its disk tier (--kv-cache-dir), before the scheduler runs.
+absl::Status AttachKvCacheDir(const ServerOptions& o, model::KvCache& cache, Logger* logger) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<model::BlockKey> name_space =
+      model::KvDiskNamespace(o.model_path, cache.layout(), o.kv_cache_dtype);
+  if (!name_space.ok()) return name_space.status();
+  absl::StatusOr<std::unique_ptr<model::KvDiskTier>> tier =
+      model::KvDiskTier::Open({.dir = o.kv_cache_dir,
+                               .max_bytes = o.kv_cache_dir_mb << 20,
+                               .name_space = *name_space,
+                               .block_bytes = cache.block_bytes(),
+                               .warn = [logger](std::string_view line) {
+                                 logger->Warning(absl::string_view(line.data(), line.size()));
+                               }});
+  if (!tier.ok()) return tier.status();
+  const model::KvDiskTierStats& found = (*tier)->stats();
+  logger->Info(
+      absl::StrFormat("kv cache dir %s: %d blocks (%.1f MiB) of this model, limit %d MiB, "
+                      "opened in %.2fs",
+                      (*tier)->directory(), found.files, found.bytes / 1048576.0, o.kv_cache_dir_mb,
+                      absl::ToDoubleSeconds(absl::Now() - start)));
+  cache.AttachDiskTier(*std::move(tier));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metrics* metrics,
+                                                   Logger* logger) {
   auto loaded = std::make_unique<LoadedServer>();
   model::LoadOptions load_options;
   load_options.tokenizer_path = o.tokenizer_path;
@@ -281,6 +315,12 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   }
   if (!engine.ok()) return engine.status();
   loaded->engine = *std::move(engine);
+  if (!o.kv_cache_dir.empty()) {
+    if (absl::Status status = AttachKvCacheDir(o, loaded->engine->kv_cache(), logger);
+        !status.ok()) {
+      return status;
+    }
+  }
 
   SchedulerOptions scheduler_options;
   scheduler_options.max_batch_sequences = o.max_batch;
@@ -461,7 +501,7 @@ int Run(ServerOptions options) {
   }
 
   const absl::Time load_start = absl::Now();
-  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded = Load(options, metrics->get());
+  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded = Load(options, metrics->get(), &logger);
   if (!loaded.ok()) {
     logger.Error(
         absl::StrCat("cannot load model ", options.model_path, ": ", loaded.status().ToString()));
@@ -511,7 +551,14 @@ int Run(ServerOptions options) {
     http_server->Drain(absl::Seconds(5));
     http_server->Stop();
   }
-  loaded->reset();      // stops the engine thread (and drops every sink it held)
+  (*loaded)->preparation.reset();
+  (*loaded)->scheduler.reset();  // stops the engine thread (and drops every sink it held)
+  if (const model::KvDiskTier* disk = (*loaded)->engine->kv_cache().disk_tier()) {
+    logger.Info(absl::StrFormat("kv cache dir %s: wrote %d blocks (%.1f MiB) this run, %d on disk",
+                                disk->directory(), disk->stats().writes,
+                                disk->stats().written_bytes / 1048576.0, disk->stats().files));
+  }
+  loaded->reset();
   http_server.reset();  // only now: a sink may hold an exchange on its connections
   logger.Info("stopped");
   return 0;

@@ -80,6 +80,15 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         absl::StrCat("--prefix-cache-scope must be principal, global or off, got \"",
                      o.prefix_cache_scope, "\""));
   }
+  if (!o.kv_cache_dir.empty() && o.prefix_cache_scope == "off") {
+    return absl::InvalidArgumentError(
+        "--kv-cache-dir keeps the prefix cache on disk: it needs --prefix-cache-scope principal "
+        "or global, not off");
+  }
+  if (o.kv_cache_dir_mb <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv-cache-dir-mb must be > 0, got ", o.kv_cache_dir_mb));
+  }
   if (o.kv_cache_dtype != "f32" && o.kv_cache_dtype != "f16") {
     return absl::InvalidArgumentError(
         absl::StrCat("--kv-cache-dtype must be f32 or f16, got \"", o.kv_cache_dtype, "\""));

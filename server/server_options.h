@@ -58,6 +58,10 @@ struct ServerOptions {
   absl::Duration session_ttl = SchedulerOptions{}.session_ttl;
   // Who shares cached prompt K/V: "principal" (each API key its own), "global", or "off".
   std::string prefix_cache_scope = "principal";
+  // Where cached K/V outlives the process (spilled on eviction, written on drain, found again
+  // at startup and by replicas sharing it); empty: memory only.
+  std::string kv_cache_dir;
+  int64_t kv_cache_dir_mb = 10240;  // the directory's size limit (least recently used go)
   int max_sessions = SchedulerOptions{}.max_sessions;
   absl::Duration drain_timeout = absl::Seconds(30);
   bool bf16 = false;

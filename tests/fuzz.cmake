@@ -40,8 +40,14 @@ if(TEXTGEN_FUZZ)
                  ${CMAKE_SOURCE_DIR}/model/chat/chat_output_parser.cc
                  ${CMAKE_SOURCE_DIR}/model/chat/tool_call_format.cc)
   target_link_libraries(textgen-fuzz-reply PRIVATE nlohmann_json::nlohmann_json)
+  # KV block files read back from --kv-cache-dir (which replicas share: untrusted).
+  add_executable(textgen-fuzz-kvblock ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/kv_block_fuzz.cc
+                 ${CMAKE_SOURCE_DIR}/model/runtime/kv_block_file.cc
+                 ${CMAKE_SOURCE_DIR}/model/runtime/kv_disk_tier.cc
+                 ${CMAKE_SOURCE_DIR}/model/runtime/prefix_index.cc)
+  target_link_libraries(textgen-fuzz-kvblock PRIVATE PkgConfig::XXHASH absl::flat_hash_set)
   set(fuzz_targets textgen-fuzz-tokenizer textgen-fuzz-llama2c textgen-fuzz-schema
-                   textgen-fuzz-grammar textgen-fuzz-reply)
+                   textgen-fuzz-grammar textgen-fuzz-reply textgen-fuzz-kvblock)
 
   # Request validation from raw protobuf bytes (needs the generated messages).
   if(TARGET textgen_proto)

@@ -85,9 +85,10 @@ absl::StatusOr<BlockId> KvCache::TakeBlock() {
     if (!raw.ok()) return raw.status();
     block = static_cast<BlockId>(blocks_.size());
     blocks_.push_back(Block{.data = static_cast<std::byte*>(*raw), .refs = 0});
-  } else if (std::optional<BlockId> evicted = index_.EvictLeastRecentlyUsed()) {
-    block = *evicted;
+  } else if (std::optional<PrefixIndex::Evicted> evicted = index_.EvictLeastRecentlyUsed()) {
+    block = evicted->block;
     ++evicted_blocks_;
+    if (disk_ != nullptr) disk_->Store(evicted->record, BlockBytes(block));
   } else {
     return absl::InternalError("KV cache: no block to take although the budget has room");
   }
@@ -147,7 +148,57 @@ int KvCache::AttachPrefix(SequenceId id, std::span<const int> tokens, int max_to
     seq->length += kBlockTokens;
     added += kBlockTokens;
   }
+  if (disk_ != nullptr) added += AttachFromDisk(*seq, tokens, limit);
   return added;
+}
+
+int KvCache::AttachFromDisk(Sequence& seq, std::span<const int> tokens, int limit) {
+  int added = 0;
+  while ((seq.indexed + 1) * kBlockTokens <= limit) {
+    const size_t b = static_cast<size_t>(seq.indexed);
+    const PrefixIndex::BlockTokens block_tokens =
+        tokens.subspan(b * kBlockTokens).first<kBlockTokens>();
+    BlockRecord want{.parent = seq.cursor.content,
+                     .key = ChainBlockKey(seq.cursor.content, block_tokens)};
+    std::copy(block_tokens.begin(), block_tokens.end(), want.tokens.begin());
+    // Into the sequence's own reserved (empty) block where it has one, else a new one.
+    const bool reserved = b < seq.blocks.size();
+    BlockId block = -1;
+    if (reserved) {
+      block = seq.blocks[b];
+      if (blocks_[block].refs != 1 || index_.Contains(block)) break;
+    } else {
+      if (blocks_in_use_ + 1 > budget_blocks()) break;
+      absl::StatusOr<BlockId> taken = TakeBlock();
+      if (!taken.ok()) break;
+      block = *taken;
+    }
+    const bool loaded = disk_->Load(want, BlockBytes(block));
+    const std::optional<BlockId> indexed =
+        loaded ? index_.Insert(block, seq.cursor, block_tokens) : std::nullopt;
+    if (indexed != block) {  // a miss (or, never in practice, an index collision)
+      if (!reserved) DropRef(block);
+      break;
+    }
+    if (!reserved) {
+      seq.blocks.push_back(block);
+      seq.data.push_back(blocks_[block].data);
+    }
+    seq.cursor = index_.CursorAfter(block);
+    ++seq.indexed;
+    seq.length += kBlockTokens;
+    added += kBlockTokens;
+  }
+  return added;
+}
+
+int KvCache::SpillToDisk() {
+  if (disk_ == nullptr) return 0;
+  int written = 0;
+  for (BlockId block : index_.IndexedBlocks()) {
+    written += disk_->Store(index_.RecordOf(block), BlockBytes(block)) ? 1 : 0;
+  }
+  return written;
 }
 
 absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {

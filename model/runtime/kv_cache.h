@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/kernels/huge_page_arena.h"
+#include "model/runtime/kv_disk_tier.h"
 #include "model/runtime/prefix_index.h"
 
 namespace textgen::model {
@@ -31,13 +32,16 @@ using SequenceId = int32_t;
 //   Truncate(id, n)        keep the first n tokens, return spare blocks (copies a shared tail)
 //   Fork(id, n)            a new sequence sharing the first n tokens of id
 //   Free(id)               drop the sequence; its indexed blocks stay cached until evicted
+//   SpillToDisk()          writes every indexed block to the disk tier (drain)
 //
 // Memory: a block is referenced (by one or more sequences: counts against the budget), cached
 // (indexed, referenced by none: reclaimable, evicted least recently used first when a block
 // is needed), or free. So cached data never makes a Reserve fail: only referenced blocks
-// count, bytes_in_use() + new blocks <= budget. Blocks below a sequence's length are never
-// written again, so full blocks are shared as they are; the one block a sequence still
-// writes into is always its own (Truncate and Fork copy a shared partial block).
+// count, bytes_in_use() + new blocks <= budget. With a disk tier (AttachDiskTier), an
+// evicted block is written to disk first, and AttachPrefix continues a prefix from disk
+// where memory ends, reading blocks back into memory under the same budget. Blocks below a
+// sequence's length are never written again, so full blocks are shared as they are; the one block a
+// sequence still writes into is always its own (Truncate and Fork copy a shared partial block).
 //
 // Constructible on its own (scheduler tests use it with a fake engine):
 //   KvCache(const KvCacheLayout& layout, int64_t budget_bytes);
@@ -97,6 +101,12 @@ class KvCache {
   // Bytes that dropping all of `ids` would free for new blocks: their blocks that no other
   // sequence references (whether those would stay cached or not).
   int64_t BytesFreedByDropping(std::span<const SequenceId> ids) const;
+  // Keeps evicted blocks on disk and finds prefixes there (see KvDiskTier).
+  void AttachDiskTier(std::unique_ptr<KvDiskTier> tier) { disk_ = std::move(tier); }
+  const KvDiskTier* disk_tier() const { return disk_.get(); }
+  // Writes every indexed block the disk tier does not hold yet (a no-op without one);
+  // returns how many. For drain: what memory holds survives the process.
+  int SpillToDisk();
 
   // Bytes of blocks referenced by sequences (each shared block once).
   int64_t bytes_in_use() const { return blocks_in_use_ * block_bytes_; }
@@ -163,6 +173,11 @@ class KvCache {
   void SetBlock(Sequence& seq, size_t b, BlockId block);
   // Gives back the blocks of `seq` past its first `keep`.
   void DropBlocksFrom(Sequence& seq, size_t keep);
+  std::span<std::byte> BlockBytes(BlockId block) const {
+    return {blocks_[block].data, static_cast<size_t>(block_bytes_)};
+  }
+  // AttachPrefix's second half: blocks read back from the disk tier.
+  int AttachFromDisk(Sequence& seq, std::span<const int> tokens, int limit);
   // Rewinds the sequence's index cursor to its first `blocks` blocks.
   void RewindIndex(Sequence& seq, int blocks);
   bool Shared(BlockId block) const { return blocks_[block].refs > 1 || index_.Contains(block); }
@@ -183,6 +198,7 @@ class KvCache {
   std::vector<Block> blocks_;  // [block id] every block ever made
   std::vector<BlockId> free_;  // made, neither referenced nor indexed
   PrefixIndex index_;
+  std::unique_ptr<KvDiskTier> disk_;  // may be null
 };
 
 }  // namespace textgen::model

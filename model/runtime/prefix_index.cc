@@ -1,6 +1,9 @@
 #include "model/runtime/prefix_index.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "xxhash.h"
 
 namespace textgen::model {
 namespace {
@@ -14,23 +17,48 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-}  // namespace
-
+// The in-memory index key: fast, and only a hint (entries are verified).
 uint64_t ChainBlockHash(uint64_t parent, PrefixIndex::BlockTokens tokens) {
   uint64_t h = Mix(parent ^ 0x9e3779b97f4a7c15ULL);
   for (int token : tokens) h = Mix(h ^ static_cast<uint32_t>(token));
   return h;
 }
 
+}  // namespace
+
+PrefixScope ScopeOfPrincipal(std::string_view principal) {
+  constexpr uint64_t kSeed = 0x746578746765'6e31ULL;  // "textgen1"
+  return XXH3_64bits_withSeed(principal.data(), principal.size(), kSeed);
+}
+
+// Tokens are hashed as 32-bit little-endian integers (this build's layout on x86-64 and
+// arm64), so keys written by one machine are found by another.
+BlockKey ChainBlockKey(const BlockKey& parent, PrefixIndex::BlockTokens tokens) {
+  std::array<std::byte, 16 + 4 * kKvBlockTokens> bytes;
+  std::memcpy(bytes.data(), &parent.lo, 8);
+  std::memcpy(bytes.data() + 8, &parent.hi, 8);
+  std::memcpy(bytes.data() + 16, tokens.data(), 4 * kKvBlockTokens);
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return BlockKey{.lo = h.low64, .hi = h.high64};
+}
+
+BlockKey RootBlockKey(PrefixScope scope) {
+  std::array<std::byte, 24> bytes;
+  std::memcpy(bytes.data(), "textgen/kv-scope", 16);
+  std::memcpy(bytes.data() + 16, &scope, 8);
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return BlockKey{.lo = h.low64, .hi = h.high64};
+}
+
 PrefixCursor PrefixIndex::Root(PrefixScope scope) {
-  return PrefixCursor{.scope = scope, .hash = Mix(scope), .serial = 0, .blocks = 0};
+  return PrefixCursor{.scope = scope, .content = RootBlockKey(scope), .serial = 0, .blocks = 0};
 }
 
 // The index key of a block continuing `at`: chained over the parent's serial, not its
-// content hash, so an orphan (a block whose parent was evicted and later indexed again under
+// content key, so an orphan (a block whose parent was evicted and later indexed again under
 // a new serial) can never be found, nor stand in the way of its recomputed successor.
 uint64_t PrefixIndex::KeyOf(const PrefixCursor& at, BlockTokens tokens) {
-  return ChainBlockHash(at.serial != 0 ? at.serial : at.hash, tokens);
+  return ChainBlockHash(at.serial != 0 ? at.serial : at.content.lo, tokens);
 }
 
 std::optional<BlockId> PrefixIndex::Find(const PrefixCursor& at, BlockTokens tokens) const {
@@ -46,7 +74,20 @@ std::optional<BlockId> PrefixIndex::Find(const PrefixCursor& at, BlockTokens tok
 
 PrefixCursor PrefixIndex::CursorAfter(BlockId block) const {
   const Entry& e = entries_[block];
-  return PrefixCursor{.scope = e.scope, .hash = e.hash, .serial = e.serial, .blocks = e.depth};
+  return PrefixCursor{
+      .scope = e.scope, .content = e.content, .serial = e.serial, .blocks = e.depth};
+}
+
+BlockRecord PrefixIndex::RecordOf(BlockId block) const {
+  const Entry& e = entries_[block];
+  return BlockRecord{.parent = e.parent_content, .key = e.content, .tokens = e.tokens};
+}
+
+std::vector<BlockId> PrefixIndex::IndexedBlocks() const {
+  std::vector<BlockId> blocks;
+  blocks.reserve(by_key_.size());
+  for (const auto& [key, block] : by_key_) blocks.push_back(block);
+  return blocks;
 }
 
 PrefixIndex::Entry& PrefixIndex::EntryFor(BlockId block) {
@@ -72,7 +113,8 @@ std::optional<BlockId> PrefixIndex::Insert(BlockId block, const PrefixCursor& at
   e.parent_serial = at.serial;
   e.scope = at.scope;
   e.key = key;
-  e.hash = ChainBlockHash(at.hash, tokens);
+  e.parent_content = at.content;
+  e.content = ChainBlockKey(at.content, tokens);
   e.depth = at.blocks + 1;
   std::copy(tokens.begin(), tokens.end(), e.tokens.begin());
   return block;
@@ -114,13 +156,14 @@ void PrefixIndex::MarkBusy(BlockId block) {
   if (Contains(block) && entries_[block].idle) Unlink(block);
 }
 
-std::optional<BlockId> PrefixIndex::EvictLeastRecentlyUsed() {
+std::optional<PrefixIndex::Evicted> PrefixIndex::EvictLeastRecentlyUsed() {
   if (lru_oldest_ == kNone) return std::nullopt;
   const BlockId block = lru_oldest_;
+  Evicted evicted{.block = block, .record = RecordOf(block)};
   Unlink(block);
   by_key_.erase(entries_[block].key);
   entries_[block] = Entry{};
-  return block;
+  return evicted;
 }
 
 }  // namespace textgen::model

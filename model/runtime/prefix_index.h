@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,11 +21,36 @@ using PrefixScope = uint64_t;
 // Tokens per KV block; the index works in whole blocks.
 inline constexpr int kKvBlockTokens = 16;
 
+// The scope of a named principal's prefixes: a stable hash of the name, so the same
+// principal finds its blocks again after a restart (on disk) or on another replica. Two
+// names share a scope only if their 64-bit hashes collide.
+PrefixScope ScopeOfPrincipal(std::string_view principal);
+
+// The content identity of a block: a 128-bit hash chained over the scope and every token
+// from position 0 through the block's last (XXH3, stable across processes, builds and
+// machines), so it names the block on disk and across replicas.
+struct BlockKey {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  friend bool operator==(const BlockKey&, const BlockKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const BlockKey& k) {
+    return H::combine(std::move(h), k.lo, k.hi);
+  }
+};
+
+// What a block holds, by content: the key of the prefix before it, its tokens, its own key.
+struct BlockRecord {
+  BlockKey parent;
+  BlockKey key;
+  std::array<int, kKvBlockTokens> tokens{};
+};
+
 // Where a walk along a chain of indexed blocks stands: before the scope's first block, or
 // after an indexed block.
 struct PrefixCursor {
   PrefixScope scope = 0;
-  uint64_t hash = 0;    // chained over the scope and every token so far
+  BlockKey content;     // chained over the scope and every token so far
   uint64_t serial = 0;  // the last block's entry serial; 0 at the root
   int blocks = 0;       // blocks walked from the root
 };
@@ -66,9 +93,17 @@ class PrefixIndex {
   // now) or gained its first one. Both are no-ops for a block that is not indexed.
   void MarkIdle(BlockId block);
   void MarkBusy(BlockId block);
-  // Removes the least recently used idle block from the index and returns it; nullopt when
-  // every indexed block is referenced.
-  std::optional<BlockId> EvictLeastRecentlyUsed();
+  // Removes the least recently used idle block from the index and returns it with what it
+  // held (so it can be kept elsewhere); nullopt when every indexed block is referenced.
+  struct Evicted {
+    BlockId block;
+    BlockRecord record;
+  };
+  std::optional<Evicted> EvictLeastRecentlyUsed();
+  // What an indexed block holds.
+  BlockRecord RecordOf(BlockId block) const;
+  // Every indexed block, in no particular order.
+  std::vector<BlockId> IndexedBlocks() const;
 
   int indexed_blocks() const { return static_cast<int>(by_key_.size()); }
   int idle_blocks() const { return idle_blocks_; }
@@ -79,9 +114,10 @@ class PrefixIndex {
     uint64_t serial = 0;  // 0: not indexed
     uint64_t parent_serial = 0;
     PrefixScope scope = 0;
-    uint64_t key = 0;   // in by_key_
-    uint64_t hash = 0;  // content chain (PrefixCursor::hash after this block)
-    int depth = 0;      // blocks from the root, this one included
+    uint64_t key = 0;         // in by_key_
+    BlockKey parent_content;  // PrefixCursor::content before this block
+    BlockKey content;         // and after it
+    int depth = 0;            // blocks from the root, this one included
     std::array<int, kKvBlockTokens> tokens{};
     BlockId lru_prev = kNone;  // idle list links (kNone at the ends / when busy)
     BlockId lru_next = kNone;
@@ -99,8 +135,9 @@ class PrefixIndex {
   int idle_blocks_ = 0;
 };
 
-// The chained hash of a block continuing a prefix whose hash is `parent` (stable across
-// processes and builds: the key of a block on disk too).
-uint64_t ChainBlockHash(uint64_t parent, PrefixIndex::BlockTokens tokens);
+// The content key of a block continuing the prefix keyed `parent` with `tokens`.
+BlockKey ChainBlockKey(const BlockKey& parent, PrefixIndex::BlockTokens tokens);
+// The content key before the first block of `scope`.
+BlockKey RootBlockKey(PrefixScope scope);
 
 }  // namespace textgen::model

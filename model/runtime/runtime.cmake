@@ -2,7 +2,9 @@
 # cache, weight staging, the engine that owns its threading.
 add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_block_file.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_disk_tier.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/prefix_index.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_weights.cc
@@ -11,6 +13,6 @@ add_library(textgen_engine STATIC
 )
 target_link_libraries(textgen_engine
   PUBLIC textgen_kernels textgen_loader absl::status absl::statusor absl::strings
-         absl::flat_hash_map
-  PRIVATE OpenMP::OpenMP_CXX textgen_warnings)
+         absl::flat_hash_map absl::flat_hash_set absl::str_format
+  PRIVATE OpenMP::OpenMP_CXX textgen_warnings PkgConfig::XXHASH)
 target_compile_options(textgen_engine PRIVATE -fno-trapping-math)

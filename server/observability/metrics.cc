@@ -123,6 +123,29 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Cached prefix blocks reclaimed for new K/V")
                             .Register(r)
                             .Add({});
+  auto gauge = [&](const char* name, const char* help) {
+    return &BuildGauge().Name(name).Help(help).Register(r).Add({});
+  };
+  auto counter = [&](const char* name, const char* help) {
+    return &BuildCounter().Name(name).Help(help).Register(r).Add({});
+  };
+  kv_disk_blocks_ = gauge("textgen_kv_disk_blocks",
+                          "KV blocks in the --kv-cache-dir directory (this model and KV type)");
+  kv_disk_bytes_ = gauge("textgen_kv_disk_bytes", "Bytes of those block files");
+  kv_disk_reads_ =
+      counter("textgen_kv_disk_reads_total", "KV blocks read back from disk for a prefix hit");
+  kv_disk_read_bytes_ = counter("textgen_kv_disk_read_bytes_total", "Bytes of KV blocks read");
+  kv_disk_writes_ = counter("textgen_kv_disk_writes_total",
+                            "KV blocks written to disk (evicted from memory, or on drain)");
+  kv_disk_written_bytes_ =
+      counter("textgen_kv_disk_written_bytes_total", "Bytes of KV blocks written");
+  kv_disk_evicted_ = counter("textgen_kv_disk_evicted_blocks_total",
+                             "KV block files removed for the directory's size limit");
+  kv_disk_rejected_ =
+      counter("textgen_kv_disk_rejected_files_total",
+              "KV block files refused (torn, truncated, corrupted or of another model)");
+  kv_disk_errors_ =
+      counter("textgen_kv_disk_errors_total", "KV block reads or writes the file system failed");
   sessions_ = &BuildGauge().Name("textgen_sessions").Help("Sessions kept").Register(r).Add({});
   auto& lookups = BuildCounter()
                       .Name("textgen_session_lookups_total")
@@ -264,6 +287,23 @@ void Metrics::OnStateGauges(const SchedulerGauges& g) {
     kv_blocks_evicted_->Increment(
         static_cast<double>(g.kv_blocks_evicted - kv_blocks_evicted_seen_));
     kv_blocks_evicted_seen_ = g.kv_blocks_evicted;
+  }
+  if (g.kv_disk != nullptr) {
+    const model::KvDiskTierStats& d = *g.kv_disk;
+    kv_disk_blocks_->Set(static_cast<double>(d.files));
+    kv_disk_bytes_->Set(static_cast<double>(d.bytes));
+    auto advance = [](prometheus::Counter* counter, int64_t now, int64_t& seen) {
+      if (now > seen) counter->Increment(static_cast<double>(now - seen));
+      seen = now;
+    };
+    model::KvDiskTierStats& seen = kv_disk_seen_;
+    advance(kv_disk_reads_, d.reads, seen.reads);
+    advance(kv_disk_read_bytes_, d.read_bytes, seen.read_bytes);
+    advance(kv_disk_writes_, d.writes, seen.writes);
+    advance(kv_disk_written_bytes_, d.written_bytes, seen.written_bytes);
+    advance(kv_disk_evicted_, d.evicted, seen.evicted);
+    advance(kv_disk_rejected_, d.rejected, seen.rejected);
+    advance(kv_disk_errors_, d.errors, seen.errors);
   }
   sessions_->Set(g.sessions);
 }

@@ -93,6 +93,17 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
   prometheus::Gauge* kv_blocks_shared_;
   prometheus::Counter* kv_blocks_evicted_;
   int64_t kv_blocks_evicted_seen_ = 0;  // the scheduler's cumulative count last published
+  // The disk tier (--kv-cache-dir): gauges, and counters fed from its cumulative stats.
+  prometheus::Gauge* kv_disk_blocks_;
+  prometheus::Gauge* kv_disk_bytes_;
+  prometheus::Counter* kv_disk_reads_;
+  prometheus::Counter* kv_disk_read_bytes_;
+  prometheus::Counter* kv_disk_writes_;
+  prometheus::Counter* kv_disk_written_bytes_;
+  prometheus::Counter* kv_disk_evicted_;
+  prometheus::Counter* kv_disk_rejected_;
+  prometheus::Counter* kv_disk_errors_;
+  model::KvDiskTierStats kv_disk_seen_;
   prometheus::Gauge* sessions_;
   prometheus::Counter* session_hits_;
   prometheus::Counter* session_misses_;

@@ -138,6 +138,10 @@ void BatchingScheduler::Run() {
   // Nothing is accepted after Stop(), so this takes the last commands.
   HandleCommands(inbox_.Take(/*has_work=*/true, absl::InfinitePast()));
   FailEverything(absl::UnavailableError("scheduler is shutting down"));
+  // Every request has ended and given back its blocks: what memory holds goes to disk, so
+  // the next process (or another replica) continues these conversations.
+  kv_cache_.SpillToDisk();
+  PublishGauges();
 }
 
 void BatchingScheduler::HandleCommands(std::vector<Command> commands) {
@@ -229,10 +233,9 @@ void BatchingScheduler::AdmitWaiting(absl::Time now) {
 
 model::PrefixScope BatchingScheduler::ScopeOf(const Sequence& seq) {
   if (options_.prefix_cache != PrefixCacheScope::kPerPrincipal) return 0;
-  // Interned, never reused: a scope's blocks can only ever be found by its own principal.
-  auto [it, inserted] =
-      prefix_scopes_.try_emplace(seq.request().principal, prefix_scopes_.size() + 1);
-  return it->second;
+  // A stable hash of the name: the principal finds its blocks again on disk after a restart
+  // and on another replica sharing the directory.
+  return model::ScopeOfPrincipal(seq.request().principal);
 }
 
 BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Time now) {
@@ -510,14 +513,16 @@ void BatchingScheduler::FailEverything(const absl::Status& status) {
 
 void BatchingScheduler::PublishGauges() {
   if (observer_ == nullptr) return;
-  observer_->OnStateGauges(SchedulerGauges{.running = static_cast<int>(running_.size()),
-                                           .queued = static_cast<int>(waiting_.size()),
-                                           .sessions = sessions_.size(),
-                                           .kv_bytes_used = kv_cache_.bytes_in_use(),
-                                           .kv_bytes_cached = kv_cache_.bytes_cached(),
-                                           .kv_bytes_budget = kv_cache_.budget_bytes(),
-                                           .kv_blocks_shared = kv_cache_.shared_blocks(),
-                                           .kv_blocks_evicted = kv_cache_.evicted_blocks()});
+  observer_->OnStateGauges(SchedulerGauges{
+      .running = static_cast<int>(running_.size()),
+      .queued = static_cast<int>(waiting_.size()),
+      .sessions = sessions_.size(),
+      .kv_bytes_used = kv_cache_.bytes_in_use(),
+      .kv_bytes_cached = kv_cache_.bytes_cached(),
+      .kv_bytes_budget = kv_cache_.budget_bytes(),
+      .kv_blocks_shared = kv_cache_.shared_blocks(),
+      .kv_blocks_evicted = kv_cache_.evicted_blocks(),
+      .kv_disk = kv_cache_.disk_tier() != nullptr ? &kv_cache_.disk_tier()->stats() : nullptr});
 }
 
 // ---------------------------------------------------------------------------------------

@@ -96,7 +96,6 @@ class BatchingScheduler final : public Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;   // FCFS
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   SessionStore sessions_;
-  absl::flat_hash_map<std::string, model::PrefixScope> prefix_scopes_;  // by principal
   size_t decode_cursor_ = 0;      // round-robin start when decodes exceed the token budget
   bool retry_admission_ = false;  // a running request ended since the last AdmitWaiting
   absl::Time next_session_sweep_ = absl::InfiniteFuture();  // earliest idle-session expiry

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "model/runtime/kv_disk_tier.h"
 #include "server/scheduler/stream_event.h"
 
 namespace textgen::server {
@@ -15,8 +16,9 @@ struct SchedulerGauges {
   int64_t kv_bytes_used = 0;    // referenced by requests and sessions (shared blocks once)
   int64_t kv_bytes_cached = 0;  // prefix cache blocks nobody references (reclaimable)
   int64_t kv_bytes_budget = 0;
-  int kv_blocks_shared = 0;       // referenced by more than one sequence
-  int64_t kv_blocks_evicted = 0;  // cached blocks reclaimed so far (cumulative)
+  int kv_blocks_shared = 0;                         // referenced by more than one sequence
+  int64_t kv_blocks_evicted = 0;                    // cached blocks reclaimed so far (cumulative)
+  const model::KvDiskTierStats* kv_disk = nullptr;  // the disk tier's, if any (valid in the call)
 };
 
 // What the scheduler reports as it works; the Prometheus metrics implement it, tests may

@@ -1,12 +1,15 @@
 // Fault tests against the real textgen-server binary on a random-weight llama made for the test
 // (dim 512, 4 layers, context 2048: big enough that a step takes milliseconds, small enough for
 // CI): a client that leaves during a long prefill, SIGTERM in the middle of a 64-stream burst,
-// and a KV budget full of idle sessions while requests keep arriving. The engine's own metrics
-// are the witness.
+// a KV budget full of idle sessions while requests keep arriving, and restarts with
+// --kv-cache-dir (conversations continue from disk; damaged files are recomputed). The engine's
+// own metrics are the witness.
 #include <signal.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -82,6 +85,8 @@ struct StreamOutcome {
   int tokens = 0;
   bool finished = false;
   uint32_t usage_completion_tokens = 0;
+  uint32_t usage_cached_tokens = 0;
+  std::vector<int> ids;
 };
 
 StreamOutcome ReadStream(grpc::ClientReader<v1::GenerateResponse>& reader,
@@ -93,9 +98,11 @@ StreamOutcome ReadStream(grpc::ClientReader<v1::GenerateResponse>& reader,
       ++*first_tokens;
     }
     outcome.tokens += message.token_ids_size();
+    outcome.ids.insert(outcome.ids.end(), message.token_ids().begin(), message.token_ids().end());
     if (message.has_finished()) {
       outcome.finished = true;
       outcome.usage_completion_tokens = message.finished().usage().completion_tokens();
+      outcome.usage_cached_tokens = message.finished().usage().cached_tokens();
     }
   }
   outcome.status = reader.Finish();
@@ -104,8 +111,9 @@ StreamOutcome ReadStream(grpc::ClientReader<v1::GenerateResponse>& reader,
 
 class FaultTest : public ::testing::Test {
  protected:
+  // Starts the server, or restarts it on the same model.
   void Start(std::vector<std::string> flags) {
-    model_ = MakeModel();
+    if (model_.empty()) model_ = MakeModel();
     std::vector<std::string> args = {"--model",          model_,        "--listen",  "127.0.0.1:0",
                                      "--metrics-listen", "127.0.0.1:0", "--threads", "2"};
     args.insert(args.end(), flags.begin(), flags.end());
@@ -119,11 +127,27 @@ class FaultTest : public ::testing::Test {
   void TearDown() override {
     server_.Stop();
     if (!model_.empty()) std::remove(model_.c_str());
+    if (!cache_dir_.empty()) std::filesystem::remove_all(cache_dir_);
   }
   double Metric(const std::string& name) { return Scrape(metrics_port_)[name]; }
+  StreamOutcome Run(const v1::GenerateRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
+    auto reader = stub_->Generate(&context, request);
+    return ReadStream(*reader);
+  }
+  const std::string& CacheDir() {
+    if (cache_dir_.empty()) {
+      std::string pattern = ::testing::TempDir() + "/kv-cache-dir-XXXXXX";
+      EXPECT_NE(mkdtemp(pattern.data()), nullptr);
+      cache_dir_ = pattern;
+    }
+    return cache_dir_;
+  }
 
   test_support::ServerProcess server_;
   std::string model_;
+  std::string cache_dir_;
   int metrics_port_ = 0;
   std::unique_ptr<v1::TextGeneration::Stub> stub_;
 };
@@ -238,6 +262,107 @@ TEST_F(FaultTest, KvBudgetFullOfIdleSessionsEvictsThemAndFailsNoRequest) {
   EXPECT_GT(Metric("textgen_session_evictions_total"), 0);
   EXPECT_LT(Metric("textgen_sessions"), 8);
   EXPECT_EQ(Metric("textgen_requests_total{code=\"RESOURCE_EXHAUSTED\"}"), 0);
+}
+
+// The next turn of a conversation: what it had, what the model said, and a new message.
+v1::GenerateRequest NextTurn(const v1::GenerateRequest& turn, const StreamOutcome& reply,
+                             int salt) {
+  v1::GenerateRequest next = turn;
+  for (int id : reply.ids) next.mutable_tokens()->add_ids(id);
+  for (int i = 0; i < 24; ++i) next.mutable_tokens()->add_ids(3 + (i * 5 + salt) % (kVocab - 3));
+  return next;
+}
+
+// Four conversations (two in sessions, two stateless) are answering when SIGTERM comes; the
+// drain lets them finish and writes the cache out. The restarted server continues every
+// conversation from disk: the history is served from the cache (all but its partial last
+// block and the last token), and the answer is bitwise the one a server without any cache
+// computes.
+TEST_F(FaultTest, SigtermMidLoadThenARestartContinuesEveryConversationFromTheKvCacheDir) {
+  const std::vector<std::string> flags = {"--kv-cache-dir", CacheDir(), "--drain-timeout", "120s"};
+  Start(flags);
+  constexpr int kConversations = 4;
+  std::vector<v1::GenerateRequest> turns;
+  for (int c = 0; c < kConversations; ++c) {
+    turns.push_back(Request(600 + 37 * c, 48, 500 + c, c < 2 ? absl::StrCat("conv-", c) : ""));
+  }
+  std::atomic<int> first_tokens{0};
+  std::vector<StreamOutcome> replies(kConversations);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kConversations; ++c) {
+    clients.emplace_back([&, c] {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
+      auto reader = stub_->Generate(&context, turns[c]);
+      replies[c] = ReadStream(*reader, &first_tokens);
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (first_tokens < kConversations && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(kill(server_.pid(), SIGTERM), 0);
+  for (std::thread& t : clients) t.join();
+  for (int c = 0; c < kConversations; ++c) {
+    ASSERT_TRUE(replies[c].status.ok()) << c << ": " << replies[c].status.error_message();
+    ASSERT_EQ(replies[c].tokens, 48) << c;
+  }
+  EXPECT_EQ(server_.Stop(), 0);
+  EXPECT_THAT(server_.log(), HasSubstr("blocks ("));
+
+  Start(flags);
+  std::vector<StreamOutcome> continued;
+  for (int c = 0; c < kConversations; ++c) {
+    const v1::GenerateRequest next = NextTurn(turns[c], replies[c], c);
+    continued.push_back(Run(next));
+    ASSERT_TRUE(continued[c].status.ok()) << c << ": " << continued[c].status.error_message();
+    // The history up to its last whole block, less the block holding the last token.
+    const int history = turns[c].tokens().ids_size() + replies[c].tokens;
+    EXPECT_GE(continued[c].usage_cached_tokens, static_cast<uint32_t>(history / 16 * 16 - 16))
+        << "conversation " << c << " was computed again";
+  }
+  EXPECT_GT(Metric("textgen_kv_disk_reads_total"), 0);
+  EXPECT_EQ(Metric("textgen_kv_disk_rejected_files_total"), 0);
+
+  Start({"--prefix-cache-scope", "off"});
+  for (int c = 0; c < kConversations; ++c) {
+    const StreamOutcome computed = Run(NextTurn(turns[c], replies[c], c));
+    ASSERT_TRUE(computed.status.ok());
+    EXPECT_EQ(computed.usage_cached_tokens, 0u);
+    EXPECT_EQ(continued[c].ids, computed.ids) << "conversation " << c;
+  }
+}
+
+// Every block file damaged between two runs (one byte of K/V changed, or cut short): each is
+// refused with a log line, removed, and its prefix computed again; the answer does not change.
+TEST_F(FaultTest, DamagedKvCacheFilesAreIgnoredAndRecomputed) {
+  const std::vector<std::string> flags = {"--kv-cache-dir", CacheDir()};
+  Start(flags);
+  const v1::GenerateRequest turn = Request(400, 16, 77);
+  const StreamOutcome first = Run(turn);
+  ASSERT_TRUE(first.status.ok());
+  EXPECT_EQ(server_.Stop(), 0);
+  int damaged = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(CacheDir())) {
+    if (entry.path().extension() != ".kvb") continue;
+    if (damaged % 2 == 0) {
+      std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(128 + 4096);
+      f.put('\x55');
+    } else {
+      std::filesystem::resize_file(entry.path(), entry.file_size() / 2);
+    }
+    ++damaged;
+  }
+  ASSERT_GE(damaged, 2) << "the drain wrote no block files";
+
+  Start(flags);
+  const StreamOutcome again = Run(turn);
+  ASSERT_TRUE(again.status.ok());
+  EXPECT_EQ(again.usage_cached_tokens, 0u);
+  EXPECT_EQ(again.ids, first.ids);
+  EXPECT_GE(Metric("textgen_kv_disk_rejected_files_total"), 1);
+  EXPECT_THAT(server_.log(), HasSubstr("(the prefix is computed again)"));
 }
 
 }  // namespace

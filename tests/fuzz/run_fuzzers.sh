@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs the request, tokenizer, llama2.c, JSON Schema, GBNF and chat-reply fuzzers for a bounded time
-# each (the GGUF and chat template fuzzers have their own scripts).
+# Runs the request, tokenizer, llama2.c, JSON Schema, GBNF, chat-reply and KV block fuzzers for a
+# bounded time each (the GGUF and chat template fuzzers have their own scripts).
 # Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [request|tokenizer|llama2c ...]
 #   BUILD_DIR was configured by configure_fuzz (scripts/lib/build-trees.sh) and has built
-#   textgen-fuzz-request, -tokenizer, -llama2c, -schema, -grammar and -reply. LLAMACPP_DIR is the
-#   llama.cpp source (tests/reference/llamacpp_source.sh): its models/ggml-vocab-*.gguf are the
-#   tokenizer fuzzer's vocabularies and their .inp test texts its seeds; its Llama 3 template
+#   textgen-fuzz-request, -tokenizer, -llama2c, -schema, -grammar, -reply and -kvblock.
+#   LLAMACPP_DIR is the llama.cpp source (tests/reference/llamacpp_source.sh): its
+#   models/ggml-vocab-*.gguf are the tokenizer fuzzer's vocabularies and their .inp test texts its seeds; its Llama 3 template
 #   is the request fuzzer's named variant; its grammars/*.gbnf seed the grammar fuzzer. Debian's
 #   json-schema-test-suite schemas seed the schema fuzzer.
 # Env: FUZZ_RUNS=N runs N executions per fuzzer instead of SECONDS (for the 10M-execution runs);
@@ -19,7 +19,7 @@ seconds=${2:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
 llamacpp=${3:?usage: run_fuzzers.sh BUILD_DIR SECONDS LLAMACPP_DIR [names]}
 shift 3
 names=("$@")
-((${#names[@]})) || names=(request tokenizer llama2c schema grammar reply)
+((${#names[@]})) || names=(request tokenizer llama2c schema grammar reply kvblock)
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 shared=${TEXTGEN_SHARED_DIR:-$repo/../shared}
@@ -96,6 +96,15 @@ seed_reply() {
   printf '\x24\x01still thinking</think> done' > "$corpus/in_reasoning"
 }
 
+seed_kvblock() {
+  # A block file (flags 3: the fuzzer fills in the block's key and the checksum): the header
+  # of a 512-byte block under the fuzz namespace (lo 1, hi 2), a zero payload.
+  local corpus=$1
+  { printf '\x03TGKVBLK1\x00\x02\x00\x00\x00\x00\x00\x00'
+    printf '\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00'
+    head -c $((96 + 512 + 8)) /dev/zero; } > "$corpus/block"
+}
+
 seed_grammar() {
   local corpus=$1 g
   for g in "$llamacpp"/grammars/*.gbnf; do
@@ -119,6 +128,7 @@ for name in "${names[@]}"; do
     llama2c) extra=(-max_len=1100000) ;;
     schema|grammar) extra=(-max_len=8192) ;;
     reply) extra=(-max_len=4096) ;;
+    kvblock) extra=(-max_len=1024) ;;
   esac
   printf '\n== %s fuzzer\n' "$name"
   # One worker keeps to the shared 2-core budget.

@@ -58,6 +58,17 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
     EXPECT_TRUE(ValidateServerOptions(o).ok()) << scope;
   }
   o = {};
+  o.kv_cache_dir = "/var/cache/textgen";
+  o.prefix_cache_scope = "off";
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--kv-cache-dir keeps the prefix cache on disk: it needs "
+                        "--prefix-cache-scope principal or global, not off"));
+  o.prefix_cache_scope = "global";
+  EXPECT_TRUE(ValidateServerOptions(o).ok());
+  o.kv_cache_dir_mb = 0;
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--kv-cache-dir-mb must be > 0, got 0"));
+  o = {};
   o.max_request_bytes = 1000;  // below the 1 KiB the CLI relies on as every server's floor
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
               HasSubstr("--max-request-bytes must be >= 1024, got 1000"));

@@ -19,7 +19,7 @@ namespace textgen::test_support {
 
 // Runs the real textgen-server binary for end-to-end tests: starts it with the given flags,
 // reads its stderr (echoed to the test's stderr) until the startup line reports grpc_port=,
-// and stops it with SIGTERM. Not thread-safe; one per test suite.
+// and stops it with SIGTERM; Start again restarts it. Not thread-safe; one per test suite.
 class ServerProcess {
  public:
   ~ServerProcess() { Stop(); }
@@ -28,6 +28,13 @@ class ServerProcess {
   // (the server's own error lines are on stderr).
   bool Start(const std::string& binary, const std::vector<std::string>& args,
              std::chrono::seconds timeout) {
+    Stop();  // a restart: the last process is gone and its lines read
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      port_ = 0;
+      eof_ = false;
+      log_.clear();
+    }
     int fds[2];
     if (pipe(fds) != 0) return false;
     posix_spawn_file_actions_t actions;

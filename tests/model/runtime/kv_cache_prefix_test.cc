@@ -2,7 +2,10 @@
 // property test of random request streams against a reference model of what each
 // sequence's K/V must hold.
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <vector>
@@ -193,12 +196,39 @@ TEST(KvCachePrefixTest, BytesFreedByDroppingCountsOnlyBlocksNobodyElseHolds) {
 // K/V its own tokens produce (so no hit ever served another prefix and no referenced block
 // was reused), referenced memory is what the live sequences hold, and the budget bounds
 // referenced and cached memory together.
+// Odd seeds add a disk tier and restarts: the cache is written out (or, as after a crash,
+// not), every live sequence is lost, a new cache opens the same directory, and sometimes a
+// block file is damaged in between. What the reference model demands does not change.
 TEST(KvCachePrefixTest, RandomStreamsMatchTheReferenceModel) {
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     std::mt19937 rng(seed);
     auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
     const int budget_blocks = uniform(12, 60);
-    KvCache cache(kLayout, budget_blocks * kBlock);
+    const bool tiered = seed % 2 == 1;
+    std::string dir;
+    if (tiered) {
+      std::string pattern =
+          (std::filesystem::path(::testing::TempDir()) / "kvprop-XXXXXX").string();
+      ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+      dir = pattern;
+    }
+    auto open_cache = [&]() {
+      auto cache = std::make_unique<KvCache>(kLayout, budget_blocks * kBlock);
+      if (tiered) {
+        // Sometimes a limit below what the streams write: files come and go.
+        absl::StatusOr<std::unique_ptr<KvDiskTier>> tier = KvDiskTier::Open(
+            {.dir = dir,
+             .max_bytes = uniform(0, 1) == 0 ? (int64_t{1} << 30) : 20 * (kBlock + 136),
+             .name_space = BlockKey{.lo = 1, .hi = 2},
+             .block_bytes = kBlock,
+             .warn = nullptr});
+        EXPECT_TRUE(tier.ok()) << tier.status();
+        cache->AttachDiskTier(*std::move(tier));
+      }
+      return cache;
+    };
+    std::unique_ptr<KvCache> owned = open_cache();
+    int64_t disk_reads = 0;
     std::vector<std::vector<int>> bases;
     for (int c = 0; c < 3; ++c)
       bases.push_back(Tokens(uniform(20, 70), static_cast<int>(seed) * 5 + c));
@@ -210,7 +240,30 @@ TEST(KvCachePrefixTest, RandomStreamsMatchTheReferenceModel) {
     std::vector<Live> live;
     int hits = 0;
     for (int op = 0; op < 400; ++op) {
-      const int kind = uniform(0, 9);
+      KvCache& cache = *owned;
+      const int kind = uniform(0, tiered ? 10 : 9);
+      if (kind == 10) {                               // a restart
+        if (uniform(0, 3) != 0) cache.SpillToDisk();  // a drain; else a crash
+        disk_reads += cache.disk_tier()->stats().reads;
+        live.clear();
+        owned.reset();
+        std::vector<std::filesystem::path> files;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+          if (e.is_regular_file()) files.push_back(e.path());
+        }
+        if (!files.empty() && uniform(0, 1) == 0) {  // a damaged file
+          const auto& victim = files[uniform(0, static_cast<int>(files.size()) - 1)];
+          if (uniform(0, 1) == 0) {
+            std::filesystem::resize_file(victim, uniform(0, 600));
+          } else {
+            std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(uniform(0, 600));
+            f.put(static_cast<char>(uniform(0, 255)));
+          }
+        }
+        owned = open_cache();
+        continue;
+      }
       if (kind <= 1 || live.empty()) {  // a request arrives
         Live r{0, static_cast<PrefixScope>(uniform(1, 2)), bases[uniform(0, 2)]};
         r.tokens.resize(r.tokens.size() * uniform(1, 3) / 2 + 1, 0);
@@ -263,6 +316,12 @@ TEST(KvCachePrefixTest, RandomStreamsMatchTheReferenceModel) {
       ASSERT_LE(cache.bytes_in_use() + cache.bytes_cached(), cache.budget_bytes());
     }
     EXPECT_GT(hits, 0) << "seed " << seed << " never reused a prefix: the test exercised nothing";
+    if (tiered) {
+      disk_reads += owned->disk_tier()->stats().reads;
+      EXPECT_GT(disk_reads, 0) << "seed " << seed << " never read a block back from disk";
+      owned.reset();
+      std::filesystem::remove_all(dir);
+    }
   }
 }
 
