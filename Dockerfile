@@ -25,7 +25,8 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
       libgrpc++1.51 libgrpc29 libprotobuf32 libdnnl2 libprometheus-cpp-pull1.0 \
       libprometheus-cpp-core1.0 libabsl20220623 libpcre2-8-0 libgomp1 libssl3 libxxhash0 \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --home /nonexistent textgen
+    && useradd --system --uid 10001 --home /nonexistent textgen \
+    && install -d -o textgen -g textgen /var/cache/textgen
 COPY --from=build /src/build/bin/textgen-server /src/build/bin/textgen /usr/local/bin/
 COPY models/default.gguf /models/default.gguf
 USER textgen

@@ -11,7 +11,9 @@ Prints one JSON report: per turn the cached tokens and status, and the checks:
   - every turn ended OK with a final `finished` message (nothing truncated, nothing lost);
   - follow-up turns with cached_tokens > 0 (>= 95% required when nothing is killed);
   - with a kill: every conversation whose replica went away recomputed its history exactly
-    once (one follow-up turn with cached_tokens == 0) and reused the cache again afterwards.
+    once (one follow-up turn with cached_tokens == 0) and reused the cache again afterwards;
+    with --shared-kv-dir (the replicas share --kv-cache-dir) none recomputed at all: the
+    replica a session moves to reads its history from the shared directory.
 Exit status 1 when a check fails.
 """
 import argparse
@@ -54,10 +56,17 @@ def parse_args():
     p.add_argument("--kill-metrics", default="",
                    help="the replica's /metrics URL: the kill waits until it runs a request")
     p.add_argument("--min-cached-ratio", type=float, default=0.95)
+    p.add_argument("--dump-histories", default="",
+                   help="write every conversation's tokens so far (JSON) for --continue-from")
+    p.add_argument("--continue-from", default="",
+                   help="go on with the conversations a --dump-histories file holds")
+    p.add_argument("--shared-kv-dir", action="store_true",
+                   help="the replicas share --kv-cache-dir: a moved session recomputes nothing")
     return p.parse_args()
 
 
 ARGS = parse_args()
+CONTINUED = json.load(open(ARGS.continue_from)) if ARGS.continue_from else {}
 sys.path.insert(0, ARGS.stubs)
 import grpc  # noqa: E402
 from textgen.v1 import textgen_pb2 as pb  # noqa: E402
@@ -67,6 +76,7 @@ from textgen.v1 import textgen_pb2_grpc as pb_grpc  # noqa: E402
 class Run:
     def __init__(self):
         self.turns = []  # dicts: conversation, turn, status, cached, prompt, finished, seconds
+        self.histories = {}  # conversation -> {"tokens": prompt + last reply, "turns": played}
         self.finished_turns = 0
         self.killed_at = None
         self.running_at_kill = None
@@ -136,13 +146,18 @@ async def play_turn(stub, run, conv, turn, prompt, rng):
 async def conversation(stub, run, conv, semaphore):
     rng = random.Random(conv)
     prompt = [1]  # BOS
-    for turn in range(ARGS.turns):
+    first = 0
+    if str(conv) in CONTINUED:  # its history so far, played elsewhere: every turn a follow-up
+        prompt, first = CONTINUED[str(conv)]["tokens"], CONTINUED[str(conv)]["turns"]
+        rng = random.Random(conv * 7919 + first)
+    for turn in range(first, first + ARGS.turns):
         prompt = prompt + [rng.randrange(10, 4000) for _ in range(ARGS.user_tokens)]
         async with semaphore:
             reply = await play_turn(stub, run, conv, turn, prompt, rng)
         if reply is None:
             return  # the conversation cannot go on: counted as a failure
         prompt = prompt + reply
+    run.histories[str(conv)] = {"tokens": prompt, "turns": first + ARGS.turns}
 
 
 def check(run):
@@ -177,6 +192,10 @@ def check(run):
         if report["follow_up_cached_ratio"] < ARGS.min_cached_ratio:
             failures.append(f"only {report['follow_up_cached_ratio']:.1%} of follow-up turns "
                             f"reused a cache (need {ARGS.min_cached_ratio:.0%})")
+    elif ARGS.shared_kv_dir:
+        if recomputed:
+            failures.append(f"conversations recomputed although the KV directory is shared: "
+                            f"{dict(list(recomputed.items())[:10])}")
     else:
         twice = {c: v for c, v in recomputed.items() if len(v) > 1}
         if twice:
@@ -216,6 +235,9 @@ async def main():
         if run.killed_at is not None:
             report["killed_after_seconds"] = round(run.killed_at - start, 2)
             report["replica_running_requests_at_kill"] = run.running_at_kill
+    if ARGS.dump_histories:
+        with open(ARGS.dump_histories, "w") as out:
+            json.dump(run.histories, out)
     print(json.dumps(report, indent=1))
     return 1 if report["failures"] else 0
 

@@ -6,9 +6,14 @@
 #   1. 50 conversations x 5 turns: at least 95% of follow-up turns reuse their replica's cache.
 #   2. 50 new conversations x 5 turns; one replica gets SIGTERM mid-run: every turn ends OK with
 #      its final message (running streams drain, new ones move, the client retries UNAVAILABLE),
-#      each moved conversation recomputes its history exactly once, and the replica exits 0.
+#      the replica exits 0, and no moved conversation recomputes its history: the replicas share
+#      one --kv-cache-dir (as the shipped compose file and manifests do), so the replica a
+#      session moves to reads it from there. (SHARED_KV_DIR=0: no directory; each moved
+#      conversation then recomputes its history exactly once.)
 #   3. The HTTP API through the balancer: a session's completions stay on one replica (cached tokens).
-#   4. Observability: promtool checks deploy/prometheus/*.yml; Debian's prometheus scrapes the
+#   5. The stopped replica restarts on the directory: conversations of step 1 continue on it
+#      from disk (every follow-up turn cached; its textgen_kv_disk_reads_total grows).
+#   5. Observability: promtool checks deploy/prometheus/*.yml; Debian's prometheus scrapes the
 #      replicas with the shipped prometheus.yml (targets rewritten) and answers the TTFT
 #      histogram_quantile with a number; every metric the Grafana dashboard and the alerts use is
 #      in a live /metrics scrape, and every dashboard query returns data.
@@ -22,6 +27,7 @@ B=${BUILD:-build}
 lb=${LB:-nginx}
 conversations=${CONVERSATIONS:-50}
 turns=${TURNS:-5}
+shared_kv=${SHARED_KV_DIR:-1}
 for tool in "$lb" prometheus promtool protoc /usr/bin/grpc_python_plugin; do
   command -v "$tool" >/dev/null || { echo "test-scale-out: $tool is missing (scripts/install-deps.sh --test)" >&2; exit 2; }
 done
@@ -44,13 +50,16 @@ from server_harness import generate_stubs; generate_stubs('proto', '$work/stubs'
 # Three replicas, one engine thread each (2 cores in all).
 names=(a b c)
 declare -A grpc_port http_port metrics_port pid_of
-for name in "${names[@]}"; do
+kv_flags=()
+[[ $shared_kv == 1 ]] && kv_flags=(--kv-cache-dir "$work/kv")
+replica() {  # replica NAME LOG: starts one, as the shipped deployment runs it
   "$B/bin/textgen-server" --model models/default.gguf --listen 127.0.0.1:0 \
     --http-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --threads 1 --max-batch 16 \
-    --drain-timeout 60s 2> "$work/replica-$name.log" &
-  pid_of[$name]=$!
+    --drain-timeout 60s "${kv_flags[@]}" 2> "$2" &
+  pid_of[$1]=$!
   pids+=("$!")
-done
+}
+for name in "${names[@]}"; do replica "$name" "$work/replica-$name.log"; done
 port() { grep -o "$2=[0-9]*" "$work/replica-$1.log" | head -1 | cut -d= -f2; }
 for name in "${names[@]}"; do
   for _ in $(seq 300); do grep -q http_port= "$work/replica-$name.log" 2>/dev/null && break; sleep 0.1; done
@@ -134,7 +143,7 @@ status=0
 echo "== 1. $conversations conversations x $turns turns through the balancer" >&2
 /usr/bin/python3 scripts/scale_out.py --target "127.0.0.1:$lb_grpc" --stubs "$work/stubs" \
   --conversations "$conversations" --turns "$turns" --reply-tokens 24 --session-prefix steady \
-  > "$work/steady.json" || status=1
+  --dump-histories "$work/steady-histories.json" > "$work/steady.json" || status=1
 cat "$work/steady.json" >&2
 
 # Which replica served most sessions is the one to stop: the failover then moves the most.
@@ -155,7 +164,7 @@ echo "== 2. again with replica $victim_name ($victim) stopped mid-run" >&2
   --conversations "$conversations" --turns "$turns" --reply-tokens 24 --session-prefix failover \
   --kill-pid "${pid_of[$victim_name]}" --kill-after "$((conversations * turns * 2 / 5))" \
   --kill-metrics "http://127.0.0.1:${metrics_port[$victim_name]}/metrics" \
-  > "$work/failover.json" || status=1
+  $([[ $shared_kv == 1 ]] && echo --shared-kv-dir) > "$work/failover.json" || status=1
 cat "$work/failover.json" >&2
 victim_exit=0
 wait "${pid_of[$victim_name]}" || victim_exit=$?
@@ -180,9 +189,25 @@ print(len(moved), len(bounced))
 PY
 )
 echo "sessions moved off $victim_name: ${moved% *}, moved more than once: ${moved#* }" >&2
-[[ ${moved#* } == 0 ]] || status=1
+[[ ${moved#* } == 0 && ${moved% *} -gt 0 ]] || status=1
 
-echo "== 3. HTTP API through the balancer: one session's completions on one replica" >&2
+restart_reads=0
+if [[ $shared_kv == 1 ]]; then
+  echo "== 3. replica $victim_name restarted on the directory continues step 1's conversations" >&2
+  replica "$victim_name" "$work/replica-$victim_name-restarted.log"
+  for _ in $(seq 300); do grep -q grpc_port= "$work/replica-$victim_name-restarted.log" && break; sleep 0.1; done
+  restarted_grpc=$(grep -o "grpc_port=[0-9]*" "$work/replica-$victim_name-restarted.log" | head -1 | cut -d= -f2)
+  restarted_metrics=$(grep -o "metrics_port=[0-9]*" "$work/replica-$victim_name-restarted.log" | head -1 | cut -d= -f2)
+  /usr/bin/python3 scripts/scale_out.py --target "127.0.0.1:$restarted_grpc" --stubs "$work/stubs" \
+    --conversations 10 --turns 2 --reply-tokens 24 --session-prefix steady --min-cached-ratio 1.0 \
+    --continue-from "$work/steady-histories.json" > "$work/restarted.json" || status=1
+  restart_reads=$(curl -s "http://127.0.0.1:$restarted_metrics/metrics" |
+    sed -n 's/^textgen_kv_disk_reads_total \([0-9.e+]*\)$/\1/p')
+  echo "restarted replica: $(grep -o '"follow_up_cached_ratio": [0-9.]*' "$work/restarted.json"), blocks read from disk: $restart_reads" >&2
+  [[ ${restart_reads%.*} -gt 0 ]] || status=1
+fi
+
+echo "== 4. HTTP API through the balancer: one session's completions on one replica" >&2
 http_result=$(/usr/bin/python3 - "$lb_http" <<'PY'
 import json, sys, urllib.request
 port = int(sys.argv[1])
@@ -203,7 +228,7 @@ PY
 echo "second HTTP turn cached_tokens=$http_result" >&2
 [[ ${http_result:-0} -gt 0 ]] || status=1
 
-echo "== 4. Prometheus, alerts and the Grafana dashboard against the live replicas" >&2
+echo "== 5. Prometheus, alerts and the Grafana dashboard against the live replicas" >&2
 survivor=${names[0]}
 [[ $survivor == "$victim_name" ]] && survivor=${names[1]}
 /usr/bin/python3 scripts/check_observability.py --prometheus "http://127.0.0.1:$prom_port" \
@@ -214,7 +239,7 @@ cat "$work/observability.json" >&2
 
 /usr/bin/python3 - "$work/steady.json" "$work/failover.json" "$victim_exit" "$drained" \
   "$moved" "${http_result:-0}" "${OUT:-/dev/stdout}" "${drain_seconds:-0}" \
-  "$work/observability.json" "$lb" <<'PY'
+  "$work/observability.json" "$lb" "$shared_kv" "${restart_reads:-0}" <<'PY'
 import json, sys
 steady, failover = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 observability = json.load(open(sys.argv[9]))
@@ -226,6 +251,8 @@ report = {"replicas": 3, "balancer": sys.argv[10],
           "failover_replica_drain_seconds": float(sys.argv[8]),
           "sessions_moved": moved, "sessions_moved_twice": bounced,
           "http_second_turn_cached_tokens": int(sys.argv[6]),
+          "shared_kv_cache_dir": sys.argv[11] == "1",
+          "restarted_replica_disk_block_reads": float(sys.argv[12] or 0),
           "observability": observability}
 with open(sys.argv[7], "w") as out:
     json.dump(report, out, indent=1)

@@ -240,6 +240,10 @@ void KvCache::Publish(SequenceId id, std::span<const int> tokens) {
     if (*indexed != mine) {  // computed twice: keep one copy (the K/V are bitwise equal)
       AddRef(*indexed);
       SetBlock(*seq, b, *indexed);
+    } else if (disk_ != nullptr) {
+      // Written as soon as it is computed: a crash loses none of it, and a replica sharing
+      // the directory can continue this prefix at once (~0.2 ms a MiB into the page cache).
+      disk_->Store(index_.RecordOf(mine), BlockBytes(mine));
     }
     seq->cursor = index_.CursorAfter(*indexed);
     ++seq->indexed;

@@ -37,9 +37,10 @@ using SequenceId = int32_t;
 // Memory: a block is referenced (by one or more sequences: counts against the budget), cached
 // (indexed, referenced by none: reclaimable, evicted least recently used first when a block
 // is needed), or free. So cached data never makes a Reserve fail: only referenced blocks
-// count, bytes_in_use() + new blocks <= budget. With a disk tier (AttachDiskTier), an
-// evicted block is written to disk first, and AttachPrefix continues a prefix from disk
-// where memory ends, reading blocks back into memory under the same budget. Blocks below a
+// count, bytes_in_use() + new blocks <= budget. With a disk tier (AttachDiskTier), a block
+// is written to disk when it is published (and, if that failed, when evicted or on drain),
+// and AttachPrefix continues a prefix from disk where memory ends, reading blocks back into
+// memory under the same budget. Blocks below a
 // sequence's length are never written again, so full blocks are shared as they are; the one block a
 // sequence still writes into is always its own (Truncate and Fork copy a shared partial block).
 //

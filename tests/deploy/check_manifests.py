@@ -6,7 +6,8 @@ the kinds a production deployment needs and agree with each other (selectors, na
 probe ports, the HPA target and metric) and with the image (the ports its ENTRYPOINT listens
 on, its non-root uid); the drain fits in the termination grace period; every textgen-server
 flag any of them passes exists in `textgen-server --help`; the balancers hash on the
-x-session-id header; Prometheus scrapes the metrics port.
+x-session-id header; Prometheus scrapes the metrics port; the replicas share one KV cache
+directory (a ReadWriteMany claim, a named compose volume).
 Exit status 1 with one line per problem.
 """
 import argparse
@@ -154,6 +155,21 @@ def check_kubernetes(flags, image_ports, image_uid):
           f"k8s: prometheus-adapter serves no {metric}")
     metrics_source = open(f"{ARGS.repo}/server/observability/metrics.cc").read()
     check(f'"{metric}"' in metrics_source, f"k8s: the server exports no metric {metric}")
+    # The KV cache directory: on a volume every replica mounts read-write (a session moving
+    # to another pod continues from it), backed by a claim that allows that.
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+    for path, name in mounts.items():
+        check(name in volumes, f"k8s: volumeMount {path} names no volume {name}")
+    kv_dir = args[args.index("--kv-cache-dir") + 1] if "--kv-cache-dir" in args else None
+    if check(kv_dir is not None, "k8s: no --kv-cache-dir (sessions die with their pod)"):
+        claim = volumes.get(mounts.get(kv_dir), {}).get("persistentVolumeClaim", {})
+        pvc = [d for d in by_kind.get("PersistentVolumeClaim", [])
+               if d["metadata"]["name"] == claim.get("claimName")]
+        check(bool(pvc) and "ReadWriteMany" in pvc[0]["spec"]["accessModes"],
+              f"k8s: --kv-cache-dir {kv_dir} is not on a ReadWriteMany claim the replicas share")
+        check(pod.get("securityContext", {}).get("fsGroup") == image_uid,
+              "k8s: no fsGroup: the textgen user cannot write the KV cache volume")
 
 
 def check_compose(flags, image_ports):
@@ -164,6 +180,16 @@ def check_compose(flags, image_ports):
     for name in replicas:
         unknown = [f for f in flags_in(services[name]["command"]) if f not in flags]
         check(not unknown, f"compose: {name} flags not in textgen-server --help: {unknown}")
+    kv_dirs = set()
+    for name in replicas:
+        command = services[name]["command"]
+        kv_dir = command[command.index("--kv-cache-dir") + 1] if "--kv-cache-dir" in command \
+            else None
+        mounted = {v.split(":")[1]: v.split(":")[0] for v in services[name].get("volumes", [])}
+        check(kv_dir in mounted and mounted[kv_dir] in compose.get("volumes", {}),
+              f"compose: {name} has no --kv-cache-dir on a named volume")
+        kv_dirs.add(mounted.get(kv_dir))
+    check(len(kv_dirs) == 1, f"compose: the replicas do not share one KV cache volume: {kv_dirs}")
     lb = open(f"{ARGS.repo}/deploy/nginx/textgen-lb.conf").read()
     for name in replicas:
         check(f"{name}:{image_ports['--listen']}" in lb, f"nginx: no upstream {name}")

@@ -343,13 +343,15 @@ std::vector<int> Prompt(int n, int salt) {
 TEST(KvCacheDiskTest, EvictedBlocksComeBackFromDiskBitwise) {
   TempDir dir;
   KvCache cache(kLayout, 8 * kBlock);
-  cache.AttachDiskTier(OpenTier(dir.path()));
   const std::vector<int> a = Prompt(4 * kB + 3, 1);
   SequenceId first = cache.NewSequence(5);
   ASSERT_TRUE(Compute(cache, first, a, static_cast<int>(a.size())));
   cache.Publish(first, a);
   const std::vector<std::byte> computed = Contents(cache, first);
   ASSERT_TRUE(cache.Free(first).ok());
+  // Attached after a's blocks were published (so not written then, as when that write
+  // failed): eviction is what writes them.
+  cache.AttachDiskTier(OpenTier(dir.path()));
   // Another prompt takes the whole budget: a's four cached blocks are evicted to disk.
   const std::vector<int> b = Prompt(8 * kB, 2);
   SequenceId other = cache.NewSequence(5);
@@ -367,7 +369,25 @@ TEST(KvCacheDiskTest, EvictedBlocksComeBackFromDiskBitwise) {
   EXPECT_EQ(cache.AttachPrefix(stranger, a, static_cast<int>(a.size()) - 1), 0);
 }
 
-TEST(KvCacheDiskTest, ARestartContinuesFromWhatTheDrainWrote) {
+TEST(KvCacheDiskTest, PublishedBlocksAreOnDiskAtOnceAndTheDrainWritesTheRest) {
+  TempDir dir;
+  const std::vector<int> a = Prompt(10 * kB, 1);
+  const std::vector<int> b = Prompt(3 * kB, 2);
+  KvCache cache(kLayout, 64 * kBlock);
+  SequenceId early = cache.NewSequence(1);  // published before the tier existed
+  ASSERT_TRUE(Compute(cache, early, b, static_cast<int>(b.size())));
+  cache.Publish(early, b);
+  cache.AttachDiskTier(OpenTier(dir.path()));
+  SequenceId id = cache.NewSequence(1);
+  ASSERT_TRUE(Compute(cache, id, a, static_cast<int>(a.size())));
+  cache.Publish(id, a);
+  EXPECT_EQ(cache.disk_tier()->stats().writes, 10) << "written when published (crash-safe)";
+  EXPECT_EQ(cache.SpillToDisk(), 3) << "the drain writes what is not on disk yet";
+  EXPECT_EQ(cache.SpillToDisk(), 0) << "written once";
+  EXPECT_EQ(BlockFiles(dir.path()).size(), 13u);
+}
+
+TEST(KvCacheDiskTest, ARestartContinuesFromWhatWasWritten) {
   TempDir dir;
   const std::vector<int> a = Prompt(10 * kB, 1);
   std::vector<std::byte> computed;
@@ -379,9 +399,6 @@ TEST(KvCacheDiskTest, ARestartContinuesFromWhatTheDrainWrote) {
     cache.Publish(id, a);
     computed = Contents(cache, id);
     ASSERT_TRUE(cache.Free(id).ok());
-    EXPECT_EQ(cache.disk_tier()->stats().writes, 0) << "nothing evicted yet";
-    EXPECT_EQ(cache.SpillToDisk(), 10);
-    EXPECT_EQ(cache.SpillToDisk(), 0) << "written once";
   }
   KvCache restarted(kLayout, 64 * kBlock);
   restarted.AttachDiskTier(OpenTier(dir.path()));
