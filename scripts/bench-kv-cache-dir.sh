@@ -21,43 +21,44 @@ work=$(mktemp -d)
 server=
 trap 'rm -rf "$work"; [[ -n $server ]] && kill $server 2>/dev/null || true' EXIT
 
-start() {  # start DIR LOG
+start() {  # start DIR LOG: a server on DIR; sets $port (HTTP)
   "$B/bin/textgen-server" --model "$model" --threads 2 --listen 127.0.0.1:0 \
     --http-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --kv-cache-mb 4096 \
-    --kv-cache-dtype "${KV_DTYPE:-f32}" --kv-cache-dir "$1" 2>"$2" &
+    --kv-cache-dtype "${KV_DTYPE:-f32}" --kv-cache-dir "$1" >/dev/null 2>"$2" &
   server=$!
   for _ in $(seq 600); do grep -q http_port= "$2" && break; sleep 0.5; done
-  grep -o 'http_port=[0-9]*' "$2" | head -1 | cut -d= -f2
+  port=$(grep -o 'http_port=[0-9]*' "$2" | head -1 | cut -d= -f2)
 }
-stop() {  # stop LOG: SIGTERM, wait; prints the drain's wall time in ms
+stop() {  # stop: SIGTERM, wait; sets $stop_ms (the drain's wall time)
   local t0 t1
   t0=$(date +%s%N)
   kill -TERM "$server"
   wait "$server" 2>/dev/null || true
   t1=$(date +%s%N)
   server=
-  echo $(((t1 - t0) / 1000000))
+  stop_ms=$(((t1 - t0) / 1000000))
 }
 turn() { NODE_PATH=$modules node "$here/lib/bench_turn_ttft.js" "$@"; }
 
 for round in $(seq "$rounds"); do
   echo "== round $round ($(date +%T))" >&2
   dir=$work/cache-$round state=$work/state-$round.json
-  port=$(start "$dir" "$work/log1")
+  start "$dir" "$work/log1"
   turn "$port" recompute "$state"
   turn "$port" warm "$state"
-  drain_ms=$(stop "$work/log1")
+  stop
+  drain_ms=$stop_ms
   written=$(grep -o 'wrote [0-9]* blocks ([0-9.]* MiB)' "$work/log1" | tail -1)
-  port=$(start "$dir" "$work/log2")
+  start "$dir" "$work/log2"
   load=$(grep -o 'load_time=[0-9.]*s' "$work/log2" | head -1)
   opened=$(grep -o 'opened in [0-9.]*s' "$work/log2" | head -1)
   turn "$port" disk "$state"
-  stop "$work/log2" >/dev/null
+  stop
   sync
-  if echo 1 2>/dev/null >/proc/sys/vm/drop_caches; then
-    port=$(start "$dir" "$work/log3")
+  if (echo 1 >/proc/sys/vm/drop_caches) 2>/dev/null; then
+    start "$dir" "$work/log3"
     turn "$port" disk-cold "$state"
-    stop "$work/log3" >/dev/null
+    stop
   else
     echo "note: cannot drop the page cache here; no disk-cold turn" >&2
   fi

@@ -357,6 +357,18 @@ absl::Status KvCache::Append(SequenceId id, int n) {
   return absl::OkStatus();
 }
 
+ops::PagedKvLayout KvCache::LayerLayout(int layer) const {
+  return ops::PagedKvLayout{
+      .block_tokens = kBlockTokens,
+      .n_kv_heads = layout_.n_kv_heads,
+      .head_dim = layout_.head_dim,
+      .k_offset = ElementOffset(layer, 0, 0, 0),
+      .v_offset = ElementOffset(layer, 1, 0, 0),
+      .head_stride = static_cast<int64_t>(kBlockTokens) * layout_.head_dim,
+      // 2-byte elements are IEEE half: the cache's element size is the one record of it.
+      .f16 = layout_.bytes_per_element == 2};
+}
+
 std::byte* const* KvCache::BlockTable(SequenceId id) const {
   const Sequence* seq = Find(id);
   return seq == nullptr ? nullptr : seq->data.data();

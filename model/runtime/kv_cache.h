@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "model/kernels/attention.h"
 #include "model/kernels/huge_page_arena.h"
 #include "model/runtime/kv_disk_tier.h"
 #include "model/runtime/prefix_index.h"
@@ -150,6 +151,8 @@ class KvCache {
            static_cast<int64_t>(slot) * layout_.head_dim;
   }
   int64_t block_bytes() const { return block_bytes_; }
+  // Where layer `layer`'s K and V sit in every block, for the attention kernels.
+  ops::PagedKvLayout LayerLayout(int layer) const;
 
  private:
   struct Block {

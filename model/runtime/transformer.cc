@@ -65,15 +65,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     pl.rope->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
     pl.rope->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
   }
-  ops::PagedKvLayout kv;
-  kv.block_tokens = KvCache::kBlockTokens;
-  kv.n_kv_heads = c.n_kv_heads;
-  kv.head_dim = c.head_dim;
-  kv.k_offset = cache.ElementOffset(layer, 0, 0, 0);
-  kv.v_offset = cache.ElementOffset(layer, 1, 0, 0);
-  kv.head_stride = static_cast<int64_t>(KvCache::kBlockTokens) * c.head_dim;
-  // The cache's element size is the one record of how K/V are stored (2 bytes: IEEE half).
-  kv.f16 = cache.layout().bytes_per_element == sizeof(uint16_t);
+  const ops::PagedKvLayout kv = cache.LayerLayout(layer);
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
                       scores_.data(), c.context_length, pl.scoring);

@@ -37,7 +37,7 @@ async function main() {
   let ttft = null;
   let answer = '';
   let usage = null;
-  const stream = await client.completions.create({ model: 'default', prompt, max_tokens: MAX_TOKENS,
+  const stream = await client.completions.create({ model: 'llama-3.2-1b-shape', prompt, max_tokens: MAX_TOKENS,
     temperature: 0, stream: true, stream_options: { include_usage: true } });
   for await (const chunk of stream) {
     if (chunk.choices && chunk.choices.length && chunk.choices[0].text) {

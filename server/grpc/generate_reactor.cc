@@ -29,8 +29,6 @@ v1::FinishReason ToProto(FinishReason reason) {
       return v1::FINISH_REASON_STOP_TOKEN;
     case FinishReason::kLength:
       return v1::FINISH_REASON_LENGTH;
-    case FinishReason::kContextFull:
-      return v1::FINISH_REASON_CONTEXT_FULL;
   }
   return v1::FINISH_REASON_UNSPECIFIED;
 }
@@ -205,8 +203,7 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
       AppendDelta("", finished->token_ids, finished->logprobs, tokenizer_, response_);
       v1::Finished* out = response_.mutable_finished();
       out->set_reason(ToProto(finished->reason));
-      if (parser_ && !parser_->tool_calls().empty() && finished->reason != FinishReason::kLength &&
-          finished->reason != FinishReason::kContextFull) {
+      if (parser_ && !parser_->tool_calls().empty() && finished->reason != FinishReason::kLength) {
         out->set_reason(v1::FINISH_REASON_TOOL_CALLS);
       }
       if (parser_) {

@@ -183,7 +183,6 @@ std::string ApiErrorJson(const ApiError& error) {
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
     case FinishReason::kLength:
-    case FinishReason::kContextFull:
       return "length";
     case FinishReason::kEos:
     case FinishReason::kStopSequence:
@@ -226,7 +225,7 @@ model::ChatOutputDelta OpenAiResponseWriter::Read(const std::string& text, bool 
 }
 
 const char* OpenAiResponseWriter::FinishReasonOf(FinishReason reason) const {
-  const bool ended = reason != FinishReason::kLength && reason != FinishReason::kContextFull;
+  const bool ended = reason != FinishReason::kLength;
   if (ended && parser_ && !parser_->tool_calls().empty()) return "tool_calls";
   return FinishReasonName(reason);
 }

@@ -70,18 +70,20 @@ BatchingScheduler::~BatchingScheduler() {
 absl::Status BatchingScheduler::Submit(ValidatedRequest request, std::shared_ptr<StreamSink> sink) {
   absl::Status status;
   const int64_t prompt = static_cast<int64_t>(request.prompt_tokens.size());
-  const int64_t need =
-      std::min<int64_t>(prompt + std::max(request.stopping.max_new_tokens, 1), context_length_);
+  const int64_t need = prompt + std::max(request.stopping.max_new_tokens, 1);
   if (sink == nullptr) {
     status = absl::InvalidArgumentError(
         absl::StrCat("request ", request.request_id, ": no stream sink"));
   } else if (prompt == 0) {
     status = absl::InvalidArgumentError(
         absl::StrCat("request ", request.request_id, ": prompt_tokens is empty"));
-  } else if (prompt > context_length_) {
-    status =
-        absl::OutOfRangeError(absl::StrCat("request ", request.request_id, ": prompt has ", prompt,
-                                           " tokens, the model context is ", context_length_));
+  } else if (need > context_length_) {
+    // Validation resolves max_new_tokens to fit the context (and tells the client); this is
+    // the one check that a request claiming to be validated keeps that promise.
+    status = absl::InvalidArgumentError(
+        absl::StrCat("request ", request.request_id, ": prompt (", prompt, ") + max_new_tokens (",
+                     request.stopping.max_new_tokens, ") exceed the model context of ",
+                     context_length_, " tokens; validation should have refused it"));
   } else if (need > max_fit_tokens_) {
     status = absl::ResourceExhaustedError(
         absl::StrCat("request ", request.request_id, " needs ", need,
@@ -240,7 +242,7 @@ model::PrefixScope BatchingScheduler::ScopeOf(const Sequence& seq) {
 
 BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Time now) {
   const std::string& sid = seq.session_id();
-  const int need = seq.TokensNeeded(context_length_);
+  const int need = seq.TokensNeeded();
   const std::vector<int>& prompt = seq.request().prompt_tokens;
   Session* session = sid.empty() ? nullptr : sessions_.Find(sid);
   const bool hit = session != nullptr;
@@ -395,7 +397,7 @@ void BatchingScheduler::Step() {
   engine_->ParallelFor(static_cast<int>(sampled_.size()), [&](int i) {
     sampled_[i].result = sampled_[i].seq->Sample(result->Row(i));
   });
-  for (Sampled& s : sampled_) s.seq->Emit(std::move(s.result), context_length_, now, observer_);
+  for (Sampled& s : sampled_) s.seq->Emit(std::move(s.result), now, observer_);
   if (observer_ != nullptr) {
     observer_->OnStep(static_cast<int>(slots.size()), decodes + prefill_tokens, prefill_tokens,
                       absl::ToDoubleSeconds(now - start));

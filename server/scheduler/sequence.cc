@@ -23,9 +23,8 @@ Sequence::Sequence(ValidatedRequest request, std::shared_ptr<StreamSink> sink,
 
 Sequence::~Sequence() = default;
 
-int Sequence::TokensNeeded(int context_length) const {
-  int64_t want = int64_t{prompt_length()} + std::max(request_.stopping.max_new_tokens, 1);
-  return static_cast<int>(std::min<int64_t>(want, context_length));
+int Sequence::TokensNeeded() const {
+  return prompt_length() + std::max(request_.stopping.max_new_tokens, 1);
 }
 
 void Sequence::Start(KvSequence kv, int cached_tokens, const model::Tokenizer* tokenizer,
@@ -174,8 +173,7 @@ model::SampleResult Sequence::Sample(std::span<const float> logits) {
   return result;
 }
 
-bool Sequence::Emit(model::SampleResult sample, int context_length, absl::Time now,
-                    SchedulerObserver* observer) {
+bool Sequence::Emit(model::SampleResult sample, absl::Time now, SchedulerObserver* observer) {
   if (!failure_.ok()) return true;
   if (constraint_done_) {
     finish_reason_ = FinishReason::kEos;
@@ -212,9 +210,6 @@ bool Sequence::Emit(model::SampleResult sample, int context_length, absl::Time n
   }
   const int n = static_cast<int>(generated_.size());
   if (!finish_reason_ && n >= stop.max_new_tokens) finish_reason_ = FinishReason::kLength;
-  if (!finish_reason_ && prompt_length() + n >= context_length) {
-    finish_reason_ = FinishReason::kContextFull;
-  }
   if (finish_reason_) return true;  // everything pending goes into the FinishedEvent
 
   if (!pending_text_.empty()) {

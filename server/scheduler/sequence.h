@@ -34,8 +34,9 @@ class Sequence {
   absl::Time arrival() const { return arrival_; }
   absl::Time deadline() const { return request_.deadline; }
   int prompt_length() const { return static_cast<int>(request_.prompt_tokens.size()); }
-  // K/V tokens the whole request may need (prompt + max_new_tokens, capped by the context).
-  int TokensNeeded(int context_length) const;
+  // K/V tokens the whole request may need: prompt + max_new_tokens (within the context: a
+  // ValidatedRequest's promise, which Scheduler::Submit holds it to).
+  int TokensNeeded() const;
 
   // Whether the client is gone (closed sink, or a Push that returned false).
   bool Dropped() const { return dropped_ || sink_->IsClosed(); }
@@ -66,8 +67,7 @@ class Sequence {
   model::SampleResult Sample(std::span<const float> logits);
   // Takes the sampled token: checks the stop conditions and pushes a TokenEvent when text is
   // ready. Engine thread only. Returns true when the request is finished.
-  bool Emit(model::SampleResult sample, int context_length, absl::Time now,
-            SchedulerObserver* observer);
+  bool Emit(model::SampleResult sample, absl::Time now, SchedulerObserver* observer);
 
   bool finished() const { return finish_reason_.has_value(); }
   // Set when the request cannot go on (its constraint tripped a limit); the scheduler fails it.

@@ -10,7 +10,9 @@
 
 namespace textgen::server {
 
-enum class FinishReason { kEos, kStopSequence, kStopToken, kLength, kContextFull };
+// Why a generation ended. (No "context full": validation resolves max_new_tokens to fit the
+// context, so kLength always comes first.)
+enum class FinishReason { kEos, kStopSequence, kStopToken, kLength };
 
 // New tokens of one request (possibly several when text was held back for a stop string).
 struct TokenEvent {

@@ -211,7 +211,7 @@ TEST_F(HttpApiTest, ChatStreamIsServerSentEventsWithUsageAndDone) {
   EXPECT_EQ(no_template.status, 409);
   EXPECT_THAT(no_template.body, HasSubstr("template"));
 
-  std::thread engine = Engine(FinishReason::kContextFull);
+  std::thread engine = Engine(FinishReason::kLength);
   const Reply reply = Post("/v1/completions", R"({"prompt": "abc", "stream": true,
                                   "stream_options": {"include_usage": true}})");
   engine.join();

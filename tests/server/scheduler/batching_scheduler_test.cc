@@ -682,15 +682,20 @@ TEST_F(SchedulerTest, AnyEndOfGenerationTokenStops) {
   EXPECT_NE(masked.tokens[1], end_of_turn);  // the scripted end of turn was masked
 }
 
-TEST_F(SchedulerTest, ContextFull) {
+// Validation owns the context rule; the scheduler only refuses a request that breaks it.
+TEST_F(SchedulerTest, ARequestPastTheContextIsRefusedAtSubmit) {
   Start({}, 64, /*context=*/32);
-  Outcome out = RunOne(MakeRequest(Prompt(2, 20), 50));
+  Outcome out = RunOne(MakeRequest(Prompt(2, 20), 12));  // exactly fills the context
   ASSERT_TRUE(out.finished);
-  EXPECT_EQ(out.finished->reason, FinishReason::kContextFull);
+  EXPECT_EQ(out.finished->reason, FinishReason::kLength);
   EXPECT_EQ(out.finished->usage.completion_tokens, 12);
+  const absl::Status past =
+      scheduler_->Submit(MakeRequest(Prompt(2, 20), 13), std::make_shared<RecordingSink>());
+  EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(past.message()), HasSubstr("exceed the model context of 32 tokens"));
   EXPECT_EQ(
       scheduler_->Submit(MakeRequest(Prompt(2, 33), 1), std::make_shared<RecordingSink>()).code(),
-      absl::StatusCode::kOutOfRange);
+      absl::StatusCode::kInvalidArgument);
 }
 
 // ---- Sessions ----
