@@ -85,6 +85,15 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
         model::CreateTokenizer(model_->tokenizer);
     ASSERT_TRUE(tok.ok()) << tok.status();
     tokenizer_ = *std::move(tok);
+    model_path_ = path;
+    StartEngine("");
+  }
+  void TearDown() override { scheduler_.reset(); }
+
+  // A fresh engine and scheduler (a "restart"); with `kv_dir`, its KV cache keeps blocks there.
+  void StartEngine(const std::string& kv_dir) {
+    scheduler_.reset();
+    engine_.reset();
     model::EngineOptions engine_options;
     engine_options.threads = 1;
     engine_options.kv_cache_bytes = int64_t{64} << 20;
@@ -93,12 +102,25 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
         model::Engine::Create(*model_, engine_options);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
+    if (!kv_dir.empty()) {
+      model::KvCache& cache = engine_->kv_cache();
+      absl::StatusOr<model::BlockKey> name_space =
+          model::KvDiskNamespace(model_path_, cache.layout(), "f32");
+      ASSERT_TRUE(name_space.ok()) << name_space.status();
+      absl::StatusOr<std::unique_ptr<model::KvDiskTier>> tier =
+          model::KvDiskTier::Open({.dir = kv_dir,
+                                   .max_bytes = int64_t{1} << 30,
+                                   .name_space = *name_space,
+                                   .block_bytes = cache.block_bytes(),
+                                   .warn = nullptr});
+      ASSERT_TRUE(tier.ok()) << tier.status();
+      cache.AttachDiskTier(*std::move(tier));
+    }
     SchedulerOptions options;
     options.max_batch_sequences = 64;
     options.max_batch_tokens = 96;  // forces chunked prefill next to decodes in the batch
     scheduler_ = CreateBatchingScheduler(engine_.get(), tokenizer_.get(), options, &observer_);
   }
-  void TearDown() override { scheduler_.reset(); }
 
   ValidatedRequest Make(const std::string& text, int variant, int max_new) {
     ValidatedRequest r;
@@ -136,6 +158,7 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
   }
 
   int cold_principals_ = 0;
+  std::string model_path_;
   MaxBatchObserver observer_;
   std::unique_ptr<model::LoadedModel> model_;
   std::unique_ptr<model::Tokenizer> tokenizer_;
@@ -393,6 +416,47 @@ TEST_P(RealEngineSchedulerTest, SharedPrefixIsComputedOnceAndGivesTheSameTokens)
   ASSERT_TRUE(isolated.finished) << isolated.error;
   EXPECT_EQ(isolated.finished->usage.cached_tokens, 0);
   EXPECT_THAT(isolated.tokens, ElementsAreArray(expected[0]));
+}
+
+// The same requests before and after a restart on a KV cache directory: after it, their shared
+// prefix and their own full blocks come from disk, and every answer is bitwise the one
+// computed cold.
+TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameTokens) {
+  constexpr int kNew = 10;
+  const std::string kv_dir =
+      (std::filesystem::path(::testing::TempDir()) / ("kv_dir_" + GetParam())).string();
+  std::filesystem::remove_all(kv_dir);
+  StartEngine(kv_dir);
+  std::vector<int> system;
+  while (system.size() < 100) {
+    std::vector<int> more = tokenizer_->Encode(" Tom had a small dog that liked to run and jump.",
+                                               /*add_bos=*/false);
+    system.insert(system.end(), more.begin(), more.end());
+  }
+  std::vector<ValidatedRequest> requests;
+  std::vector<std::vector<int>> expected;
+  for (int i = 0; i < 4; ++i) {
+    ValidatedRequest r = Make(Prompts()[i], i, kNew);
+    r.prompt_tokens.insert(r.prompt_tokens.begin() + 1, system.begin(), system.end());
+    r.principal = "tenant";
+    expected.push_back(RunAlone(Cold(r)));
+    requests.push_back(std::move(r));
+  }
+  for (int i = 0; i < 4; ++i) {  // computed (and written) under the tenant's scope
+    EXPECT_THAT(RunAlone(requests[i]), ElementsAreArray(expected[i])) << "request " << i;
+  }
+  StartEngine(kv_dir);
+  const int shared = static_cast<int>(1 + system.size()) / 16 * 16;
+  for (int i = 0; i < 4; ++i) {
+    testing::Outcome out = Run(requests[i]);
+    ASSERT_TRUE(out.finished) << out.error;
+    EXPECT_GE(out.finished->usage.cached_tokens, shared) << "request " << i;
+    EXPECT_THAT(out.tokens, ElementsAreArray(expected[i])) << "request " << i;
+  }
+  scheduler_.reset();  // the engine thread is gone: its stats can be read here
+  EXPECT_GE(engine_->kv_cache().disk_tier()->stats().reads, shared / 16);
+  EXPECT_EQ(engine_->kv_cache().disk_tier()->stats().rejected, 0);
+  std::filesystem::remove_all(kv_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
