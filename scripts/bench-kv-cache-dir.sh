@@ -21,10 +21,12 @@ work=$(mktemp -d)
 server=
 trap 'rm -rf "$work"; [[ -n $server ]] && kill $server 2>/dev/null || true' EXIT
 
-start() {  # start DIR LOG: a server on DIR; sets $port (HTTP)
+start() {  # start DIR LOG: a server on DIR (none when DIR is -); sets $port (HTTP)
+  local dir_flags=(--kv-cache-dir "$1")
+  [[ $1 == - ]] && dir_flags=()
   "$B/bin/textgen-server" --model "$model" --threads 2 --listen 127.0.0.1:0 \
     --http-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --kv-cache-mb 4096 \
-    --kv-cache-dtype "${KV_DTYPE:-f32}" --kv-cache-dir "$1" >/dev/null 2>"$2" &
+    --kv-cache-dtype "${KV_DTYPE:-f32}" "${dir_flags[@]}" >/dev/null 2>"$2" &
   server=$!
   for _ in $(seq 600); do grep -q http_port= "$2" && break; sleep 0.5; done
   port=$(grep -o 'http_port=[0-9]*' "$2" | head -1 | cut -d= -f2)
@@ -43,6 +45,10 @@ turn() { NODE_PATH=$modules node "$here/lib/bench_turn_ttft.js" "$@"; }
 for round in $(seq "$rounds"); do
   echo "== round $round ($(date +%T))" >&2
   dir=$work/cache-$round state=$work/state-$round.json
+  # The baseline of the write cost: the same first turn on a server without a directory.
+  start - "$work/log0"
+  turn "$port" recompute-no-dir "$work/state-$round-no-dir.json"
+  stop
   start "$dir" "$work/log1"
   turn "$port" recompute "$state"
   turn "$port" warm "$state"
