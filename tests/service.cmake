@@ -2,6 +2,8 @@
 if(TARGET textgen_service)
   textgen_test(validation_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/validation_test.cc
                LIBS textgen_service)
+  textgen_test(tokenize_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/tokenize_test.cc
+               LIBS textgen_service)
   textgen_test(tool_plan_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/tool_plan_test.cc
                LIBS textgen_service)
   textgen_test(event_outbox_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/event_outbox_test.cc

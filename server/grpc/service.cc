@@ -8,16 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
-#include "model/tokenizer/utf8.h"
 #include "server/core/session_routing.h"
+#include "server/core/tokenize.h"
 #include "server/grpc/status_mapping.h"
 
 namespace textgen::server {
 namespace {
-
-// Largest Tokenize text / Detokenize id list accepted (the model's context is far smaller).
-constexpr size_t kMaxTokenizeBytes = 1 << 20;
-constexpr int kMaxDetokenizeIds = 1 << 18;
 
 absl::Status LoadingError() {
   return absl::UnavailableError("the model is still loading; retry in a moment");
@@ -143,24 +139,9 @@ grpc::ServerUnaryReactor* TextGenerationService::Tokenize(grpc::CallbackServerCo
                                                           v1::TokenizeResponse* response) {
   absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, nullptr);
   if (!backend.ok()) return FinishUnary(context, backend.status());
-  const ServiceBackend* ready = *backend;
-  const std::string& text = request->text();
-  if (text.size() > kMaxTokenizeBytes) {
-    return FinishUnary(context, absl::InvalidArgumentError(
-                                    absl::StrCat("text is ", text.size(), " bytes; at most ",
-                                                 kMaxTokenizeBytes, " are allowed")));
-  }
-  if (absl::Status status = model::CheckUtf8(text, "text"); !status.ok()) {
-    return FinishUnary(context, status);
-  }
-  const bool add_bos = request->has_add_bos() ? request->add_bos() : ready->validation.add_bos;
-  const model::Tokenizer& tokenizer = *ready->tokenizer;
-  for (int id : request->parse_special() ? tokenizer.EncodeWithSpecialTokens(text, add_bos, {})
-                                         : tokenizer.Encode(text, add_bos)) {
-    response->add_ids(id);
-    response->add_tokens(model::SanitizeUtf8(ready->tokenizer->TokenText(id)));
-  }
-  return FinishUnary(context, absl::OkStatus());
+  const ServiceBackend& ready = **backend;
+  return FinishUnary(
+      context, server::Tokenize(*ready.tokenizer, ready.validation.add_bos, *request, *response));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServerContext* context,
@@ -168,21 +149,7 @@ grpc::ServerUnaryReactor* TextGenerationService::Detokenize(grpc::CallbackServer
                                                             v1::DetokenizeResponse* response) {
   absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, nullptr);
   if (!backend.ok()) return FinishUnary(context, backend.status());
-  const ServiceBackend* ready = *backend;
-  if (request->ids_size() > kMaxDetokenizeIds) {
-    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat(
-                                    "ids has ", request->ids_size(), " entries; at most ",
-                                    kMaxDetokenizeIds, " are allowed")));
-  }
-  if (absl::Status status = ValidateTokenIds(request->ids(), ready->tokenizer->vocab_size(), "ids");
-      !status.ok()) {
-    return FinishUnary(context, status);
-  }
-  const std::string text = ready->tokenizer->Decode(
-      std::vector<int>(request->ids().begin(), request->ids().end()), request->render_control());
-  // Ids may split a UTF-8 character; a proto3 string must stay valid.
-  response->set_text(model::SanitizeUtf8(text));
-  return FinishUnary(context, absl::OkStatus());
+  return FinishUnary(context, server::Detokenize(*(*backend)->tokenizer, *request, *response));
 }
 
 grpc::ServerUnaryReactor* TextGenerationService::GetModelInfo(

@@ -7,6 +7,7 @@ add_library(textgen_http STATIC
   ${CMAKE_CURRENT_LIST_DIR}/openai_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_response.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_stream.cc
+  ${CMAKE_CURRENT_LIST_DIR}/tokenize_route.cc
 )
 target_link_libraries(textgen_http
   PUBLIC textgen_http_transport textgen_server_core textgen_observability textgen_auth absl::status absl::statusor absl::strings absl::time

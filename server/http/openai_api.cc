@@ -17,6 +17,7 @@
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
 #include "server/http/openai_stream.h"
+#include "server/http/tokenize_route.h"
 #include "server/observability/request_report.h"
 
 namespace textgen::server::http {
@@ -73,11 +74,13 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
   const bool chat = path == "/v1/chat/completions";
   const bool completion = path == "/v1/completions";
   const bool models = path == "/v1/models" || absl::StartsWith(path, kModelsPrefix);
-  if (!chat && !completion && !models) {
+  const bool tokenize = path == "/tokenize";
+  const bool detokenize = path == "/detokenize";
+  if (!chat && !completion && !models && !tokenize && !detokenize) {
     return exchange->Respond(ErrorResponse(ApiErrorForHttpStatus(
         404, absl::StrCat("no route ", request.method, " ", path,
                           "; textgen serves POST /v1/chat/completions, POST /v1/completions, "
-                          "GET /v1/models and GET /health"))));
+                          "GET /v1/models, POST /tokenize, POST /detokenize and GET /health"))));
   }
   std::string principal;
   if (options_.authenticator != nullptr) {
@@ -106,6 +109,7 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
   }
   if (backend == nullptr)
     return exchange->Respond(ErrorResponse(ApiErrorFromStatus(LoadingError())));
+  if (tokenize || detokenize) return ServeTokenizeRoute(request, exchange, *backend, detokenize);
   if (models) {
     return ListModels(exchange, *backend,
                       path.size() > kModelsPrefix.size()

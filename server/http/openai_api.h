@@ -25,7 +25,7 @@ struct OpenAiApiOptions {
 
 // The OpenAI-compatible routes over the same backend as the gRPC service:
 //   POST /v1/chat/completions, POST /v1/completions (streaming or not), GET /v1/models,
-//   GET /v1/models/{id}, GET /health.
+//   GET /v1/models/{id}, POST /tokenize, POST /detokenize (tokenize_route.h), GET /health.
 // A request is parsed into textgen's own request message and goes through the same
 // validation, scheduler, limits and metrics as gRPC; errors come back in OpenAI's JSON shape
 // (see ApiErrorFromStatus). Until SetBackend() every route but /health answers 503.

@@ -329,6 +329,36 @@ TEST_F(HttpApiTest, ModelsListTheServedModel) {
   EXPECT_EQ(Get("/v1/models/other").status, 404);
 }
 
+TEST_F(HttpApiTest, TokenizeAndDetokenizeSpeakTheGrpcMessagesAsJson) {
+  EXPECT_EQ(Post("/tokenize", R"({"text": "hi"})").status, 503) << "before the model is loaded";
+  Ready();
+  const Reply tokens = Post("/tokenize", R"({"text": "hi", "add_bos": false})");
+  ASSERT_EQ(tokens.status, 200) << tokens.body;
+  EXPECT_EQ(tokens.content_type, "application/json");
+  const Json parsed = Json::parse(tokens.body);
+  EXPECT_EQ(parsed["ids"], Json::array({'h' + 3, 'i' + 3}));
+  EXPECT_EQ(parsed["tokens"], Json::array({"h", "i"}));
+  // lowerCamelCase as protobuf's JSON mapping allows; unset, BOS is what the model says.
+  EXPECT_EQ(Json::parse(Post("/tokenize", R"({"text": "", "addBos": false})").body)["ids"],
+            Json::array());
+  backend_.validation.add_bos = true;
+  EXPECT_EQ(Json::parse(Post("/tokenize", R"({"text": ""})").body)["ids"], Json::array({1}));
+  const Reply text = Post("/detokenize", R"({"ids": [107, 108]})");
+  ASSERT_EQ(text.status, 200) << text.body;
+  EXPECT_EQ(Json::parse(text.body)["text"], "hi");
+
+  const Reply unknown = Post("/tokenize", R"({"prompt": "hi"})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_THAT(unknown.body, HasSubstr("prompt"));
+  const Reply wrong_type = Post("/detokenize", R"({"ids": [1.5]})");
+  EXPECT_EQ(wrong_type.status, 400);
+  const Reply out_of_range = Post("/detokenize", R"({"ids": [5000]})");
+  EXPECT_EQ(out_of_range.status, 400);
+  EXPECT_THAT(Json::parse(out_of_range.body)["error"]["message"].get<std::string>(),
+              HasSubstr("5000"));
+  EXPECT_EQ(Get("/tokenize").status, 405);
+}
+
 TEST_F(HttpApiTest, KeepAliveServesRequestsInTurn) {
   Ready();
   tcp::socket socket = Connect();
