@@ -11,4 +11,5 @@ add_library(textgen_http STATIC
 )
 target_link_libraries(textgen_http
   PUBLIC textgen_http_transport textgen_server_core textgen_observability textgen_auth absl::status absl::statusor absl::strings absl::time
-  PRIVATE Boost::headers nlohmann_json::nlohmann_json Threads::Threads textgen_warnings)
+         nlohmann_json::nlohmann_json
+  PRIVATE Boost::headers Threads::Threads textgen_warnings)

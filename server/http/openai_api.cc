@@ -258,24 +258,41 @@ void OpenAiApi::Finish(Preparation& p) const {
   const OpenAiRequest& parsed = *p.parsed;
   record.request_id = validated.request_id;
   record.prompt_tokens = static_cast<int>(validated.prompt_tokens.size());
-  OpenAiStreamOptions stream_options;
-  stream_options.stream = parsed.stream;
-  stream_options.writer.kind =
+  OpenAiResponseWriter::Options writer;
+  writer.kind =
       p.chat ? OpenAiResponseWriter::Kind::kChat : OpenAiResponseWriter::Kind::kCompletion;
-  stream_options.writer.id = absl::StrCat(p.chat ? "chatcmpl-" : "cmpl-", validated.request_id);
-  stream_options.writer.created = absl::ToUnixSeconds(p.arrival);
-  stream_options.writer.model = backend.model_info.name();
-  stream_options.writer.logprobs = validated.output.logprobs;
-  stream_options.writer.include_usage = parsed.stream && parsed.include_usage;
-  stream_options.writer.last_prompt_token = validated.prompt_tokens.back();
-  stream_options.writer.reply = validated.reply;
+  writer.id = absl::StrCat(p.chat ? "chatcmpl-" : "cmpl-", validated.request_id);
+  writer.created = absl::ToUnixSeconds(p.arrival);
+  writer.model = backend.model_info.name();
+  writer.logprobs = validated.output.logprobs;
+  writer.include_usage = parsed.stream && parsed.include_usage;
+  writer.last_prompt_token = validated.prompt_tokens.back();
+  // `n` choices: the same request n times, choice i sampled with seed + i (and its tool call
+  // ids drawn from id_seed + i). Submitted together, they compute the prompt once: the first
+  // admitted computes it, the others take its blocks from the prefix cache.
+  std::vector<ValidatedRequest> requests;
+  OpenAiStreamOptions stream_options;
+  for (int i = 0; i < parsed.choices; ++i) {
+    ValidatedRequest copy = i + 1 < parsed.choices ? validated : std::move(validated);
+    copy.sampling.seed += static_cast<uint64_t>(i);
+    if (copy.reply.has_value()) copy.reply->id_seed += static_cast<uint64_t>(i);
+    writer.index = i;
+    writer.reply = copy.reply;
+    stream_options.choices.push_back(writer);
+    requests.push_back(std::move(copy));
+  }
+  stream_options.stream = parsed.stream;
   stream_options.max_buffered_events = options_.max_buffered_events;
   stream_options.observer = options_.observer;
   stream_options.logger = options_.logger;
   auto stream = std::make_shared<OpenAiStream>(p.exchange, stream_options, backend.tokenizer,
                                                record, p.arrival);
-  if (absl::Status status = backend.scheduler->Submit(std::move(validated), stream); !status.ok()) {
-    return reject(status, ApiErrorFromStatus(status));
+  for (int i = 0; i < parsed.choices; ++i) {
+    if (absl::Status status = backend.scheduler->Submit(std::move(requests[i]), stream->Sink(i));
+        !status.ok()) {
+      if (i == 0) return reject(status, ApiErrorFromStatus(status));
+      return stream->Abort(status);  // the choices submitted so far are dropped
+    }
   }
   // Events the engine pushes from now on are drained on this exchange's executor, after this
   // task returns: Begin() comes first.

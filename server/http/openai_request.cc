@@ -149,11 +149,10 @@ absl::Status ParseCommon(const Fields& f, OpenAiRequest& out, v1::SamplingParame
 
   std::optional<int64_t> n;
   TEXTGEN_RETURN_IF_ERROR(f.Integer("n", n));
-  if (n && *n != 1) {
-    return FieldError("n", absl::StrCat("n must be 1, got ", *n,
-                                        ": textgen returns one choice per request (send several "
-                                        "requests with different seeds instead)"));
+  if (n && (*n < 1 || *n > kMaxChoices)) {
+    return FieldError("n", absl::StrCat("n must be in [1, ", kMaxChoices, "], got ", *n));
   }
+  out.choices = static_cast<int>(n.value_or(1));
   std::optional<bool> stream;
   TEXTGEN_RETURN_IF_ERROR(f.Bool("stream", stream));
   out.stream = stream.value_or(false);
@@ -269,6 +268,10 @@ absl::Status ParseCommon(const Fields& f, OpenAiRequest& out, v1::SamplingParame
   std::optional<std::string> text;
   TEXTGEN_RETURN_IF_ERROR(f.String("session_id", text));
   session_id = text.value_or("");
+  if (!session_id.empty() && out.choices > 1) {
+    return FieldError("n", absl::StrCat("n must be 1 with session_id, got ", out.choices,
+                                        ": a session keeps one continuation"));
+  }
   text.reset();
   // Accepted and type-checked, not needed: every prefix is cached within the principal's
   // scope whatever key a request names (docs/prefix-cache.md), and `user` is OpenAI's
@@ -554,8 +557,10 @@ absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body) {
   request.mutable_output()->set_echo(echo.value_or(false));
   std::optional<int64_t> best_of;
   TEXTGEN_RETURN_IF_ERROR(f.Integer("best_of", best_of));
-  if (best_of && *best_of != 1) {
-    return FieldError("best_of", absl::StrCat("best_of must be 1, got ", *best_of));
+  if (best_of && *best_of != out.choices) {
+    return FieldError("best_of",
+                      absl::StrCat("best_of must equal n (", out.choices, "), got ", *best_of,
+                                   ": textgen returns every candidate it generates"));
   }
   std::optional<std::string> suffix;
   TEXTGEN_RETURN_IF_ERROR(f.String("suffix", suffix));

@@ -13,6 +13,9 @@ namespace textgen::server::http {
 // few more). Checked on the raw bytes before parsing.
 inline constexpr int kMaxRequestJsonDepth = 64;
 
+// Most choices (`n`) one request may ask for: each is a sequence of its own in the batch.
+inline constexpr int kMaxChoices = 16;
+
 // Status payload naming the request field an INVALID_ARGUMENT is about (OpenAI's error.param).
 inline constexpr absl::string_view kOpenAiParamPayload = "textgen.openai/param";
 
@@ -24,6 +27,7 @@ struct OpenAiRequest {
   std::string model;  // as sent; empty when absent
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  int choices = 1;             // n (completions: and best_of, which must equal it)
   // What the client called the length limit and the alternatives count, for error messages.
   std::string max_tokens_field = "max_tokens";
   v1::ChatRequest chat;            // kind == kChat
@@ -31,8 +35,8 @@ struct OpenAiRequest {
 };
 
 // POST /v1/chat/completions. INVALID_ARGUMENT (with kOpenAiParamPayload) for malformed JSON, a
-// field of the wrong type or shape, or an option textgen does not offer (n > 1, image parts,
-// tool_choice "required", response_format other than text).
+// field of the wrong type or shape, or an option textgen does not offer (image parts, n past
+// kMaxChoices or with a session).
 absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body);
 
 // POST /v1/completions, as above (one prompt: a string or token ids).

@@ -234,7 +234,7 @@ std::string OpenAiResponseWriter::Chunk(const model::ChatOutputDelta& delta,
                                         const std::vector<model::SampleResult>& logprobs,
                                         const char* finish_reason) {
   const bool chat = options_.kind == Kind::kChat;
-  Json choice = {{"index", 0}};
+  Json choice = {{"index", options_.index}};
   if (chat) {
     Json d = Json::object();
     if (!delta.content.empty()) d["content"] = delta.content;
@@ -267,7 +267,7 @@ std::string OpenAiResponseWriter::StreamStart() {
                 {"object", "chat.completion.chunk"},
                 {"created", options_.created},
                 {"model", options_.model},
-                {"choices", Json::array({{{"index", 0},
+                {"choices", Json::array({{{"index", options_.index},
                                           {"delta", {{"role", "assistant"}, {"content", ""}}},
                                           {"logprobs", nullptr},
                                           {"finish_reason", nullptr}}})}};
@@ -286,7 +286,11 @@ std::string OpenAiResponseWriter::StreamDelta(const TokenEvent& event) {
 std::string OpenAiResponseWriter::StreamEnd(const FinishedEvent& event) {
   model::ChatOutputDelta delta = Read(event.text, /*generated=*/true);
   if (parser_) delta.Append(parser_->Finish());
-  std::string out = Chunk(delta, event.logprobs, FinishReasonOf(event.reason));
+  return Chunk(delta, event.logprobs, FinishReasonOf(event.reason));
+}
+
+std::string OpenAiResponseWriter::StreamTail(const FinishedEvent& total) {
+  std::string out;
   if (options_.include_usage) {
     const Json usage_chunk = {
         {"id", options_.id},
@@ -294,7 +298,7 @@ std::string OpenAiResponseWriter::StreamEnd(const FinishedEvent& event) {
         {"created", options_.created},
         {"model", options_.model},
         {"choices", Json::array()},
-        {"usage", UsageJson(event)}};
+        {"usage", UsageJson(total)}};
     absl::StrAppend(&out, Sse(usage_chunk));
   }
   absl::StrAppend(&out, "data: [DONE]\n\n");
@@ -319,11 +323,11 @@ void OpenAiResponseWriter::Collect(const TokenEvent& event) {
   logprobs_.insert(logprobs_.end(), event.logprobs.begin(), event.logprobs.end());
 }
 
-std::string OpenAiResponseWriter::Body(const FinishedEvent& event) {
+void OpenAiResponseWriter::Collect(const FinishedEvent& event) {
   text_ += event.text;
   logprobs_.insert(logprobs_.end(), event.logprobs.begin(), event.logprobs.end());
   const bool chat = options_.kind == Kind::kChat;
-  Json choice = {{"index", 0}};
+  Json choice = {{"index", options_.index}};
   if (chat && parser_) {
     parser_->Feed(event.text);
     parser_->Finish();
@@ -355,12 +359,20 @@ std::string OpenAiResponseWriter::Body(const FinishedEvent& event) {
     choice["logprobs"] = nullptr;
   }
   choice["finish_reason"] = FinishReasonOf(event.reason);
-  const Json body = {{"id", options_.id},
-                     {"object", chat ? "chat.completion" : "text_completion"},
-                     {"created", options_.created},
-                     {"model", options_.model},
-                     {"choices", Json::array({std::move(choice)})},
-                     {"usage", UsageJson(event)}};
+  choice_ = std::move(choice);
+}
+
+OpenAiResponseWriter::Choice OpenAiResponseWriter::TakeChoice() { return std::move(choice_); }
+
+std::string OpenAiResponseWriter::Body(std::vector<Choice> choices,
+                                       const FinishedEvent& total) const {
+  const bool chat = options_.kind == Kind::kChat;
+  Json list = Json::array();
+  for (Choice& choice : choices) list.push_back(std::move(choice));
+  const Json body = {
+      {"id", options_.id},           {"object", chat ? "chat.completion" : "text_completion"},
+      {"created", options_.created}, {"model", options_.model},
+      {"choices", std::move(list)},  {"usage", UsageJson(total)}};
   return Dump(body);
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "model/chat/chat_output_parser.h"
 #include "model/tokenizer/tokenizer.h"
+#include "nlohmann/json.hpp"
 #include "server/scheduler/stream_event.h"
 
 namespace textgen::server::http {
@@ -35,14 +36,18 @@ std::string ApiErrorJson(const ApiError& error);
 // "stop" or "length", as OpenAI reports why a choice ended.
 const char* FinishReasonName(FinishReason reason);
 
-// Turns one request's engine events into OpenAI response bodies: whole JSON objects, or
-// server-sent events ("data: {...}\n\n" ... "data: [DONE]\n\n") for a stream. Not thread-safe
-// (one request, one thread at a time).
+// Turns one choice's engine events into OpenAI response bodies: its part of a whole JSON
+// object, or server-sent events ("data: {...}\n\n" ... "data: [DONE]\n\n") for a stream. A
+// request with `n` choices has one writer per choice; the first also writes what the response
+// has once (the usage, [DONE], the body around the choices). Not thread-safe (one request, one
+// thread at a time).
 class OpenAiResponseWriter {
  public:
   enum class Kind { kChat, kCompletion };
+  using Choice = nlohmann::ordered_json;  // one entry of "choices"
   struct Options {
     Kind kind = Kind::kChat;
+    int index = 0;        // of this choice in "choices"
     std::string id;       // "chatcmpl-..." / "cmpl-..."
     int64_t created = 0;  // Unix seconds
     std::string model;
@@ -56,18 +61,23 @@ class OpenAiResponseWriter {
   };
   OpenAiResponseWriter(const Options& options, const model::Tokenizer* tokenizer);
 
-  // Streaming. The first event (chat: the assistant role), each token delta, and the end
-  // (the last delta with finish_reason, the usage chunk when asked for, and [DONE]).
+  // Streaming. The first event (chat: the assistant role), each token delta, the choice's end
+  // (the last delta with finish_reason), and after every choice ended the tail: the usage
+  // chunk when asked for (`total`'s usage), and [DONE].
   std::string StreamStart();
   std::string StreamDelta(const TokenEvent& event);
   std::string StreamEnd(const FinishedEvent& event);
+  std::string StreamTail(const FinishedEvent& total);
   // An error after the stream started: an SSE event whose data is an error object (the
   // OpenAI SDKs raise it as an APIError).
   static std::string StreamError(const ApiError& error);
 
-  // Not streaming: collect the deltas, then the whole completion object.
+  // Not streaming: collect the deltas and the end, take the choice, then the whole completion
+  // object around every choice, with `total`'s usage.
   void Collect(const TokenEvent& event);
-  std::string Body(const FinishedEvent& event);
+  void Collect(const FinishedEvent& event);
+  Choice TakeChoice();
+  std::string Body(std::vector<Choice> choices, const FinishedEvent& total) const;
 
  private:
   // One streamed chunk: a delta (completions: its content is the text), its tokens' logprobs
@@ -85,6 +95,7 @@ class OpenAiResponseWriter {
   std::string echo_;  // the echoed prompt (non-streaming chat: before the content)
   std::string text_;  // collected (non-streaming)
   std::vector<model::SampleResult> logprobs_;
+  Choice choice_;           // non-streaming: built by Collect(FinishedEvent)
   size_t text_offset_ = 0;  // bytes of completion text already sent (legacy text_offset)
   int previous_token_;      // of the next logprobs entry
 };

@@ -1,5 +1,6 @@
 #include "server/http/openai_stream.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
@@ -9,15 +10,37 @@
 
 namespace textgen::server::http {
 
+// What the scheduler holds for one choice: its events go to the stream under its index.
+class OpenAiStream::ChoiceSink final : public StreamSink {
+ public:
+  ChoiceSink(std::shared_ptr<OpenAiStream> stream, int index)
+      : stream_(std::move(stream)), index_(index) {}
+  bool Push(StreamEvent event) override { return stream_->Push(index_, std::move(event)); }
+  bool IsClosed() const override { return stream_->closed(); }
+
+ private:
+  const std::shared_ptr<OpenAiStream> stream_;
+  const int index_;
+};
+
 OpenAiStream::OpenAiStream(std::shared_ptr<HttpExchange> exchange,
                            const OpenAiStreamOptions& options, const model::Tokenizer* tokenizer,
                            RequestRecord record, absl::Time arrival)
     : exchange_(std::move(exchange)),
       options_(options),
       arrival_(arrival),
-      writer_(options.writer, tokenizer),
-      outbox_(options.max_buffered_events),
-      record_(std::move(record)) {}
+      record_(std::move(record)) {
+  writers_.reserve(options_.choices.size());
+  outboxes_.reserve(options_.choices.size());
+  for (const OpenAiResponseWriter::Options& choice : options_.choices) {
+    writers_.emplace_back(choice, tokenizer);
+    outboxes_.emplace_back(options_.max_buffered_events);
+  }
+}
+
+std::shared_ptr<StreamSink> OpenAiStream::Sink(int index) {
+  return std::make_shared<ChoiceSink>(shared_from_this(), index);
+}
 
 void OpenAiStream::Begin() {
   exchange_->SetOnClose([weak = weak_from_this()] {
@@ -28,17 +51,25 @@ void OpenAiStream::Begin() {
   });
   if (options_.stream) {
     exchange_->StartStream(200, "text/event-stream");
-    exchange_->Write(writer_.StreamStart());
+    for (OpenAiResponseWriter& writer : writers_) exchange_->Write(writer.StreamStart());
   }
 }
 
-bool OpenAiStream::Push(StreamEvent event) {
+void OpenAiStream::Abort(const absl::Status& status) {
+  closed_ = true;  // the choices already submitted are dropped at the next step
+  const ApiError error = ApiErrorFromStatus(status);
+  exchange_->Respond(HttpResponse::Json(error.http_status, ApiErrorJson(error)));
+  Complete(status, std::nullopt);
+}
+
+bool OpenAiStream::Push(int index, StreamEvent event) {
   bool post = false;
   bool accepted = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_ || outbox_.overflowed()) return false;
-    accepted = outbox_.Push(std::move(event));
+    EventOutbox& outbox = outboxes_[static_cast<size_t>(index)];
+    if (closed_ || outbox.overflowed()) return false;
+    accepted = outbox.Push(std::move(event));
     post = !flush_posted_;
     flush_posted_ = true;
   }
@@ -46,15 +77,17 @@ bool OpenAiStream::Push(StreamEvent event) {
   return accepted;
 }
 
-bool OpenAiStream::IsClosed() const { return closed_; }
-
 void OpenAiStream::Flush() {
-  std::deque<StreamEvent> events;
+  std::vector<std::deque<StreamEvent>> events(outboxes_.size());
   absl::Status slow_reader;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    events.swap(outbox_.events());
-    if (outbox_.overflowed()) slow_reader = outbox_.SlowReaderError();
+    for (size_t i = 0; i < outboxes_.size(); ++i) {
+      events[i].swap(outboxes_[i].events());
+      if (outboxes_[i].overflowed() && slow_reader.ok()) {
+        slow_reader = outboxes_[i].SlowReaderError();
+      }
+    }
     flush_posted_ = false;
   }
   if (done_) return;
@@ -70,30 +103,53 @@ void OpenAiStream::Flush() {
     closed_ = true;
     return FailResponse(slow_reader);
   }
-  for (StreamEvent& event : events) {
-    if (const auto* token = std::get_if<TokenEvent>(&event)) {
-      if (options_.stream) {
-        if (std::string chunk = writer_.StreamDelta(*token); !chunk.empty()) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    OpenAiResponseWriter& writer = writers_[i];
+    for (StreamEvent& event : events[i]) {
+      if (const auto* token = std::get_if<TokenEvent>(&event)) {
+        if (!options_.stream) {
+          writer.Collect(*token);
+        } else if (std::string chunk = writer.StreamDelta(*token); !chunk.empty()) {
           exchange_->Write(std::move(chunk));
         }
-      } else {
-        writer_.Collect(*token);
+      } else if (auto* finished = std::get_if<FinishedEvent>(&event)) {
+        if (options_.stream) {
+          exchange_->Write(writer.StreamEnd(*finished));
+        } else {
+          writer.Collect(*finished);
+        }
+        ends_.push_back(std::move(*finished));
+      } else if (const auto* error = std::get_if<ErrorEvent>(&event)) {
+        closed_ = true;
+        return FailResponse(error->status.ok() ? absl::InternalError("error event with OK status")
+                                               : error->status);
       }
-    } else if (const auto* finished = std::get_if<FinishedEvent>(&event)) {
-      closed_ = true;
-      if (options_.stream) {
-        exchange_->Write(writer_.StreamEnd(*finished));
-        exchange_->EndStream();
-      } else {
-        exchange_->Respond(HttpResponse::Json(200, writer_.Body(*finished)));
-      }
-      return Complete(absl::OkStatus(), finished->usage);
-    } else if (const auto* error = std::get_if<ErrorEvent>(&event)) {
-      closed_ = true;
-      return FailResponse(error->status.ok() ? absl::InternalError("error event with OK status")
-                                             : error->status);
     }
   }
+  if (ends_.size() == writers_.size()) End();
+}
+
+void OpenAiStream::End() {
+  closed_ = true;
+  // The prompt once (each choice reports it), every choice's completion; cached: what the
+  // choice that computed the prompt found (the others take it from the cache).
+  Usage usage = ends_.front().usage;
+  usage.completion_tokens = 0;
+  for (const FinishedEvent& end : ends_) {
+    usage.completion_tokens += end.usage.completion_tokens;
+    usage.cached_tokens = std::min(usage.cached_tokens, end.usage.cached_tokens);
+  }
+  FinishedEvent total = ends_.front();
+  total.usage = usage;
+  if (options_.stream) {
+    exchange_->Write(writers_.front().StreamTail(total));
+    exchange_->EndStream();
+  } else {
+    std::vector<OpenAiResponseWriter::Choice> choices;
+    for (OpenAiResponseWriter& writer : writers_) choices.push_back(writer.TakeChoice());
+    exchange_->Respond(HttpResponse::Json(200, writers_.front().Body(std::move(choices), total)));
+  }
+  Complete(absl::OkStatus(), usage);
 }
 
 void OpenAiStream::FailResponse(const absl::Status& status) {
@@ -117,10 +173,15 @@ void OpenAiStream::Complete(const absl::Status& status, const std::optional<Usag
   record_.duration_seconds = absl::ToDoubleSeconds(now - arrival_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    record_.completion_tokens = outbox_.completion_tokens();
-    if (const std::optional<absl::Time> first = outbox_.first_token_time()) {
-      record_.time_to_first_token_seconds = absl::ToDoubleSeconds(*first - arrival_);
+    record_.completion_tokens = 0;
+    std::optional<absl::Time> first;
+    for (const EventOutbox& outbox : outboxes_) {
+      record_.completion_tokens += outbox.completion_tokens();
+      if (const std::optional<absl::Time> t = outbox.first_token_time()) {
+        first = first.has_value() ? std::min(*first, *t) : *t;
+      }
     }
+    if (first) record_.time_to_first_token_seconds = absl::ToDoubleSeconds(*first - arrival_);
   }
   if (usage) {
     record_.prompt_tokens = usage->prompt_tokens;

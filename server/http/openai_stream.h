@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -22,49 +23,63 @@ namespace textgen::server::http {
 
 struct OpenAiStreamOptions {
   bool stream = false;  // server-sent events, or one JSON body at the end
-  OpenAiResponseWriter::Options writer;
-  // Events buffered for a client that is not reading; beyond this the request is dropped
-  // (as on gRPC). Also: bytes the socket has not taken.
+  // One per choice (`n`): each with its index and, for tool calls, its own id seed.
+  std::vector<OpenAiResponseWriter::Options> choices;
+  // Events buffered per choice for a client that is not reading; beyond this the request is
+  // dropped (as on gRPC). Also: bytes the socket has not taken.
   size_t max_buffered_events = kDefaultMaxBufferedEvents;
   size_t max_unsent_bytes = 8 << 20;
   RequestObserver* observer = nullptr;  // may be null
   Logger* logger = nullptr;             // may be null
 };
 
-// One OpenAI request between the engine thread (Push) and its HTTP exchange: events are queued
-// under a lock and turned into JSON on the exchange's executor. A client that disconnects is
-// seen at once (HttpExchange::SetOnClose) and IsClosed() tells the scheduler to free its slot
-// at the next step. Reports the outcome (metrics, log line) exactly once.
-class OpenAiStream final : public StreamSink, public std::enable_shared_from_this<OpenAiStream> {
+// One OpenAI request between the engine thread and its HTTP exchange. Each choice is a request
+// of its own to the scheduler, with its own sink (Sink(i)); their events are queued under one
+// lock and turned into JSON on the exchange's executor: a stream interleaves the choices'
+// chunks (each names its index) and ends, after the last choice, with the usage and [DONE]; a
+// body holds every choice. Usage counts the prompt once and every choice's completion. A
+// client that disconnects is seen at once (HttpExchange::SetOnClose) and every choice's sink
+// reports IsClosed(), so the scheduler frees their slots at the next step; an error in one
+// choice ends the response. Reports the outcome (metrics, log line) exactly once.
+class OpenAiStream final : public std::enable_shared_from_this<OpenAiStream> {
  public:
   OpenAiStream(std::shared_ptr<HttpExchange> exchange, const OpenAiStreamOptions& options,
                const model::Tokenizer* tokenizer, RequestRecord record, absl::Time arrival);
 
-  // On the exchange's executor, once the scheduler accepted the request: watches for the
-  // client going away and, for a stream, sends the headers and the first chunk.
+  // The sink choice `index` is submitted with.
+  std::shared_ptr<StreamSink> Sink(int index);
+  // On the exchange's executor, once the scheduler accepted every choice: watches for the
+  // client going away and, for a stream, sends the headers and the first chunks.
   void Begin();
-
-  // StreamSink (engine thread).
-  bool Push(StreamEvent event) override;
-  bool IsClosed() const override;
+  // On the executor, when a choice could not be submitted: answers with `status` and closes
+  // the choices already submitted.
+  void Abort(const absl::Status& status);
 
  private:
+  class ChoiceSink;
+  // StreamSink of choice `index` (engine thread).
+  bool Push(int index, StreamEvent event);
+  bool closed() const { return closed_; }
+
   void Flush();  // executor
+  // After the last choice finished: the usage and [DONE], or the whole body.
+  void End();
   void Complete(const absl::Status& status, const std::optional<Usage>& usage);
   void FailResponse(const absl::Status& status);
 
   const std::shared_ptr<HttpExchange> exchange_;
   const OpenAiStreamOptions options_;
   const absl::Time arrival_;
-  OpenAiResponseWriter writer_;  // executor only
+  std::vector<OpenAiResponseWriter> writers_;  // [choice], executor only
 
   mutable std::mutex mu_;
-  EventOutbox outbox_ ABSL_GUARDED_BY(mu_);
+  std::vector<EventOutbox> outboxes_ ABSL_GUARDED_BY(mu_);  // [choice]
   bool flush_posted_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> closed_{false};  // the client went away or the response ended
 
   // Executor only.
-  bool done_ = false;  // the outcome was reported
+  std::vector<FinishedEvent> ends_;  // of the choices that finished, in finishing order
+  bool done_ = false;                // the outcome was reported
   RequestRecord record_;
 };
 

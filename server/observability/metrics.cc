@@ -71,6 +71,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Help("Tokens generated (sent to clients)")
                            .Register(r)
                            .Add({});
+  prefill_tokens_ = &BuildCounter()
+                         .Name("textgen_prefill_tokens_total")
+                         .Help("Prompt tokens computed by the engine (not served from a cache)")
+                         .Register(r)
+                         .Add({});
   batch_size_ = &BuildHistogram()
                      .Name("textgen_batch_size")
                      .Help("Sequences per engine step")
@@ -266,6 +271,7 @@ void Metrics::OnStep(int batch_sequences, int batch_tokens, int prefill_tokens,
                      double step_seconds) {
   batch_size_->Observe(batch_sequences);
   step_seconds_->Observe(step_seconds);
+  prefill_tokens_->Increment(prefill_tokens);
 }
 
 void Metrics::OnFirstToken(double seconds_since_arrival) {

@@ -83,6 +83,7 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
   prometheus::Family<prometheus::Counter>* prompt_tokens_;  // by api
   prometheus::Family<prometheus::Counter>* cached_tokens_;  // by api
   prometheus::Counter* generated_tokens_;
+  prometheus::Counter* prefill_tokens_;
   prometheus::Histogram* batch_size_;
   prometheus::Histogram* step_seconds_;
   prometheus::Gauge* running_requests_;

@@ -150,8 +150,25 @@ async function main() {
       OpenAI.NotFoundError, 404, (e) => assert.strictEqual(e.code, 'model_not_found'));
     await expectError(client.completions.create({ model: modelName, prompt: 'x'.repeat(70000) }),
       OpenAI.APIError, 413);
-    await expectError(client.completions.create({ model: modelName, prompt, n: 3 }),
+    await expectError(client.completions.create({ model: modelName, prompt, n: 17 }),
       OpenAI.BadRequestError, 400, (e) => assert.strictEqual(e.param, 'n'));
+    await expectError(client.completions.create({ model: modelName, prompt, n: 2,
+      session_id: 'one' }), OpenAI.BadRequestError, 400, (e) => assert.strictEqual(e.param, 'n'));
+    // Three choices do not fit a queue of one: refused whole (the first, already queued, is
+    // dropped at the engine's next step), and the server goes on.
+    await expectError(client.completions.create({ model: modelName, prompt, n: 3 }),
+      OpenAI.RateLimitError, 429);
+    for (const start = Date.now(); ;) {
+      try {
+        const after = await client.completions.create({ model: modelName, prompt, max_tokens: 2 });
+        assert.strictEqual(after.choices.length, 1);
+        break;
+      } catch (error) {
+        assert.ok(error instanceof OpenAI.RateLimitError, `${error}`);
+        assert.ok(Date.now() - start < 2000, 'the refused choices stay queued');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    }
     // One running (its first chunk arrived), one queued, the third is turned away.
     const long = { model: modelName, prompt, max_tokens: 200, ignore_eos: true };
     const runningStream = await client.completions.create({ ...long, stream: true });
@@ -210,7 +227,67 @@ async function main() {
   }
   assert.strictEqual(await exited, 0);
   await apiKeys(serverBin, model);
+  await choices(serverBin, model);
   console.log('openai client e2e: PASS');
+}
+
+// n choices: choice i is the request sampled with seed + i, streamed or not; the prompt is
+// computed once (the other choices take it from the prefix cache) and counted once in usage.
+async function choices(serverBin, model) {
+  const { server, httpPort, metricsPort, modelName } = await startServer(serverBin, model,
+    ['--max-batch', '8', '--max-queue', '32']);
+  const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: 'unused',
+    maxRetries: 0 });
+  try {
+    const prompt = 'Once upon a time there was a little girl who lived in a village near the '
+      + 'forest. Every day she walked to the river to see the fish, and every evening she told '
+      + 'her mother what she had seen. One day something new was waiting by the water.';
+    const base = { model: modelName, prompt, max_tokens: 12, temperature: 0.9, seed: 7 };
+    const computedBefore = await metric(metricsPort, 'textgen_prefill_tokens_total');
+    const four = await client.completions.create({ ...base, n: 4 });
+    const computed = await metric(metricsPort, 'textgen_prefill_tokens_total') - computedBefore;
+    assert.deepStrictEqual(four.choices.map((c) => c.index), [0, 1, 2, 3]);
+    const promptTokens = four.usage.prompt_tokens;
+    assert.ok(computed <= promptTokens + 3 * 16,
+      `the prompt (${promptTokens} tokens) was computed more than once: ${computed} tokens`);
+    let completionTokens = 0;
+    for (let i = 0; i < 4; ++i) {
+      const alone = await client.completions.create({ ...base, seed: 7 + i });
+      assert.strictEqual(four.choices[i].text, alone.choices[0].text, `choice ${i}`);
+      assert.strictEqual(alone.usage.prompt_tokens, promptTokens);
+      completionTokens += alone.usage.completion_tokens;
+    }
+    assert.strictEqual(four.usage.completion_tokens, completionTokens);
+    assert.ok(new Set(four.choices.map((c) => c.text)).size > 1, 'four identical samples');
+
+    // Chat, streamed: each chunk names its choice; one usage chunk at the end.
+    const messages = [{ role: 'user', content: 'Tell me a story about a dog.' }];
+    const chat = { model: modelName, messages, max_tokens: 10, temperature: 0.8, seed: 3, n: 3 };
+    const whole = await client.chat.completions.create(chat);
+    const texts = ['', '', ''];
+    let usage = null;
+    let finishes = 0;
+    for await (const chunk of await client.chat.completions.create({ ...chat, stream: true,
+      stream_options: { include_usage: true } })) {
+      if (chunk.usage) {
+        assert.strictEqual(usage, null, 'two usage chunks');
+        usage = chunk.usage;
+      }
+      for (const choice of chunk.choices) {
+        texts[choice.index] += choice.delta?.content ?? '';
+        if (choice.finish_reason) finishes += 1;
+      }
+    }
+    assert.strictEqual(finishes, 3);
+    assert.deepStrictEqual(texts, whole.choices.map((c) => c.message.content));
+    assert.strictEqual(usage.completion_tokens, whole.usage.completion_tokens);
+  } catch (error) {
+    server.kill('SIGKILL');
+    throw error;
+  }
+  server.kill('SIGTERM');
+  assert.strictEqual(await exited, 0);
 }
 
 // With --api-keys-file: a wrong key is the SDK's AuthenticationError, and a session belongs to
