@@ -81,11 +81,9 @@ absl::StatusOr<ChatPrompt> ChatTemplate::Render(const ChatInput& input,
   context.Set(Value::String("add_generation_prompt"), Value::Bool(input.add_generation_prompt));
   context.Set(Value::String("bos_token"), Value::String(bos_token_));
   context.Set(Value::String("eos_token"), Value::String(eos_token_));
-  if (!input.tools_json.empty()) {
-    absl::StatusOr<Value> tools = ParseJsonValue(input.tools_json, /*tainted=*/true, "tools");
-    if (!tools.ok()) return tools.status();
-    if (!tools->is_list()) return absl::InvalidArgumentError("tools must be a JSON array");
-    context.Set(Value::String("tools"), *std::move(tools));
+  if (input.tools.has_value()) {
+    if (!input.tools->is_list()) return absl::InvalidArgumentError("tools must be a JSON array");
+    context.Set(Value::String("tools"), *input.tools);
   }
   absl::StatusOr<jinja::TaintedString> rendered = template_.Render(context, options);
   if (!rendered.ok()) return rendered.status();

@@ -26,7 +26,9 @@ struct ChatMessage {
 struct ChatInput {
   std::vector<ChatMessage> messages;
   bool add_generation_prompt = true;
-  std::string tools_json;      // a JSON array passed as `tools`; empty = undefined
+  // Passed as `tools` (a list: ParseJsonValue or JsonToValue of the request's tools, tainted);
+  // unset = undefined.
+  std::optional<jinja::Value> tools;
   std::string variables_json;  // a JSON object of extra variables ({"enable_thinking": false})
 };
 

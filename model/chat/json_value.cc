@@ -102,6 +102,67 @@ class ValueBuilder final : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<Value> Convert(const nlohmann::ordered_json& json, bool tainted,
+                              absl::string_view what, size_t depth) {
+  using Type = nlohmann::ordered_json::value_t;
+  switch (json.type()) {
+    case Type::null:
+    case Type::discarded:
+      return Value::MakeNone();
+    case Type::boolean:
+      return Value::Bool(json.get<bool>());
+    case Type::number_integer:
+      return Value::Int(json.get<int64_t>());
+    case Type::number_unsigned: {
+      const uint64_t value = json.get<uint64_t>();
+      if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return Value::Float(static_cast<double>(value));
+      }
+      return Value::Int(static_cast<int64_t>(value));
+    }
+    case Type::number_float:
+      return Value::Float(json.get<double>());
+    case Type::string:
+      return tainted ? Value::Tainted(json.get<std::string>())
+                     : Value::String(json.get<std::string>());
+    case Type::binary:
+      return absl::InvalidArgumentError(absl::StrCat(what, " holds binary data"));
+    case Type::array:
+    case Type::object:
+      break;
+  }
+  if (depth >= kMaxJsonDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " nests deeper than ", kMaxJsonDepth, " levels"));
+  }
+  if (json.is_array()) {
+    jinja::List items;
+    items.reserve(json.size());
+    for (const nlohmann::ordered_json& item : json) {
+      absl::StatusOr<Value> value = Convert(item, tainted, what, depth + 1);
+      if (!value.ok()) return value.status();
+      items.push_back(*std::move(value));
+    }
+    return Value::MakeList(std::move(items));
+  }
+  Value dict = Value::MakeDict({});
+  for (const auto& [key, item] : json.items()) {
+    absl::StatusOr<Value> value = Convert(item, tainted, what, depth + 1);
+    if (!value.ok()) return value.status();
+    dict.mutable_dict().Set(tainted ? Value::Tainted(key) : Value::String(key), *std::move(value));
+  }
+  return dict;
+}
+
+}  // namespace
+
+absl::StatusOr<jinja::Value> JsonToValue(const nlohmann::ordered_json& json, bool tainted,
+                                         absl::string_view what) {
+  return Convert(json, tainted, what, 0);
+}
+
 absl::StatusOr<jinja::Value> ParseJsonValue(absl::string_view json, bool tainted,
                                             absl::string_view what) {
   ValueBuilder builder(tainted, what);

@@ -3,6 +3,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "model/chat/jinja/value.h"
+#include "nlohmann/json.hpp"
 
 namespace textgen::model {
 
@@ -11,5 +12,9 @@ namespace textgen::model {
 // Errors are INVALID_ARGUMENT naming `what`.
 absl::StatusOr<jinja::Value> ParseJsonValue(absl::string_view json, bool tainted,
                                             absl::string_view what);
+// The same from JSON already parsed (a caller that read it for its own checks): no second
+// parse. Nesting deeper than ParseJsonValue allows is INVALID_ARGUMENT naming `what`.
+absl::StatusOr<jinja::Value> JsonToValue(const nlohmann::ordered_json& json, bool tainted,
+                                         absl::string_view what);
 
 }  // namespace textgen::model

@@ -21,8 +21,10 @@ absl::Status CheckText(const std::string& text, absl::string_view field) {
   return WithField(model::CheckUtf8(text, field), field);
 }
 
+// `tools`: what the tool plan offers the template (unset: none).
 absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
-                                             size_t max_prompt_bytes, bool offer_tools) {
+                                             size_t max_prompt_bytes,
+                                             std::optional<model::jinja::Value> tools) {
   if (request.messages().empty()) {
     return InvalidField("messages", "is empty; send at least one message");
   }
@@ -45,7 +47,7 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
   model::ChatInput input;
   input.add_generation_prompt =
       request.has_add_generation_prompt() ? request.add_generation_prompt() : true;
-  if (offer_tools) input.tools_json = request.tools_json();
+  input.tools = std::move(tools);
   input.variables_json = request.template_variables_json();
   for (int i = 0; i < request.messages_size(); ++i) {
     const v1::ChatMessage& m = request.messages(i);
@@ -99,7 +101,7 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
         PlanTools(request, templates.reply_format(request.template_name()), options.constraints);
     if (!tools.ok()) return tools.status();
     absl::StatusOr<model::ChatInput> input =
-        ToChatInput(request, options.max_prompt_bytes, tools->offer_tools);
+        ToChatInput(request, options.max_prompt_bytes, std::move(tools->template_tools));
     if (!input.ok()) return input.status();
     model::jinja::RenderOptions render;
     render.limits.max_output_bytes = kMaxRenderedPromptBytes;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/base/status_macros.h"
+#include "model/chat/json_value.h"
 #include "model/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 #include "server/core/field_error.h"
@@ -30,14 +31,19 @@ bool ValidToolName(const std::string& name) {
   });
 }
 
+// Also sets `template_tools` to the tools as the chat template sees them, from this parse.
 absl::StatusOr<std::vector<Tool>> ReadTools(const std::string& tools_json,
-                                            model::ConstraintCompiler* compiler) {
+                                            model::ConstraintCompiler* compiler,
+                                            std::optional<model::jinja::Value>& template_tools) {
   std::vector<Tool> tools;
   if (tools_json.empty()) return tools;
   const Ordered parsed = Ordered::parse(tools_json, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_array()) {
     return InvalidField("tools", "must be a JSON array of tools");
   }
+  absl::StatusOr<model::jinja::Value> value = model::JsonToValue(parsed, /*tainted=*/true, "tools");
+  if (!value.ok()) return WithField(value.status(), "tools");
+  template_tools = *std::move(value);
   if (parsed.size() > static_cast<size_t>(kMaxTools)) {
     return InvalidField(
         "tools", StrCat("has ", parsed.size(), " tools; at most ", kMaxTools, " are allowed"));
@@ -191,7 +197,9 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
   TEXTGEN_RETURN_IF_ERROR(CheckToolMessages(request));
   const v1::ToolChoice& choice = request.tool_choice();
   if (choice.mode() == v1::ToolChoice::TOOL_CHOICE_NONE) return plan;
-  absl::StatusOr<std::vector<Tool>> tools = ReadTools(request.tools_json(), compiler);
+  std::optional<model::jinja::Value> template_tools;
+  absl::StatusOr<std::vector<Tool>> tools =
+      ReadTools(request.tools_json(), compiler, template_tools);
   if (!tools.ok()) return tools.status();
   const bool forced = choice.mode() == v1::ToolChoice::TOOL_CHOICE_REQUIRED ||
                       choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION;
@@ -200,6 +208,7 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
     return plan;
   }
   plan.offer_tools = true;
+  plan.template_tools = std::move(template_tools);
   plan.reply.parse_tool_calls = true;
   for (const Tool& tool : *tools) plan.reply.tool_names.push_back(tool.name);
   const bool parallel = !request.has_parallel_tool_calls() || request.parallel_tool_calls();

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/chat/chat_output_parser.h"
+#include "model/chat/jinja/value.h"
 #include "model/chat/tool_call_format.h"
 #include "model/constraint/constraint.h"
 #include "textgen/v1/textgen.pb.h"
@@ -20,6 +21,9 @@ inline constexpr int kMaxToolCallsPerReply = 8;
 // the reply a call (tool_choice required or a named function), and how the reply is read.
 struct ToolPlan {
   bool offer_tools = false;
+  // The tools as the chat template sees them (set when offered): read from the same parse
+  // that checked them.
+  std::optional<model::jinja::Value> template_tools;
   std::optional<model::ConstraintSpec> constraint;
   // Non-empty: the constraint starts after this text (tool_choice auto: a call's opening tag).
   std::string constraint_trigger;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/chat/chat_template.h"
+#include "model/chat/json_value.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace model = textgen::model;
@@ -19,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {"assistant", "<think>r</think>\n\nHello", "r", "", "",
        R"([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}])"},
       {"tool", "{\"t\": 21}", "", "f", "c1", ""}};
-  input.tools_json = R"([{"type": "function", "function": {"name": "f", "parameters": {}}}])";
+  input.tools = *model::ParseJsonValue(
+      R"([{"type": "function", "function": {"name": "f", "parameters": {}}}])", true, "tools");
   input.variables_json = R"({"enable_thinking": false})";
   textgen::model::jinja::RenderOptions options;
   options.limits.max_output_bytes = 1 << 16;

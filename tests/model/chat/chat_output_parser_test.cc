@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/chat/chat_template.h"
+#include "model/chat/json_value.h"
 #include "nlohmann/json.hpp"
 
 namespace textgen::model {
@@ -309,7 +310,7 @@ TEST_P(TemplateRoundTripTest, RenderedCallsParseBack) {
       R"("arguments":{"city":"Paris, \"FR\""}}}])";
   ChatInput prompt_only;
   prompt_only.messages = {{"user", "Weather in Paris?", "", "", "", ""}};
-  prompt_only.tools_json = tools;
+  prompt_only.tools = *ParseJsonValue(tools, /*tainted=*/true, "tools");
   ChatInput with_reply = prompt_only;
   with_reply.add_generation_prompt = false;
   with_reply.messages.push_back({"assistant", "", "", "", "", calls});

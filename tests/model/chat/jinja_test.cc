@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "model/chat/chat_template.h"
 #include "model/chat/jinja/template.h"
+#include "model/chat/json_value.h"
 
 namespace textgen::model::jinja {
 namespace {
@@ -290,7 +291,8 @@ TEST(ChatTemplateTest, VariablesToolsAndErrors) {
   ChatInput input;
   input.messages.push_back(UserMessage("x"));
   input.variables_json = R"({"enable_thinking": false})";
-  input.tools_json = R"([{"type": "function", "function": {"name": "f"}}])";
+  input.tools = *ParseJsonValue(R"([{"type": "function", "function": {"name": "f"}}])",
+                                /*tainted=*/true, "tools");
   absl::StatusOr<ChatPrompt> prompt = chat->Render(input);
   ASSERT_TRUE(prompt.ok()) << prompt.status();
   EXPECT_EQ(prompt->text, "no-think1");
@@ -311,10 +313,12 @@ TEST(ChatTemplateTest, VariablesToolsAndErrors) {
   EXPECT_THAT(prompt.status().message(), HasSubstr("template_variables must be a JSON object"));
 
   input.variables_json = "";
-  input.tools_json = "{not json";
+  input.tools = *ParseJsonValue(R"({"not": "a list"})", /*tainted=*/true, "tools");
   prompt = chat->Render(input);
   ASSERT_FALSE(prompt.ok());
-  EXPECT_THAT(prompt.status().message(), HasSubstr("tools is not valid JSON"));
+  EXPECT_THAT(prompt.status().message(), HasSubstr("tools must be a JSON array"));
+  EXPECT_THAT(ParseJsonValue("{not json", true, "tools").status().message(),
+              HasSubstr("tools is not valid JSON"));
 }
 
 // A request's JSON object with 200,000 keys is read in linear time (dict lookups hash once a
@@ -330,7 +334,7 @@ TEST(ChatTemplateTest, LargeRequestObjectsStayLinear) {
   }
   ChatInput input;
   input.messages.push_back(UserMessage("x"));
-  input.tools_json = absl::StrCat("[", object, "}]");
+  input.tools = *ParseJsonValue(absl::StrCat("[", object, "}]"), /*tainted=*/true, "tools");
   absl::StatusOr<ChatPrompt> prompt = chat->Render(input);
   ASSERT_TRUE(prompt.ok()) << prompt.status();
   EXPECT_EQ(prompt->text, "200000 v999 1000");
