@@ -132,6 +132,13 @@ void KvDiskTier::Warn(std::string_view message) const {
   if (options_.warn) options_.warn(message);
 }
 
+void KvDiskTier::Error(const std::string& message) {
+  // A full or failing disk fails every write: the first error and then one in a thousand.
+  if (++stats_.errors % 1000 == 1) {
+    Warn(absl::StrCat(message, " (", stats_.errors, " file system errors so far)"));
+  }
+}
+
 void KvDiskTier::Scan(int64_t limit) {
   struct File {
     fs::file_time_type used;
@@ -191,8 +198,7 @@ bool KvDiskTier::Store(const BlockRecord& record, std::span<const std::byte> dat
   fs::create_directories(dir, error);
   Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (fd.get() < 0) {
-    ++stats_.errors;
-    Warn(Errno("KV cache directory: cannot create", temp));
+    Error(Errno("KV cache directory: cannot create", temp));
     return false;
   }
   KvBlockFileHeader header = EncodeKvBlockHeader(options_.name_space, record, data.size());
@@ -205,8 +211,7 @@ bool KvDiskTier::Store(const BlockRecord& record, std::span<const std::byte> dat
   const bool written = TransferAll(fd.get(), std::move(iov), ::writev);
   const bool closed = ::close(fd.release()) == 0;
   if (!written || !closed || ::rename(temp.c_str(), path.c_str()) != 0) {
-    ++stats_.errors;
-    Warn(Errno("KV cache directory: cannot write", path));
+    Error(Errno("KV cache directory: cannot write", path));
     ::unlink(temp.c_str());
     return false;
   }
@@ -226,8 +231,7 @@ bool KvDiskTier::Load(const BlockRecord& expected, std::span<std::byte> out) {
   if (fd.get() < 0) {
     known_.erase(expected.key);
     if (errno != ENOENT) {
-      ++stats_.errors;
-      Warn(Errno("KV cache directory: cannot open", path));
+      Error(Errno("KV cache directory: cannot open", path));
     }
     return false;
   }

@@ -83,6 +83,8 @@ class KvDiskTier {
   explicit KvDiskTier(KvDiskTierOptions options, std::string ns_dir);
   std::string PathOf(const BlockKey& key) const;
   void Warn(std::string_view message) const;
+  // Counts a failed read or write and reports it (not every one: see the .cc).
+  void Error(const std::string& message);
   // Counts the namespace's files (and removes stale temporary ones); with `limit` >= 0 also
   // removes the oldest until at most `limit` bytes remain.
   void Scan(int64_t limit);

@@ -206,6 +206,30 @@ TEST(KvDiskTierTest, DamagedFilesAreRefusedReportedAndRemoved) {
   EXPECT_EQ(tier.stats().rejected, 3);
 }
 
+TEST(KvDiskTierTest, AFailingDiskIsCountedAndReportedWithoutFlooding) {
+  TempDir dir;
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::unique_ptr<KvDiskTier>> opened =
+      KvDiskTier::Open({.dir = dir.path(),
+                        .max_bytes = 1 << 30,
+                        .name_space = kNamespace,
+                        .block_bytes = kBlock,
+                        .warn = [&](std::string_view line) { warnings.emplace_back(line); }});
+  ASSERT_TRUE(opened.ok());
+  KvDiskTier& tier = **opened;
+  // The directory goes away under the server and a file takes its name: every write fails.
+  fs::remove_all(tier.directory());
+  std::ofstream(tier.directory()) << "x";
+  for (int i = 0; i < 1500; ++i)
+    EXPECT_FALSE(tier.Store(RecordFor(RootBlockKey(1), i), Payload(i)));
+  EXPECT_EQ(tier.stats().errors, 1500);
+  EXPECT_EQ(tier.stats().writes, 0);
+  ASSERT_EQ(warnings.size(), 2u) << "the first error and the 1001st";
+  EXPECT_NE(warnings[1].find("1001 file system errors"), std::string::npos) << warnings[1];
+  std::vector<std::byte> out(kBlock);
+  EXPECT_FALSE(tier.Load(RecordFor(RootBlockKey(1), 0), out));
+}
+
 TEST(KvDiskTierTest, AnotherNamespaceNeverSeesTheBlocks) {
   TempDir dir;
   std::unique_ptr<KvDiskTier> a = OpenTier(dir.path());
