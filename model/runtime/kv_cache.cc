@@ -161,23 +161,26 @@ int KvCache::AttachFromDisk(Sequence& seq, std::span<const int> tokens, int limi
     BlockRecord want{.parent = seq.cursor.content,
                      .key = ChainBlockKey(seq.cursor.content, block_tokens)};
     std::copy(block_tokens.begin(), block_tokens.end(), want.tokens.begin());
-    // Into the sequence's own reserved (empty) block where it has one, else a new one.
+    // Into the sequence's own reserved (empty) block where it has one, else a new one, taken
+    // only once the file is found: a miss must not evict a cached block.
     const bool reserved = b < seq.blocks.size();
-    BlockId block = -1;
-    if (reserved) {
-      block = seq.blocks[b];
-      if (blocks_[block].refs != 1 || index_.Contains(block)) break;
-    } else {
-      if (blocks_in_use_ + 1 > budget_blocks()) break;
-      absl::StatusOr<BlockId> taken = TakeBlock();
-      if (!taken.ok()) break;
-      block = *taken;
-    }
-    const bool loaded = disk_->Load(want, BlockBytes(block));
+    BlockId block = reserved ? seq.blocks[b] : -1;
+    if (reserved && (blocks_[block].refs != 1 || index_.Contains(block))) break;
+    const bool loaded = disk_->Load(want, [&]() -> std::span<std::byte> {
+      if (!reserved) {
+        // TakeBlock may evict, and so write, a cached block: Store is safe inside Load (it
+        // shares no state with the read in progress).
+        if (blocks_in_use_ + 1 > budget_blocks()) return {};
+        absl::StatusOr<BlockId> taken = TakeBlock();
+        if (!taken.ok()) return {};
+        block = *taken;
+      }
+      return BlockBytes(block);
+    });
     const std::optional<BlockId> indexed =
         loaded ? index_.Insert(block, seq.cursor, block_tokens) : std::nullopt;
     if (indexed != block) {  // a miss (or, never in practice, an index collision)
-      if (!reserved) DropRef(block);
+      if (!reserved && block >= 0) DropRef(block);
       break;
     }
     if (!reserved) {

@@ -225,7 +225,8 @@ bool KvDiskTier::Store(const BlockRecord& record, std::span<const std::byte> dat
   return true;
 }
 
-bool KvDiskTier::Load(const BlockRecord& expected, std::span<std::byte> out) {
+bool KvDiskTier::Load(const BlockRecord& expected,
+                      absl::FunctionRef<std::span<std::byte>()> destination) {
   const std::string path = PathOf(expected.key);
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -235,6 +236,8 @@ bool KvDiskTier::Load(const BlockRecord& expected, std::span<std::byte> out) {
     }
     return false;
   }
+  const std::span<std::byte> out = destination();
+  if (out.empty()) return false;
   const size_t want = kKvBlockFileHeaderBytes + out.size() + kKvBlockFileTrailerBytes;
   struct stat st {};
   KvBlockFileHeader header{};

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "model/runtime/prefix_index.h"
 
@@ -70,9 +71,14 @@ class KvDiskTier {
   // knows the file exists. Failures are counted and reported, never fatal. Returns whether
   // a file was written.
   bool Store(const BlockRecord& record, std::span<const std::byte> data);
-  // Reads the block `expected` names into `out` (block_bytes). False on a miss, and on a
-  // file that does not verify (which is reported and removed).
-  bool Load(const BlockRecord& expected, std::span<std::byte> out);
+  // Reads the block `expected` names into the memory `destination` gives (block_bytes),
+  // asked for only once the file is open: a miss costs the caller no memory, and an empty span
+  // declines. False on a miss, a decline, and a file that does not verify (which is reported
+  // and removed).
+  bool Load(const BlockRecord& expected, absl::FunctionRef<std::span<std::byte>()> destination);
+  bool Load(const BlockRecord& expected, std::span<std::byte> out) {
+    return Load(expected, [out] { return out; });
+  }
   // Whether this process knows the block's file exists.
   bool Knows(const BlockKey& key) const { return known_.contains(key); }
 

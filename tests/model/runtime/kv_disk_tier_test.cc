@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,13 +63,19 @@ std::vector<std::byte> Payload(int salt) {
   return p;
 }
 
+// `warnings`, when given, collects the lines the tier reports.
 std::unique_ptr<KvDiskTier> OpenTier(const std::string& dir, int64_t max_bytes = 1 << 30,
-                                     BlockKey name_space = kNamespace) {
+                                     BlockKey name_space = kNamespace,
+                                     std::vector<std::string>* warnings = nullptr) {
+  std::function<void(std::string_view)> warn;
+  if (warnings != nullptr) {
+    warn = [warnings](std::string_view line) { warnings->emplace_back(line); };
+  }
   absl::StatusOr<std::unique_ptr<KvDiskTier>> tier = KvDiskTier::Open({.dir = dir,
                                                                        .max_bytes = max_bytes,
                                                                        .name_space = name_space,
                                                                        .block_bytes = kBlock,
-                                                                       .warn = nullptr});
+                                                                       .warn = std::move(warn)});
   EXPECT_TRUE(tier.ok()) << tier.status();
   return tier.ok() ? *std::move(tier) : nullptr;
 }
@@ -80,6 +87,17 @@ std::vector<fs::path> BlockFiles(const std::string& dir) {
     if (entry.is_regular_file() && entry.path().extension() == ".kvb") files.push_back(entry);
   }
   return files;
+}
+
+// The block file named for `key` under `dir`; empty when there is none.
+fs::path FileOf(const std::string& dir, const BlockKey& key) {
+  char hex[33];
+  std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(key.hi),
+                static_cast<unsigned long long>(key.lo));
+  for (const fs::path& p : BlockFiles(dir)) {
+    if (p.stem() == hex) return p;
+  }
+  return fs::path();
 }
 
 std::vector<std::byte> FileBytes(const BlockKey& ns, const BlockRecord& r,
@@ -158,28 +176,15 @@ TEST(KvDiskTierTest, AStoredBlockLoadsBitwiseAndAnUnknownOneMisses) {
 TEST(KvDiskTierTest, DamagedFilesAreRefusedReportedAndRemoved) {
   TempDir dir;
   std::vector<std::string> warnings;
-  absl::StatusOr<std::unique_ptr<KvDiskTier>> opened =
-      KvDiskTier::Open({.dir = dir.path(),
-                        .max_bytes = 1 << 30,
-                        .name_space = kNamespace,
-                        .block_bytes = kBlock,
-                        .warn = [&](std::string_view line) { warnings.emplace_back(line); }});
-  ASSERT_TRUE(opened.ok());
-  KvDiskTier& tier = **opened;
+  std::unique_ptr<KvDiskTier> opened = OpenTier(dir.path(), 1 << 30, kNamespace, &warnings);
+  ASSERT_NE(opened, nullptr);
+  KvDiskTier& tier = *opened;
   std::vector<BlockRecord> records;
   for (int i = 0; i < 3; ++i) {
     records.push_back(RecordFor(RootBlockKey(1), i));
     ASSERT_TRUE(tier.Store(records.back(), Payload(i)));
   }
-  auto path_of = [&](const BlockRecord& r) {
-    for (const fs::path& p : BlockFiles(dir.path())) {
-      char hex[33];
-      std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(r.key.hi),
-                    static_cast<unsigned long long>(r.key.lo));
-      if (p.stem() == hex) return p;
-    }
-    return fs::path();
-  };
+  auto path_of = [&](const BlockRecord& r) { return FileOf(dir.path(), r.key); };
   // Corrupted: one payload byte changed in place.
   {
     std::fstream f(path_of(records[0]), std::ios::in | std::ios::out | std::ios::binary);
@@ -209,14 +214,9 @@ TEST(KvDiskTierTest, DamagedFilesAreRefusedReportedAndRemoved) {
 TEST(KvDiskTierTest, AFailingDiskIsCountedAndReportedWithoutFlooding) {
   TempDir dir;
   std::vector<std::string> warnings;
-  absl::StatusOr<std::unique_ptr<KvDiskTier>> opened =
-      KvDiskTier::Open({.dir = dir.path(),
-                        .max_bytes = 1 << 30,
-                        .name_space = kNamespace,
-                        .block_bytes = kBlock,
-                        .warn = [&](std::string_view line) { warnings.emplace_back(line); }});
-  ASSERT_TRUE(opened.ok());
-  KvDiskTier& tier = **opened;
+  std::unique_ptr<KvDiskTier> opened = OpenTier(dir.path(), 1 << 30, kNamespace, &warnings);
+  ASSERT_NE(opened, nullptr);
+  KvDiskTier& tier = *opened;
   // The directory goes away under the server and a file takes its name: every write fails.
   fs::remove_all(tier.directory());
   std::ofstream(tier.directory()) << "x";
@@ -279,15 +279,7 @@ TEST(KvDiskTierTest, TheSizeLimitRemovesTheLeastRecentlyUsedFirst) {
     timespec times[2];
     times[0].tv_sec = times[1].tv_sec = ::time(nullptr) - 100 + i;
     times[0].tv_nsec = times[1].tv_nsec = 0;
-    char hex[33];
-    std::snprintf(hex, sizeof(hex), "%016llx%016llx",
-                  static_cast<unsigned long long>(records[i].key.hi),
-                  static_cast<unsigned long long>(records[i].key.lo));
-    for (const fs::path& p : files) {
-      if (p.stem() == hex) {
-        ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
-      }
-    }
+    ASSERT_EQ(::utimensat(AT_FDCWD, FileOf(dir.path(), records[i].key).c_str(), times, 0), 0);
   }
   std::vector<std::byte> out(kBlock);
   ASSERT_TRUE(tier->Load(records[0], out));  // the oldest is used again: now the newest
@@ -439,6 +431,25 @@ TEST(KvCacheDiskTest, ARestartContinuesFromWhatWasWritten) {
   EXPECT_EQ(restarted.bytes_in_use(), 9 * kBlock);
   SequenceId bob = restarted.NewSequence(ScopeOfPrincipal("bob"));
   EXPECT_EQ(restarted.AttachPrefix(bob, a, static_cast<int>(a.size()) - 1), 0);
+}
+
+// A prefix the directory does not hold costs nothing: no cached block is evicted to make room
+// for a read that misses.
+TEST(KvCacheDiskTest, ADiskMissEvictsNothing) {
+  TempDir dir;
+  KvCache cache(kLayout, 4 * kBlock);
+  cache.AttachDiskTier(OpenTier(dir.path()));
+  const std::vector<int> a = Prompt(4 * kB, 1);
+  SequenceId first = cache.NewSequence(1);
+  ASSERT_TRUE(Compute(cache, first, a, static_cast<int>(a.size())));
+  cache.Publish(first, a);
+  ASSERT_TRUE(cache.Free(first).ok());  // the whole budget is cached now
+  const std::vector<int> b = Prompt(4 * kB, 2);
+  SequenceId other = cache.NewSequence(1);
+  EXPECT_EQ(cache.AttachPrefix(other, b, static_cast<int>(b.size()) - 1), 0);
+  EXPECT_EQ(cache.evicted_blocks(), 0);
+  SequenceId again = cache.NewSequence(1);
+  EXPECT_EQ(cache.AttachPrefix(again, a, static_cast<int>(a.size()) - 1), 3 * kB);
 }
 
 TEST(KvCacheDiskTest, LoadingFromDiskStaysWithinTheBudgetAndUsesReservedBlocks) {
