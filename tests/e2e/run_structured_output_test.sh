@@ -9,14 +9,9 @@ set -eu
 server=$1 make_gguf=$2 llamacpp=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/node_packages.sh"
+. "$here/chat_models.sh"
 node_packages "$work" openai@^6 ajv@^8 ajv-formats@^3
-models=$llamacpp/models
-"$make_gguf" --arch qwen2 --preset tiny --dtype f32 --context 2048 --name qwen2.5-random \
-  --vocab-from "$models/ggml-vocab-qwen2.gguf" \
-  --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --out "$work/qwen2.gguf"
-"$make_gguf" --arch llama --preset tiny --dtype f32 --context 2048 --name llama3.1-random \
-  --vocab-from "$models/ggml-vocab-llama-bpe.gguf" \
-  --chat-template "$models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" \
-  --out "$work/llama.gguf"
+make_chat_model "$make_gguf" "$llamacpp" qwen2.5 2048 "$work/qwen2.gguf"
+make_chat_model "$make_gguf" "$llamacpp" llama3.1 2048 "$work/llama.gguf"
 NODE_PATH="$work/node_modules" exec node "$here/structured_output_test.js" "$server" \
   "$work/qwen2.gguf" "$work/llama.gguf"

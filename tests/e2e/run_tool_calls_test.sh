@@ -9,17 +9,10 @@ set -eu
 server=$1 make_gguf=$2 llamacpp=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/node_packages.sh"
+. "$here/chat_models.sh"
 node_packages "$work" openai@^6 ajv@^8
-models=$llamacpp/models
-"$make_gguf" --arch qwen2 --preset tiny --dtype f32 --context 4096 --name qwen2.5-random \
-  --vocab-from "$models/ggml-vocab-qwen2.gguf" \
-  --chat-template "$models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --out "$work/qwen2.gguf"
-"$make_gguf" --arch qwen3 --preset tiny --dtype f32 --context 4096 --name qwen3-random \
-  --vocab-from "$models/ggml-vocab-qwen2.gguf" \
-  --chat-template "$models/templates/Qwen-Qwen3-0.6B.jinja" --out "$work/qwen3.gguf"
-"$make_gguf" --arch llama --preset tiny --dtype f32 --context 4096 --name llama3.1-random \
-  --vocab-from "$models/ggml-vocab-llama-bpe.gguf" \
-  --chat-template "$models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" \
-  --out "$work/llama.gguf"
+make_chat_model "$make_gguf" "$llamacpp" qwen2.5 4096 "$work/qwen2.gguf"
+make_chat_model "$make_gguf" "$llamacpp" qwen3 4096 "$work/qwen3.gguf"
+make_chat_model "$make_gguf" "$llamacpp" llama3.1 4096 "$work/llama.gguf"
 NODE_PATH="$work/node_modules" exec node "$here/tool_calls_test.js" "$server" \
   "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/llama.gguf"

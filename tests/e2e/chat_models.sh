@@ -1,0 +1,16 @@
+# Sourced by the e2e wrappers that need chat models: make_chat_model MAKE_GGUF LLAMACPP_DIR
+# FAMILY CONTEXT OUT writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5, qwen3 or
+# llama3.1) with its real vocabulary and chat template from llama.cpp's source.
+make_chat_model() {
+  _models=$2/models
+  case $3 in
+    qwen2.5) _arch=qwen2 _vocab=ggml-vocab-qwen2.gguf _template=Qwen-Qwen2.5-7B-Instruct.jinja ;;
+    qwen3) _arch=qwen3 _vocab=ggml-vocab-qwen2.gguf _template=Qwen-Qwen3-0.6B.jinja ;;
+    llama3.1)
+      _arch=llama _vocab=ggml-vocab-llama-bpe.gguf
+      _template=meta-llama-Llama-3.1-8B-Instruct.jinja ;;
+    *) echo "make_chat_model: unknown family $3" >&2; return 2 ;;
+  esac
+  "$1" --arch "$_arch" --preset tiny --dtype f32 --context "$4" --name "$3-random" \
+    --vocab-from "$_models/$_vocab" --chat-template "$_models/templates/$_template" --out "$5"
+}
