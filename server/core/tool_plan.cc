@@ -222,10 +222,9 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
     }
     return plan;
   }
-  if (request.constraint().kind_case() != v1::OutputConstraint::KIND_NOT_SET) {
-    return InvalidField("tool_choice",
-                        "asks for a call and the request constrains its output too; send one");
-  }
+  // A forced reply is a call, so an output format for text (response_format, text.format)
+  // has nothing to apply to in it: the call's constraint replaces it, as OpenAI takes both
+  // (an agent with a structured final output still forces its first call).
   std::vector<Tool> callable = *std::move(tools);
   if (choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION) {
     auto it = std::find_if(callable.begin(), callable.end(),

@@ -40,7 +40,8 @@ void FitToPrompt(ToolPlan& plan, std::string_view prompt);
 // INVALID_ARGUMENT naming the field: tools that are not function tools with a name and an
 // object schema (each `parameters` compiled as a JSON Schema: what the compiler refuses is
 // named with its pointer), duplicate names, tool_choice naming an unknown tool or requiring a
-// call without tools or next to an output constraint, a tool message that answers no call.
+// call without tools, a tool message that answers no call. A forced call's constraint
+// replaces the request's output constraint (the reply is a call, not text).
 // `compiler` null: parameters are not checked and required/named calls are UNIMPLEMENTED.
 // tool_choice auto in the hermes format gets a lazy constraint: free text until the model
 // opens a call (<tool_call>), then the call follows the tools' schemas.

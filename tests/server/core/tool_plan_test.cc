@@ -210,12 +210,27 @@ TEST(ToolPlanTest, BadToolsAndChoicesNameTheField) {
     EXPECT_EQ(ErrorField(plan.status()), c.field) << plan.status();
     EXPECT_TRUE(absl::StrContains(plan.status().message(), c.message)) << plan.status();
   }
-  // A forced call next to an output constraint.
+}
+
+// A forced reply is a call: the call's constraint replaces a text format the request has too
+// (an agent with a structured final answer sends both on the turn that must call).
+TEST(ToolPlanTest, AForcedCallReplacesTheOutputConstraint) {
+  model::ConstraintCompiler compiler({});
   v1::ChatRequest both = Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED);
   both.mutable_constraint()->set_json_object(true);
   absl::StatusOr<ToolPlan> plan =
       PlanTools(both, Format(model::ToolCallFormat::kHermes), &compiler);
-  EXPECT_EQ(ErrorField(plan.status()), "tool_choice") << plan.status();
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->constraint.has_value());
+  EXPECT_EQ(plan->constraint->kind, model::ConstraintKind::kJsonSchema);
+  EXPECT_TRUE(absl::StrContains(plan->constraint->text, "\"add\"")) << plan->constraint->text;
+  EXPECT_TRUE(plan->constraint_trigger.empty());
+  // auto with a text format: the format constrains the reply, no lazy call grammar.
+  v1::ChatRequest automatic = Request(v1::ToolChoice::TOOL_CHOICE_AUTO);
+  automatic.mutable_constraint()->set_json_object(true);
+  plan = PlanTools(automatic, Format(model::ToolCallFormat::kHermes), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->constraint.has_value());
 }
 
 TEST(ToolPlanTest, ToolMessagesMustAnswerAnEarlierCall) {
