@@ -148,6 +148,12 @@ ABSL_FLAG(std::string, kv_cache_dir, kDefaults.kv_cache_dir,
           "continues conversations from it. Keyed by the model file's content and the KV type");
 ABSL_FLAG(int64_t, kv_cache_dir_mb, kDefaults.kv_cache_dir_mb,
           "Size limit of --kv-cache-dir in MiB; the least recently used blocks are removed");
+ABSL_FLAG(int64_t, responses_store_mb, kDefaults.responses_store_mb,
+          "Memory for stored responses of the Responses API (store: true; what "
+          "previous_response_id continues and GET /v1/responses/{id} returns) in MiB; the "
+          "oldest go first. 0 = keep none");
+ABSL_FLAG(absl::Duration, responses_ttl, kDefaults.responses_ttl,
+          "How long a stored response of the Responses API is kept (e.g. 1h, 30m)");
 ABSL_FLAG(int, max_sessions, kDefaults.max_sessions,
           "Most sessions kept; beyond it the least recently used idle one is evicted");
 ABSL_FLAG(absl::Duration, drain_timeout, kDefaults.drain_timeout,
@@ -206,6 +212,8 @@ ServerOptions OptionsFromFlags() {
   o.prefix_cache_scope = absl::GetFlag(FLAGS_prefix_cache_scope);
   o.kv_cache_dir = absl::GetFlag(FLAGS_kv_cache_dir);
   o.kv_cache_dir_mb = absl::GetFlag(FLAGS_kv_cache_dir_mb);
+  o.responses_store_mb = absl::GetFlag(FLAGS_responses_store_mb);
+  o.responses_ttl = absl::GetFlag(FLAGS_responses_ttl);
   o.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   o.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   o.bf16 = absl::GetFlag(FLAGS_bf16);
@@ -455,11 +463,14 @@ int Run(ServerOptions options) {
   SetServing(*server, false);  // until the model is loaded
 
   // The HTTP front end shares the observer, logger and (once loaded) the backend with gRPC.
-  http::OpenAiApi openai_api(
-      http::OpenAiApiOptions{.authenticator = authenticator.get(),
-                             .principal_from_client_certificate = principal_from_certificate,
-                             .observer = metrics->get(),
-                             .logger = &logger});
+  http::OpenAiApi openai_api(http::OpenAiApiOptions{
+      .authenticator = authenticator.get(),
+      .principal_from_client_certificate = principal_from_certificate,
+      .observer = metrics->get(),
+      .logger = &logger,
+      .max_buffered_events = kDefaultMaxBufferedEvents,
+      .response_store = {.max_bytes = static_cast<size_t>(options.responses_store_mb) << 20,
+                         .ttl = options.responses_ttl}});
   std::unique_ptr<http::HttpServer> http_server;
   if (!options.http_listen.empty()) {
     http::HttpServerOptions http_options;

@@ -55,6 +55,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.max_constraint_compile_ms, 1, "max-constraint-compile-ms"},
         {o.constraint_cache_entries, 0, "constraint-cache-entries"},
         {o.max_sessions, 0, "max-sessions"},
+        {o.responses_store_mb, 0, "responses-store-mb"},
         {o.http_threads, 1, "http-threads"},
         {o.prep_threads, 1, "prep-threads"},
         {o.http_max_connections, 0, "http-max-connections"}}) {
@@ -74,6 +75,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.session_ttl <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--session-ttl must be > 0, got ", absl::FormatDuration(o.session_ttl)));
+  }
+  if (o.responses_ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--responses-ttl must be > 0, got ", absl::FormatDuration(o.responses_ttl)));
   }
   if (!ParsePrefixCacheScope(o.prefix_cache_scope)) {
     return absl::InvalidArgumentError(

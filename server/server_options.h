@@ -10,6 +10,7 @@
 #include "model/runtime/engine.h"
 #include "server/core/preparation_pool.h"
 #include "server/core/validation.h"
+#include "server/http/response_store.h"
 #include "server/scheduler/scheduler.h"
 
 namespace textgen::server {
@@ -63,6 +64,9 @@ struct ServerOptions {
   std::string kv_cache_dir;
   int64_t kv_cache_dir_mb = 10240;  // the directory's size limit (least recently used go)
   int max_sessions = SchedulerOptions{}.max_sessions;
+  // The Responses API's stored responses (store: true): memory budget and age.
+  int64_t responses_store_mb = static_cast<int64_t>(http::ResponseStoreOptions{}.max_bytes >> 20);
+  absl::Duration responses_ttl = http::ResponseStoreOptions{}.ttl;
   absl::Duration drain_timeout = absl::Seconds(30);
   bool bf16 = false;
   bool dequantize = false;  // quantized weights to the compute type, not the integer kernels

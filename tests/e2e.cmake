@@ -63,6 +63,26 @@ if(TARGET textgen-server)
   set_tests_properties(e2e_tool_calls PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
                        LABELS e2e FIXTURES_REQUIRED llamacpp_source)
 
+  # The Responses API with the `openai` npm client (create, stream, retrieve, delete, function
+  # tools round-tripping through previous_response_id and statelessly, text.format) and ajv.
+  add_test(NAME e2e_responses
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_responses_test.sh
+                   $<TARGET_FILE:textgen-server> $<TARGET_FILE:textgen-make-random-gguf>
+                   ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                   ${CMAKE_CURRENT_BINARY_DIR}/e2e-responses)
+  set_tests_properties(e2e_responses PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+                       LABELS e2e FIXTURES_REQUIRED llamacpp_source)
+
+  # The OpenAI Agents SDK (Responses and Chat Completions), LangChain.js and the Vercel AI SDK
+  # running their tool loops and structured outputs against the server.
+  add_test(NAME e2e_frameworks
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_frameworks_test.sh
+                   $<TARGET_FILE:textgen-server> $<TARGET_FILE:textgen-make-random-gguf>
+                   ${TEXTGEN_LLAMACPP_REFERENCE_DIR}/llama.cpp
+                   ${CMAKE_CURRENT_BINARY_DIR}/e2e-frameworks)
+  set_tests_properties(e2e_frameworks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+                       LABELS e2e FIXTURES_REQUIRED llamacpp_source)
+
   # Three replicas behind Debian's nginx with deploy/nginx/textgen-lb.conf: session affinity,
   # failover of a SIGTERMed replica, and Prometheus / Grafana / alert queries against them.
   # (LB=haproxy runs it behind HAProxy; not here: see deploy/haproxy/haproxy.cfg.)

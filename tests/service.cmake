@@ -20,6 +20,11 @@ if(TARGET textgen_service)
                LIBS textgen_service textgen_server_options)
   textgen_test(openai_request_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/openai_request_test.cc
                LIBS textgen_http textgen_service)
+  textgen_test(responses_api_test
+               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/responses_request_test.cc
+                       ${CMAKE_CURRENT_SOURCE_DIR}/server/http/responses_writer_test.cc
+                       ${CMAKE_CURRENT_SOURCE_DIR}/server/http/response_store_test.cc
+               LIBS textgen_http textgen_service nlohmann_json::nlohmann_json)
   textgen_test(http_api_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/http/http_api_test.cc
                LIBS textgen_http textgen_service Boost::headers nlohmann_json::nlohmann_json)
   textgen_test(api_keys_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/auth/api_keys_test.cc

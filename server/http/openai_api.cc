@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/random/random.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -17,15 +19,16 @@
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
 #include "server/http/openai_stream.h"
+#include "server/http/responses_request.h"
+#include "server/http/responses_writer.h"
 #include "server/http/tokenize_route.h"
 #include "server/observability/request_report.h"
 
 namespace textgen::server::http {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 constexpr absl::string_view kModelsPrefix = "/v1/models/";
+constexpr absl::string_view kResponsesPrefix = "/v1/responses/";
 
 HttpResponse JsonResponse(int status, const Json& body) {
   return HttpResponse::Json(status, body.dump(-1, ' ', false, Json::error_handler_t::replace));
@@ -48,7 +51,8 @@ absl::Status LoadingError() {
 
 }  // namespace
 
-OpenAiApi::OpenAiApi(const OpenAiApiOptions& options) : options_(options) {}
+OpenAiApi::OpenAiApi(const OpenAiApiOptions& options)
+    : options_(options), responses_(options.response_store) {}
 
 void OpenAiApi::SetBackend(const ServiceBackend* backend) {
   backend_.store(backend, std::memory_order_release);
@@ -73,13 +77,17 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
   }
   const bool chat = path == "/v1/chat/completions";
   const bool completion = path == "/v1/completions";
+  const bool responses = path == "/v1/responses";
+  const bool stored_response = absl::StartsWith(path, kResponsesPrefix);
   const bool models = path == "/v1/models" || absl::StartsWith(path, kModelsPrefix);
   const bool tokenize = path == "/tokenize";
   const bool detokenize = path == "/detokenize";
-  if (!chat && !completion && !models && !tokenize && !detokenize) {
+  if (!chat && !completion && !responses && !stored_response && !models && !tokenize &&
+      !detokenize) {
     return exchange->Respond(ErrorResponse(ApiErrorForHttpStatus(
         404, absl::StrCat("no route ", request.method, " ", path,
                           "; textgen serves POST /v1/chat/completions, POST /v1/completions, "
+                          "POST /v1/responses, GET and DELETE /v1/responses/{id}, "
                           "GET /v1/models, POST /tokenize, POST /detokenize and GET /health"))));
   }
   std::string principal;
@@ -104,7 +112,10 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
   if (models && request.method != "GET") {
     return exchange->Respond(MethodNotAllowed(request, "GET"));
   }
-  if (!models && request.method != "POST") {
+  if (stored_response && request.method != "GET" && request.method != "DELETE") {
+    return exchange->Respond(MethodNotAllowed(request, "GET, DELETE"));
+  }
+  if (!models && !stored_response && request.method != "POST") {
     return exchange->Respond(MethodNotAllowed(request, "POST"));
   }
   if (backend == nullptr)
@@ -116,7 +127,30 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
                           ? absl::string_view(path).substr(kModelsPrefix.size())
                           : absl::string_view());
   }
-  Generate(request, exchange, chat, *backend, principal);
+  if (stored_response) {
+    return StoredResponse(request, exchange,
+                          absl::string_view(path).substr(kResponsesPrefix.size()), principal);
+  }
+  const OpenAiRequest::Kind kind = chat        ? OpenAiRequest::Kind::kChat
+                                   : responses ? OpenAiRequest::Kind::kResponses
+                                               : OpenAiRequest::Kind::kCompletion;
+  Generate(request, exchange, kind, *backend, principal);
+}
+
+void OpenAiApi::StoredResponse(const HttpRequest& request,
+                               const std::shared_ptr<HttpExchange>& exchange, absl::string_view id,
+                               const std::string& principal) {
+  if (request.method == "DELETE") {
+    if (!responses_.Delete(principal, id)) {
+      return exchange->Respond(ErrorResponse(ApiErrorFromStatus(
+          absl::NotFoundError(absl::StrCat("no stored response '", id.substr(0, 64), "'")))));
+    }
+    return exchange->Respond(JsonResponse(
+        200, Json{{"id", std::string(id)}, {"object", "response"}, {"deleted", true}}));
+  }
+  absl::StatusOr<std::shared_ptr<const ResponseStore::Entry>> entry = responses_.Get(principal, id);
+  if (!entry.ok()) return exchange->Respond(ErrorResponse(ApiErrorFromStatus(entry.status())));
+  exchange->Respond(HttpResponse::Json(200, (*entry)->response_json));
 }
 
 void OpenAiApi::ListModels(const std::shared_ptr<HttpExchange>& exchange,
@@ -149,7 +183,7 @@ void OpenAiApi::ListModels(const std::shared_ptr<HttpExchange>& exchange,
 struct OpenAiApi::Preparation {
   std::shared_ptr<HttpExchange> exchange;
   const ServiceBackend* backend = nullptr;
-  bool chat = false;
+  OpenAiRequest::Kind kind = OpenAiRequest::Kind::kChat;
   std::string principal;
   absl::Time arrival;
   std::string body;
@@ -160,14 +194,20 @@ struct OpenAiApi::Preparation {
   absl::Status error_status;
   std::optional<OpenAiRequest> parsed;
   std::optional<ValidatedRequest> validated;
+  // Responses: the parts of the request the response object repeats, and the conversation
+  // (without instructions) that a continuation of this response builds on.
+  Json responses_echo;
+  bool store = false;
+  std::vector<v1::ChatMessage> conversation;
 };
 
 void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
-                         bool chat, const ServiceBackend& backend, const std::string& principal) {
+                         OpenAiRequest::Kind kind, const ServiceBackend& backend,
+                         const std::string& principal) {
   auto preparation = std::make_shared<Preparation>();
   preparation->exchange = exchange;
   preparation->backend = &backend;
-  preparation->chat = chat;
+  preparation->kind = kind;
   preparation->principal = principal;
   preparation->arrival = absl::Now();
   preparation->body = request.body;
@@ -191,14 +231,45 @@ void OpenAiApi::Generate(const HttpRequest& request, const std::shared_ptr<HttpE
   }
 }
 
-void OpenAiApi::Prepare(Preparation& p) const {
+// Parses the body as its route's request; Responses: also continues the stored response it
+// names and assembles the conversation.
+absl::StatusOr<OpenAiRequest> OpenAiApi::Parse(Preparation& p) {
+  switch (p.kind) {
+    case OpenAiRequest::Kind::kChat:
+      return ParseChatCompletionRequest(p.body);
+    case OpenAiRequest::Kind::kCompletion:
+      return ParseCompletionRequest(p.body);
+    case OpenAiRequest::Kind::kResponses:
+      break;
+  }
+  absl::StatusOr<ResponsesRequest> parsed = ParseResponsesRequest(p.body);
+  if (!parsed.ok()) return parsed.status();
+  std::shared_ptr<const ResponseStore::Entry> previous;
+  if (!parsed->previous_response_id.empty()) {
+    absl::StatusOr<std::shared_ptr<const ResponseStore::Entry>> found =
+        responses_.Get(p.principal, parsed->previous_response_id);
+    if (!found.ok()) {
+      absl::Status status = found.status();
+      status.SetPayload(kOpenAiParamPayload, absl::Cord("previous_response_id"));
+      return status;
+    }
+    previous = *std::move(found);
+  }
+  p.conversation = AssembleConversation(
+      *parsed, previous ? previous->conversation : std::vector<v1::ChatMessage>());
+  p.responses_echo = std::move(parsed->echo);
+  p.store = parsed->store;
+  return std::move(parsed->request);
+}
+
+void OpenAiApi::Prepare(Preparation& p) {
   const auto fail = [&](const absl::Status& status, ApiError error) {
     p.error_status = status;
     p.error = std::move(error);
   };
-  absl::StatusOr<OpenAiRequest> parsed =
-      p.chat ? ParseChatCompletionRequest(p.body) : ParseCompletionRequest(p.body);
+  absl::StatusOr<OpenAiRequest> parsed = Parse(p);
   if (!parsed.ok()) return fail(parsed.status(), ApiErrorFromStatus(parsed.status()));
+  const bool completion = p.kind == OpenAiRequest::Kind::kCompletion;
   const std::string& served = p.backend->model_info.name();
   if (!parsed->model.empty() && parsed->model != served) {
     absl::Status status =
@@ -211,17 +282,17 @@ void OpenAiApi::Prepare(Preparation& p) const {
   }
   std::vector<absl::string_view> routing_header(p.routing_header.begin(), p.routing_header.end());
   if (absl::Status status = CheckSessionRoutingHeader(
-          routing_header, p.chat ? parsed->chat.session_id() : parsed->completion.session_id());
+          routing_header, completion ? parsed->completion.session_id() : parsed->chat.session_id());
       !status.ok()) {
     ApiError error = ApiErrorFromStatus(status);
     error.param = "session_id";
     return fail(status, std::move(error));
   }
   if (p.request_id.has_value()) {
-    if (p.chat) {
-      parsed->chat.set_request_id(*p.request_id);
-    } else {
+    if (completion) {
       parsed->completion.set_request_id(*p.request_id);
+    } else {
+      parsed->chat.set_request_id(*p.request_id);
     }
   }
   RequestContext context;
@@ -229,10 +300,10 @@ void OpenAiApi::Prepare(Preparation& p) const {
   context.principal = p.principal;
   const ServiceBackend& backend = *p.backend;
   absl::StatusOr<ValidatedRequest> validated =
-      p.chat ? ValidateChatRequest(parsed->chat, backend.chat_templates, *backend.tokenizer,
-                                   backend.validation, context)
-             : ValidateGenerateRequest(parsed->completion, *backend.tokenizer, backend.validation,
-                                       context);
+      completion ? ValidateGenerateRequest(parsed->completion, *backend.tokenizer,
+                                           backend.validation, context)
+                 : ValidateChatRequest(parsed->chat, backend.chat_templates, *backend.tokenizer,
+                                       backend.validation, context);
   if (!validated.ok()) {
     const absl::Status renamed = ToOpenAiFieldNames(validated.status(), *parsed);
     return fail(renamed, ApiErrorFromStatus(renamed));
@@ -242,7 +313,55 @@ void OpenAiApi::Prepare(Preparation& p) const {
   p.validated = *std::move(validated);
 }
 
-void OpenAiApi::Finish(Preparation& p) const {
+std::vector<std::unique_ptr<ChoiceWriter>> OpenAiApi::Writers(
+    Preparation& p, const std::vector<ValidatedRequest>& requests) {
+  const ServiceBackend& backend = *p.backend;
+  const ValidatedRequest& first = requests.front();
+  std::vector<std::unique_ptr<ChoiceWriter>> writers;
+  if (p.kind == OpenAiRequest::Kind::kResponses) {
+    ResponsesWriterOptions options;
+    absl::BitGen random;
+    options.id = absl::StrCat(kResponseIdPrefix,
+                              absl::Hex(absl::Uniform<uint64_t>(random), absl::kZeroPad16),
+                              absl::Hex(absl::Uniform<uint64_t>(random), absl::kZeroPad16));
+    options.created_at = absl::ToUnixSeconds(p.arrival);
+    options.model = backend.model_info.name();
+    options.echo = std::move(p.responses_echo);
+    options.logprobs = first.output.logprobs;
+    options.last_prompt_token = first.prompt_tokens.back();
+    options.reply = first.reply;
+    if (p.store) {
+      options.on_done = [this, principal = p.principal, id = options.id,
+                         conversation = std::move(p.conversation)](const Json& response,
+                                                                   v1::ChatMessage reply) {
+        ResponseStore::Entry entry;
+        entry.response_json = response.dump(-1, ' ', false, Json::error_handler_t::replace);
+        entry.conversation = conversation;
+        entry.conversation.push_back(std::move(reply));
+        responses_.Put(principal, id, std::move(entry));
+      };
+    }
+    writers.push_back(std::make_unique<ResponsesWriter>(std::move(options), backend.tokenizer));
+    return writers;
+  }
+  const bool chat = p.kind == OpenAiRequest::Kind::kChat;
+  OpenAiResponseWriter::Options options;
+  options.kind = chat ? OpenAiResponseWriter::Kind::kChat : OpenAiResponseWriter::Kind::kCompletion;
+  options.id = absl::StrCat(chat ? "chatcmpl-" : "cmpl-", first.request_id);
+  options.created = absl::ToUnixSeconds(p.arrival);
+  options.model = backend.model_info.name();
+  options.logprobs = first.output.logprobs;
+  options.include_usage = p.parsed->stream && p.parsed->include_usage;
+  options.last_prompt_token = first.prompt_tokens.back();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    options.index = static_cast<int>(i);
+    options.reply = requests[i].reply;
+    writers.push_back(std::make_unique<OpenAiResponseWriter>(options, backend.tokenizer));
+  }
+  return writers;
+}
+
+void OpenAiApi::Finish(Preparation& p) {
   RequestRecord record;
   record.api = "http";
   const auto reject = [&](const absl::Status& status, const ApiError& error) {
@@ -258,34 +377,23 @@ void OpenAiApi::Finish(Preparation& p) const {
   const OpenAiRequest& parsed = *p.parsed;
   record.request_id = validated.request_id;
   record.prompt_tokens = static_cast<int>(validated.prompt_tokens.size());
-  OpenAiResponseWriter::Options writer;
-  writer.kind =
-      p.chat ? OpenAiResponseWriter::Kind::kChat : OpenAiResponseWriter::Kind::kCompletion;
-  writer.id = absl::StrCat(p.chat ? "chatcmpl-" : "cmpl-", validated.request_id);
-  writer.created = absl::ToUnixSeconds(p.arrival);
-  writer.model = backend.model_info.name();
-  writer.logprobs = validated.output.logprobs;
-  writer.include_usage = parsed.stream && parsed.include_usage;
-  writer.last_prompt_token = validated.prompt_tokens.back();
   // `n` choices: the same request n times, choice i sampled with seed + i (and its tool call
   // ids drawn from id_seed + i). Submitted together, they compute the prompt once: the first
   // admitted computes it, the others take its blocks from the prefix cache.
   std::vector<ValidatedRequest> requests;
-  OpenAiStreamOptions stream_options;
   for (int i = 0; i < parsed.choices; ++i) {
     ValidatedRequest copy = i + 1 < parsed.choices ? validated : std::move(validated);
     copy.sampling.seed += static_cast<uint64_t>(i);
     if (copy.reply.has_value()) copy.reply->id_seed += static_cast<uint64_t>(i);
-    writer.index = i;
-    writer.reply = copy.reply;
-    stream_options.choices.push_back(writer);
     requests.push_back(std::move(copy));
   }
+  std::vector<std::unique_ptr<ChoiceWriter>> writers = Writers(p, requests);
+  OpenAiStreamOptions stream_options;
   stream_options.stream = parsed.stream;
   stream_options.max_buffered_events = options_.max_buffered_events;
   stream_options.observer = options_.observer;
   stream_options.logger = options_.logger;
-  auto stream = std::make_shared<OpenAiStream>(p.exchange, stream_options, backend.tokenizer,
+  auto stream = std::make_shared<OpenAiStream>(p.exchange, stream_options, std::move(writers),
                                                record, p.arrival);
   for (int i = 0; i < parsed.choices; ++i) {
     if (absl::Status status = backend.scheduler->Submit(std::move(requests[i]), stream->Sink(i));

@@ -14,135 +14,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "model/base/json_nesting.h"
 #include "model/base/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "server/http/json_fields.h"
 
 namespace textgen::server::http {
-namespace {
 
-// Ordered: a JSON Schema's properties (response_format, tools) keep the order they were sent
-// in, which is the order a constrained reply writes them.
-using Json = nlohmann::ordered_json;
-
-absl::Status FieldError(absl::string_view param, absl::string_view message) {
-  absl::Status status = absl::InvalidArgumentError(message);
-  if (!param.empty()) status.SetPayload(kOpenAiParamPayload, absl::Cord(param));
-  return status;
-}
-
-std::string JsonTypeName(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-      return "an integer";
-    case Json::value_t::number_float:
-      return "a number";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::object:
-      return "an object";
-    default:
-      return "an unsupported value";
-  }
-}
-
-absl::Status WrongType(absl::string_view field, absl::string_view expected, const Json& got) {
-  return FieldError(field, absl::StrCat(field, " must be ", expected, ", got ", JsonTypeName(got)));
-}
-
-// Typed access to a request object's fields: absent and null both mean "not given".
-class Fields {
- public:
-  explicit Fields(const Json& object) : object_(object) {}
-
-  const Json* Find(const char* name) const {
-    const auto it = object_.find(name);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-  bool Has(const char* name) const { return Find(name) != nullptr; }
-
-  absl::Status Number(const char* name, std::optional<double>& out) const {
-    const Json* value = Find(name);
-    if (value == nullptr) return absl::OkStatus();
-    if (!value->is_number()) return WrongType(name, "a number", *value);
-    out = value->get<double>();
-    return absl::OkStatus();
-  }
-  absl::Status Integer(const char* name, std::optional<int64_t>& out) const {
-    const Json* value = Find(name);
-    if (value == nullptr) return absl::OkStatus();
-    if (value->is_number_unsigned()) {
-      const uint64_t u = value->get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return FieldError(name, absl::StrCat(name, " is too large (", u, ")"));
-      }
-      out = static_cast<int64_t>(u);
-    } else if (value->is_number_integer()) {
-      out = value->get<int64_t>();
-    } else if (value->is_number_float() &&
-               std::trunc(value->get<double>()) == value->get<double>() &&
-               std::abs(value->get<double>()) < 9e15) {
-      out = static_cast<int64_t>(value->get<double>());  // 5.0 from a client that sends floats
-    } else {
-      return WrongType(name, "an integer", *value);
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Bool(const char* name, std::optional<bool>& out) const {
-    const Json* value = Find(name);
-    if (value == nullptr) return absl::OkStatus();
-    if (!value->is_boolean()) return WrongType(name, "a boolean", *value);
-    out = value->get<bool>();
-    return absl::OkStatus();
-  }
-  absl::Status String(const char* name, std::optional<std::string>& out) const {
-    const Json* value = Find(name);
-    if (value == nullptr) return absl::OkStatus();
-    if (!value->is_string()) return WrongType(name, "a string", *value);
-    out = value->get<std::string>();
-    return absl::OkStatus();
-  }
-
- private:
-  const Json& object_;
-};
-
-absl::StatusOr<Json> ParseBody(absl::string_view body) {
-  if (body.empty()) {
-    return FieldError("", "the request body is empty; send a JSON object");
-  }
-  if (const int depth = model::JsonNestingDepth(std::string_view(body.data(), body.size()));
-      depth > kMaxRequestJsonDepth) {
-    return FieldError(
-        "", absl::StrCat("the request body nests deeper than ", kMaxRequestJsonDepth, " levels"));
-  }
-  Json parsed;
-  try {
-    parsed = Json::parse(body.begin(), body.end());
-  } catch (const Json::exception& e) {
-    // nlohmann's message names the byte and what it expected (or the number that overflows:
-    // out_of_range.406, not a parse_error).
-    std::string what = e.what();
-    if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-    return FieldError("", absl::StrCat("the request body is not valid JSON: ", what));
-  }
-  if (!parsed.is_object()) {
-    return FieldError(
-        "", absl::StrCat("the request body must be a JSON object, got ", JsonTypeName(parsed)));
-  }
-  return parsed;
-}
-
-// Fields every request may carry: OpenAI's sampling and stopping options, textgen's extras.
-absl::Status ParseCommon(const Fields& f, OpenAiRequest& out, v1::SamplingParameters& sampling,
-                         v1::StoppingCriteria& stopping, std::string& session_id) {
+absl::Status ParseCommonFields(const Fields& f, OpenAiRequest& out,
+                               v1::SamplingParameters& sampling, v1::StoppingCriteria& stopping,
+                               std::string& session_id) {
   std::optional<std::string> model;
   TEXTGEN_RETURN_IF_ERROR(f.String("model", model));
   out.model = model.value_or("");
@@ -282,6 +162,8 @@ absl::Status ParseCommon(const Fields& f, OpenAiRequest& out, v1::SamplingParame
   return absl::OkStatus();
 }
 
+namespace {
+
 // A message's content: a string, or an array of text parts (joined with newlines as vLLM
 // does). Image or audio parts are refused: every model textgen serves reads text only.
 absl::StatusOr<std::string> MessageContent(const Json& content, const std::string& field) {
@@ -349,6 +231,29 @@ absl::Status ParseMessages(const Json& messages, v1::ChatRequest& chat) {
 }
 
 }  // namespace
+
+absl::Status SetTemplateVariables(const Fields& f, const std::optional<std::string>& effort,
+                                  absl::string_view effort_param, v1::ChatRequest& chat) {
+  Json variables = Json::object();
+  const Json* kwargs = f.Find("chat_template_kwargs");
+  if (kwargs != nullptr) {
+    if (!kwargs->is_object()) return WrongType("chat_template_kwargs", "an object", *kwargs);
+    variables = *kwargs;
+  }
+  if (effort) {
+    if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" &&
+        *effort != "high") {
+      return FieldError(effort_param, absl::StrCat(effort_param,
+                                                   " must be \"none\", \"minimal\", \"low\", "
+                                                   "\"medium\" or \"high\""));
+    }
+    if (!variables.contains("enable_thinking")) {
+      variables["enable_thinking"] = *effort != "none" && *effort != "minimal";
+    }
+  }
+  if (!variables.empty() || kwargs != nullptr) chat.set_template_variables_json(variables.dump());
+  return absl::OkStatus();
+}
 
 // response_format (OpenAI) and textgen's extras `json_schema` (as llama.cpp's server takes
 // it), `regex` and `grammar` (GBNF): at most one constraint per request.
@@ -420,8 +325,8 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
   out.kind = OpenAiRequest::Kind::kChat;
   v1::ChatRequest& chat = out.chat;
   TEXTGEN_RETURN_IF_ERROR(ParseConstraint(f, *chat.mutable_constraint()));
-  TEXTGEN_RETURN_IF_ERROR(ParseCommon(f, out, *chat.mutable_sampling(), *chat.mutable_stopping(),
-                                      *chat.mutable_session_id()));
+  TEXTGEN_RETURN_IF_ERROR(ParseCommonFields(f, out, *chat.mutable_sampling(),
+                                            *chat.mutable_stopping(), *chat.mutable_session_id()));
   const Json* messages = f.Find("messages");
   if (messages == nullptr) return FieldError("messages", "messages is missing");
   TEXTGEN_RETURN_IF_ERROR(ParseMessages(*messages, chat));
@@ -478,29 +383,9 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
   std::optional<bool> add_generation_prompt;
   TEXTGEN_RETURN_IF_ERROR(f.Bool("add_generation_prompt", add_generation_prompt));
   if (add_generation_prompt) chat.set_add_generation_prompt(*add_generation_prompt);
-  Json variables = Json::object();
-  if (const Json* kwargs = f.Find("chat_template_kwargs")) {
-    if (!kwargs->is_object()) return WrongType("chat_template_kwargs", "an object", *kwargs);
-    variables = *kwargs;
-  }
-  // reasoning_effort maps onto the templates' thinking switch (Qwen 3, SmolLM3, ...): "none"
-  // and "minimal" turn thinking off, the others leave it on; chat_template_kwargs wins.
   std::optional<std::string> effort;
   TEXTGEN_RETURN_IF_ERROR(f.String("reasoning_effort", effort));
-  if (effort) {
-    if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" &&
-        *effort != "high") {
-      return FieldError("reasoning_effort",
-                        "reasoning_effort must be \"none\", \"minimal\", \"low\", \"medium\" "
-                        "or \"high\"");
-    }
-    if (!variables.contains("enable_thinking")) {
-      variables["enable_thinking"] = *effort != "none" && *effort != "minimal";
-    }
-  }
-  if (!variables.empty() || f.Find("chat_template_kwargs") != nullptr) {
-    chat.set_template_variables_json(variables.dump());
-  }
+  TEXTGEN_RETURN_IF_ERROR(SetTemplateVariables(f, effort, "reasoning_effort", chat));
   return out;
 }
 
@@ -512,8 +397,9 @@ absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body) {
   out.kind = OpenAiRequest::Kind::kCompletion;
   v1::GenerateRequest& request = out.completion;
   TEXTGEN_RETURN_IF_ERROR(ParseConstraint(f, *request.mutable_constraint()));
-  TEXTGEN_RETURN_IF_ERROR(ParseCommon(f, out, *request.mutable_sampling(),
-                                      *request.mutable_stopping(), *request.mutable_session_id()));
+  TEXTGEN_RETURN_IF_ERROR(ParseCommonFields(f, out, *request.mutable_sampling(),
+                                            *request.mutable_stopping(),
+                                            *request.mutable_session_id()));
   const Json* prompt = f.Find("prompt");
   if (prompt == nullptr) return FieldError("prompt", "prompt is missing");
   // One prompt: "text", ["text"], [ids...] or [[ids...]].

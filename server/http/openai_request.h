@@ -1,28 +1,24 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/http/api_error.h"
+#include "server/http/json_fields.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server::http {
 
-// Deepest JSON nesting a request body may have (a chat request needs about 6; tool schemas a
-// few more). Checked on the raw bytes before parsing.
-inline constexpr int kMaxRequestJsonDepth = 64;
-
 // Most choices (`n`) one request may ask for: each is a sequence of its own in the batch.
 inline constexpr int kMaxChoices = 16;
-
-// Status payload naming the request field an INVALID_ARGUMENT is about (OpenAI's error.param).
-inline constexpr absl::string_view kOpenAiParamPayload = "textgen.openai/param";
 
 // An OpenAI request mapped onto textgen's own request messages, which then go through the same
 // validation as gRPC's: only the JSON shape is checked here.
 struct OpenAiRequest {
-  enum class Kind { kChat, kCompletion };
+  enum class Kind { kChat, kCompletion, kResponses };
   Kind kind = Kind::kChat;
   std::string model;  // as sent; empty when absent
   bool stream = false;
@@ -30,7 +26,7 @@ struct OpenAiRequest {
   int choices = 1;             // n (completions: and best_of, which must equal it)
   // What the client called the length limit and the alternatives count, for error messages.
   std::string max_tokens_field = "max_tokens";
-  v1::ChatRequest chat;            // kind == kChat
+  v1::ChatRequest chat;            // kind == kChat or kResponses
   v1::GenerateRequest completion;  // kind == kCompletion
 };
 
@@ -41,5 +37,19 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
 
 // POST /v1/completions, as above (one prompt: a string or token ids).
 absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body);
+
+// Shared by the request shapes that generate (chat, completions, responses).
+// The fields every generating request may carry: OpenAI's sampling and stopping options
+// (temperature, top_p, seed, stop, max_tokens, ...), `n`, `stream`, and textgen's extras.
+absl::Status ParseCommonFields(const Fields& f, OpenAiRequest& out,
+                               v1::SamplingParameters& sampling, v1::StoppingCriteria& stopping,
+                               std::string& session_id);
+// response_format and textgen's extras json_schema, regex and grammar: at most one.
+absl::Status ParseConstraint(const Fields& f, v1::OutputConstraint& out);
+// The template's variables: `chat_template_kwargs`, and a reasoning effort (sent as
+// `effort_param`) mapped onto the templates' thinking switch: "none" and "minimal" turn
+// thinking off, the others leave it on; chat_template_kwargs.enable_thinking wins.
+absl::Status SetTemplateVariables(const Fields& f, const std::optional<std::string>& effort,
+                                  absl::string_view effort_param, v1::ChatRequest& chat);
 
 }  // namespace textgen::server::http

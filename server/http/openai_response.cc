@@ -33,26 +33,10 @@ Json Bytes(const std::string& raw) {
   return bytes;
 }
 
-// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}], "refusal": null}.
+// Chat: {"content": TokenLogprobs(...), "refusal": null}.
 Json ChatLogprobs(const std::vector<model::SampleResult>& samples,
                   const model::Tokenizer& tokenizer, int& previous) {
-  Json content = Json::array();
-  for (const model::SampleResult& sample : samples) {
-    const std::string raw = TokenString(tokenizer, sample.token, previous);
-    Json top = Json::array();
-    for (const model::TokenLogprob& alt : sample.top) {
-      const std::string alt_raw = TokenString(tokenizer, alt.token, previous);
-      top.push_back({{"token", model::SanitizeUtf8(alt_raw)},
-                     {"logprob", alt.logprob},
-                     {"bytes", Bytes(alt_raw)}});
-    }
-    content.push_back({{"token", model::SanitizeUtf8(raw)},
-                       {"logprob", sample.logprob},
-                       {"bytes", Bytes(raw)},
-                       {"top_logprobs", std::move(top)}});
-    previous = sample.token;
-  }
-  return {{"content", std::move(content)}, {"refusal", nullptr}};
+  return {{"content", TokenLogprobs(samples, tokenizer, previous)}, {"refusal", nullptr}};
 }
 
 // Completions (legacy): parallel arrays; text_offset counts bytes of the completion text.
@@ -96,88 +80,27 @@ Json UsageJson(const FinishedEvent& event) {
   return json;
 }
 
-const char* TypeForHttpStatus(int status) {
-  switch (status) {
-    case 401:
-      return "authentication_error";
-    case 403:
-      return "permission_error";
-    case 429:
-      return "rate_limit_error";
-    default:
-      return status >= 500 ? "server_error" : "invalid_request_error";
-  }
-}
-
 }  // namespace
 
-ApiError ApiErrorForHttpStatus(int http_status, absl::string_view message) {
-  ApiError error;
-  error.http_status = http_status;
-  error.type = TypeForHttpStatus(http_status);
-  error.message = std::string(message);
-  return error;
-}
-
-ApiError ApiErrorFromStatus(const absl::Status& status) {
-  int http_status = 500;
-  std::string code;
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      http_status = 400;
-      break;
-    case absl::StatusCode::kOutOfRange:
-      http_status = 400;
-      code = "context_length_exceeded";
-      break;
-    case absl::StatusCode::kUnauthenticated:
-      http_status = 401;
-      break;
-    case absl::StatusCode::kPermissionDenied:
-      http_status = 403;
-      break;
-    case absl::StatusCode::kNotFound:
-      http_status = 404;
-      break;
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kAborted:
-      http_status = 409;
-      break;
-    case absl::StatusCode::kResourceExhausted:
-      http_status = 429;
-      break;
-    case absl::StatusCode::kCancelled:
-      http_status = 499;
-      break;
-    case absl::StatusCode::kUnimplemented:
-      http_status = 501;
-      break;
-    case absl::StatusCode::kUnavailable:
-      http_status = 503;
-      break;
-    case absl::StatusCode::kDeadlineExceeded:
-      http_status = 504;
-      break;
-    default:
-      http_status = 500;
+nlohmann::ordered_json TokenLogprobs(const std::vector<model::SampleResult>& samples,
+                                     const model::Tokenizer& tokenizer, int& previous) {
+  Json content = Json::array();
+  for (const model::SampleResult& sample : samples) {
+    const std::string raw = TokenString(tokenizer, sample.token, previous);
+    Json top = Json::array();
+    for (const model::TokenLogprob& alt : sample.top) {
+      const std::string alt_raw = TokenString(tokenizer, alt.token, previous);
+      top.push_back({{"token", model::SanitizeUtf8(alt_raw)},
+                     {"logprob", alt.logprob},
+                     {"bytes", Bytes(alt_raw)}});
+    }
+    content.push_back({{"token", model::SanitizeUtf8(raw)},
+                       {"logprob", sample.logprob},
+                       {"bytes", Bytes(raw)},
+                       {"top_logprobs", std::move(top)}});
+    previous = sample.token;
   }
-  ApiError error = ApiErrorForHttpStatus(http_status, status.message());
-  error.code = std::move(code);
-  if (auto param = status.GetPayload(kOpenAiParamPayload)) {
-    error.param = std::string(*param);
-  }
-  if (error.message.empty()) error.message = absl::StatusCodeToString(status.code());
-  return error;
-}
-
-std::string ApiErrorJson(const ApiError& error) {
-  const Json body = {{"error",
-                      {{"message", error.message},
-                       {"type", error.type},
-                       {"param", error.param.empty() ? Json(nullptr) : Json(error.param)},
-                       {"code", error.code.empty() ? Json(nullptr) : Json(error.code)}}}};
-  return Dump(body);
+  return content;
 }
 
 const char* FinishReasonName(FinishReason reason) {
@@ -364,8 +287,7 @@ void OpenAiResponseWriter::Collect(const FinishedEvent& event) {
 
 OpenAiResponseWriter::Choice OpenAiResponseWriter::TakeChoice() { return std::move(choice_); }
 
-std::string OpenAiResponseWriter::Body(std::vector<Choice> choices,
-                                       const FinishedEvent& total) const {
+std::string OpenAiResponseWriter::Body(std::vector<Choice> choices, const FinishedEvent& total) {
   const bool chat = options_.kind == Kind::kChat;
   Json list = Json::array();
   for (Choice& choice : choices) list.push_back(std::move(choice));

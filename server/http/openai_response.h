@@ -10,28 +10,17 @@
 #include "model/chat/chat_output_parser.h"
 #include "model/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
+#include "server/http/api_error.h"
+#include "server/http/choice_writer.h"
 #include "server/scheduler/stream_event.h"
 
 namespace textgen::server::http {
 
-// An error as OpenAI clients expect it: an HTTP status and
-// {"error": {"message", "type", "param", "code"}}.
-struct ApiError {
-  int http_status = 500;
-  std::string type;     // "invalid_request_error", "rate_limit_error", ...
-  std::string message;  // what a person can act on
-  std::string param;    // the request field, or empty
-  std::string code;     // "model_not_found", "context_length_exceeded", or empty
-};
-
-// The one mapping from textgen's status codes to HTTP: INVALID_ARGUMENT and OUT_OF_RANGE 400,
-// UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404, FAILED_PRECONDITION 409 (a busy
-// session), RESOURCE_EXHAUSTED 429, CANCELLED 499, UNAVAILABLE 503, DEADLINE_EXCEEDED 504,
-// anything else 500. `param` comes from the status's kOpenAiParamPayload.
-ApiError ApiErrorFromStatus(const absl::Status& status);
-// An error the HTTP layer finds itself (413 body too large, 404 unknown route, ...).
-ApiError ApiErrorForHttpStatus(int http_status, absl::string_view message);
-std::string ApiErrorJson(const ApiError& error);
+// Generated tokens' logprobs as Chat Completions and Responses list them:
+// [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]. `previous`
+// is the token before the first (a token's text depends on it); it ends as the last.
+nlohmann::ordered_json TokenLogprobs(const std::vector<model::SampleResult>& samples,
+                                     const model::Tokenizer& tokenizer, int& previous);
 
 // "stop" or "length", as OpenAI reports why a choice ended.
 const char* FinishReasonName(FinishReason reason);
@@ -41,10 +30,9 @@ const char* FinishReasonName(FinishReason reason);
 // request with `n` choices has one writer per choice; the first also writes what the response
 // has once (the usage, [DONE], the body around the choices). Not thread-safe (one request, one
 // thread at a time).
-class OpenAiResponseWriter {
+class OpenAiResponseWriter final : public ChoiceWriter {
  public:
   enum class Kind { kChat, kCompletion };
-  using Choice = nlohmann::ordered_json;  // one entry of "choices"
   struct Options {
     Kind kind = Kind::kChat;
     int index = 0;        // of this choice in "choices"
@@ -64,20 +52,20 @@ class OpenAiResponseWriter {
   // Streaming. The first event (chat: the assistant role), each token delta, the choice's end
   // (the last delta with finish_reason), and after every choice ended the tail: the usage
   // chunk when asked for (`total`'s usage), and [DONE].
-  std::string StreamStart();
-  std::string StreamDelta(const TokenEvent& event);
-  std::string StreamEnd(const FinishedEvent& event);
-  std::string StreamTail(const FinishedEvent& total);
+  std::string StreamStart() override;
+  std::string StreamDelta(const TokenEvent& event) override;
+  std::string StreamEnd(const FinishedEvent& event) override;
+  std::string StreamTail(const FinishedEvent& total) override;
   // An error after the stream started: an SSE event whose data is an error object (the
   // OpenAI SDKs raise it as an APIError).
-  static std::string StreamError(const ApiError& error);
+  std::string StreamError(const ApiError& error) override;
 
   // Not streaming: collect the deltas and the end, take the choice, then the whole completion
   // object around every choice, with `total`'s usage.
-  void Collect(const TokenEvent& event);
-  void Collect(const FinishedEvent& event);
-  Choice TakeChoice();
-  std::string Body(std::vector<Choice> choices, const FinishedEvent& total) const;
+  void Collect(const TokenEvent& event) override;
+  void Collect(const FinishedEvent& event) override;
+  Choice TakeChoice() override;
+  std::string Body(std::vector<Choice> choices, const FinishedEvent& total) override;
 
  private:
   // One streamed chunk: a delta (completions: its content is the text), its tokens' logprobs

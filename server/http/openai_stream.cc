@@ -24,16 +24,16 @@ class OpenAiStream::ChoiceSink final : public StreamSink {
 };
 
 OpenAiStream::OpenAiStream(std::shared_ptr<HttpExchange> exchange,
-                           const OpenAiStreamOptions& options, const model::Tokenizer* tokenizer,
-                           RequestRecord record, absl::Time arrival)
+                           const OpenAiStreamOptions& options,
+                           std::vector<std::unique_ptr<ChoiceWriter>> writers, RequestRecord record,
+                           absl::Time arrival)
     : exchange_(std::move(exchange)),
       options_(options),
       arrival_(arrival),
+      writers_(std::move(writers)),
       record_(std::move(record)) {
-  writers_.reserve(options_.choices.size());
-  outboxes_.reserve(options_.choices.size());
-  for (const OpenAiResponseWriter::Options& choice : options_.choices) {
-    writers_.emplace_back(choice, tokenizer);
+  outboxes_.reserve(writers_.size());
+  for (size_t i = 0; i < writers_.size(); ++i) {
     outboxes_.emplace_back(options_.max_buffered_events);
   }
 }
@@ -51,7 +51,9 @@ void OpenAiStream::Begin() {
   });
   if (options_.stream) {
     exchange_->StartStream(200, "text/event-stream");
-    for (OpenAiResponseWriter& writer : writers_) exchange_->Write(writer.StreamStart());
+    for (const std::unique_ptr<ChoiceWriter>& writer : writers_) {
+      exchange_->Write(writer->StreamStart());
+    }
   }
 }
 
@@ -104,7 +106,7 @@ void OpenAiStream::Flush() {
     return FailResponse(slow_reader);
   }
   for (size_t i = 0; i < events.size(); ++i) {
-    OpenAiResponseWriter& writer = writers_[i];
+    ChoiceWriter& writer = *writers_[i];
     for (StreamEvent& event : events[i]) {
       if (const auto* token = std::get_if<TokenEvent>(&event)) {
         if (!options_.stream) {
@@ -142,12 +144,14 @@ void OpenAiStream::End() {
   FinishedEvent total = ends_.front();
   total.usage = usage;
   if (options_.stream) {
-    exchange_->Write(writers_.front().StreamTail(total));
+    exchange_->Write(writers_.front()->StreamTail(total));
     exchange_->EndStream();
   } else {
-    std::vector<OpenAiResponseWriter::Choice> choices;
-    for (OpenAiResponseWriter& writer : writers_) choices.push_back(writer.TakeChoice());
-    exchange_->Respond(HttpResponse::Json(200, writers_.front().Body(std::move(choices), total)));
+    std::vector<ChoiceWriter::Choice> choices;
+    for (const std::unique_ptr<ChoiceWriter>& writer : writers_) {
+      choices.push_back(writer->TakeChoice());
+    }
+    exchange_->Respond(HttpResponse::Json(200, writers_.front()->Body(std::move(choices), total)));
   }
   Complete(absl::OkStatus(), usage);
 }
@@ -156,7 +160,7 @@ void OpenAiStream::FailResponse(const absl::Status& status) {
   const ApiError error = ApiErrorFromStatus(status);
   if (options_.stream) {
     // The 200 and earlier chunks are sent: the error goes into the stream.
-    exchange_->Write(OpenAiResponseWriter::StreamError(error));
+    exchange_->Write(writers_.front()->StreamError(error));
     exchange_->EndStream();
   } else {
     exchange_->Respond(HttpResponse::Json(error.http_status, ApiErrorJson(error)));

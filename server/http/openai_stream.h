@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/core/event_outbox.h"
-#include "server/http/openai_response.h"
+#include "server/http/choice_writer.h"
 #include "server/observability/logging.h"
 #include "server/observability/request_observer.h"
 #include "server/scheduler/stream_sink.h"
@@ -23,8 +23,6 @@ namespace textgen::server::http {
 
 struct OpenAiStreamOptions {
   bool stream = false;  // server-sent events, or one JSON body at the end
-  // One per choice (`n`): each with its index and, for tool calls, its own id seed.
-  std::vector<OpenAiResponseWriter::Options> choices;
   // Events buffered per choice for a client that is not reading; beyond this the request is
   // dropped (as on gRPC). Also: bytes the socket has not taken.
   size_t max_buffered_events = kDefaultMaxBufferedEvents;
@@ -33,18 +31,21 @@ struct OpenAiStreamOptions {
   Logger* logger = nullptr;             // may be null
 };
 
-// One OpenAI request between the engine thread and its HTTP exchange. Each choice is a request
-// of its own to the scheduler, with its own sink (Sink(i)); their events are queued under one
-// lock and turned into JSON on the exchange's executor: a stream interleaves the choices'
-// chunks (each names its index) and ends, after the last choice, with the usage and [DONE]; a
-// body holds every choice. Usage counts the prompt once and every choice's completion. A
-// client that disconnects is seen at once (HttpExchange::SetOnClose) and every choice's sink
-// reports IsClosed(), so the scheduler frees their slots at the next step; an error in one
-// choice ends the response. Reports the outcome (metrics, log line) exactly once.
+// One OpenAI request (any of the API's shapes: ChoiceWriter) between the engine thread and its HTTP
+// exchange. Each choice is a request of its own to the scheduler, with its own sink (Sink(i));
+// their events are queued under one lock and turned into JSON on the exchange's executor: a stream
+// interleaves the choices' chunks (each names its index) and ends, after the last choice, with the
+// usage and [DONE]; a body holds every choice. Usage counts the prompt once and every choice's
+// completion. A client that disconnects is seen at once (HttpExchange::SetOnClose) and every
+// choice's sink reports IsClosed(), so the scheduler frees their slots at the next step; an error
+// in one choice ends the response. Reports the outcome (metrics, log line) exactly once.
 class OpenAiStream final : public std::enable_shared_from_this<OpenAiStream> {
  public:
+  // `writers`: one per choice (`n`), in the response's shape; the first writes what the
+  // response has once.
   OpenAiStream(std::shared_ptr<HttpExchange> exchange, const OpenAiStreamOptions& options,
-               const model::Tokenizer* tokenizer, RequestRecord record, absl::Time arrival);
+               std::vector<std::unique_ptr<ChoiceWriter>> writers, RequestRecord record,
+               absl::Time arrival);
 
   // The sink choice `index` is submitted with.
   std::shared_ptr<StreamSink> Sink(int index);
@@ -70,7 +71,7 @@ class OpenAiStream final : public std::enable_shared_from_this<OpenAiStream> {
   const std::shared_ptr<HttpExchange> exchange_;
   const OpenAiStreamOptions options_;
   const absl::Time arrival_;
-  std::vector<OpenAiResponseWriter> writers_;  // [choice], executor only
+  std::vector<std::unique_ptr<ChoiceWriter>> writers_;  // [choice], executor only
 
   mutable std::mutex mu_;
   std::vector<EventOutbox> outboxes_ ABSL_GUARDED_BY(mu_);  // [choice]

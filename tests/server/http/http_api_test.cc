@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "boost/asio/connect.hpp"
@@ -16,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/core/chat_templates.h"
 #include "server/core/preparation_pool.h"
 #include "server/http/openai_api.h"
 #include "server/transport/http_server.h"
@@ -66,12 +68,18 @@ std::unique_ptr<auth::Authenticator> MakeAuthenticator(const char* keys) {
   return *auth::Authenticator::Create(path);
 }
 
+OpenAiApiOptions ApiOptions(const auth::Authenticator* authenticator, RequestObserver* observer) {
+  OpenAiApiOptions options;
+  options.authenticator = authenticator;
+  options.observer = observer;
+  return options;
+}
+
 class HttpApiTest : public ::testing::Test {
  protected:
   explicit HttpApiTest(const char* keys = nullptr)
       : authenticator_(MakeAuthenticator(keys)),
-        api_(OpenAiApiOptions{
-            .authenticator = authenticator_.get(), .observer = &observer_, .logger = nullptr}) {
+        api_(ApiOptions(authenticator_.get(), &observer_)) {
     backend_.scheduler = &scheduler_;
     backend_.tokenizer = &tokenizer_;
     backend_.preparation = &preparation_;
@@ -93,6 +101,14 @@ class HttpApiTest : public ::testing::Test {
   ~HttpApiTest() override { server_->Stop(); }
 
   void Ready() { api_.SetBackend(&backend_); }
+  // Chat and Responses render with "<role>content" lines.
+  void UseChatTemplate() {
+    absl::StatusOr<ChatTemplates> templates = ChatTemplates::Load(
+        {{"", "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}"}}, "",
+        tokenizer_);
+    ASSERT_TRUE(templates.ok()) << templates.status();
+    backend_.chat_templates = *std::move(templates);
+  }
 
   tcp::socket Connect() {
     tcp::socket socket(io_);
@@ -132,6 +148,7 @@ class HttpApiTest : public ::testing::Test {
     return std::thread([this, reason, with_logprobs] {
       testing::FakeScheduler::Submitted submitted;
       ASSERT_TRUE(scheduler_.TakeSubmitted(submitted));
+      last_prompt_text_ = submitted.request.prompt_text;
       TokenEvent token;
       token.text = "h";
       token.token_ids = {'h' + 3};
@@ -153,6 +170,7 @@ class HttpApiTest : public ::testing::Test {
   net::io_context io_;
   std::unique_ptr<auth::Authenticator> authenticator_;
   RecordingObserver observer_;
+  std::string last_prompt_text_;  // of the request Engine() took
   testing::FakeScheduler scheduler_;
   testing::ByteTokenizer tokenizer_;
   ServiceBackend backend_;
@@ -483,6 +501,79 @@ TEST_F(HttpApiAuthTest, KeysAreRequiredAndSessionsBelongToTheirPrincipal) {
     engine.join();
     EXPECT_EQ(reply.status, 200) << reply.body;
   }
+}
+
+TEST_F(HttpApiTest, ResponsesAreStoredContinuedAndDeleted) {
+  UseChatTemplate();
+  Ready();
+  std::thread engine = Engine(FinishReason::kStopToken);
+  Reply reply = Post("/v1/responses", R"({"input": "abc", "instructions": "sys"})");
+  engine.join();
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(last_prompt_text_, "<system>sys\n<user>abc\n");
+  const Json first = Json::parse(reply.body);
+  const std::string id = first["id"];
+  EXPECT_EQ(first["object"], "response");
+  EXPECT_EQ(first["status"], "completed");
+  EXPECT_EQ(first["output"][0]["content"][0]["text"], "hi");
+  EXPECT_EQ(first["usage"]["input_tokens"], 5);
+  EXPECT_EQ(first["usage"]["input_tokens_details"]["cached_tokens"], 3);
+
+  // Stored as returned.
+  reply = Get("/v1/responses/" + id);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(Json::parse(reply.body), first);
+
+  // A continuation renders the stored conversation (not the old instructions) and the reply.
+  engine = Engine(FinishReason::kStopToken);
+  reply = Post("/v1/responses",
+               absl::StrCat(R"({"input": "more", "previous_response_id": ")", id, R"("})"));
+  engine.join();
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(last_prompt_text_, "<user>abc\n<assistant>hi\n<user>more\n");
+  EXPECT_EQ(Json::parse(reply.body)["previous_response_id"], id);
+
+  // Deleted: gone for GET and for continuations; other methods are refused.
+  tcp::socket socket = Connect();
+  reply = Send(socket, bhttp::verb::put, "/v1/responses/" + id);
+  EXPECT_EQ(reply.status, 405);
+  reply = Send(socket, bhttp::verb::delete_, "/v1/responses/" + id);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(Json::parse(reply.body)["deleted"], true);
+  EXPECT_EQ(Get("/v1/responses/" + id).status, 404);
+  EXPECT_EQ(Send(socket, bhttp::verb::delete_, "/v1/responses/" + id).status, 404);
+  reply = Post("/v1/responses",
+               absl::StrCat(R"({"input": "x", "previous_response_id": ")", id, R"("})"));
+  EXPECT_EQ(reply.status, 404);
+  EXPECT_EQ(Json::parse(reply.body)["error"]["param"], "previous_response_id");
+
+  // store: false keeps nothing.
+  engine = Engine(FinishReason::kStopToken);
+  reply = Post("/v1/responses", R"({"input": "abc", "store": false})");
+  engine.join();
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(Get("/v1/responses/" + Json::parse(reply.body)["id"].get<std::string>()).status, 404);
+}
+
+TEST_F(HttpApiAuthTest, StoredResponsesBelongToTheirPrincipal) {
+  UseChatTemplate();
+  Ready();
+  tcp::socket socket = Connect();
+  std::thread engine = Engine(FinishReason::kStopToken);
+  Reply reply = Send(socket, bhttp::verb::post, "/v1/responses", R"({"input": "a"})",
+                     "Bearer key-of-alice-0001");
+  engine.join();
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const std::string id = Json::parse(reply.body)["id"];
+  const std::string path = "/v1/responses/" + id;
+  EXPECT_EQ(Send(socket, bhttp::verb::get, path, "", "Bearer key-of-alice-0001").status, 200);
+  EXPECT_EQ(Send(socket, bhttp::verb::get, path, "", "Bearer key-of-bob-00000002").status, 404);
+  EXPECT_EQ(Send(socket, bhttp::verb::delete_, path, "", "Bearer key-of-bob-00000002").status, 404);
+  reply = Send(socket, bhttp::verb::post, "/v1/responses",
+               absl::StrCat(R"({"input": "x", "previous_response_id": ")", id, R"("})"),
+               "Bearer key-of-bob-00000002");
+  EXPECT_EQ(reply.status, 404);
+  EXPECT_EQ(Send(socket, bhttp::verb::get, path, "", "Bearer key-of-alice-0001").status, 200);
 }
 
 }  // namespace
