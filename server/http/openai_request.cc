@@ -232,6 +232,19 @@ absl::Status ParseMessages(const Json& messages, v1::ChatRequest& chat) {
 
 }  // namespace
 
+absl::Status ParseTopLogprobs(const Fields& f, v1::OutputOptions& output) {
+  std::optional<int64_t> top_logprobs;
+  TEXTGEN_RETURN_IF_ERROR(f.Integer("top_logprobs", top_logprobs));
+  if (!top_logprobs) return absl::OkStatus();
+  // The range is the shared validation's; here only what fits the field.
+  if (*top_logprobs < 0 || *top_logprobs > std::numeric_limits<uint16_t>::max()) {
+    return FieldError("top_logprobs",
+                      absl::StrCat("top_logprobs must be in [0, 20], got ", *top_logprobs));
+  }
+  output.set_top_logprobs(static_cast<uint32_t>(*top_logprobs));
+  return absl::OkStatus();
+}
+
 absl::Status SetTemplateVariables(const Fields& f, const std::optional<std::string>& effort,
                                   absl::string_view effort_param, v1::ChatRequest& chat) {
   Json variables = Json::object();
@@ -334,15 +347,7 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
   std::optional<bool> logprobs;
   TEXTGEN_RETURN_IF_ERROR(f.Bool("logprobs", logprobs));
   chat.mutable_output()->set_logprobs(logprobs.value_or(false));
-  std::optional<int64_t> top_logprobs;
-  TEXTGEN_RETURN_IF_ERROR(f.Integer("top_logprobs", top_logprobs));
-  if (top_logprobs) {
-    if (*top_logprobs < 0 || *top_logprobs > std::numeric_limits<uint16_t>::max()) {
-      return FieldError("top_logprobs",
-                        absl::StrCat("top_logprobs must be in [0, 20], got ", *top_logprobs));
-    }
-    chat.mutable_output()->set_top_logprobs(static_cast<uint32_t>(*top_logprobs));
-  }
+  TEXTGEN_RETURN_IF_ERROR(ParseTopLogprobs(f, *chat.mutable_output()));
 
   if (const Json* tools = f.Find("tools")) {
     if (!tools->is_array()) return WrongType("tools", "an array", *tools);

@@ -44,6 +44,8 @@ absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body);
 absl::Status ParseCommonFields(const Fields& f, OpenAiRequest& out,
                                v1::SamplingParameters& sampling, v1::StoppingCriteria& stopping,
                                std::string& session_id);
+// `top_logprobs` (chat, responses) into `output`.
+absl::Status ParseTopLogprobs(const Fields& f, v1::OutputOptions& output);
 // response_format and textgen's extras json_schema, regex and grammar: at most one.
 absl::Status ParseConstraint(const Fields& f, v1::OutputConstraint& out);
 // The template's variables: `chat_template_kwargs`, and a reasoning effort (sent as

@@ -491,15 +491,7 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(absl::string_view body) {
       if (item == "message.output_text.logprobs") logprobs_included = true;
     }
   }
-  std::optional<int64_t> top_logprobs;
-  TEXTGEN_RETURN_IF_ERROR(f.Integer("top_logprobs", top_logprobs));
-  if (top_logprobs) {
-    if (*top_logprobs < 0 || *top_logprobs > std::numeric_limits<uint16_t>::max()) {
-      return FieldError("top_logprobs",
-                        absl::StrCat("top_logprobs must be in [0, 20], got ", *top_logprobs));
-    }
-    chat.mutable_output()->set_top_logprobs(static_cast<uint32_t>(*top_logprobs));
-  }
+  TEXTGEN_RETURN_IF_ERROR(ParseTopLogprobs(f, *chat.mutable_output()));
   chat.mutable_output()->set_logprobs(logprobs_included.value_or(false));
 
   if (const Json* metadata = f.Find("metadata")) {

@@ -104,18 +104,13 @@ void ResponsesWriter::Finish(const FinishedEvent& event) {
 void ResponsesWriter::Apply(const model::ChatOutputDelta& delta) {
   if (!delta.reasoning.empty()) {
     if (open_ != ItemKind::kReasoning) {
-      const std::string id = absl::StrCat("rs_", options_.id.substr(5), "_", output_.size());
+      const std::string id = NextItemId("rs_");
       Open(ItemKind::kReasoning, {{"id", id},
                                   {"type", "reasoning"},
                                   {"summary", Json::array()},
                                   {"content", Json::array()},
                                   {"status", "in_progress"}});
-      const Json part = {{"type", "reasoning_text"}, {"text", ""}};
-      output_.back()["content"].push_back(part);
-      Event("response.content_part.added", {{"item_id", id},
-                                            {"output_index", output_.size() - 1},
-                                            {"content_index", 0},
-                                            {"part", part}});
+      AddPart({{"type", "reasoning_text"}, {"text", ""}});
     }
     Json& item = output_.back();
     item["content"][0]["text"] = item["content"][0]["text"].get<std::string>() + delta.reasoning;
@@ -139,7 +134,7 @@ void ResponsesWriter::Apply(const model::ChatOutputDelta& delta) {
     const size_t index = static_cast<size_t>(call.index);
     if (!call.name.empty() && index >= call_items_.size()) {
       pending_space_.clear();  // whitespace before a call is not a message
-      const std::string id = absl::StrCat("fc_", options_.id.substr(5), "_", output_.size());
+      const std::string id = NextItemId("fc_");
       Open(ItemKind::kCall, {{"id", id},
                              {"type", "function_call"},
                              {"status", "in_progress"},
@@ -160,7 +155,7 @@ void ResponsesWriter::Apply(const model::ChatOutputDelta& delta) {
 
 void ResponsesWriter::AppendText(const std::string& text) {
   if (open_ != ItemKind::kMessage) {
-    const std::string id = absl::StrCat("msg_", options_.id.substr(5), "_", output_.size());
+    const std::string id = NextItemId("msg_");
     Open(ItemKind::kMessage, {{"id", id},
                               {"type", "message"},
                               {"status", "in_progress"},
@@ -168,11 +163,7 @@ void ResponsesWriter::AppendText(const std::string& text) {
                               {"content", Json::array()}});
     Json part = {{"type", "output_text"}, {"text", ""}, {"annotations", Json::array()}};
     if (options_.logprobs) part["logprobs"] = Json::array();
-    output_.back()["content"].push_back(part);
-    Event("response.content_part.added", {{"item_id", id},
-                                          {"output_index", output_.size() - 1},
-                                          {"content_index", 0},
-                                          {"part", part}});
+    AddPart(std::move(part));
   }
   Json& item = output_.back();
   Json& part = item["content"][0];
@@ -194,6 +185,20 @@ void ResponsesWriter::Open(ItemKind kind, Json item) {
   open_ = kind;
   output_.push_back(item);
   Event("response.output_item.added", {{"output_index", output_.size() - 1}, {"item", item}});
+}
+
+std::string ResponsesWriter::NextItemId(const char* prefix) const {
+  // The response's own hex digits after "resp_", and the item's place in the output.
+  return absl::StrCat(prefix, options_.id.substr(5), "_", output_.size());
+}
+
+void ResponsesWriter::AddPart(Json part) {
+  Json& item = output_.back();
+  item["content"].push_back(part);
+  Event("response.content_part.added", {{"item_id", item["id"]},
+                                        {"output_index", output_.size() - 1},
+                                        {"content_index", 0},
+                                        {"part", std::move(part)}});
 }
 
 void ResponsesWriter::Close() {

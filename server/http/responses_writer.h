@@ -63,6 +63,10 @@ class ResponsesWriter final : public ChoiceWriter {
   void Apply(const model::ChatOutputDelta& delta);
   void AppendText(const std::string& text);
   void Open(ItemKind kind, Json item);
+  // "msg_..." etc. for the item about to be opened.
+  std::string NextItemId(const char* prefix) const;
+  // The open item's (only) content part.
+  void AddPart(Json part);
   void Close();
   // The whole response object; `status` "in_progress", "completed" or "incomplete".
   Json Response(const char* status, const FinishedEvent* total) const;
