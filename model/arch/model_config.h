@@ -13,6 +13,11 @@ enum class Architecture { kLlama, kGpt2, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3
 // (2i, 2i+1); NeoX-style models rotate (i, i + rope_dim/2).
 enum class RopeLayout { kAdjacentPairs, kNeox };
 
+// How an embedding is pooled from the final hidden states of an input's tokens (GGUF
+// {arch}.pooling_type, llama.cpp's numbering: 0 none, 1 mean, 2 cls, 3 last).
+enum class Pooling { kNone, kMean, kCls, kLast };
+const char* PoolingName(Pooling pooling);
+
 // Hyperparameters of a decoder-only transformer. Immutable after loading.
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
@@ -47,7 +52,9 @@ struct ModelConfig {
   float final_logit_softcap = 0.0f;
   float embedding_scale = 1.0f;  // the token embedding is multiplied by this (Gemma: sqrt(dim))
   bool tied_output = false;      // output projection shares the token embedding
-  std::string name;              // general.name or file stem, for logs and GetModelInfo
+  // Embedding models say how to pool ({arch}.pooling_type); kNone for generative models.
+  Pooling pooling = Pooling::kNone;
+  std::string name;  // general.name or file stem, for logs and GetModelInfo
 
   int kv_dim() const { return n_kv_heads * head_dim; }
   bool is_sliding(int layer) const {

@@ -245,6 +245,14 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     c.norm_eps = static_cast<float>(eps);
   }
   if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
+  if (file.FindKey(p + "pooling_type")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int64_t pooling, file.GetInt(p + "pooling_type", 0, 4));
+    if (pooling == 4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          p, "pooling_type 4 (rank: a reranker's classification head) is not supported"));
+    }
+    c.pooling = static_cast<Pooling>(pooling);
+  }
   return c;
 }
 

@@ -217,6 +217,9 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_
   if (file.FindKey("tokenizer.ggml.add_bos_token")) {
     TEXTGEN_ASSIGN_OR_RETURN(data.add_bos, file.GetBool("tokenizer.ggml.add_bos_token"));
   }
+  if (file.FindKey("tokenizer.ggml.add_eos_token")) {
+    TEXTGEN_ASSIGN_OR_RETURN(data.add_eos, file.GetBool("tokenizer.ggml.add_eos_token"));
+  }
   return data;
 }
 

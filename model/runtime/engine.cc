@@ -37,6 +37,7 @@ class EngineImpl final : public Engine {
     tokens_.reserve(rows);
     positions_.reserve(rows);
     logit_rows_.reserve(rows);
+    hidden_rows_.reserve(rows);
     seen_.reserve(rows);
   }
 
@@ -60,6 +61,7 @@ class EngineImpl final : public Engine {
   std::vector<int> tokens_;                  // [rows]
   std::vector<int> positions_;               // [rows]
   std::vector<int> logit_rows_;              // [chunks wanting logits]
+  std::vector<int> hidden_rows_;             // [rows whose hidden states are wanted]
   std::vector<SequenceId> seen_;             // [chunks] sorted ids, duplicate check
 };
 
@@ -115,13 +117,21 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
 
 absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk> batch) {
   const int vocab = transformer_->config().vocab_size;
-  if (batch.empty()) return ForwardResult{nullptr, 0, vocab};
+  if (batch.empty()) {
+    return ForwardResult{.logits = nullptr,
+                         .rows = 0,
+                         .vocab_size = vocab,
+                         .hidden = nullptr,
+                         .hidden_rows = 0,
+                         .dim = transformer_->config().dim};
+  }
   TEXTGEN_RETURN_IF_ERROR(Validate(batch));
 
   chunks_.clear();
   tokens_.clear();
   positions_.clear();
   logit_rows_.clear();
+  hidden_rows_.clear();
   for (const SequenceChunk& chunk : batch) {
     const int start = cache_.Length(chunk.sequence);
     const int n = static_cast<int>(chunk.tokens.size());
@@ -134,16 +144,26 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
       positions_.push_back(start + t);
     }
     if (chunk.want_logits) logit_rows_.push_back(static_cast<int>(tokens_.size()) - 1);
+    const int first = chunk.hidden == HiddenRows::kAll    ? static_cast<int>(tokens_.size()) - n
+                      : chunk.hidden == HiddenRows::kLast ? static_cast<int>(tokens_.size()) - 1
+                                                          : static_cast<int>(tokens_.size());
+    for (int row = first; row < static_cast<int>(tokens_.size()); ++row)
+      hidden_rows_.push_back(row);
   }
   for (size_t i = 0; i < batch.size(); ++i)
     chunks_[i].blocks = cache_.BlockTable(batch[i].sequence);
 
-  BatchPlan plan{chunks_, tokens_, positions_, logit_rows_};
+  BatchPlan plan{chunks_, tokens_, positions_, logit_rows_, hidden_rows_};
   TEXTGEN_RETURN_IF_ERROR(transformer_->Forward(plan, cache_));
   for (size_t i = 0; i < batch.size(); ++i) {
     TEXTGEN_RETURN_IF_ERROR(cache_.Append(batch[i].sequence, chunks_[i].n_tokens));
   }
-  return ForwardResult{transformer_->logits(), static_cast<int>(logit_rows_.size()), vocab};
+  return ForwardResult{.logits = transformer_->logits(),
+                       .rows = static_cast<int>(logit_rows_.size()),
+                       .vocab_size = vocab,
+                       .hidden = transformer_->hidden_states(),
+                       .hidden_rows = static_cast<int>(hidden_rows_.size()),
+                       .dim = transformer_->config().dim};
 }
 
 std::string GiB(int64_t bytes) {

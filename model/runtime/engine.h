@@ -36,22 +36,35 @@ struct EngineOptions {
   int64_t available_memory_bytes = -1;
 };
 
+// Which of a chunk's final hidden states (after the output norm: what embeddings pool) to
+// return.
+enum class HiddenRows { kNone, kLast, kAll };
+
 // Tokens of one sequence in a batch: appended at positions [Length(seq), Length(seq)+n).
 struct SequenceChunk {
   SequenceId sequence = -1;
   std::span<const int> tokens;
   // Whether to return the logits of the chunk's last token.
   bool want_logits = true;
+  HiddenRows hidden = HiddenRows::kNone;
 };
 
-// Logits of the chunks that asked for them, in batch order: row i is [vocab_size] floats.
-// Valid until the next Forward call.
+// Logits of the chunks that asked for them, in batch order: row i is [vocab_size] floats; and
+// the hidden states they asked for, in batch order (a chunk's in position order): row i is
+// [dim] floats. Valid until the next Forward call. Each row is computed as it would be alone
+// (the engine's batch invariance).
 struct ForwardResult {
   const float* logits = nullptr;
   int rows = 0;
   int vocab_size = 0;
+  const float* hidden = nullptr;
+  int hidden_rows = 0;
+  int dim = 0;
   std::span<const float> Row(int i) const {
     return {logits + static_cast<int64_t>(i) * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+  std::span<const float> HiddenRow(int i) const {
+    return {hidden + static_cast<int64_t>(i) * dim, static_cast<size_t>(dim)};
   }
 };
 

@@ -1,6 +1,7 @@
 # textgen_engine: the batched forward pass driven by an architecture's description, the KV
 # cache, weight staging, the engine that owns its threading.
 add_library(textgen_engine STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/embedding_pooler.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/engine.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_block_file.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc

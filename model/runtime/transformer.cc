@@ -106,10 +106,21 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
   Embed(plan);
   for (int l = 0; l < config_.n_layers; ++l) TEXTGEN_RETURN_IF_ERROR(Block(l, plan, cache));
 
+  const int dim = config_.dim;
+  // Embeddings: the output-normed hidden states, row by row (a row's norm reads only it).
+  const int hidden = static_cast<int>(plan.hidden_rows.size());
+  if (hidden > 0) {
+    for (int i = 0; i < hidden; ++i) {
+      std::memcpy(proj_.data() + static_cast<size_t>(i) * dim,
+                  x_.data() + static_cast<size_t>(plan.hidden_rows[i]) * dim, sizeof(float) * dim);
+    }
+    const size_t need = static_cast<size_t>(hidden) * dim;
+    if (hidden_out_.size() < need) hidden_out_.resize(need);
+    Norm(proj_.data(), hidden, output_norm_, output_norm_bias_, hidden_out_.data());
+  }
   // Final norm and LM head only for the rows whose logits are wanted.
   const int wanted = static_cast<int>(plan.logit_rows.size());
   if (wanted == 0) return absl::OkStatus();
-  const int dim = config_.dim;
   for (int i = 0; i < wanted; ++i) {
     std::memcpy(proj_.data() + static_cast<size_t>(i) * dim,
                 x_.data() + static_cast<size_t>(plan.logit_rows[i]) * dim, sizeof(float) * dim);

@@ -26,9 +26,10 @@ class WeightStaging;
 // order, chunk by chunk.
 struct BatchPlan {
   std::span<const ops::AttentionChunk> chunks;
-  std::span<const int> tokens;      // [rows]
-  std::span<const int> positions;   // [rows]
-  std::span<const int> logit_rows;  // rows whose logits are wanted, in output order
+  std::span<const int> tokens;       // [rows]
+  std::span<const int> positions;    // [rows]
+  std::span<const int> logit_rows;   // rows whose logits are wanted, in output order
+  std::span<const int> hidden_rows;  // rows whose final hidden states are wanted, in order
 };
 
 // How the transformer computes; EngineOptions documents each field.
@@ -73,11 +74,13 @@ class Transformer {
   static int64_t MemoryNeeded(const ModelConfig& config, const ModelWeights& weights,
                               const TransformerOptions& options);
 
-  // Runs the batch, writing K/V of every row into the cache blocks of its chunk, and the
-  // logits of `plan.logit_rows` into logits() rows [0, logit_rows.size()).
+  // Runs the batch, writing K/V of every row into the cache blocks of its chunk, the logits
+  // of `plan.logit_rows` into logits() rows [0, logit_rows.size()), and the output-normed
+  // hidden states of `plan.hidden_rows` into hidden_states() rows [0, hidden_rows.size()).
   absl::Status Forward(const BatchPlan& plan, const KvCache& cache);
 
   const float* logits() const { return logits_.data(); }
+  const float* hidden_states() const { return hidden_out_.data(); }
   const ModelConfig& config() const { return config_; }
   ops::LinearLayer& lm_head() { return *lm_head_; }
 
@@ -115,15 +118,16 @@ class Transformer {
   std::unique_ptr<ops::LinearLayer> lm_head_;  // [dim] -> [vocab]
 
   // ---- scratch, rows = max_batch_tokens ----
-  std::vector<float> x_;       // [rows, dim] residual stream
-  std::vector<float> xn_;      // [rows, dim] normalized
-  std::vector<float> qkv_;     // [rows, q_dim + 2 kv_dim]
-  std::vector<float> att_;     // [rows, q_dim]
-  std::vector<float> proj_;    // [rows, dim] (output of wo / down)
-  std::vector<float> hidden_;  // [rows, 2 hidden] (gate|up, or gelu(up))
-  std::vector<float> act_;     // [rows, hidden] silu(gate) * up, or gelu(gate) * up
-  std::vector<float> scores_;  // [threads, context] attention probabilities
-  std::vector<float> logits_;  // [rows wanted, vocab], grown on demand
+  std::vector<float> x_;           // [rows, dim] residual stream
+  std::vector<float> xn_;          // [rows, dim] normalized
+  std::vector<float> hidden_out_;  // [hidden rows, dim] output-normed (embeddings); grows once
+  std::vector<float> qkv_;         // [rows, q_dim + 2 kv_dim]
+  std::vector<float> att_;         // [rows, q_dim]
+  std::vector<float> proj_;        // [rows, dim] (output of wo / down)
+  std::vector<float> hidden_;      // [rows, 2 hidden] (gate|up, or gelu(up))
+  std::vector<float> act_;         // [rows, hidden] silu(gate) * up, or gelu(gate) * up
+  std::vector<float> scores_;      // [threads, context] attention probabilities
+  std::vector<float> logits_;      // [rows wanted, vocab], grown on demand
 };
 
 }  // namespace textgen::model

@@ -34,6 +34,7 @@ struct TokenizerData {
   int unk_id = -1;
   int pad_id = -1;
   bool add_bos = true;           // prepend BOS when encoding a prompt
+  bool add_eos = false;          // append EOS to an embedding input (tokenizer.ggml.add_eos_token)
   bool add_space_prefix = true;  // sentencepiece: the dummy "▁" before the text (not Gemma)
   // Tokens that end a generation (EOS, end-of-turn, end-of-message...), ascending; when empty,
   // CreateTokenizer uses {eos_id}. model/format/gguf_tokenizer.cc derives it as llama.cpp does.

@@ -216,6 +216,59 @@ TEST_P(SyntheticTest, MatchesReferenceForwardTokenByTokenAndChunked) {
   EXPECT_EQ(engine->kv_cache().Length(b), 20);
 }
 
+// Embeddings read the final hidden states: the output-normed rows the LM head multiplies (so
+// hidden · outputᵀ is the reference's logits), bitwise the same whether the prompt went in
+// whole, in chunks or next to another sequence.
+TEST_P(SyntheticTest, HiddenStatesAreTheOutputNormedRowsHoweverTheyAreBatched) {
+  const ModelConfig config = GetParam() ? Gpt2Config() : LlamaConfig();
+  Synthetic s = MakeModel(config, 42);
+  std::vector<int> tokens;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 20; ++i) tokens.push_back(static_cast<int>(rng() % config.vocab_size));
+  const std::vector<float> want = ReferenceForward(s.model, tokens);
+  auto engine = MakeEngine(s.model);
+  ASSERT_NE(engine, nullptr);
+  const int dim = config.dim;
+  const int vocab = config.vocab_size;
+
+  // Whole: every row, no logits.
+  const SequenceId a = engine->kv_cache().NewSequence();
+  SequenceChunk whole{a, tokens, false, HiddenRows::kAll};
+  auto r = ReserveAndForward(*engine, {&whole, 1});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows, 0);
+  ASSERT_EQ(r->hidden_rows, 20);
+  ASSERT_EQ(r->dim, dim);
+  const std::vector<float> rows(r->hidden, r->hidden + 20 * dim);
+  const float* output = static_cast<const float*>(s.model.weights.output.data);
+  for (int t = 0; t < 20; ++t) {
+    for (int v = 0; v < vocab; ++v) {
+      double logit = 0;
+      for (int i = 0; i < dim; ++i) logit += double{rows[t * dim + i]} * output[v * dim + i];
+      ASSERT_NEAR(logit, want[t * vocab + v], 1e-3 + 1e-3 * std::fabs(want[t * vocab + v]))
+          << "position " << t;
+    }
+  }
+  // Chunks of 7, 6, 7 next to another sequence's decode, the last row each time.
+  const SequenceId b = engine->kv_cache().NewSequence();
+  const SequenceId other = engine->kv_cache().NewSequence();
+  const std::vector<int> other_token = {3};
+  size_t begin = 0;
+  for (size_t n : {7u, 6u, 7u}) {
+    std::vector<SequenceChunk> batch = {
+        {other, other_token, true, HiddenRows::kNone},
+        {b, std::span<const int>(tokens).subspan(begin, n), false, HiddenRows::kLast}};
+    auto chunked = ReserveAndForward(*engine, batch);
+    ASSERT_TRUE(chunked.ok()) << chunked.status();
+    ASSERT_EQ(chunked->hidden_rows, 1);
+    const size_t last = begin + n - 1;
+    for (int i = 0; i < dim; ++i) {
+      ASSERT_EQ(chunked->HiddenRow(0)[i], rows[last * dim + i]) << "position " << last;
+    }
+    begin += n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, SyntheticTest, ::testing::Values(false, true),
                          [](const auto& param_info) {
                            return param_info.param ? "Gpt2" : "Llama";
