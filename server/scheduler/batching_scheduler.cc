@@ -262,7 +262,7 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
   }
   if (!kv.valid()) {
     kv = KvSequence(&kv_cache_, ScopeOf(seq));
-    if (prefix_cache_on()) kv_cache_.AttachPrefix(kv.id(), prompt, seq.prompt_length() - 1);
+    if (SharesPrefixes(seq)) kv_cache_.AttachPrefix(kv.id(), prompt, seq.prompt_length() - 1);
   }
   const int cached = kv.length();
   // Gives the K/V back untouched when the request must wait: a session keeps it.
@@ -277,7 +277,7 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
   // A running request is computing the next blocks of this prompt: admitting now would
   // reserve them a second time. It waits (a few steps: that prefill goes first) and then
   // takes them from the cache, so a burst of requests after one system prompt holds it once.
-  if (prefix_cache_on() && PrefixInFlight(seq, cached)) return wait();
+  if (SharesPrefixes(seq) && PrefixInFlight(seq, cached)) return wait();
 
   // Room: the whole reservation must fit, counting what idle sessions could give back
   // (cached prefixes nobody references never stand in the way: Reserve reclaims them).
@@ -334,8 +334,9 @@ void BatchingScheduler::Step() {
   for (size_t i = 0; i < n && budget > 0; ++i) {
     Sequence& seq = *running_[(decode_cursor_ + i) % n];
     if (seq.prefilling()) continue;
-    batch.push_back({seq.kv().id(), seq.DecodeToken(), /*want_logits=*/true});
-    slots.push_back({&seq, 1, true});
+    batch.push_back(
+        {seq.kv().id(), seq.DecodeToken(), /*want_logits=*/true, model::HiddenRows::kNone});
+    slots.push_back({&seq, 1, true, model::HiddenRows::kNone});
     --budget;
     ++decodes;
   }
@@ -352,7 +353,7 @@ void BatchingScheduler::Step() {
     if (budget == 0) break;
     Sequence& seq = *ptr;
     if (!seq.prefilling()) continue;
-    if (prefix_cache_on()) {
+    if (SharesPrefixes(seq)) {
       // Blocks another request published since this one was admitted.
       const std::vector<int>& prompt = seq.request().prompt_tokens;
       seq.SkipCachedPrefill(kv_cache_.AttachPrefix(seq.kv().id(), prompt, seq.prompt_length() - 1));
@@ -360,8 +361,10 @@ void BatchingScheduler::Step() {
     }
     const int take = std::min(seq.prefill_remaining(), budget);
     const bool last = take == seq.prefill_remaining();
-    batch.push_back({seq.kv().id(), seq.PrefillChunk(take), last});
-    slots.push_back({&seq, take, last});
+    const bool logits = last && !seq.embedding();
+    const model::HiddenRows hidden = seq.HiddenRowsWanted();
+    batch.push_back({seq.kv().id(), seq.PrefillChunk(take), logits, hidden});
+    slots.push_back({&seq, take, logits, hidden});
     budget -= take;
     prefill_tokens += take;
   }
@@ -384,12 +387,20 @@ void BatchingScheduler::Step() {
   // Sampling (a pass over the vocab per sequence) runs on the engine's pool; taking the
   // tokens (detokenizer, stop strings, events) stays on this thread, in batch order.
   sampled_.clear();
+  int hidden_row = 0;
   for (const Slot& slot : slots) {
+    if (slot.hidden != model::HiddenRows::kNone) {
+      const int rows = slot.hidden == model::HiddenRows::kAll ? slot.tokens : 1;
+      slot.seq->Pool({result->hidden + static_cast<int64_t>(hidden_row) * result->dim,
+                      static_cast<size_t>(rows) * result->dim},
+                     rows);
+      hidden_row += rows;
+    }
     const bool prefill = slot.seq->prefilling();
     slot.seq->Advance(slot.tokens);
     // Prompt blocks are shared as soon as they are complete, so requests with the same
     // prefix that are still prefilling take them instead of computing them again.
-    if (prefill && prefix_cache_on()) {
+    if (prefill && SharesPrefixes(*slot.seq)) {
       kv_cache_.Publish(slot.seq->kv().id(), slot.seq->request().prompt_tokens);
     }
     if (slot.logits) sampled_.push_back({slot.seq, {}});
@@ -436,9 +447,19 @@ int BatchingScheduler::NextBlockEnd(const Sequence& seq, int cached) {
   return end;
 }
 
+bool BatchingScheduler::SharesPrefixes(const Sequence& seq) const {
+  // An embedding pooled over every token (mean, cls) needs every token's hidden state, so it
+  // computes its whole input; last-token pooling needs only the last, like generation.
+  return prefix_cache_on() &&
+         (!seq.embedding() || seq.request().embedding->pooling == model::Pooling::kLast);
+}
+
 bool BatchingScheduler::SharesPromptUpTo(const Sequence& other, const Sequence& seq,
                                          int end) const {
-  if (!other.prefilling() || other.prompt_length() < end || !SameScope(other, seq)) return false;
+  if (!other.prefilling() || other.prompt_length() < end || !SameScope(other, seq) ||
+      !SharesPrefixes(other)) {
+    return false;
+  }
   const std::vector<int>& prompt = seq.request().prompt_tokens;
   return std::equal(prompt.begin(), prompt.begin() + end, other.request().prompt_tokens.begin());
 }
@@ -472,7 +493,7 @@ void BatchingScheduler::ReleaseKv(Sequence& seq, absl::Time now) {
   std::vector<int> tokens = seq.KvTokens();
   // Whatever ended the request, its stored K/V are valid: the next turn of a stateless
   // conversation resends them as its prefix.
-  if (prefix_cache_on()) kv_cache_.Publish(seq.kv().id(), tokens);
+  if (SharesPrefixes(seq)) kv_cache_.Publish(seq.kv().id(), tokens);
   Session* session = seq.session_id().empty() ? nullptr : sessions_.Find(seq.session_id());
   if (session == nullptr) {
     seq.TakeKv().Reset();

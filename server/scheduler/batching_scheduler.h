@@ -47,6 +47,7 @@ class BatchingScheduler final : public Scheduler {
     Sequence* seq;
     int tokens;
     bool logits;
+    model::HiddenRows hidden;  // what the chunk returns for an embedding's pooling
   };
 
   // ---- Engine thread ----
@@ -57,6 +58,8 @@ class BatchingScheduler final : public Scheduler {
   void AdmitWaiting(absl::Time now);
   Admission TryAdmit(Sequence& seq, absl::Time now);
   bool prefix_cache_on() const { return options_.prefix_cache != PrefixCacheScope::kOff; }
+  // Whether `seq` takes cached prefixes and publishes its blocks.
+  bool SharesPrefixes(const Sequence& seq) const;
   // The prefix-cache scope of a request's K/V.
   model::PrefixScope ScopeOf(const Sequence& seq);
   // Whether a chunk already in this step's batch computes the next block of `seq`'s prompt

@@ -45,12 +45,23 @@ void Sequence::Start(KvSequence kv, int cached_tokens, const model::Tokenizer* t
     allowed_.resize((request_.constraint.token_trie->vocab_size() + 63) / 64);
     constraint_armed_ = request_.constraint.trigger.empty();
   }
+  if (request_.embedding) pooler_.emplace(request_.embedding->pooling);
   if (request_.output.echo) {
     TokenEvent echo;
     echo.text = request_.prompt_text.empty() ? tokenizer->Decode(request_.prompt_tokens)
                                              : request_.prompt_text;
     Push(std::move(echo));
   }
+}
+
+model::HiddenRows Sequence::HiddenRowsWanted() const {
+  if (!pooler_) return model::HiddenRows::kNone;
+  if (pooler_->WantsAll(prefill_pos_)) return model::HiddenRows::kAll;
+  return pooler_->WantsLast() ? model::HiddenRows::kLast : model::HiddenRows::kNone;
+}
+
+void Sequence::Pool(std::span<const float> hidden, int rows) {
+  pooler_->Add(hidden, rows, prefill_pos_);
 }
 
 std::span<const int> Sequence::PrefillChunk(int n) const {
@@ -60,6 +71,7 @@ std::span<const int> Sequence::PrefillChunk(int n) const {
 void Sequence::Advance(int n) {
   if (prefilling()) {
     prefill_pos_ += n;
+    if (pooler_ && !prefilling()) finish_reason_ = FinishReason::kEos;  // the embedding is whole
   } else {
     last_token_fed_ = true;
   }
@@ -252,6 +264,10 @@ FinishedEvent Sequence::MakeFinished(absl::Time now) {
   done.seed = request_.sampling.seed;
   done.timings.constraint_compile_seconds = request_.constraint.compile_seconds;
   done.timings.constraint_cache_hit = request_.constraint.cache_hit;
+  if (pooler_) {
+    done.embedding = pooler_->Finish(request_.embedding->dimensions, request_.embedding->normalize);
+    done.timings.time_to_first_token_seconds = done.timings.total_seconds;
+  }
   return done;
 }
 

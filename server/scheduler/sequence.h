@@ -9,6 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "model/constraint/grammar_matcher.h"
+#include "model/runtime/embedding_pooler.h"
+#include "model/runtime/engine.h"
 #include "model/runtime/sampler.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/kv_sequence.h"
@@ -49,6 +51,9 @@ class Sequence {
 
   // ---- Batch building ----
   bool prefilling() const { return prefill_pos_ < prompt_length(); }
+  bool embedding() const { return request_.embedding.has_value(); }
+  // Which hidden states the embedding's pooling needs from the next prefill chunk.
+  model::HiddenRows HiddenRowsWanted() const;
   int prefill_remaining() const { return prompt_length() - prefill_pos_; }
   // The next `n` prompt tokens to prefill.
   std::span<const int> PrefillChunk(int n) const;
@@ -62,6 +67,9 @@ class Sequence {
   int cached_tokens() const { return cached_tokens_; }
 
   // ---- After a forward pass ----
+  // An embedding's chunk: the hidden states HiddenRowsWanted() asked for, before Advance.
+  // After its last chunk the request is finished, its embedding in MakeFinished's event.
+  void Pool(std::span<const float> hidden, int rows);
   // Samples the next token from this sequence's logits row. Touches only this sequence's
   // sampler, so different sequences may sample on different threads at once.
   model::SampleResult Sample(std::span<const float> logits);
@@ -114,6 +122,7 @@ class Sequence {
   bool constraint_armed_ = true;
   std::string trigger_window_;
   absl::Status failure_;
+  std::optional<model::EmbeddingPooler> pooler_;  // embedding requests
 
   std::vector<int> generated_;
   // Output not yet pushed: text released by the stop matcher, with its tokens.

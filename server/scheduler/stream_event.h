@@ -46,6 +46,7 @@ struct FinishedEvent {
   Usage usage;
   Timings timings;
   uint64_t seed = 0;
+  std::vector<float> embedding;  // an embedding request's result
 };
 
 // The last event of a failed request (status is never OK).

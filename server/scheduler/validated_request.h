@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "model/arch/model_config.h"
 #include "model/chat/chat_output_parser.h"
 #include "model/constraint/grammar.h"
 #include "model/constraint/token_trie.h"
@@ -34,6 +35,13 @@ struct ConstraintParams {
   std::string trigger;
 };
 
+// An embedding request: the prompt is prefilled and pooled, nothing is generated.
+struct EmbeddingParams {
+  model::Pooling pooling = model::Pooling::kLast;
+  int dimensions = 0;  // keep the first N values (0: all)
+  bool normalize = true;
+};
+
 struct OutputParams {
   bool logprobs = false;
   int top_logprobs = 0;
@@ -55,6 +63,8 @@ struct ValidatedRequest {
   // Chat: how the front ends split the reply into content, reasoning and tool calls (the
   // scheduler does not read it).
   std::optional<model::ChatOutputOptions> reply;
+  // Set: an embedding (stopping, sampling and output are not used; max_new_tokens is 0).
+  std::optional<EmbeddingParams> embedding;
   absl::Time arrival_time = absl::InfinitePast();
   absl::Time deadline = absl::InfiniteFuture();
 };

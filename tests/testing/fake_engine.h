@@ -6,6 +6,7 @@
 // system absl is not TSan-instrumented.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -95,7 +96,15 @@ class FakeEngine final : public model::Engine {
     config_.n_layers = 1;
     config_.n_kv_heads = 1;
     config_.head_dim = 4;
+    config_.dim = kFakeHiddenDim;
     logits_.resize(kFakeVocab * 256);
+  }
+
+  // Width of the hidden states the fake returns for embeddings.
+  static constexpr int kFakeHiddenDim = 3;
+  // The fake's final hidden state of `token` at `position`: what embedding tests expect.
+  static std::array<float, kFakeHiddenDim> Hidden(int token, int position) {
+    return {static_cast<float>(token), static_cast<float>(position), 1.0f};
   }
 
   static model::KvCacheLayout Layout() { return {1, 1, 4, 4}; }
@@ -135,10 +144,17 @@ class FakeEngine final : public model::Engine {
         return absl::FailedPreconditionError("chunk without reserved KV room");
       }
     }
+    hidden_.clear();
     for (const model::SequenceChunk& chunk : batch) {
       const int len = cache_.Length(chunk.sequence);
       const int n = static_cast<int>(chunk.tokens.size());
       (void)cache_.Append(chunk.sequence, n);
+      const int first = chunk.hidden == model::HiddenRows::kAll    ? 0
+                        : chunk.hidden == model::HiddenRows::kLast ? n - 1
+                                                                   : n;
+      for (int t = first; t < n; ++t) {
+        for (float v : Hidden(chunk.tokens[t], len + t)) hidden_.push_back(v);
+      }
       if (!chunk.want_logits) continue;
       const int next = next_(chunk.tokens.back(), len + n - 1);
       float* row = logits_.data() + static_cast<size_t>(rows) * kFakeVocab;
@@ -152,7 +168,12 @@ class FakeEngine final : public model::Engine {
       steps_.push_back(std::move(record));
     }
     steps_done_.fetch_add(1);
-    return model::ForwardResult{logits_.data(), rows, kFakeVocab};
+    return model::ForwardResult{.logits = logits_.data(),
+                                .rows = rows,
+                                .vocab_size = kFakeVocab,
+                                .hidden = hidden_.data(),
+                                .hidden_rows = static_cast<int>(hidden_.size()) / kFakeHiddenDim,
+                                .dim = kFakeHiddenDim};
   }
 
   // Makes Forward number `step` (0-based, counting failed ones) fail with INTERNAL.
@@ -177,6 +198,7 @@ class FakeEngine final : public model::Engine {
   NextFn next_;
   std::function<void(int)> before_forward_;
   std::vector<float> logits_;  // [256 rows][vocab]
+  std::vector<float> hidden_;  // [hidden rows][kFakeHiddenDim]
   std::atomic<int> steps_done_{0};
   std::atomic<int> fail_at_step_{-1};
   mutable std::mutex mu_;

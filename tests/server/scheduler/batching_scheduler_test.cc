@@ -3,6 +3,7 @@
 // Nothing here asserts on timing; sleeps only make sure a deadline has passed.
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <memory>
@@ -982,6 +983,91 @@ TEST_F(SchedulerTest, DestructionFailsQueuedAndRunningWithUnavailable) {
   EXPECT_EQ(Summarize(sa->Wait()).error.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(Summarize(sb->Wait()).error.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 0);
+}
+
+// ---- Embeddings: prefill only, pooled, nothing generated ----
+
+ValidatedRequest EmbedRequest(std::vector<int> prompt, model::Pooling pooling, bool normalize,
+                              int dimensions = 0) {
+  ValidatedRequest r = MakeRequest(std::move(prompt), 0, "e");
+  r.embedding =
+      EmbeddingParams{.pooling = pooling, .dimensions = dimensions, .normalize = normalize};
+  return r;
+}
+
+// The fake's hidden state of token t at position p is (t, p, 1).
+std::vector<float> ExpectedMean(const std::vector<int>& prompt) {
+  double tokens = 0, positions = 0;
+  for (size_t p = 0; p < prompt.size(); ++p) {
+    tokens += prompt[p];
+    positions += static_cast<double>(p);
+  }
+  const double n = static_cast<double>(prompt.size());
+  return {static_cast<float>(tokens / n), static_cast<float>(positions / n), 1.0f};
+}
+
+TEST_F(SchedulerTest, AnEmbeddingPoolsEveryChunkOfItsPromptAndGeneratesNothing) {
+  SchedulerOptions options;
+  options.max_batch_tokens = 8;  // a 21-token prompt takes three steps
+  Start(options);
+  const std::vector<int> prompt = Prompt(3, 21);
+  const Outcome mean = RunOne(EmbedRequest(prompt, model::Pooling::kMean, false));
+  ASSERT_TRUE(mean.error.ok()) << mean.error;
+  ASSERT_TRUE(mean.finished.has_value());
+  EXPECT_TRUE(mean.tokens.empty());
+  EXPECT_EQ(mean.finished->usage.prompt_tokens, 21);
+  EXPECT_EQ(mean.finished->usage.completion_tokens, 0);
+  EXPECT_THAT(mean.finished->embedding, ElementsAreArray(ExpectedMean(prompt)));
+
+  const Outcome last = RunOne(EmbedRequest(prompt, model::Pooling::kLast, false));
+  const auto tail = FakeEngine::Hidden(prompt.back(), 20);
+  EXPECT_THAT(last.finished->embedding, ElementsAreArray(tail));
+  const Outcome cls = RunOne(EmbedRequest(prompt, model::Pooling::kCls, false));
+  const auto head = FakeEngine::Hidden(prompt.front(), 0);
+  EXPECT_THAT(cls.finished->embedding, ElementsAreArray(head));
+
+  // Normalized, and cut to the first dimensions before normalizing.
+  const Outcome unit = RunOne(EmbedRequest(prompt, model::Pooling::kLast, true, 2));
+  const float norm = std::sqrt(tail[0] * tail[0] + tail[1] * tail[1]);
+  EXPECT_THAT(unit.finished->embedding, ElementsAreArray({::testing::FloatEq(tail[0] / norm),
+                                                          ::testing::FloatEq(tail[1] / norm)}));
+  EXPECT_EQ(KvBytesWhenIdle(), 0) << "an embedding keeps no K/V";
+}
+
+// A mean or cls embedding needs every token's hidden state, so it never starts from a cached
+// prefix; a last-token embedding does, like a generation request.
+TEST_F(SchedulerTest, OnlyLastTokenEmbeddingsTakeCachedPrefixes) {
+  Start();
+  const std::vector<int> prompt = Prompt(4, 40);
+  ASSERT_TRUE(RunOne(MakeRequest(prompt, 2)).error.ok());  // publishes 2 full blocks
+  const Outcome mean = RunOne(EmbedRequest(prompt, model::Pooling::kMean, false));
+  EXPECT_EQ(mean.finished->usage.cached_tokens, 0);
+  EXPECT_THAT(mean.finished->embedding, ElementsAreArray(ExpectedMean(prompt)));
+  const Outcome last = RunOne(EmbedRequest(prompt, model::Pooling::kLast, false));
+  EXPECT_EQ(last.finished->usage.cached_tokens, 32);
+  EXPECT_THAT(last.finished->embedding, ElementsAreArray(FakeEngine::Hidden(prompt.back(), 39)));
+}
+
+// Embeddings and generations in one batch: each gets what it would alone.
+TEST_F(SchedulerTest, EmbeddingsBatchWithGenerations) {
+  Start();
+  const Outcome alone = RunOne(MakeRequest(Prompt(5, 9), 6));
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 4; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ValidatedRequest r = i % 2 == 0 ? MakeRequest(Prompt(5, 9), 6)
+                                    : EmbedRequest(Prompt(6 + i, 12), model::Pooling::kMean, false);
+    ASSERT_TRUE(scheduler_->Submit(std::move(r), sinks.back()).ok());
+  }
+  for (int i = 0; i < 4; ++i) {
+    const Outcome got = Summarize(sinks[i]->Wait());
+    ASSERT_TRUE(got.error.ok()) << got.error;
+    if (i % 2 == 0) {
+      EXPECT_EQ(got.tokens, alone.tokens);
+    } else {
+      EXPECT_THAT(got.finished->embedding, ElementsAreArray(ExpectedMean(Prompt(6 + i, 12))));
+    }
+  }
 }
 
 }  // namespace
