@@ -14,6 +14,7 @@ int RunGenerate(const std::vector<std::string>& args, CommandIo& io);
 int RunChat(const std::vector<std::string>& args, CommandIo& io);
 int RunTokenize(const std::vector<std::string>& args, CommandIo& io);
 int RunDetokenize(const std::vector<std::string>& args, CommandIo& io);
+int RunEmbed(const std::vector<std::string>& args, CommandIo& io);
 int RunInfo(const std::vector<std::string>& args, CommandIo& io);
 int RunHealth(const std::vector<std::string>& args, CommandIo& io);
 int RunDeleteSession(const std::vector<std::string>& args, CommandIo& io);

@@ -88,6 +88,7 @@ int RunInfo(const std::vector<std::string>& args, CommandIo& io) {
   Line(out, "tool_call_format",
        info.tool_call_format().empty() ? "(none)" : info.tool_call_format());
   Line(out, "reasoning_tag", info.reasoning_tag().empty() ? "(none)" : info.reasoning_tag());
+  Line(out, "pooling", info.pooling());
   Line(out, "max_new_tokens_limit", absl::StrCat(info.max_new_tokens_limit()));
   Line(out, "max_batch_size", absl::StrCat(info.max_batch_size()));
   Line(out, "max_request_bytes",

@@ -20,6 +20,7 @@ constexpr CommandEntry kCommands[] = {
     {"chat", RunChat, "interactive conversation (Chat RPC, the model's template) on one session"},
     {"tokenize", RunTokenize, "text -> token ids and pieces"},
     {"detokenize", RunDetokenize, "token ids -> text"},
+    {"embed", RunEmbed, "one embedding per text (Embed RPC), as JSON lines"},
     {"info", RunInfo, "served model and server limits"},
     {"health", RunHealth, "grpc.health.v1 check (exit 0 when SERVING)"},
     {"delete-session", RunDeleteSession, "free a session's KV cache"},

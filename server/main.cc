@@ -360,6 +360,13 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   backend.validation.max_session_id_bytes = o.max_session_id_bytes;
   backend.validation.context_length = loaded->model.config.context_length;
   backend.validation.add_bos = loaded->model.tokenizer.add_bos;
+  // Embeddings: the file's pooling; a generative model (none) pools its last token.
+  const model::Pooling pooling = loaded->model.config.pooling == model::Pooling::kNone
+                                     ? model::Pooling::kLast
+                                     : loaded->model.config.pooling;
+  backend.validation.pooling = pooling;
+  backend.validation.embedding_dim = loaded->model.config.dim;
+  backend.validation.add_eos = loaded->model.tokenizer.add_eos;
   loaded->constraints = std::make_unique<model::ConstraintCompiler>(
       model::ConstraintLimits{.max_text_bytes = static_cast<size_t>(o.max_constraint_bytes),
                               .max_grammar_symbols = o.max_grammar_symbols,
@@ -380,6 +387,7 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   const model::ReplyFormat& reply = backend.chat_templates.reply_format("");
   backend.model_info.set_tool_call_format(model::ToolCallFormatName(reply.tool_calls));
   backend.model_info.set_reasoning_tag(reply.reasoning ? reply.reasoning->open : "");
+  backend.model_info.set_pooling(model::PoolingName(pooling));
   // The engine holds its own (reordered) copy of every weight: unmap the file so its pages
   // do not stay resident next to that copy.
   loaded->model.weights = {};

@@ -35,3 +35,4 @@ endfunction()
 textgen_llamacpp_reference_test(block_formats)  # tensor types vs gguf-py's dequantizers
 textgen_llamacpp_reference_test(vocab_cases)    # tokenizers vs llama.cpp's tests and llama.cpp
 textgen_llamacpp_reference_test(arch_logits)    # architectures vs PyTorch and llama.cpp
+textgen_llamacpp_reference_test(embeddings)     # /v1/embeddings vs llama.cpp (pooling, quantized)

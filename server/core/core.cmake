@@ -4,6 +4,7 @@
 add_library(textgen_server_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/chat_templates.cc
   ${CMAKE_CURRENT_LIST_DIR}/chat_validation.cc
+  ${CMAKE_CURRENT_LIST_DIR}/embedding.cc
   ${CMAKE_CURRENT_LIST_DIR}/event_outbox.cc
   ${CMAKE_CURRENT_LIST_DIR}/field_error.cc
   ${CMAKE_CURRENT_LIST_DIR}/session_routing.cc

@@ -132,25 +132,6 @@ absl::Status ValidateStopping(const v1::StoppingCriteria& in, int vocab_size,
   return absl::OkStatus();
 }
 
-absl::Status ValidateRequestId(absl::string_view id) {
-  if (id.size() > static_cast<size_t>(kMaxRequestIdLength)) {
-    return InvalidField("request_id", StrCat("is ", id.size(), " characters; at most ",
-                                             kMaxRequestIdLength, " are allowed"));
-  }
-  // Request ids go into log lines: printable ASCII only, so no one can forge a line.
-  for (size_t i = 0; i < id.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(id[i]);
-    if (c < 0x21 || c > 0x7E) {
-      return InvalidField(
-          "request_id",
-          absl::StrFormat(
-              "has byte 0x%02X at offset %d; only printable ASCII without spaces is allowed", c,
-              i));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Tokenizes the prompt (text or ids) into `out`.
 absl::Status ValidatePrompt(const v1::GenerateRequest& request, const model::Tokenizer& tokenizer,
                             bool add_bos, size_t max_prompt_bytes, ValidatedRequest& out) {
@@ -231,6 +212,25 @@ absl::Status ResolveLength(const v1::StoppingCriteria& in, int prompt_tokens,
 }
 
 }  // namespace
+
+absl::Status ValidateRequestId(absl::string_view id) {
+  if (id.size() > static_cast<size_t>(kMaxRequestIdLength)) {
+    return InvalidField("request_id", StrCat("is ", id.size(), " characters; at most ",
+                                             kMaxRequestIdLength, " are allowed"));
+  }
+  // Request ids go into log lines: printable ASCII only, so no one can forge a line.
+  for (size_t i = 0; i < id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(id[i]);
+    if (c < 0x21 || c > 0x7E) {
+      return InvalidField(
+          "request_id",
+          absl::StrFormat(
+              "has byte 0x%02X at offset %d; only printable ASCII without spaces is allowed", c,
+              i));
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::string SessionKey(absl::string_view principal, absl::string_view session_id) {
   if (principal.empty()) return std::string(session_id);

@@ -48,6 +48,11 @@ struct ValidationOptions {
   // --max-constraint-compile-ms). Null: requests with a constraint are refused.
   model::ConstraintCompiler* constraints = nullptr;
   std::shared_ptr<const model::TokenTrie> token_trie;  // the vocabulary, for token masks
+  // Embeddings: how inputs are pooled (the file's pooling_type; last for generative models),
+  // the model's width, and whether inputs end with EOS (tokenizer.ggml.add_eos_token).
+  model::Pooling pooling = model::Pooling::kLast;
+  int embedding_dim = 0;
+  bool add_eos = false;
 };
 
 // Per-request facts that do not come from the message itself.
@@ -99,6 +104,10 @@ absl::StatusOr<ValidatedRequest> ValidateGenerateRequest(const v1::GenerateReque
                                                          const model::Tokenizer& tokenizer,
                                                          const ValidationOptions& options,
                                                          const RequestContext& context);
+
+// Checks a request id: at most kMaxRequestIdLength printable ASCII characters (they go into
+// log lines).
+absl::Status ValidateRequestId(absl::string_view id);
 
 // Checks a session id: 1..max_bytes characters of [A-Za-z0-9._:-]. `field` names it in errors.
 absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field,

@@ -10,6 +10,7 @@
 #include "grpcpp/security/auth_context.h"
 #include "server/core/session_routing.h"
 #include "server/core/tokenize.h"
+#include "server/grpc/embed_reactor.h"
 #include "server/grpc/status_mapping.h"
 
 namespace textgen::server {
@@ -188,6 +189,18 @@ grpc::ServerUnaryReactor* TextGenerationService::DeleteSession(
                                       response->set_freed_tokens(static_cast<uint32_t>(*freed));
                                     reactor->Finish(ToGrpcStatus(freed.status()));
                                   });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TextGenerationService::Embed(grpc::CallbackServerContext* context,
+                                                       const v1::EmbedRequest* request,
+                                                       v1::EmbedResponse* response) {
+  std::string principal;
+  absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, &principal);
+  if (!backend.ok()) return FinishUnary(context, backend.status());
+  auto* reactor = new EmbedReactor(**backend, request, response, std::move(principal),
+                                   options_.observer, options_.logger);
+  reactor->Start();
   return reactor;
 }
 

@@ -2,6 +2,7 @@
 # and drain (no model code: it talks to the Scheduler and Tokenizer interfaces only).
 add_library(textgen_service STATIC
   ${CMAKE_CURRENT_LIST_DIR}/drain.cc
+  ${CMAKE_CURRENT_LIST_DIR}/embed_reactor.cc
   ${CMAKE_CURRENT_LIST_DIR}/generate_reactor.cc
   ${CMAKE_CURRENT_LIST_DIR}/service.cc
   ${CMAKE_CURRENT_LIST_DIR}/status_mapping.cc

@@ -56,6 +56,9 @@ class TextGenerationService final : public v1::TextGeneration::CallbackService {
   grpc::ServerUnaryReactor* DeleteSession(grpc::CallbackServerContext* context,
                                           const v1::DeleteSessionRequest* request,
                                           v1::DeleteSessionResponse* response) override;
+  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
+                                  const v1::EmbedRequest* request,
+                                  v1::EmbedResponse* response) override;
 
  private:
   const ServiceBackend* backend() const { return backend_.load(std::memory_order_acquire); }

@@ -3,6 +3,7 @@
 # the engine's events back to OpenAI's JSON and server-sent events.
 add_library(textgen_http STATIC
   ${CMAKE_CURRENT_LIST_DIR}/api_error.cc
+  ${CMAKE_CURRENT_LIST_DIR}/embeddings_route.cc
   ${CMAKE_CURRENT_LIST_DIR}/json_fields.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_api.cc
   ${CMAKE_CURRENT_LIST_DIR}/openai_field_names.cc

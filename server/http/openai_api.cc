@@ -15,6 +15,7 @@
 #include "server/core/chat_validation.h"
 #include "server/core/session_routing.h"
 #include "server/core/validation.h"
+#include "server/http/embeddings_route.h"
 #include "server/http/openai_field_names.h"
 #include "server/http/openai_request.h"
 #include "server/http/openai_response.h"
@@ -78,17 +79,19 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
   const bool chat = path == "/v1/chat/completions";
   const bool completion = path == "/v1/completions";
   const bool responses = path == "/v1/responses";
+  const bool embeddings = path == "/v1/embeddings";
   const bool stored_response = absl::StartsWith(path, kResponsesPrefix);
   const bool models = path == "/v1/models" || absl::StartsWith(path, kModelsPrefix);
   const bool tokenize = path == "/tokenize";
   const bool detokenize = path == "/detokenize";
-  if (!chat && !completion && !responses && !stored_response && !models && !tokenize &&
-      !detokenize) {
+  if (!chat && !completion && !responses && !embeddings && !stored_response && !models &&
+      !tokenize && !detokenize) {
     return exchange->Respond(ErrorResponse(ApiErrorForHttpStatus(
-        404, absl::StrCat("no route ", request.method, " ", path,
-                          "; textgen serves POST /v1/chat/completions, POST /v1/completions, "
-                          "POST /v1/responses, GET and DELETE /v1/responses/{id}, "
-                          "GET /v1/models, POST /tokenize, POST /detokenize and GET /health"))));
+        404,
+        absl::StrCat("no route ", request.method, " ", path,
+                     "; textgen serves POST /v1/chat/completions, POST /v1/completions, "
+                     "POST /v1/responses, GET and DELETE /v1/responses/{id}, POST /v1/embeddings, "
+                     "GET /v1/models, POST /tokenize, POST /detokenize and GET /health"))));
   }
   std::string principal;
   if (options_.authenticator != nullptr) {
@@ -126,6 +129,11 @@ void OpenAiApi::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange>
                       path.size() > kModelsPrefix.size()
                           ? absl::string_view(path).substr(kModelsPrefix.size())
                           : absl::string_view());
+  }
+  if (embeddings) {
+    return ServeEmbeddings(
+        request, exchange, *backend,
+        {.principal = principal, .observer = options_.observer, .logger = options_.logger});
   }
   if (stored_response) {
     return StoredResponse(request, exchange,
@@ -240,6 +248,7 @@ absl::StatusOr<OpenAiRequest> OpenAiApi::Parse(Preparation& p) {
     case OpenAiRequest::Kind::kCompletion:
       return ParseCompletionRequest(p.body);
     case OpenAiRequest::Kind::kResponses:
+    case OpenAiRequest::Kind::kEmbeddings:  // served by embeddings_route.cc
       break;
   }
   absl::StatusOr<ResponsesRequest> parsed = ParseResponsesRequest(p.body);

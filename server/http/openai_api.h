@@ -29,8 +29,8 @@ struct OpenAiApiOptions {
 
 // The OpenAI-compatible routes over the same backend as the gRPC service:
 //   POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (streaming or not),
-//   GET and DELETE /v1/responses/{id}, GET /v1/models, GET /v1/models/{id}, POST /tokenize,
-//   POST /detokenize (tokenize_route.h), GET /health.
+//   GET and DELETE /v1/responses/{id}, POST /v1/embeddings (embeddings_route.h), GET /v1/models,
+//   GET /v1/models/{id}, POST /tokenize, POST /detokenize (tokenize_route.h), GET /health.
 // A request is parsed into textgen's own request message and goes through the same
 // validation, scheduler, limits and metrics as gRPC; errors come back in OpenAI's JSON shape
 // (see ApiErrorFromStatus). Until SetBackend() every route but /health answers 503.

@@ -47,6 +47,8 @@ constexpr OpenAiName kNames[] = {
     {"constraint.regex", "regex", "regex", nullptr, nullptr},
     {"constraint.grammar", "grammar", "grammar", nullptr, nullptr},
     {"session_id", "session_id", "session_id", nullptr, nullptr},
+    {"inputs", "input", "input", nullptr, "input"},  // embeddings
+    {"dimensions", "dimensions", "dimensions", nullptr, nullptr},
     {"request_id", "request_id", "request_id", nullptr, nullptr},
     {"template_name", "template_name", "template_name", nullptr, nullptr},
     {"tools", "tools", "tools", nullptr, nullptr},
@@ -77,6 +79,7 @@ absl::Status ToOpenAiFieldNames(const absl::Status& status, const OpenAiRequest&
   std::string name, param;
   switch (request.kind) {
     case OpenAiRequest::Kind::kCompletion:
+    case OpenAiRequest::Kind::kEmbeddings:
       name = param = spelled(entry->completion_name);
       break;
     case OpenAiRequest::Kind::kChat:

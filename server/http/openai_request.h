@@ -18,7 +18,7 @@ inline constexpr int kMaxChoices = 16;
 // An OpenAI request mapped onto textgen's own request messages, which then go through the same
 // validation as gRPC's: only the JSON shape is checked here.
 struct OpenAiRequest {
-  enum class Kind { kChat, kCompletion, kResponses };
+  enum class Kind { kChat, kCompletion, kResponses, kEmbeddings };
   Kind kind = Kind::kChat;
   std::string model;  // as sent; empty when absent
   bool stream = false;

@@ -1,6 +1,7 @@
 // End to end: the real textgen-server binary on the real stories260K model, driven over
 // gRPC. Reference text and ids: /work/shared/models/stories260K/PROVENANCE.md (llama.cpp and
 // llama2.c run.c, greedy).
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -139,6 +140,42 @@ TEST_F(GrpcEndToEndTest, TokenizeMatchesTheReference) {
   grpc::ClientContext context;
   ASSERT_TRUE(stub_->Tokenize(&context, request, &response).ok());
   EXPECT_THAT(response.ids(), ElementsAreArray({1, 403, 407, 261, 378}));
+}
+
+// Embed: one normalized vector per input, the same alone as together (batch invariance), the
+// raw vector's direction; bad inputs are INVALID_ARGUMENT naming the input.
+TEST_F(GrpcEndToEndTest, EmbedIsBatchInvariantAndNormalized) {
+  const auto embed = [&](const std::vector<std::string>& texts, bool normalize,
+                         v1::EmbedResponse& response) {
+    v1::EmbedRequest request;
+    for (const std::string& text : texts) request.add_inputs()->set_text(text);
+    if (!normalize) request.set_normalize(false);
+    grpc::ClientContext context;
+    return stub_->Embed(&context, request, &response);
+  };
+  v1::EmbedResponse together, alone, raw;
+  ASSERT_TRUE(embed({"Once upon a time", "The end."}, true, together).ok());
+  ASSERT_EQ(together.embeddings_size(), 2);
+  EXPECT_EQ(together.pooling(), "last");  // a generative model's file has no pooling_type
+  ASSERT_TRUE(embed({"The end."}, true, alone).ok());
+  EXPECT_EQ(together.prompt_tokens(), 5u + alone.prompt_tokens());  // "Once upon a time": 5
+  EXPECT_THAT(alone.embeddings(0).values(), ElementsAreArray(together.embeddings(1).values()));
+  ASSERT_TRUE(embed({"Once upon a time"}, false, raw).ok());
+  const auto& unit = together.embeddings(0).values();
+  const auto& values = raw.embeddings(0).values();
+  ASSERT_EQ(values.size(), 64);  // the model's width
+  double norm = 0, unit_norm = 0;
+  for (int i = 0; i < values.size(); ++i) {
+    norm += double{values[i]} * values[i];
+    unit_norm += double{unit[i]} * unit[i];
+  }
+  EXPECT_NEAR(unit_norm, 1.0, 1e-5);
+  for (int i = 0; i < values.size(); ++i) EXPECT_NEAR(unit[i], values[i] / std::sqrt(norm), 1e-6);
+
+  v1::EmbedResponse refused;
+  const grpc::Status empty = embed({"fine", ""}, true, refused);
+  EXPECT_EQ(empty.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(empty.error_message(), HasSubstr("inputs[1].text is empty"));
 }
 
 TEST_F(GrpcEndToEndTest, ModelInfo) {

@@ -233,6 +233,7 @@ async function main() {
 
 // n choices: choice i is the request sampled with seed + i, streamed or not; the prompt is
 // computed once (the other choices take it from the prefix cache) and counted once in usage.
+// Then embeddings on the same server (several inputs need queue room).
 async function choices(serverBin, model) {
   const { server, httpPort, metricsPort, modelName } = await startServer(serverBin, model,
     ['--max-batch', '8', '--max-queue', '32']);
@@ -282,6 +283,31 @@ async function choices(serverBin, model) {
     assert.strictEqual(finishes, 3);
     assert.deepStrictEqual(texts, whole.choices.map((c) => c.message.content));
     assert.strictEqual(usage.completion_tokens, whole.usage.completion_tokens);
+
+    // Embeddings: the SDK asks for base64 and decodes it; the float form is the same numbers,
+    // each input's vector is the same alone and with others, normalized to length 1.
+    const inputs = ['Once upon a time', 'The end.', prompt];
+    const viaBase64 = await client.embeddings.create({ model: modelName, input: inputs });
+    const asFloat = await client.embeddings.create({ model: modelName, input: inputs,
+      encoding_format: 'float' });
+    assert.strictEqual(viaBase64.object, 'list');
+    assert.deepStrictEqual(viaBase64.data.map((d) => d.index), [0, 1, 2]);
+    assert.deepStrictEqual(viaBase64.data.map((d) => d.embedding),
+      asFloat.data.map((d) => d.embedding));
+    const single = await client.embeddings.create({ model: modelName, input: inputs[1],
+      encoding_format: 'float' });
+    assert.deepStrictEqual(single.data[0].embedding, asFloat.data[1].embedding);
+    for (const { embedding } of asFloat.data) {
+      const norm = Math.sqrt(embedding.reduce((sum, v) => sum + v * v, 0));
+      assert.ok(Math.abs(norm - 1) < 1e-5, `norm ${norm}`);
+    }
+    assert.ok(asFloat.usage.prompt_tokens > 0);
+    assert.strictEqual(asFloat.usage.total_tokens, asFloat.usage.prompt_tokens);
+    const short = await client.embeddings.create({ model: modelName, input: inputs[0],
+      dimensions: 8, encoding_format: 'float' });
+    assert.strictEqual(short.data[0].embedding.length, 8);
+    await expectError(client.embeddings.create({ model: modelName, input: [''] }),
+      OpenAI.BadRequestError, 400, (e) => assert.strictEqual(e.param, 'input'));
   } catch (error) {
     server.kill('SIGKILL');
     throw error;

@@ -5,6 +5,9 @@
  *   llamacpp-ref logits MODEL IDS OUT      IDS "1,2,3": one batch, causal; writes f32 logits of
  *                                          every position [n, vocab] to OUT. F32 KV cache, flash
  *                                          attention off, 1 thread (deterministic).
+ *   llamacpp-ref embed MODEL IDS OUT       the same batch with embeddings on: writes the pooled f32
+ *                                          embedding [n_embd] (the file's pooling_type), not
+ *                                          normalized
  *   llamacpp-ref tokenize MODEL TEXTFILE [parse-special]
  *                                          prints the ids of the file's text, one per line, with
  *                                          the vocabulary's special tokens added (BOS...); control
@@ -35,7 +38,11 @@ static struct llama_model* load(const char* path, bool vocab_only) {
   return model;
 }
 
-static int logits(const char* path, const char* ids_csv, const char* out_path) {
+/* Runs IDS ("1,2,3") through MODEL as one causal batch (F32 KV cache, flash attention off,
+ * 1 thread: deterministic) and writes to OUT either the f32 logits of every position [n, vocab]
+ * or, with `embeddings`, the pooled embedding [n_embd] as the model's pooling_type says (not
+ * normalized). */
+static int run(const char* path, const char* ids_csv, const char* out_path, bool embeddings) {
   struct llama_model* model = load(path, false);
   if (model == NULL) return 1;
   int n = 1;
@@ -53,6 +60,7 @@ static int logits(const char* path, const char* ids_csv, const char* out_path) {
   cp.type_k = cp.type_v = GGML_TYPE_F32;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.no_perf = true;
+  cp.embeddings = embeddings;
   struct llama_context* ctx = llama_init_from_model(model, cp);
   if (ctx == NULL) {
     fprintf(stderr, "llamacpp-ref: cannot create a context\n");
@@ -71,10 +79,19 @@ static int logits(const char* path, const char* ids_csv, const char* out_path) {
     fprintf(stderr, "llamacpp-ref: llama_decode failed\n");
     return 1;
   }
-  const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
   FILE* out = fopen(out_path, "wb");
   if (out == NULL) return 1;
-  for (int i = 0; i < n; ++i) fwrite(llama_get_logits_ith(ctx, i), sizeof(float), vocab, out);
+  if (embeddings) {
+    const float* pooled = llama_get_embeddings_seq(ctx, 0);
+    if (pooled == NULL) {
+      fprintf(stderr, "llamacpp-ref: no pooled embedding (does the file set pooling_type?)\n");
+      return 1;
+    }
+    fwrite(pooled, sizeof(float), llama_model_n_embd(model), out);
+  } else {
+    const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    for (int i = 0; i < n; ++i) fwrite(llama_get_logits_ith(ctx, i), sizeof(float), vocab, out);
+  }
   fclose(out);
   llama_batch_free(batch);
   llama_free(ctx);
@@ -130,14 +147,15 @@ int main(int argc, char** argv) {
   /* The CPU backends (one per ISA level) sit next to libllama; it picks the best for this CPU. */
   ggml_backend_load_all_from_path(LLAMACPP_BACKEND_DIR);
   llama_backend_init();
-  if (argc == 5 && strcmp(argv[1], "logits") == 0) return logits(argv[2], argv[3], argv[4]);
+  if (argc == 5 && strcmp(argv[1], "logits") == 0) return run(argv[2], argv[3], argv[4], false);
+  if (argc == 5 && strcmp(argv[1], "embed") == 0) return run(argv[2], argv[3], argv[4], true);
   if (argc == 4 && strcmp(argv[1], "tokenize") == 0) return tokenize(argv[2], argv[3], false);
   if (argc == 5 && strcmp(argv[1], "tokenize") == 0 && strcmp(argv[4], "parse-special") == 0) {
     return tokenize(argv[2], argv[3], true);
   }
   if (argc == 3 && strcmp(argv[1], "eog") == 0) return eog(argv[2]);
   if (argc == 5 && strcmp(argv[1], "quantize") == 0) return quantize(argv[2], argv[3], atoi(argv[4]));
-  fprintf(stderr, "usage: llamacpp-ref logits MODEL IDS OUT | tokenize MODEL TEXTFILE [parse-special] | "
+  fprintf(stderr, "usage: llamacpp-ref logits|embed MODEL IDS OUT | tokenize MODEL TEXTFILE [parse-special] | "
                   "eog MODEL | "
                   "quantize IN OUT FTYPE\n");
   return 2;

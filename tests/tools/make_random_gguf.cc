@@ -22,7 +22,7 @@ constexpr char kUsage[] =
     "         --dtype f32|f16|bf16|q8_0|q4_k_m --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
     "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
-    "         [--vocab-from VOCAB.gguf] [--chat-template FILE.jinja]\n"
+    "         [--vocab-from VOCAB.gguf] [--chat-template FILE.jinja] [--pooling mean|cls|last]\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -31,7 +31,8 @@ constexpr char kUsage[] =
     "synthetic SentencePiece-style (llama) or byte-level (gpt2) vocabulary is written.\n"
     "--vocab-from copies a GGUF's tokenizer.* metadata (a real vocabulary, e.g. llama.cpp's\n"
     "models/ggml-vocab-qwen2.gguf) and sets --vocab to its size; --chat-template embeds a\n"
-    "Jinja chat template as tokenizer.chat_template.\n";
+    "Jinja chat template as tokenizer.chat_template; --pooling writes {arch}.pooling_type (an\n"
+    "embedding model's).\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "textgen-make-random-gguf: %s\n", message.c_str());
@@ -102,7 +103,8 @@ int main(int argc, char** argv) {
                                             {"head-dim", &spec->head_dim}};
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
-        key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template") {
+        key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template" ||
+        key == "pooling") {
       continue;
     }
     auto it = ints.find(key);
@@ -134,6 +136,12 @@ int main(int argc, char** argv) {
     for (const GgufKv& kv : gguf->metadata) {
       if (kv.key.rfind("tokenizer.", 0) == 0) spec->vocab_metadata.push_back(kv);
     }
+  }
+  if (args.count("pooling")) {
+    const std::map<std::string, int> poolings = {{"mean", 1}, {"cls", 2}, {"last", 3}};
+    const auto pooling = poolings.find(args["pooling"]);
+    if (pooling == poolings.end()) return Fail("--pooling must be mean, cls or last");
+    spec->pooling_type = pooling->second;
   }
   if (args.count("chat-template")) {
     std::ifstream in(args["chat-template"], std::ios::binary);

@@ -409,6 +409,9 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
   if (!spec.chat_template.empty()) {
     w.AddMetadata("tokenizer.chat_template", GgufValue::String(spec.chat_template));
   }
+  if (spec.pooling_type >= 0) {
+    w.AddMetadata(p + "pooling_type", GgufValue::Uint32(static_cast<uint32_t>(spec.pooling_type)));
+  }
   TensorMaker maker(w, spec);
   TEXTGEN_RETURN_IF_ERROR(AddTensors(maker, spec));
   return w;

@@ -37,6 +37,7 @@ struct RandomModelSpec {
   // ggml-vocab-qwen2.gguf), written as is; vocab_size must be its token count.
   std::vector<GgufKv> vocab_metadata;
   std::string chat_template;  // written as tokenizer.chat_template when not empty
+  int pooling_type = -1;      // written as {arch}.pooling_type when >= 0 (embedding models)
   std::string name = "random";
 };
 

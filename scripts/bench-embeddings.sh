@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Embeddings throughput (#30): BATCH inputs of about INPUT_TOKENS tokens each, embedded as one
+# request, on the Llama-3.2-1B-shaped random-weight Q8_0 file (no pooling_type: both pool the
+# last token), 2 threads. Rounds interleave textgen (one warm server, POST /v1/embeddings with
+# every input; wall time of the request) and llama.cpp's llama-embedding (the same inputs, one
+# per line, --pooling last, batch and ubatch holding them all; its own "prompt eval time",
+# which leaves out loading). Prints one JSON line per run and the medians.
+#   env: BUILD, MODELS, LLAMA_BIN (scripts/bench-common.sh), ROUNDS (default 3), BATCH (32),
+#        INPUT_TOKENS (128)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/bench-common.sh"
+rounds=${ROUNDS:-3}
+batch=${BATCH:-32}
+input_tokens=${INPUT_TOKENS:-128}
+require_tools "$B/bin/textgen-server" "$L/llama-embedding"
+model=$(llama1b_chat_model q8_0 4096)
+work=$(mktemp -d)
+log=$work/server.log
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# Inputs: distinct sentences of about INPUT_TOKENS tokens (one per line for llama-embedding).
+python3 - "$batch" "$input_tokens" "$work" <<'EOF'
+import json, sys
+batch, tokens, work = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+words = ("river mountain quiet engine lantern harbor violet cobalt meadow signal orchard "
+         "granite whisper copper falcon ember").split()
+inputs = []
+for i in range(batch):
+    # About one token per word for this vocabulary; the server reports the real count.
+    inputs.append(f"Input {i}: " + " ".join(words[(i * 7 + j) % len(words)] for j in range(tokens - 4)))
+open(f"{work}/inputs.txt", "w").write("\n".join(inputs) + "\n")
+json.dump({"input": inputs, "encoding_format": "float"}, open(f"{work}/body.json", "w"))
+EOF
+
+"$B/bin/textgen-server" --model "$model" --threads 2 --listen 127.0.0.1:0 \
+  --http-listen 127.0.0.1:0 --metrics-listen "" --max-batch "$batch" --max-queue "$((batch * 2))" \
+  --max-batch-tokens 4096 2>"$log" &
+server=$!
+for _ in $(seq 600); do grep -q http_port= "$log" && break; sleep 0.5; done
+port=$(grep -o 'http_port=[0-9]*' "$log" | head -1 | cut -d= -f2)
+
+textgen() {
+  local seconds tokens
+  seconds=$(curl -s -o "$work/out.json" -w '%{time_total}' "127.0.0.1:$port/v1/embeddings" \
+    -H 'Content-Type: application/json' -d @"$work/body.json")
+  tokens=$(python3 -c "import json; print(json.load(open('$work/out.json'))['usage']['prompt_tokens'])")
+  printf '{"engine":"textgen","seconds":%s,"tokens":%d,"tokens_per_second":%.1f}\n' "$seconds" \
+    "$tokens" "$(python3 -c "print($tokens / $seconds)")"
+}
+
+llamacpp() {
+  local ctx=$((batch * (input_tokens + 16)))
+  "$L/llama-embedding" -m "$model" -t 2 -f "$work/inputs.txt" --pooling last -c "$ctx" \
+    -b "$ctx" -ub "$ctx" --embd-output-format json >"$work/llama.json" 2>"$work/llama.log" || {
+    tail -20 "$work/llama.log" >&2
+    exit 1
+  }
+  python3 - "$work/llama.log" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", text)
+ms, tokens = float(m.group(1)), int(m.group(2))
+print('{"engine":"llama.cpp","seconds":%.4f,"tokens":%d,"tokens_per_second":%.1f}'
+      % (ms / 1e3, tokens, tokens / (ms / 1e3)))
+EOF
+}
+
+textgen >/dev/null  # warm-up
+results=$(for round in $(seq "$rounds"); do
+  echo "== round $round ($(date +%T))" >&2
+  textgen
+  llamacpp
+done)
+echo "$results"
+python3 - "$results" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in sys.argv[1].splitlines()]
+med = {e: statistics.median(r["tokens_per_second"] for r in rows if r["engine"] == e)
+       for e in ("textgen", "llama.cpp")}
+print(json.dumps({"summary": True, "textgen_tokens_per_second": med["textgen"],
+                  "llamacpp_tokens_per_second": med["llama.cpp"],
+                  "ratio": round(med["textgen"] / med["llama.cpp"], 3)}))
+EOF
