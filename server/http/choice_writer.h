@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ class ChoiceWriter {
   virtual void Collect(const TokenEvent& event) = 0;
   virtual void Collect(const FinishedEvent& event) = 0;
   virtual Choice TakeChoice() = 0;
+  // The mean log-probability of the choice's generated tokens (collected; its logprobs must
+  // have been asked of the engine), for best_of; nullopt when unknown.
+  virtual std::optional<double> MeanLogprob() const { return std::nullopt; }
   virtual std::string Body(std::vector<Choice> choices, const FinishedEvent& total) = 0;
 };
 

@@ -397,8 +397,14 @@ void OpenAiApi::Finish(Preparation& p) {
     requests.push_back(std::move(copy));
   }
   std::vector<std::unique_ptr<ChoiceWriter>> writers = Writers(p, requests);
+  if (parsed.returned_choices > 0) {
+    // best_of ranks the candidates by their tokens' log-probabilities: the engine reports them
+    // (the writers print them only when the client asked).
+    for (ValidatedRequest& request : requests) request.output.logprobs = true;
+  }
   OpenAiStreamOptions stream_options;
   stream_options.stream = parsed.stream;
+  stream_options.returned_choices = parsed.returned_choices;
   stream_options.max_buffered_events = options_.max_buffered_events;
   stream_options.observer = options_.observer;
   stream_options.logger = options_.logger;

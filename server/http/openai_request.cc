@@ -448,10 +448,21 @@ absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body) {
   request.mutable_output()->set_echo(echo.value_or(false));
   std::optional<int64_t> best_of;
   TEXTGEN_RETURN_IF_ERROR(f.Integer("best_of", best_of));
-  if (best_of && *best_of != out.choices) {
-    return FieldError("best_of",
-                      absl::StrCat("best_of must equal n (", out.choices, "), got ", *best_of,
-                                   ": textgen returns every candidate it generates"));
+  if (best_of) {
+    // best_of candidates are generated and the n with the highest mean token log-probability
+    // returned, as OpenAI does; they cannot be streamed (which would be the best is known at
+    // the end).
+    if (*best_of < out.choices || *best_of > kMaxChoices) {
+      return FieldError("best_of", absl::StrCat("best_of must be in [n, ", kMaxChoices,
+                                                "] (n = ", out.choices, "), got ", *best_of));
+    }
+    if (*best_of > out.choices && out.stream) {
+      return FieldError("best_of",
+                        "best_of greater than n cannot be streamed: the best candidates are "
+                        "known only when all have finished");
+    }
+    out.returned_choices = out.choices;
+    out.choices = static_cast<int>(*best_of);
   }
   std::optional<std::string> suffix;
   TEXTGEN_RETURN_IF_ERROR(f.String("suffix", suffix));

@@ -23,7 +23,8 @@ struct OpenAiRequest {
   std::string model;  // as sent; empty when absent
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
-  int choices = 1;             // n (completions: and best_of, which must equal it)
+  int choices = 1;             // candidates generated: n, or completions' best_of
+  int returned_choices = 0;    // completions' n when best_of > n (the best returned); 0: all
   // What the client called the length limit and the alternatives count, for error messages.
   std::string max_tokens_field = "max_tokens";
   v1::ChatRequest chat;            // kind == kChat or kResponses

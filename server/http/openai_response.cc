@@ -287,6 +287,13 @@ void OpenAiResponseWriter::Collect(const FinishedEvent& event) {
 
 OpenAiResponseWriter::Choice OpenAiResponseWriter::TakeChoice() { return std::move(choice_); }
 
+std::optional<double> OpenAiResponseWriter::MeanLogprob() const {
+  if (logprobs_.empty()) return std::nullopt;
+  double sum = 0;
+  for (const model::SampleResult& sample : logprobs_) sum += sample.logprob;
+  return sum / static_cast<double>(logprobs_.size());
+}
+
 std::string OpenAiResponseWriter::Body(std::vector<Choice> choices, const FinishedEvent& total) {
   const bool chat = options_.kind == Kind::kChat;
   Json list = Json::array();

@@ -65,6 +65,7 @@ class OpenAiResponseWriter final : public ChoiceWriter {
   void Collect(const TokenEvent& event) override;
   void Collect(const FinishedEvent& event) override;
   Choice TakeChoice() override;
+  std::optional<double> MeanLogprob() const override;
   std::string Body(std::vector<Choice> choices, const FinishedEvent& total) override;
 
  private:

@@ -1,6 +1,7 @@
 #include "server/http/openai_stream.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <variant>
 
@@ -151,9 +152,32 @@ void OpenAiStream::End() {
     for (const std::unique_ptr<ChoiceWriter>& writer : writers_) {
       choices.push_back(writer->TakeChoice());
     }
+    if (options_.returned_choices > 0 &&
+        options_.returned_choices < static_cast<int>(choices.size())) {
+      choices = Best(std::move(choices), options_.returned_choices);
+    }
     exchange_->Respond(HttpResponse::Json(200, writers_.front()->Body(std::move(choices), total)));
   }
   Complete(absl::OkStatus(), usage);
+}
+
+std::vector<ChoiceWriter::Choice> OpenAiStream::Best(std::vector<ChoiceWriter::Choice> choices,
+                                                     int n) const {
+  std::vector<size_t> order(choices.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto score = [&](size_t i) {
+    return writers_[i]->MeanLogprob().value_or(-std::numeric_limits<double>::infinity());
+  };
+  // Ties keep the candidates' order, so a seeded request returns the same choices every time.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return score(a) > score(b); });
+  std::vector<ChoiceWriter::Choice> best;
+  for (int i = 0; i < n; ++i) {
+    ChoiceWriter::Choice choice = std::move(choices[order[i]]);
+    choice["index"] = i;
+    best.push_back(std::move(choice));
+  }
+  return best;
 }
 
 void OpenAiStream::FailResponse(const absl::Status& status) {

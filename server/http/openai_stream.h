@@ -23,6 +23,9 @@ namespace textgen::server::http {
 
 struct OpenAiStreamOptions {
   bool stream = false;  // server-sent events, or one JSON body at the end
+  // best_of: of the writers' choices, only this many are returned (not streamed): those with
+  // the highest mean token log-probability, best first, numbered from 0. 0: every choice.
+  int returned_choices = 0;
   // Events buffered per choice for a client that is not reading; beyond this the request is
   // dropped (as on gRPC). Also: bytes the socket has not taken.
   size_t max_buffered_events = kDefaultMaxBufferedEvents;
@@ -66,6 +69,8 @@ class OpenAiStream final : public std::enable_shared_from_this<OpenAiStream> {
   // After the last choice finished: the usage and [DONE], or the whole body.
   void End();
   void Complete(const absl::Status& status, const std::optional<Usage>& usage);
+  // best_of: the `n` choices whose writers have the highest mean token log-probability.
+  std::vector<ChoiceWriter::Choice> Best(std::vector<ChoiceWriter::Choice> choices, int n) const;
   void FailResponse(const absl::Status& status);
 
   const std::shared_ptr<HttpExchange> exchange_;

@@ -262,6 +262,23 @@ async function choices(serverBin, model) {
     assert.strictEqual(four.usage.completion_tokens, completionTokens);
     assert.ok(new Set(four.choices.map((c) => c.text)).size > 1, 'four identical samples');
 
+    // best_of 4, n 2: the two candidates (seeds 7..10) with the highest mean token
+    // log-probability, best first, without logprobs unless asked; usage counts all four.
+    const best = await client.completions.create({ ...base, n: 2, best_of: 4 });
+    const candidates = [];
+    for (let i = 0; i < 4; ++i) {
+      const c = (await client.completions.create({ ...base, seed: 7 + i, logprobs: 0 }))
+        .choices[0];
+      const lp = c.logprobs.token_logprobs;
+      candidates.push({ text: c.text, mean: lp.reduce((a, b) => a + b, 0) / lp.length });
+    }
+    const ranked = candidates.map((c, i) => ({ ...c, i }))
+      .sort((a, b) => b.mean - a.mean || a.i - b.i);
+    assert.deepStrictEqual(best.choices.map((c) => [c.index, c.text]),
+      [[0, ranked[0].text], [1, ranked[1].text]]);
+    assert.strictEqual(best.choices[0].logprobs, null);
+    assert.strictEqual(best.usage.completion_tokens, completionTokens);
+
     // Chat, streamed: each chunk names its choice; one usage chunk at the end.
     const messages = [{ role: 'user', content: 'Tell me a story about a dog.' }];
     const chat = { model: modelName, messages, max_tokens: 10, temperature: 0.8, seed: 3, n: 3 };

@@ -242,10 +242,26 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{R"({"prompt": ["a", "b"]})", "prompt", "prompt holds 2 prompts"},
         BadBody{R"({"prompt": []})", "prompt", "prompt is an empty array"},
         BadBody{R"({"prompt": [1, "a"]})", "prompt[1]", "prompt[1] must be a token id"},
-        BadBody{R"({"prompt": "x", "best_of": 3})", "best_of", "best_of must equal n (1), got 3"},
+        BadBody{R"({"prompt": "x", "n": 3, "best_of": 2})", "best_of",
+                "best_of must be in [n, 16] (n = 3), got 2"},
+        BadBody{R"({"prompt": "x", "best_of": 17})", "best_of", "best_of must be in [n, 16]"},
+        BadBody{R"({"prompt": "x", "best_of": 3, "stream": true})", "best_of",
+                "best_of greater than n cannot be streamed"},
         BadBody{R"({"prompt": "x", "suffix": "y"})", "suffix", "suffix is not supported"},
         BadBody{R"({"prompt": "x", "logprobs": true})", "logprobs",
                 "logprobs must be an integer"}));
+
+TEST(OpenAiRequestTest, BestOfGeneratesMoreCandidatesThanItReturns) {
+  absl::StatusOr<OpenAiRequest> parsed =
+      ParseCompletionRequest(R"({"prompt": "x", "n": 2, "best_of": 5})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->choices, 5);
+  EXPECT_EQ(parsed->returned_choices, 2);
+  parsed = ParseCompletionRequest(R"({"prompt": "x", "n": 2, "best_of": 2, "stream": true})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->choices, 2);
+  EXPECT_EQ(parsed->returned_choices, 2);
+}
 
 TEST(OpenAiRequestTest, DeepNestingIsRefusedBeforeParsing) {
   const std::string deep = "{\"messages\": " + std::string(100, '[') + std::string(100, ']') + "}";
