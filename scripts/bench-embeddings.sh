@@ -29,8 +29,10 @@ words = ("river mountain quiet engine lantern harbor violet cobalt meadow signal
          "granite whisper copper falcon ember").split()
 inputs = []
 for i in range(batch):
-    # About one token per word for this vocabulary; the server reports the real count.
-    inputs.append(f"Input {i}: " + " ".join(words[(i * 7 + j) % len(words)] for j in range(tokens - 4)))
+    # About 1.29 tokens per word of this text in Llama 3's vocabulary (160 tokens for 124
+    # words); the server reports the real count.
+    count = max(1, round(tokens / 1.29) - 3)
+    inputs.append(f"Input {i}: " + " ".join(words[(i * 7 + j) % len(words)] for j in range(count)))
 open(f"{work}/inputs.txt", "w").write("\n".join(inputs) + "\n")
 open(f"{work}/one.txt", "w").write("Input\n")
 json.dump({"input": inputs, "encoding_format": "float"}, open(f"{work}/body.json", "w"))
