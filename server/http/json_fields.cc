@@ -6,6 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "model/base/json_nesting.h"
+#include "model/tokenizer/utf8.h"
 #include "server/http/api_error.h"
 
 namespace textgen::server::http {
@@ -108,7 +109,9 @@ absl::StatusOr<Json> ParseBody(absl::string_view body) {
     // out_of_range.406, not a parse_error).
     std::string what = e.what();
     if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-    return FieldError("", absl::StrCat("the request body is not valid JSON: ", what));
+    // nlohmann quotes the bytes it last read, which may be any bytes: the message stays UTF-8.
+    return FieldError("", absl::StrCat("the request body is not valid JSON: ",
+                                       model::SanitizeUtf8(what)));
   }
   if (!parsed.is_object()) {
     return FieldError(

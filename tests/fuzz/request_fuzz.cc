@@ -1,11 +1,15 @@
 // libFuzzer target: the request validation path from raw protobuf bytes, as gRPC hands them to
-// the service (and as the HTTP front end builds them): byte 0 picks GenerateRequest or
-// ChatRequest, the rest is parsed as that message and validated against the bundled model's
-// real tokenizer and chat template (plus Llama 3's, named "llama3", when
-// $TEXTGEN_FUZZ_CHAT_TEMPLATE names a file). Checks beyond "no crash, no leak, no UB":
+// the service (and as the HTTP front end builds them): byte 0 picks GenerateRequest (0),
+// ChatRequest (1) or EmbedRequest (2), the rest is parsed as that message and validated against
+// the bundled model's real tokenizer and chat template (plus Llama 3's, named "llama3", when
+// $TEXTGEN_FUZZ_CHAT_TEMPLATE names a file); byte 0 = 3 takes the rest as a Responses API body
+// (JSON), parsed by the HTTP front end and validated as the chat request it becomes. Checks
+// beyond "no crash, no leak, no UB":
 //   accepted: a non-empty prompt of in-vocabulary ids that fits the context with its
 //     max_new_tokens, which is within the limit; stop token ids in the vocabulary; the session
 //     key scoped to the principal.
+//   embeddings: every input non-empty, in the vocabulary, within the context with the one
+//     position the scheduler reserves; dimensions within the width.
 //   refused: one of the statuses the service documents, with a non-empty, valid UTF-8 message
 //     (gRPC sends it to the client as is).
 #include <cstdio>
@@ -24,7 +28,9 @@
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_templates.h"
 #include "server/core/chat_validation.h"
+#include "server/core/embedding.h"
 #include "server/core/validation.h"
+#include "server/http/responses_request.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace {
@@ -123,7 +129,33 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       textgen::model::ConstraintLimits{.max_text_bytes = 4096, .max_grammar_symbols = 100000});
   fixture->options.constraints = fixture->constraints.get();
   fixture->options.token_trie = textgen::model::TokenTrie::Build(*fixture->tokenizer);
+  fixture->options.embedding_dim = 64;
   return 0;
+}
+
+void CheckEmbed(const uint8_t* data, size_t size, const textgen::server::RequestContext& context) {
+  textgen::v1::EmbedRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return;
+  absl::StatusOr<std::vector<ValidatedRequest>> validated = textgen::server::ValidateEmbedRequest(
+      request, *fixture->tokenizer, fixture->options, context);
+  if (!validated.ok()) return CheckRefused(validated.status());
+  const textgen::server::ValidationOptions& o = fixture->options;
+  if (validated->empty() || validated->size() != static_cast<size_t>(request.inputs_size())) {
+    Fail("accepted embeddings of a different number of inputs");
+  }
+  for (const ValidatedRequest& input : *validated) {
+    if (input.prompt_tokens.empty()) Fail("accepted an empty embedding input");
+    if (input.prompt_tokens.size() + 1 > static_cast<size_t>(o.context_length)) {
+      Fail("accepted an embedding input that does not fit the context");
+    }
+    for (const int id : input.prompt_tokens) {
+      if (id < 0 || id >= fixture->tokenizer->vocab_size())
+        Fail("accepted an id outside the vocabulary");
+    }
+    if (!input.embedding || input.embedding->dimensions > o.embedding_dim) {
+      Fail("accepted dimensions over the model's width");
+    }
+  }
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -131,9 +163,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   textgen::server::RequestContext context;
   context.principal = "fuzzer";
   context.random = [] { return uint64_t{42}; };
-  const bool chat = (data[0] & 1) != 0;
+  const int kind = data[0] & 3;
+  if (kind == 2) {
+    CheckEmbed(data + 1, size - 1, context);
+    return 0;
+  }
   absl::StatusOr<ValidatedRequest> validated;
-  if (chat) {
+  if (kind == 3) {
+    absl::StatusOr<textgen::server::http::ResponsesRequest> parsed =
+        textgen::server::http::ParseResponsesRequest(
+            absl::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
+    if (!parsed.ok()) {
+      CheckRefused(parsed.status());
+      return 0;
+    }
+    textgen::server::http::AssembleConversation(*parsed, {});
+    validated = textgen::server::ValidateChatRequest(
+        parsed->request.chat, fixture->templates, *fixture->tokenizer, fixture->options, context);
+  } else if (kind == 1) {
     textgen::v1::ChatRequest request;
     if (!request.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
     validated = textgen::server::ValidateChatRequest(

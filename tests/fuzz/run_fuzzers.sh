@@ -31,11 +31,18 @@ limit=(-max_total_time="$seconds")
 seed_request() {
   local corpus=$1 seed kind
   for seed in "$here"/corpus/request/*.textproto; do
-    # Byte 0 picks the message: 0 Generate, 1 Chat.
-    case $(basename "$seed") in chat_*) kind=ChatRequest; printf '\x01' ;; *) kind=GenerateRequest; printf '\x00' ;; esac \
+    # Byte 0 picks the message: 0 Generate, 1 Chat, 2 Embed (3: a Responses API body, below).
+    case $(basename "$seed") in
+      chat_*) kind=ChatRequest; printf '\x01' ;;
+      embed_*) kind=EmbedRequest; printf '\x02' ;;
+      *) kind=GenerateRequest; printf '\x00' ;;
+    esac \
       > "$corpus/$(basename "$seed" .textproto)"
     grep -v '^#' "$seed" | protoc --proto_path="$repo/proto" \
       --encode="textgen.v1.$kind" textgen/v1/textgen.proto >> "$corpus/$(basename "$seed" .textproto)"
+  done
+  for seed in "$here"/corpus/request/*.json; do
+    { printf '\x03'; cat "$seed"; } > "$corpus/$(basename "$seed" .json)"
   done
 }
 

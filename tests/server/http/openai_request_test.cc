@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/base/json_nesting.h"
+#include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
 #include "server/core/field_error.h"
 #include "server/core/validation.h"
@@ -261,6 +262,19 @@ TEST(OpenAiRequestTest, BestOfGeneratesMoreCandidatesThanItReturns) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->choices, 2);
   EXPECT_EQ(parsed->returned_choices, 2);
+}
+
+// nlohmann quotes the bytes it stopped at; a body of arbitrary bytes must not put invalid
+// UTF-8 into the message (found by the request fuzzer).
+TEST(OpenAiRequestTest, AParseErrorMessageIsUtf8WhateverTheBody) {
+  for (const char* body : {"\xff", "{\"a\": \xfe}", "\xc3"}) {
+    absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(body);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_THAT(parsed.status().message(), HasSubstr("not valid JSON"));
+    EXPECT_TRUE(model::IsValidUtf8(std::string_view(parsed.status().message().data(),
+                                                    parsed.status().message().size())))
+        << parsed.status();
+  }
 }
 
 TEST(OpenAiRequestTest, DeepNestingIsRefusedBeforeParsing) {
