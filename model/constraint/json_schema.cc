@@ -864,7 +864,15 @@ class SchemaCompiler {
     } catch (const Json::exception&) {
       return Refuse(pointer + "/$ref", absl::StrCat("\"", target, "\" is not a JSON pointer"));
     }
-    if (!root_.contains(json_pointer)) {
+    // Debian's nlohmann (3.11.2) throws from contains() for a token that is not an array
+    // index where the pointer meets an array ("#/items//0"), rather than answering false.
+    bool found = false;
+    try {
+      found = root_.contains(json_pointer);
+    } catch (const Json::exception&) {
+      found = false;
+    }
+    if (!found) {
       return Refuse(pointer + "/$ref", absl::StrCat("\"", target, "\" points at nothing"));
     }
     // Registered before compiling the target, so recursion refers back to this rule.

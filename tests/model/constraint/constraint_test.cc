@@ -195,6 +195,10 @@ TEST(JsonSchemaTest, RefusesWhatItDoesNotEnforceNamingKeywordAndPointer) {
             "email)");
   EXPECT_EQ(message(R"({"$ref":"#/$defs/missing"})"),
             "schema /$ref: \"#/$defs/missing\" points at nothing");
+  // Not an array index where the pointer meets an array (found by the schema fuzzer: nlohmann
+  // threw from contains()).
+  EXPECT_EQ(message(R"({"items":[{"type":"integer"},{"$ref":"#/items//items/0"}]})"),
+            "schema /items/1/$ref: \"#/items//items/0\" points at nothing");
   EXPECT_EQ(message(R"({"type":"string","pattern":"(a"})"),
             "schema /pattern: regex: missing ')' at offset 2");
   EXPECT_EQ(message("{\"type\": "), message("{\"type\": "));  // deterministic
