@@ -110,8 +110,8 @@ absl::StatusOr<Json> ParseBody(absl::string_view body) {
     std::string what = e.what();
     if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     // nlohmann quotes the bytes it last read, which may be any bytes: the message stays UTF-8.
-    return FieldError("", absl::StrCat("the request body is not valid JSON: ",
-                                       model::SanitizeUtf8(what)));
+    return FieldError(
+        "", absl::StrCat("the request body is not valid JSON: ", model::SanitizeUtf8(what)));
   }
   if (!parsed.is_object()) {
     return FieldError(

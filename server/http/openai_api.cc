@@ -247,8 +247,9 @@ absl::StatusOr<OpenAiRequest> OpenAiApi::Parse(Preparation& p) {
       return ParseChatCompletionRequest(p.body);
     case OpenAiRequest::Kind::kCompletion:
       return ParseCompletionRequest(p.body);
+    case OpenAiRequest::Kind::kEmbeddings:  // served by embeddings_route.cc, never here
+      return absl::InternalError("an embeddings request reached the generation path");
     case OpenAiRequest::Kind::kResponses:
-    case OpenAiRequest::Kind::kEmbeddings:  // served by embeddings_route.cc
       break;
   }
   absl::StatusOr<ResponsesRequest> parsed = ParseResponsesRequest(p.body);

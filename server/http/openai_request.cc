@@ -164,36 +164,6 @@ absl::Status ParseCommonFields(const Fields& f, OpenAiRequest& out,
 
 namespace {
 
-// A message's content: a string, or an array of text parts (joined with newlines as vLLM
-// does). Image or audio parts are refused: every model textgen serves reads text only.
-absl::StatusOr<std::string> MessageContent(const Json& content, const std::string& field) {
-  if (content.is_null()) return std::string();
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array())
-    return WrongType(field, "a string or an array of content parts", content);
-  std::vector<std::string> texts;
-  for (size_t j = 0; j < content.size(); ++j) {
-    const Json& part = content[j];
-    const std::string part_field = absl::StrCat(field, "[", j, "]");
-    if (!part.is_object()) return WrongType(part_field, "an object", part);
-    const auto type = part.find("type");
-    if (type == part.end() || !type->is_string()) {
-      return FieldError(part_field, absl::StrCat(part_field, ".type must be a string"));
-    }
-    if (*type != "text") {
-      return FieldError(part_field,
-                        absl::StrCat(part_field, ".type '", type->get<std::string>().substr(0, 64),
-                                     "' is not supported: textgen serves text-only models"));
-    }
-    const auto text = part.find("text");
-    if (text == part.end() || !text->is_string()) {
-      return FieldError(part_field, absl::StrCat(part_field, ".text must be a string"));
-    }
-    texts.push_back(text->get<std::string>());
-  }
-  return absl::StrJoin(texts, "\n");
-}
-
 absl::Status ParseMessages(const Json& messages, v1::ChatRequest& chat) {
   if (!messages.is_array()) return WrongType("messages", "an array of messages", messages);
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -208,7 +178,7 @@ absl::Status ParseMessages(const Json& messages, v1::ChatRequest& chat) {
     // OpenAI's "developer" role is the system role of reasoning models; templates know "system".
     out->set_role(*text == "developer" ? "system" : *text);
     if (const Json* content = f.Find("content")) {
-      absl::StatusOr<std::string> joined = MessageContent(*content, field + ".content");
+      absl::StatusOr<std::string> joined = TextParts(*content, field + ".content", {"text"});
       if (!joined.ok()) return joined.status();
       out->set_content(*std::move(joined));
     }
@@ -231,6 +201,40 @@ absl::Status ParseMessages(const Json& messages, v1::ChatRequest& chat) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> TextParts(const Json& content, const std::string& field,
+                                      std::initializer_list<absl::string_view> text_types,
+                                      bool refusals) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) {
+    return WrongType(field, "a string or an array of content parts", content);
+  }
+  std::vector<std::string> texts;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const Json& part = content[j];
+    const std::string part_field = absl::StrCat(field, "[", j, "]");
+    if (!part.is_object()) return WrongType(part_field, "an object", part);
+    const auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) {
+      return FieldError(part_field, absl::StrCat(part_field, ".type must be a string"));
+    }
+    const std::string& name = type->get_ref<const std::string&>();
+    const bool refusal = refusals && name == "refusal";
+    if (!refusal && std::find(text_types.begin(), text_types.end(), name) == text_types.end()) {
+      return FieldError(part_field,
+                        absl::StrCat(part_field, ".type '", name.substr(0, 64),
+                                     "' is not supported: textgen serves text-only models"));
+    }
+    const char* key = refusal ? "refusal" : "text";
+    const auto text = part.find(key);
+    if (text == part.end() || !text->is_string()) {
+      return FieldError(part_field, absl::StrCat(part_field, ".", key, " must be a string"));
+    }
+    texts.push_back(text->get<std::string>());
+  }
+  return absl::StrJoin(texts, "\n");
+}
 
 absl::Status ParseTopLogprobs(const Fields& f, v1::OutputOptions& output) {
   std::optional<int64_t> top_logprobs;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,13 @@ absl::StatusOr<OpenAiRequest> ParseCompletionRequest(absl::string_view body);
 absl::Status ParseCommonFields(const Fields& f, OpenAiRequest& out,
                                v1::SamplingParameters& sampling, v1::StoppingCriteria& stopping,
                                std::string& session_id);
+// A message's content: a string, or an array of parts of `text_types` (or, with `refusals`,
+// "refusal" parts) whose text is joined with newlines, as vLLM does. Other parts (images,
+// audio, files) are refused naming the part: every model textgen serves reads text only.
+// null is "".
+absl::StatusOr<std::string> TextParts(const Json& content, const std::string& field,
+                                      std::initializer_list<absl::string_view> text_types,
+                                      bool refusals = false);
 // `top_logprobs` (chat, responses) into `output`.
 absl::Status ParseTopLogprobs(const Fields& f, v1::OutputOptions& output);
 // response_format and textgen's extras json_schema, regex and grammar: at most one.

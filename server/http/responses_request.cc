@@ -45,41 +45,10 @@ bool OneOf(const std::string& value, const char* const (&list)[N]) {
   return false;
 }
 
-// A content part list's text (parts joined with newlines, as chat does), or a string as is.
-// An assistant's parts may be refusals too.
+// Responses' text parts; an assistant's may be refusals too.
 absl::StatusOr<std::string> ContentText(const Json& content, const std::string& field,
                                         bool assistant) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) {
-    return WrongType(field, "a string or an array of content parts", content);
-  }
-  std::vector<std::string> texts;
-  for (size_t j = 0; j < content.size(); ++j) {
-    const Json& part = content[j];
-    const std::string part_field = absl::StrCat(field, "[", j, "]");
-    if (!part.is_object()) return WrongType(part_field, "an object", part);
-    const Fields f(part);
-    std::optional<std::string> type;
-    TEXTGEN_RETURN_IF_ERROR(f.String("type", type));
-    if (!type) return FieldError(part_field, absl::StrCat(part_field, ".type is missing"));
-    const bool text_part = *type == "input_text" || *type == "output_text" || *type == "text";
-    if (*type == "refusal" && assistant) {
-      std::optional<std::string> refusal;
-      TEXTGEN_RETURN_IF_ERROR(f.String("refusal", refusal));
-      texts.push_back(refusal.value_or(""));
-      continue;
-    }
-    if (!text_part) {
-      return FieldError(part_field,
-                        absl::StrCat(part_field, ".type \"", type->substr(0, 64),
-                                     "\" is not supported: textgen serves text-only models"));
-    }
-    std::optional<std::string> text;
-    TEXTGEN_RETURN_IF_ERROR(f.String("text", text));
-    if (!text) return FieldError(part_field, absl::StrCat(part_field, ".text must be a string"));
-    texts.push_back(*std::move(text));
-  }
-  return absl::StrJoin(texts, "\n");
+  return TextParts(content, field, {"input_text", "output_text", "text"}, assistant);
 }
 
 // Turns `input` items into chat messages, in order.

@@ -113,7 +113,8 @@ void ResponsesWriter::Apply(const model::ChatOutputDelta& delta) {
       AddPart({{"type", "reasoning_text"}, {"text", ""}});
     }
     Json& item = output_.back();
-    item["content"][0]["text"] = item["content"][0]["text"].get<std::string>() + delta.reasoning;
+    // Appended in place: a reply's text grows a token at a time.
+    item["content"][0]["text"].get_ref<std::string&>() += delta.reasoning;
     Event("response.reasoning_text.delta", {{"item_id", item["id"]},
                                             {"output_index", output_.size() - 1},
                                             {"content_index", 0},
@@ -145,7 +146,7 @@ void ResponsesWriter::Apply(const model::ChatOutputDelta& delta) {
     }
     if (index >= call_items_.size() || call.arguments.empty()) continue;
     Json& item = output_[call_items_[index]];
-    item["arguments"] = item["arguments"].get<std::string>() + call.arguments;
+    item["arguments"].get_ref<std::string&>() += call.arguments;
     Event(
         "response.function_call_arguments.delta",
         {{"item_id", item["id"]}, {"output_index", call_items_[index]}, {"delta", call.arguments}});
@@ -167,7 +168,7 @@ void ResponsesWriter::AppendText(const std::string& text) {
   }
   Json& item = output_.back();
   Json& part = item["content"][0];
-  part["text"] = part["text"].get<std::string>() + text;
+  part["text"].get_ref<std::string&>() += text;
   Json logprobs = std::exchange(pending_logprobs_, Json::array());
   if (options_.logprobs) {
     for (const Json& entry : logprobs) part["logprobs"].push_back(entry);

@@ -129,6 +129,32 @@ TEST_F(CliTest, ParseSpecialIsSentOnlyWhenAsked) {
   EXPECT_TRUE(tokenizes[1].parse_special());
 }
 
+TEST_F(CliTest, EmbedPrintsAJsonLinePerInput) {
+  CliResult r =
+      Run({"embed", "--dimensions", "4", "--no-normalize", "one two", "-"}, "three\n\nfour\n");
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"index\": 0, \"embedding\": [7, 0.5]}\n"
+            "{\"index\": 1, \"embedding\": [5, 1.5]}\n"
+            "{\"index\": 2, \"embedding\": [4, 2.5]}\n"
+            "{\"prompt_tokens\": 16, \"pooling\": \"last\"}\n");
+  std::vector<textgen::v1::EmbedRequest> requests = server_.service().embed_requests();
+  ASSERT_EQ(requests.size(), 1u);
+  ASSERT_EQ(requests[0].inputs_size(), 3);  // stdin's empty line is no input
+  EXPECT_EQ(requests[0].inputs(2).text(), "four");
+  EXPECT_EQ(requests[0].dimensions(), 4u);
+  ASSERT_TRUE(requests[0].has_normalize());
+  EXPECT_FALSE(requests[0].normalize());
+
+  // Bad input is refused before anything is sent.
+  EXPECT_EQ(Run({"embed"}).code, kExitUsage);
+  EXPECT_EQ(Run({"embed", "--dimensions", "-1", "x"}).code, kExitUsage);
+  r = Run({"embed", "-"}, "ok\nbad \xff\n");
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("input is not valid UTF-8"), std::string::npos) << r.err;
+  EXPECT_EQ(server_.service().embed_requests().size(), 1u);
+}
+
 TEST_F(CliTest, InvalidUtf8IsRefusedBeforeSending) {
   const std::string bad = std::string("ok \xff");  // byte 3 can never start a character
   for (const std::vector<std::string>& args :

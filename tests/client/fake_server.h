@@ -174,6 +174,26 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     return grpc::Status::OK;
   }
 
+  // One embedding per input: [bytes of its text, its index]; one prompt token per byte.
+  grpc::Status Embed(grpc::ServerContext*, const textgen::v1::EmbedRequest* request,
+                     textgen::v1::EmbedResponse* response) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      embed_requests_.push_back(*request);
+    }
+    uint32_t tokens = 0;
+    for (int i = 0; i < request->inputs_size(); ++i) {
+      const std::string& text = request->inputs(i).text();
+      auto* values = response->add_embeddings()->mutable_values();
+      values->Add(static_cast<float>(text.size()));
+      values->Add(static_cast<float>(i) + 0.5f);
+      tokens += static_cast<uint32_t>(text.size());
+    }
+    response->set_prompt_tokens(tokens);
+    response->set_pooling("last");
+    return grpc::Status::OK;
+  }
+
   grpc::Status Detokenize(grpc::ServerContext*, const textgen::v1::DetokenizeRequest* request,
                           textgen::v1::DetokenizeResponse* response) override {
     response->set_text(absl::StrJoin(request->ids(), "|"));
@@ -231,6 +251,10 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return chat_requests_;
   }
+  std::vector<textgen::v1::EmbedRequest> embed_requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return embed_requests_;
+  }
   std::vector<textgen::v1::TokenizeRequest> tokenize_requests() {
     std::lock_guard<std::mutex> lock(mu_);
     return tokenize_requests_;
@@ -269,6 +293,7 @@ class FakeTextGeneration final : public textgen::v1::TextGeneration::Service {
   std::vector<textgen::v1::GenerateRequest> requests_;
   std::vector<textgen::v1::ChatRequest> chat_requests_;
   std::vector<textgen::v1::TokenizeRequest> tokenize_requests_;
+  std::vector<textgen::v1::EmbedRequest> embed_requests_;
   std::map<std::string, uint32_t> sessions_;
   std::vector<std::string> deleted_;
 };

@@ -271,8 +271,8 @@ TEST(OpenAiRequestTest, AParseErrorMessageIsUtf8WhateverTheBody) {
     absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(body);
     ASSERT_FALSE(parsed.ok());
     EXPECT_THAT(parsed.status().message(), HasSubstr("not valid JSON"));
-    EXPECT_TRUE(model::IsValidUtf8(std::string_view(parsed.status().message().data(),
-                                                    parsed.status().message().size())))
+    EXPECT_TRUE(model::IsValidUtf8(
+        std::string_view(parsed.status().message().data(), parsed.status().message().size())))
         << parsed.status();
   }
 }

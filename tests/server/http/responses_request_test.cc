@@ -188,6 +188,8 @@ TEST(ResponsesRequestTest, UnsupportedOrMalformedFieldsAreRefusedByName) {
       {R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]})",
        "input[0].content[0]", "text-only"},
       {R"({"input": [{"type": "input_file"}]})", "input[0]", "\"input_file\""},
+      {R"({"input": [{"role": "user", "content": [{"type": "refusal", "refusal": "no"}]}]})",
+       "input[0].content[0]", "'refusal' is not supported"},
       {R"({"input": [{"type": "web_search_call", "id": "w"}]})", "input[0]", "hosted"},
       {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0]",
        "previous_response_id"},
