@@ -6,7 +6,7 @@ FROM debian:bookworm AS build
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       cmake ninja-build g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev \
       protobuf-compiler libabsl-dev libdnnl-dev ocl-icd-opencl-dev prometheus-cpp-dev \
-      nlohmann-json3-dev libpcre2-dev libboost-dev libssl-dev libgtest-dev libgmock-dev \
+      nlohmann-json3-dev libpcre2-dev libutf8proc-dev libboost-dev libssl-dev libgtest-dev libgmock-dev \
       libxxhash-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -23,7 +23,7 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEXTGEN_BUILD_TEST
 FROM debian:bookworm-slim
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libdnnl2 libprometheus-cpp-pull1.0 \
-      libprometheus-cpp-core1.0 libabsl20220623 libpcre2-8-0 libgomp1 libssl3 libxxhash0 \
+      libprometheus-cpp-core1.0 libabsl20220623 libpcre2-8-0 libutf8proc2 libgomp1 libssl3 libxxhash0 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home /nonexistent textgen \
     && install -d -o textgen -g textgen /var/cache/textgen

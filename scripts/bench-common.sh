@@ -35,6 +35,19 @@ llama1b_chat_model() {
   echo "$model"
 }
 
+# bert_base_model DTYPE: a BERT-base-shaped random-weight encoder (12 layers, dim 768, FFN
+# 3072, 12 heads, context 512, mean pooling) with BGE's WordPiece vocabulary; prints its path.
+bert_base_model() {
+  local dtype=$1
+  local vocab=$S/models/ggml-vocab-bert-bge.gguf
+  local model=$M/bert-base-shape-$dtype.gguf
+  require_tools "$B/bin/textgen-make-random-gguf"
+  [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
+  [[ -f $model ]] || "$B/bin/textgen-make-random-gguf" --arch bert --preset bert-base \
+    --dtype "$dtype" --vocab-from "$vocab" --pooling mean --name bert-base-shape --out "$model" >/dev/null
+  echo "$model"
+}
+
 # openai_node_modules NAME: installs the official `openai` npm client (once) into $M/NAME and
 # prints the node_modules folder to put on NODE_PATH.
 openai_node_modules() {

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Embeddings throughput (#30): BATCH inputs of about INPUT_TOKENS tokens each, embedded as one
-# request, on the Llama-3.2-1B-shaped random-weight Q8_0 file (no pooling_type: both pool the
-# last token), 2 threads. Rounds interleave textgen (one warm server with the prefix cache off,
+# request, 2 threads, on SHAPE: llama1b-q8_0 (default; the Llama-3.2-1B-shaped random-weight
+# Q8_0 decoder, no pooling_type: both pool the last token) or bert-base-f16 (a BERT-base-shaped
+# F16 encoder with BGE's vocabulary, mean pooling). Rounds interleave textgen (one warm server with the prefix cache off,
 # so every round computes every token; POST /v1/embeddings with every input; wall time of the
 # request) and llama.cpp's llama-embedding (the same inputs, one
 # per line, --pooling last, its default batch 2048 and ubatch 512; its wall time less that of a
 # one-word input, which leaves out loading). The token count is textgen's (the same vocabulary
 # and text). Prints one JSON line per run and the medians.
 #   env: BUILD, MODELS, LLAMA_BIN (scripts/bench-common.sh), ROUNDS (default 3), BATCH (32),
-#        INPUT_TOKENS (128)
+#        INPUT_TOKENS (128), SHAPE (llama1b-q8_0 | bert-base-f16)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/bench-common.sh"
@@ -16,22 +17,30 @@ rounds=${ROUNDS:-3}
 batch=${BATCH:-32}
 input_tokens=${INPUT_TOKENS:-128}
 require_tools "$B/bin/textgen-server" "$L/llama-embedding"
-model=$(llama1b_chat_model q8_0 4096)
+shape=${SHAPE:-llama1b-q8_0}
+case $shape in
+  # Tokens per word of the input text below in each vocabulary (the server reports the real
+  # count), and the pooling both engines use.
+  llama1b-q8_0) model=$(llama1b_chat_model q8_0 4096) tokens_per_word=1.29 pooling=last ;;
+  bert-base-f16) model=$(bert_base_model f16) tokens_per_word=1.0 pooling=mean ;;
+  *) echo "SHAPE must be llama1b-q8_0 or bert-base-f16, got $shape" >&2; exit 2 ;;
+esac
 work=$(mktemp -d)
 log=$work/server.log
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # Inputs: distinct sentences of about INPUT_TOKENS tokens (one per line for llama-embedding).
-python3 - "$batch" "$input_tokens" "$work" <<'EOF'
+python3 - "$batch" "$input_tokens" "$work" "$tokens_per_word" <<'EOF'
 import json, sys
 batch, tokens, work = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+per_word = float(sys.argv[4])
 words = ("river mountain quiet engine lantern harbor violet cobalt meadow signal orchard "
          "granite whisper copper falcon ember").split()
 inputs = []
 for i in range(batch):
     # About 1.29 tokens per word of this text in Llama 3's vocabulary (160 tokens for 124
-    # words); the server reports the real count.
-    count = max(1, round(tokens / 1.29) - 3)
+    # words), 1.0 in BERT's; the server reports the real count.
+    count = max(1, round(tokens / per_word) - 3)
     inputs.append(f"Input {i}: " + " ".join(words[(i * 7 + j) % len(words)] for j in range(count)))
 open(f"{work}/inputs.txt", "w").write("\n".join(inputs) + "\n")
 open(f"{work}/one.txt", "w").write("Input\n")
@@ -61,7 +70,7 @@ llamacpp() {
   run() {
     local start end
     start=$(date +%s.%N)
-    "$L/llama-embedding" -m "$model" -t 2 -f "$1" --pooling last -c "$ctx" -b 2048 -ub 512 \
+    "$L/llama-embedding" -m "$model" -t 2 -f "$1" --pooling "$pooling" -c "$ctx" -b 2048 -ub 512 \
       --embd-output-format json >"$work/llama.json" 2>"$work/llama.log" || {
       tail -20 "$work/llama.log" >&2
       exit 1
@@ -86,12 +95,12 @@ results=$(for round in $(seq "$rounds"); do
   llamacpp
 done)
 echo "$results"
-python3 - "$results" <<'EOF'
+python3 - "$results" "$shape" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in sys.argv[1].splitlines()]
 med = {e: statistics.median(r["tokens_per_second"] for r in rows if r["engine"] == e)
        for e in ("textgen", "llama.cpp")}
-print(json.dumps({"summary": True, "textgen_tokens_per_second": med["textgen"],
+print(json.dumps({"summary": True, "shape": sys.argv[2], "textgen_tokens_per_second": med["textgen"],
                   "llamacpp_tokens_per_second": med["llama.cpp"],
                   "ratio": round(med["textgen"] / med["llama.cpp"], 3)}))
 EOF

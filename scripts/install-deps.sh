@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config git libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
   protobuf-compiler libabsl-dev libdnnl-dev ocl-icd-opencl-dev prometheus-cpp-dev libgtest-dev
-  libgmock-dev libbenchmark-dev nlohmann-json3-dev libpcre2-dev libboost-dev libssl-dev libxxhash-dev)
+  libgmock-dev libbenchmark-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libboost-dev libssl-dev libxxhash-dev)
 if [[ "${1:-}" == "--test" ]]; then
   # Reference implementations the tests compare against, other-language clients, fuzzing,
   # and the balancer and monitoring the scale-out test runs.

@@ -25,6 +25,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "model/arch/architectures.h"
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
@@ -367,6 +368,9 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   backend.validation.pooling = pooling;
   backend.validation.embedding_dim = loaded->model.config.dim;
   backend.validation.add_eos = loaded->model.tokenizer.add_eos;
+  backend.validation.generates = !model::SpecOf(loaded->model.config.architecture).encoder;
+  backend.validation.model_name = loaded->model.config.name;
+  if (!loaded->model.config.causal) backend.validation.max_embedding_tokens = o.max_batch_tokens;
   loaded->constraints = std::make_unique<model::ConstraintCompiler>(
       model::ConstraintLimits{.max_text_bytes = static_cast<size_t>(o.max_constraint_bytes),
                               .max_grammar_symbols = o.max_grammar_symbols,

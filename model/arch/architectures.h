@@ -1,11 +1,11 @@
 #pragma once
 
-// The decoder architectures textgen runs, each described as data: which tensors a GGUF file of
-// it holds, which norm, RoPE layout and feed-forward it uses, and which extras it has. The
-// loader reads a file by its description and the transformer computes from it; there is one
-// forward pass for all of them. To add an architecture, add a row to the table in
-// architectures.cc (and, only if it needs a new kind of step, a flag here and its use in
-// model/runtime/transformer.cc). Immutable; thread-safe.
+// The architectures textgen runs (decoders, and BERT-family encoders for embeddings), each
+// described as data: which tensors a GGUF file of it holds, which norm, RoPE layout and
+// feed-forward it uses, and which extras it has. The loader reads a file by its description and the
+// transformer computes from it; there is one forward pass for all of them. To add an architecture,
+// add a row to the table in architectures.cc (and, only if it needs a new kind of step, a flag here
+// and its use in model/runtime/transformer.cc). Immutable; thread-safe.
 
 #include <string_view>
 #include <vector>
@@ -38,6 +38,10 @@ struct GemmaTraits {
   int layers_of_27b = 0;
 };
 
+// Where a block's norms sit: before each sublayer, on its input (pre-norm decoders), or after
+// the residual add, on the sum (BERT's post-norm: x = norm(x + sublayer(x))).
+enum class NormPlacement { kBeforeSublayer, kAfterResidual };
+
 struct ArchitectureSpec {
   Architecture architecture;
   const char* name;  // general.architecture, the prefix of its metadata keys
@@ -55,6 +59,11 @@ struct ArchitectureSpec {
   bool post_norms;         // post_attention_norm / post_ffw_norm: RMSNorm of each sublayer's
                            // output before the residual add
   GemmaTraits gemma;       // embedding scale, sliding window, softcaps
+  NormPlacement norm_placement;
+  // Encoders: a LayerNorm of the summed embeddings (token_embd_norm), token-type embeddings
+  // (token_types), attention over the whole input unless {arch}.attention.causal says so,
+  // and no LM head (no output_norm, no output): they embed, they do not generate.
+  bool encoder;
 };
 
 // The description of `architecture`.

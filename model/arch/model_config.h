@@ -7,7 +7,17 @@
 namespace textgen::model {
 
 // The architecture families textgen runs (model/arch/architectures.h describes each).
-enum class Architecture { kLlama, kGpt2, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
+enum class Architecture {
+  kLlama,
+  kGpt2,
+  kQwen2,
+  kQwen3,
+  kPhi3,
+  kGemma2,
+  kGemma3,
+  kBert,
+  kNomicBert
+};
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
 // (2i, 2i+1); NeoX-style models rotate (i, i + rope_dim/2).
@@ -18,7 +28,8 @@ enum class RopeLayout { kAdjacentPairs, kNeox };
 enum class Pooling { kNone, kMean, kCls, kLast };
 const char* PoolingName(Pooling pooling);
 
-// Hyperparameters of a decoder-only transformer. Immutable after loading.
+// Hyperparameters of a transformer (decoders, and the BERT-family encoders served for
+// embeddings). Immutable after loading.
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   int dim = 0;         // model width (embedding length)
@@ -52,6 +63,10 @@ struct ModelConfig {
   float final_logit_softcap = 0.0f;
   float embedding_scale = 1.0f;  // the token embedding is multiplied by this (Gemma: sqrt(dim))
   bool tied_output = false;      // output projection shares the token embedding
+  // Each token attends to the positions before it (decoders); false: to every token of its
+  // input ({arch}.attention.causal: BERT encoders), so an input is computed in one chunk.
+  bool causal = true;
+  int token_type_count = 0;  // rows of token_types.weight (encoders; row 0 is added)
   // Embedding models say how to pool ({arch}.pooling_type); kNone for generative models.
   Pooling pooling = Pooling::kNone;
   std::string name;  // general.name or file stem, for logs and GetModelInfo

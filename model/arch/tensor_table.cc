@@ -38,9 +38,15 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   const bool layer_norm = spec.norm == NormKind::kLayer;
   const std::string b = absl::StrCat("blk.", layer, ".");
   const int l = layer;
+  // Post-norm blocks (BERT) name their norms by what they follow: the attention output and the
+  // layer output; they fill the same slots as a pre-norm block's two norms.
+  const bool post = spec.norm_placement == NormPlacement::kAfterResidual;
+  const std::string attn_norm = post ? "attn_output_norm" : "attn_norm";
+  const std::string ffn_norm = post ? "layer_output_norm" : "ffn_norm";
   std::vector<TensorEntry> t;
-  t.push_back(Vector(b + "attn_norm.weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
-  t.push_back(Vector(b + "attn_norm.bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
+  t.push_back(Vector(b + attn_norm + ".weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
+  t.push_back(
+      Vector(b + attn_norm + ".bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
   if (layout.fused_qkv) {
     t.push_back(Fused(b + "attn_qkv.weight", l, dim, false, true,
                       {{kQ, q_dim}, {kK, kv_dim}, {kV, kv_dim}}));
@@ -60,8 +66,8 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   }
   t.push_back(Matrix(b + "attn_output.weight", l, kAttnOutput, dim, q_dim));
   t.push_back(Vector(b + "attn_output.bias", l, kAttnOutputBias, dim, spec.output_bias));
-  t.push_back(Vector(b + "ffn_norm.weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
-  t.push_back(Vector(b + "ffn_norm.bias", l, kFfnNormBias, dim, layer_norm, TensorInit::kZeros));
+  t.push_back(Vector(b + ffn_norm + ".weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
+  t.push_back(Vector(b + ffn_norm + ".bias", l, kFfnNormBias, dim, layer_norm, TensorInit::kZeros));
   if (layout.fused_gate_up) {
     t.push_back(Fused(b + "ffn_up.weight", l, dim, false, true, {{kGate, hidden}, {kUp, hidden}}));
   } else {
@@ -81,7 +87,9 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   return t;
 }
 
-int LeadingTensorCount(const ArchitectureSpec& spec) { return spec.learned_positions ? 2 : 1; }
+int LeadingTensorCount(const ArchitectureSpec& spec) {
+  return 1 + (spec.learned_positions ? 1 : 0) + (spec.encoder ? 3 : 0);
+}
 
 std::vector<TensorEntry> GlobalTensorTable(const ArchitectureSpec& spec, const ModelConfig& c) {
   using enum WeightSlot;
@@ -90,6 +98,15 @@ std::vector<TensorEntry> GlobalTensorTable(const ArchitectureSpec& spec, const M
   t.push_back(Matrix("token_embd.weight", -1, kTokenEmbedding, vocab, dim));
   if (spec.learned_positions) {
     t.push_back(Matrix("position_embd.weight", -1, kPositionEmbedding, c.context_length, dim));
+  }
+  if (spec.encoder) {
+    // Only row 0 ("sentence A") is used, as llama.cpp does.
+    t.push_back(Matrix("token_types.weight", -1, kTokenTypes, c.token_type_count, dim,
+                       /*required=*/false));
+    t.push_back(Vector("token_embd_norm.weight", -1, kEmbeddingNorm, dim, true, TensorInit::kOnes));
+    t.push_back(
+        Vector("token_embd_norm.bias", -1, kEmbeddingNormBias, dim, true, TensorInit::kZeros));
+    return t;  // no LM head
   }
   t.push_back(Vector("output_norm.weight", -1, kOutputNorm, dim, true, TensorInit::kOnes));
   t.push_back(Vector("output_norm.bias", -1, kOutputNormBias, dim, spec.norm == NormKind::kLayer,

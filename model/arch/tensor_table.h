@@ -25,6 +25,9 @@ enum class WeightSlot : uint8_t {
   kRopeFreqs,
   kRopeFactorsLong,
   kRopeFactorsShort,
+  kTokenTypes,
+  kEmbeddingNorm,
+  kEmbeddingNormBias,
   // Per layer.
   kAttnNorm,
   kAttnNormBias,
@@ -84,7 +87,8 @@ TensorLayout FileLayoutOf(const ArchitectureSpec& spec);
 std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const ModelConfig& config,
                                           int layer, TensorLayout layout);
 
-// The whole-model tensors (embeddings, final norm, output, RoPE factors), in file order: the
+// The whole-model tensors (embeddings and their norm, final norm, output, RoPE factors), in
+// file order: the
 // first `LeadingTensorCount(spec)` come before the layers, the rest after them.
 std::vector<TensorEntry> GlobalTensorTable(const ArchitectureSpec& spec, const ModelConfig& config);
 int LeadingTensorCount(const ArchitectureSpec& spec);

@@ -245,6 +245,26 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     c.norm_eps = static_cast<float>(eps);
   }
   if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
+  c.causal = !spec.encoder;
+  if (file.FindKey(p + "attention.causal")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.causal, file.GetBool(p + "attention.causal"));
+    if (!c.causal && !spec.encoder) {
+      return absl::UnimplementedError(absl::StrCat(
+          p,
+          "attention.causal is false: bidirectional attention is supported in encoders "
+          "(bert, nomic-bert), not in a generative ",
+          spec.name, " model"));
+    }
+  }
+  if (spec.encoder) {
+    // As llama.cpp: an encoder's file says how many token types it embeds.
+    if (!file.FindKey("tokenizer.ggml.token_type_count")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a ", spec.name, " model needs the metadata key tokenizer.ggml.token_type_count"));
+    }
+    TEXTGEN_ASSIGN_OR_RETURN(c.token_type_count,
+                             file.GetInt("tokenizer.ggml.token_type_count", 1, 1 << 16));
+  }
   if (file.FindKey(p + "pooling_type")) {
     TEXTGEN_ASSIGN_OR_RETURN(const int64_t pooling, file.GetInt(p + "pooling_type", 0, 4));
     if (pooling == 4) {
@@ -347,7 +367,7 @@ absl::StatusOr<LoadedModel> BuildModelFromGguf(const GgufFile& file,
   }
   c.vocab_size = static_cast<int>(embd->dims[1]);
   TEXTGEN_RETURN_IF_ERROR(ReadWeights(fetch, *spec, c, w));
-  if (w.output.empty()) {
+  if (w.output.empty() && !spec->encoder) {
     w.output = w.token_embedding;
     c.tied_output = true;
   }

@@ -144,6 +144,36 @@ absl::Status MarkStrippingTokens(const GgufFile& file, TokenizerData& data) {
   return absl::OkStatus();
 }
 
+// BERT's special ids default to its vocabulary's ([CLS] 101, [UNK] 100, [SEP] 102), as
+// llama.cpp's do, when the file leaves them out; its normalizer lowercases and strips accents
+// unless tokenizer.ggml.normalizer.* says otherwise.
+absl::Status ReadWordPieceKeys(const GgufFile& file, TokenizerData& data) {
+  const int vocab_size = static_cast<int>(data.tokens.size());
+  auto default_id = [vocab_size](int id) { return id < vocab_size ? id : -1; };
+  if (data.bos_id < 0 && !file.FindKey("tokenizer.ggml.bos_token_id"))
+    data.bos_id = default_id(101);
+  if (data.unk_id < 0 && !file.FindKey("tokenizer.ggml.unknown_token_id")) {
+    data.unk_id = default_id(100);
+  }
+  data.sep_id = default_id(102);
+  TEXTGEN_ASSIGN_OR_RETURN(const int sep,
+                           SpecialId(file, "tokenizer.ggml.seperator_token_id", vocab_size));
+  if (file.FindKey("tokenizer.ggml.seperator_token_id")) data.sep_id = sep;
+  for (const auto& [key, flag] :
+       {std::pair<const char*, bool*>{"tokenizer.ggml.add_sep_token", &data.add_sep},
+        {"tokenizer.ggml.normalizer.lowercase", &data.lowercase}}) {
+    if (file.FindKey(key)) {
+      TEXTGEN_ASSIGN_OR_RETURN(*flag, file.GetBool(key));
+    }
+  }
+  data.strip_accents = data.lowercase;  // Hugging Face's default follows lowercasing
+  if (file.FindKey("tokenizer.ggml.normalizer.strip_accents")) {
+    TEXTGEN_ASSIGN_OR_RETURN(data.strip_accents,
+                             file.GetBool("tokenizer.ggml.normalizer.strip_accents"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_size) {
@@ -162,9 +192,13 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_
     TEXTGEN_ASSIGN_OR_RETURN(const BpePreTokenizer::Traits traits,
                              BpePreTokenizer::TraitsOf(data.pre_tokenizer));
     data.add_bos = traits.add_bos;  // unless tokenizer.ggml.add_bos_token says otherwise
+  } else if (model == "bert") {
+    data.kind = TokenizerData::Kind::kWordPiece;
+    data.add_bos = true;  // [CLS] before and [SEP] after, unless the file says otherwise
+    data.add_sep = true;
   } else {
-    return absl::UnimplementedError(absl::StrCat("tokenizer.ggml.model \"", model,
-                                                 "\" is not supported (supported: llama, gpt2)"));
+    return absl::UnimplementedError(absl::StrCat(
+        "tokenizer.ggml.model \"", model, "\" is not supported (supported: llama, gpt2, bert)"));
   }
 
   TEXTGEN_ASSIGN_OR_RETURN(const auto* tokens,
@@ -208,6 +242,9 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file, int vocab_
                            SpecialId(file, "tokenizer.ggml.unknown_token_id", vocab_size));
   TEXTGEN_ASSIGN_OR_RETURN(data.pad_id,
                            SpecialId(file, "tokenizer.ggml.padding_token_id", vocab_size));
+  if (data.kind == TokenizerData::Kind::kWordPiece) {
+    TEXTGEN_RETURN_IF_ERROR(ReadWordPieceKeys(file, data));
+  }
   TEXTGEN_RETURN_IF_ERROR(DeriveEndOfGeneration(file, data));
   TEXTGEN_RETURN_IF_ERROR(MarkStrippingTokens(file, data));
   if (file.FindKey("tokenizer.ggml.add_space_prefix")) {

@@ -45,6 +45,12 @@ const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
       return w.rope_factors_long;
     case kRopeFactorsShort:
       return w.rope_factors_short;
+    case kTokenTypes:
+      return w.token_types;
+    case kEmbeddingNorm:
+      return w.embedding_norm;
+    case kEmbeddingNormBias:
+      return w.embedding_norm_bias;
     case kAttnNorm:
       return l().attn_norm;
     case kAttnNormBias:

@@ -87,11 +87,14 @@ struct LayerWeights {
 
 struct ModelWeights {
   TensorView token_embedding;     // [vocab, dim]
-  TensorView position_embedding;  // [context, dim]  gpt2
+  TensorView position_embedding;  // [context, dim]  gpt2, bert
+  TensorView token_types;         // [token types, dim]  encoders (row 0 is added)
+  TensorView embedding_norm;      // [1, dim]  encoders: LayerNorm of the summed embeddings
+  TensorView embedding_norm_bias;
   std::vector<LayerWeights> layers;
-  TensorView output_norm;       // [1, dim]
+  TensorView output_norm;       // [1, dim]  (absent in encoders)
   TensorView output_norm_bias;  // [1, dim]  gpt2
-  TensorView output;            // [vocab, dim]; == token_embedding when tied
+  TensorView output;            // [vocab, dim]; == token_embedding when tied; encoders: none
   TensorView rope_freqs;        // [1, rope_dim / 2] llama (optional): frequency divisors
   TensorView rope_factors_long, rope_factors_short;  // [1, rope_dim / 2] phi3 LongRoPE (optional)
 };

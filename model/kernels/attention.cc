@@ -352,7 +352,7 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
       const int h = local % n_heads;
       const int g = h / group;
       const int64_t row = c.first_row + t;
-      const int n_pos = c.start_pos + t + 1;
+      const int n_pos = scoring.causal ? c.start_pos + t + 1 : c.start_pos + c.n_tokens;
       const RowSpan span{.first = scoring.window > 0 ? std::max(0, n_pos - scoring.window) : 0,
                          .n_pos = n_pos,
                          .scale = scale,

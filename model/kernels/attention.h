@@ -37,11 +37,13 @@ void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout
 
 // How a layer turns q.k into scores: s = q.k * scale, then softcap * tanh(s / softcap) when
 // softcap > 0 (Gemma 2); a row at position p sees positions (p - window, p] when window > 0
-// (sliding-window layers), else [0, p].
+// (sliding-window layers), else [0, p]; without `causal` (encoders) it sees every position of
+// its chunk's sequence up to the chunk's end.
 struct AttentionScoring {
   float scale = 0.0f;  // 0: 1 / sqrt(head_dim)
   float softcap = 0.0f;
   int window = 0;
+  bool causal = true;
 };
 
 // Causal multi-head attention of every row over its own sequence's cached keys/values

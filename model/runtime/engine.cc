@@ -80,6 +80,16 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
     if (chunk.tokens.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("batch[", i, "]: chunk has no tokens"));
     }
+    // Bidirectional attention: every token sees the whole input, so it is one chunk.
+    if (!c.causal && length != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "batch[", i, "]: sequence ", chunk.sequence, " already holds ", length,
+          " tokens; the model attends bidirectionally, so an input is computed in one chunk"));
+    }
+    if (chunk.want_logits && !transformer_->has_lm_head()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "batch[", i, "]: logits asked of an encoder model (it has no LM head; it embeds)"));
+    }
     for (size_t t = 0; t < chunk.tokens.size(); ++t) {
       if (chunk.tokens[t] < 0 || chunk.tokens[t] >= c.vocab_size) {
         return absl::InvalidArgumentError(absl::StrCat("batch[", i, "].tokens[", t, "]: token id ",

@@ -85,8 +85,9 @@ class Engine {
   // decode) and appends their K/V to the cache. Each chunk's sequence must have room for it
   // (the caller reserves: KvCache::Reserve; the engine never takes KV memory itself).
   // Fails with FAILED_PRECONDITION for a chunk without room, INVALID_ARGUMENT for bad token
-  // ids or too many tokens, and OUT_OF_RANGE past the model's context. On failure no
-  // sequence has advanced.
+  // ids, too many tokens, logits asked of an encoder or a second chunk of a sequence in a
+  // bidirectional model (ModelConfig::causal false), and OUT_OF_RANGE past the context. On failure
+  // no sequence has advanced.
   virtual absl::StatusOr<ForwardResult> Forward(std::span<const SequenceChunk> batch) = 0;
 
   // Runs body(i) for every i in [0, n), in no set order, on the engine's thread pool (the

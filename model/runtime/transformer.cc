@@ -32,6 +32,12 @@ void Transformer::Embed(const BatchPlan& plan) {
       ops::AddInPlace(position_embedding_.data() + static_cast<size_t>(plan.positions[r]) * dim,
                       dim, x);
     }
+    if (!token_type_row_.empty()) ops::AddInPlace(token_type_row_.data(), dim, x);
+  }
+  // Encoders normalize the summed embeddings (row by row: batch-invariant).
+  if (!embedding_norm_.empty()) {
+    ops::LayerNorm(x_.data(), rows, dim, embedding_norm_.data(), embedding_norm_bias_.data(),
+                   config_.norm_eps, x_.data());
   }
 }
 
@@ -50,9 +56,15 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   const int rows = static_cast<int>(plan.tokens.size());
   const int64_t n = static_cast<int64_t>(rows) * c.dim;
 
-  // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x))
-  Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
-  TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(xn_.data(), rows, qkv_.data()));
+  // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x)); post-norm
+  // blocks (BERT) normalize the sum instead: x = norm(x + Wo · attend(Wq·x, Wk·x, Wv·x)).
+  const bool post_norm = SpecOf(c.architecture).norm_placement == NormPlacement::kAfterResidual;
+  const float* attn_in = x_.data();
+  if (!post_norm) {
+    Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
+    attn_in = xn_.data();
+  }
+  TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(attn_in, rows, qkv_.data()));
   if (!pl.q_norm.empty()) {
     // Qwen 3, Gemma 3: RMSNorm over each head of q and k (row by row, so batch-invariant).
     for (int r = 0; r < rows; ++r) {
@@ -74,11 +86,17 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());
   }
   ops::AddInPlace(proj_.data(), n, x_.data());
+  if (post_norm) Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, x_.data());
 
   // MLP: x += W2 · (act(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
-  // (Gemma: the attention and MLP outputs are RMS-normalized before they are added)
-  Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
-  TEXTGEN_RETURN_IF_ERROR(pl.up->Run(xn_.data(), rows, hidden_.data()));
+  // (Gemma: the attention and MLP outputs are RMS-normalized before they are added; BERT:
+  // the sum is normalized, as above)
+  const float* mlp_x = x_.data();
+  if (!post_norm) {
+    Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
+    mlp_x = xn_.data();
+  }
+  TEXTGEN_RETURN_IF_ERROR(pl.up->Run(mlp_x, rows, hidden_.data()));
   const float* mlp_in = hidden_.data();
   if (SpecOf(c.architecture).feed_forward == FeedForwardKind::kSwiGlu) {
     ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
@@ -92,6 +110,7 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.ffn_post_norm.data(), c.norm_eps, proj_.data());
   }
   ops::AddInPlace(proj_.data(), n, x_.data());
+  if (post_norm) Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, x_.data());
   return absl::OkStatus();
 }
 
@@ -116,11 +135,18 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
     }
     const size_t need = static_cast<size_t>(hidden) * dim;
     if (hidden_out_.size() < need) hidden_out_.resize(need);
-    Norm(proj_.data(), hidden, output_norm_, output_norm_bias_, hidden_out_.data());
+    if (output_norm_.empty()) {  // encoders: the last block's output is the hidden state
+      std::memcpy(hidden_out_.data(), proj_.data(), sizeof(float) * need);
+    } else {
+      Norm(proj_.data(), hidden, output_norm_, output_norm_bias_, hidden_out_.data());
+    }
   }
   // Final norm and LM head only for the rows whose logits are wanted.
   const int wanted = static_cast<int>(plan.logit_rows.size());
   if (wanted == 0) return absl::OkStatus();
+  if (lm_head_ == nullptr) {
+    return absl::InternalError("Transformer::Forward: logits asked of an encoder (no LM head)");
+  }
   for (int i = 0; i < wanted; ++i) {
     std::memcpy(proj_.data() + static_cast<size_t>(i) * dim,
                 x_.data() + static_cast<size_t>(plan.logit_rows[i]) * dim, sizeof(float) * dim);

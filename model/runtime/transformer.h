@@ -43,18 +43,19 @@ struct TransformerOptions {
 
 // Weights of one block, prepared once for oneDNN. Immutable after Create.
 struct PreparedLayer {
-  std::vector<float> attn_norm, attn_norm_bias;  // [dim] (bias: gpt2 only)
-  std::vector<float> ffn_norm, ffn_norm_bias;    // [dim]
-  std::vector<float> q_norm, k_norm;             // [head_dim] (qwen3, gemma3), else empty
-  std::vector<float> attn_post_norm;             // [dim] (gemma), else empty
-  std::vector<float> ffn_post_norm;              // [dim] (gemma), else empty
-  ops::AttentionScoring scoring;                 // scale, softcap, sliding window
-  const ops::Rope* rope = nullptr;               // this layer's (global or local) RoPE
-  std::unique_ptr<ops::LinearLayer> qkv;         // [dim] -> [q_dim + 2 kv_dim] (+bias)
-  std::unique_ptr<ops::LinearLayer> wo;          // [q_dim] -> [dim]
-  std::unique_ptr<ops::LinearLayer> up;          // [dim] -> [2 hidden] gate|up (llama),
-                                                 //          [hidden] GELU(up + b) (gpt2)
-  std::unique_ptr<ops::LinearLayer> down;        // [hidden] -> [dim]
+  // [dim] (bias: LayerNorm models); post-norm blocks: after attention, after the MLP
+  std::vector<float> attn_norm, attn_norm_bias;
+  std::vector<float> ffn_norm, ffn_norm_bias;
+  std::vector<float> q_norm, k_norm;       // [head_dim] (qwen3, gemma3), else empty
+  std::vector<float> attn_post_norm;       // [dim] (gemma), else empty
+  std::vector<float> ffn_post_norm;        // [dim] (gemma), else empty
+  ops::AttentionScoring scoring;           // scale, softcap, sliding window
+  const ops::Rope* rope = nullptr;         // this layer's (global or local) RoPE
+  std::unique_ptr<ops::LinearLayer> qkv;   // [dim] -> [q_dim + 2 kv_dim] (+bias)
+  std::unique_ptr<ops::LinearLayer> wo;    // [q_dim] -> [dim]
+  std::unique_ptr<ops::LinearLayer> up;    // [dim] -> [2 hidden] gate|up (llama),
+                                           //          [hidden] GELU(up + b) (gpt2)
+  std::unique_ptr<ops::LinearLayer> down;  // [hidden] -> [dim]
 };
 
 // The transformer math over a batch: embeddings, blocks, final norm, LM head. Owns the
@@ -82,7 +83,8 @@ class Transformer {
   const float* logits() const { return logits_.data(); }
   const float* hidden_states() const { return hidden_out_.data(); }
   const ModelConfig& config() const { return config_; }
-  ops::LinearLayer& lm_head() { return *lm_head_; }
+  ops::LinearLayer& lm_head() { return *lm_head_; }  // not in encoders
+  bool has_lm_head() const { return lm_head_ != nullptr; }
 
  private:
   explicit Transformer(const ModelConfig& config) : config_(config) {}
@@ -112,10 +114,12 @@ class Transformer {
   std::shared_ptr<const WeightStorage> storage_;  // owns token_embedding_'s bytes
   TensorView token_embedding_;                    // [vocab, dim] as in the file
 
-  std::vector<float> position_embedding_;              // [context, dim] (gpt2)
-  std::vector<float> output_norm_, output_norm_bias_;  // [dim]
+  std::vector<float> position_embedding_;                    // [context, dim] (gpt2, bert)
+  std::vector<float> token_type_row_;                        // [dim] token type 0 (encoders)
+  std::vector<float> embedding_norm_, embedding_norm_bias_;  // [dim] (encoders)
+  std::vector<float> output_norm_, output_norm_bias_;        // [dim]
   std::vector<PreparedLayer> layers_;
-  std::unique_ptr<ops::LinearLayer> lm_head_;  // [dim] -> [vocab]
+  std::unique_ptr<ops::LinearLayer> lm_head_;  // [dim] -> [vocab]; null in encoders
 
   // ---- scratch, rows = max_batch_tokens ----
   std::vector<float> x_;           // [rows, dim] residual stream

@@ -206,21 +206,22 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
     }
     add({&lw.w_down}, c.dim, c.hidden_dim);
   }
-  const int64_t head = int64_t{c.vocab_size} * c.dim;
+  const bool lm_head = !Spec(c).encoder;
+  const int64_t head = lm_head ? int64_t{c.vocab_size} * c.dim : 0;
   const TensorView& out = weights.output.empty() ? weights.token_embedding : weights.output;
   const int64_t before_head = packed;
-  add({&out}, c.vocab_size, c.dim);
+  if (lm_head) add({&out}, c.vocab_size, c.dim);
   // PrepareWeights stages one layer matrix at a time and the head in blocks of ~4M values.
-  const int64_t head_block = packed - before_head == head * weight_bytes
+  const int64_t head_block = lm_head && packed - before_head == head * weight_bytes
                                  ? std::min(head, int64_t{1} << 22) * (weight_bytes + 4)
                                  : 0;
   const int64_t weights_peak = packed + std::max(layer_staging, head_block);
   const int64_t rows = options.max_batch_tokens;
   const int64_t positions = Spec(c).learned_positions ? int64_t{c.context_length} * c.dim : 0;
   const int64_t threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  const int64_t activations =
-      rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows + c.hidden_dim + c.vocab_size) +
-      threads * c.context_length + positions;
+  const int64_t activations = rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows +
+                                      c.hidden_dim + (lm_head ? c.vocab_size : 0)) +
+                              threads * c.context_length + positions;
   return weights_peak + activations * static_cast<int64_t>(sizeof(float));
 }
 
@@ -254,6 +255,12 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   // Read in place, a row per token: a copy would be the biggest tensor in f32.
   token_embedding_ = w.token_embedding;
   if (spec.learned_positions) position_embedding_ = Vec(w.position_embedding);
+  if (!w.token_types.empty()) {
+    token_type_row_.resize(c.dim);
+    ToFloat(RowsOf(w.token_types, 0, 1), token_type_row_.data());
+  }
+  embedding_norm_ = Vec(w.embedding_norm);
+  embedding_norm_bias_ = Vec(w.embedding_norm_bias);
   output_norm_ = Vec(w.output_norm);
   output_norm_bias_ = Vec(w.output_norm_bias);
 
@@ -272,7 +279,8 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     const bool sliding = c.is_sliding(l);
     pl.scoring = ops::AttentionScoring{.scale = c.attention_scale,
                                        .softcap = c.attention_softcap,
-                                       .window = sliding ? c.sliding_window : 0};
+                                       .window = sliding ? c.sliding_window : 0,
+                                       .causal = c.causal};
     pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
     if (spec.qk_norm) {
       pl.q_norm = Vec(lw.q_norm);
@@ -320,6 +328,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   // packed: it is usually the largest matrix (vocab x dim, 1 GiB in bf16 for a 128k
   // vocabulary at dim 4096) and is never staged whole.
   staging.Release();
+  if (spec.encoder) return absl::OkStatus();  // no LM head
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
   if (UsesQuantizedKernels(quantized_kernels_, {&out})) {

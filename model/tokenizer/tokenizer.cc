@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/gpt2_tokenizer.h"
 #include "model/tokenizer/sentencepiece_tokenizer.h"
+#include "model/tokenizer/wordpiece_tokenizer.h"
 
 namespace textgen::model {
 
@@ -70,6 +71,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> CreateTokenizer(TokenizerData data) {
     }
     case TokenizerData::Kind::kGpt2ByteBpe: {
       auto tokenizer = Gpt2Tokenizer::Create(std::move(data));
+      if (!tokenizer.ok()) return tokenizer.status();
+      return std::unique_ptr<Tokenizer>(*std::move(tokenizer));
+    }
+    case TokenizerData::Kind::kWordPiece: {
+      auto tokenizer = WordPieceTokenizer::Create(std::move(data));
       if (!tokenizer.ok()) return tokenizer.status();
       return std::unique_ptr<Tokenizer>(*std::move(tokenizer));
     }

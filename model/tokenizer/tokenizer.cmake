@@ -6,6 +6,7 @@ add_library(textgen_utf8 STATIC ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/utf8.cc)
 target_link_libraries(textgen_utf8 PUBLIC absl::status PRIVATE absl::str_format textgen_warnings)
 
 add_library(textgen_tokenizer STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/bert_words.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/bpe_pre_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/gpt2_byte_mapping.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/gpt2_tokenizer.cc
@@ -15,7 +16,8 @@ add_library(textgen_tokenizer STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/sentencepiece_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/special_token_splitter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/wordpiece_tokenizer.cc
 )
 target_link_libraries(textgen_tokenizer
   PUBLIC textgen_utf8 absl::status absl::statusor absl::strings absl::str_format absl::flat_hash_map
-  PRIVATE PkgConfig::PCRE2 nlohmann_json::nlohmann_json textgen_warnings)
+  PRIVATE PkgConfig::PCRE2 PkgConfig::UTF8PROC nlohmann_json::nlohmann_json textgen_warnings)

@@ -12,6 +12,7 @@ struct TokenizerData {
   enum class Kind {
     kSentencePieceBpe,  // GGUF tokenizer.ggml.model == "llama", llama2.c tokenizer.bin
     kGpt2ByteBpe,       // GGUF tokenizer.ggml.model == "gpt2", encoder.json + vocab.bpe
+    kWordPiece,         // GGUF tokenizer.ggml.model == "bert" (encoders: BERT, nomic-embed)
   };
   // GGUF tokenizer.ggml.token_type values.
   enum TokenType {
@@ -36,6 +37,12 @@ struct TokenizerData {
   bool add_bos = true;           // prepend BOS when encoding a prompt
   bool add_eos = false;          // append EOS to an embedding input (tokenizer.ggml.add_eos_token)
   bool add_space_prefix = true;  // sentencepiece: the dummy "▁" before the text (not Gemma)
+  // WordPiece: [SEP] after the text when encoding with add_bos (llama.cpp's add_sep), and the
+  // BERT normalizer's switches (tokenizer.ggml.normalizer.*).
+  int sep_id = -1;
+  bool add_sep = false;
+  bool lowercase = true;
+  bool strip_accents = true;
   // Tokens that end a generation (EOS, end-of-turn, end-of-message...), ascending; when empty,
   // CreateTokenizer uses {eos_id}. model/format/gguf_tokenizer.cc derives it as llama.cpp does.
   std::vector<int> end_of_generation_ids;

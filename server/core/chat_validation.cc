@@ -77,6 +77,7 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
                                                      const model::Tokenizer& tokenizer,
                                                      const ValidationOptions& options,
                                                      const RequestContext& context) {
+  TEXTGEN_RETURN_IF_ERROR(CheckGenerates(options));
   // The template first: without one nothing else matters. Its name goes into messages, so it
   // is checked like an identifier before it is looked up.
   const std::string& name = request.template_name();

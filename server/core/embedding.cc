@@ -41,6 +41,15 @@ absl::StatusOr<std::vector<int>> InputTokens(const v1::EmbedInput& input, const 
     default:
       return InvalidField(field, "is missing: set either text or tokens");
   }
+  if (options.max_embedding_tokens > 0 &&
+      static_cast<int64_t>(tokens.size()) > options.max_embedding_tokens) {
+    return FieldError(
+        absl::StatusCode::kOutOfRange, field,
+        StrCat("is ", tokens.size(),
+               " tokens; this model attends over a whole input at once, so "
+               "an input is at most ",
+               options.max_embedding_tokens, " tokens (server flag --max-batch-tokens)"));
+  }
   // The scheduler reserves one position past the input (as for a request's first new token).
   if (static_cast<int64_t>(tokens.size()) >= options.context_length) {
     return FieldError(

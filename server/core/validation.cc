@@ -318,6 +318,14 @@ absl::Status CompileConstraint(const model::ConstraintSpec& spec, const char* fi
   return absl::OkStatus();
 }
 
+absl::Status CheckGenerates(const ValidationOptions& options) {
+  if (options.generates) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      StrCat("model \"", options.model_name,
+             "\" is an embedding model (an encoder without an LM head): it cannot generate "
+             "text; call Embed (HTTP: POST /v1/embeddings)"));
+}
+
 absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
                                                  const model::Tokenizer& tokenizer,
                                                  const ValidationOptions& options,
@@ -328,6 +336,7 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
     return context.random ? context.random() : absl::Uniform<uint64_t>(bitgen);
   };
   ValidatedRequest out;
+  TEXTGEN_RETURN_IF_ERROR(CheckGenerates(options));
   TEXTGEN_RETURN_IF_ERROR(ValidateRequestId(fields.request_id));
   out.request_id =
       fields.request_id.empty() ? absl::StrFormat("req-%016x", random()) : fields.request_id;

@@ -53,7 +53,16 @@ struct ValidationOptions {
   model::Pooling pooling = model::Pooling::kLast;
   int embedding_dim = 0;
   bool add_eos = false;
+  // Encoders (BERT family) embed and cannot generate: generation requests are refused. They
+  // attend bidirectionally, so an input is one forward chunk: at most --max-batch-tokens.
+  bool generates = true;
+  int max_embedding_tokens = 0;  // 0: the context is the only bound
+  std::string model_name;        // for messages
 };
+
+// FAILED_PRECONDITION when the model cannot generate text (an encoder), naming the route that
+// serves it; checked before any other work of a generation request.
+absl::Status CheckGenerates(const ValidationOptions& options);
 
 // Per-request facts that do not come from the message itself.
 struct RequestContext {

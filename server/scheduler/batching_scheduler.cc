@@ -359,6 +359,10 @@ void BatchingScheduler::Step() {
       seq.SkipCachedPrefill(kv_cache_.AttachPrefix(seq.kv().id(), prompt, seq.prompt_length() - 1));
       if (ComputedThisStep(seq)) continue;  // wait one step and take it from the cache
     }
+    // Bidirectional attention (encoders): an input is one chunk. One that does not fit what
+    // is left waits for the next step, and so do those behind it (admission order); inputs
+    // are validated to fit a whole step.
+    if (!engine_->config().causal && seq.prefill_remaining() > budget) break;
     const int take = std::min(seq.prefill_remaining(), budget);
     const bool last = take == seq.prefill_remaining();
     const bool logits = last && !seq.embedding();
@@ -449,8 +453,9 @@ int BatchingScheduler::NextBlockEnd(const Sequence& seq, int cached) {
 
 bool BatchingScheduler::SharesPrefixes(const Sequence& seq) const {
   // An embedding pooled over every token (mean, cls) needs every token's hidden state, so it
-  // computes its whole input; last-token pooling needs only the last, like generation.
-  return prefix_cache_on() &&
+  // computes its whole input; last-token pooling needs only the last, like generation. With
+  // bidirectional attention a token's K/V depend on the tokens after it: nothing is shared.
+  return prefix_cache_on() && engine_->config().causal &&
          (!seq.embedding() || seq.request().embedding->pooling == model::Pooling::kLast);
 }
 

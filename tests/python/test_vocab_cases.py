@@ -38,8 +38,6 @@ os.makedirs(args.work, exist_ok=True)
 
 # Vocabularies textgen does not read yet, with the reason (and the error it must give).
 UNSUPPORTED = {
-    "bert-bge": ("WordPiece (BERT) vocabularies are for encoders, not decoder LMs",
-                 'tokenizer.ggml.model "bert" is not supported'),
     "gemma-4": ("Gemma 4's \"gemma4\" tokenizer model is not implemented yet",
                 'tokenizer.ggml.model "gemma4" is not supported'),
 }

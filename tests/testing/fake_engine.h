@@ -110,6 +110,9 @@ class FakeEngine final : public model::Engine {
   static model::KvCacheLayout Layout() { return {1, 1, 4, 4}; }
   static int64_t BlockBytes() { return model::KvCache::kBlockTokens * 1 * 2 * 4 * 4; }
 
+  // Bidirectional attention, as an encoder's (set before the scheduler starts).
+  void set_causal(bool causal) { config_.causal = causal; }
+
   // Called at the start of each Forward on the engine thread (set before the scheduler
   // starts). May block, to hold the engine at a known point.
   void SetBeforeForward(std::function<void(int step)> hook) { before_forward_ = std::move(hook); }

@@ -17,8 +17,9 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: textgen-make-random-gguf --arch llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma3 --preset "
-    "stories15M|stories110M|tiny\n"
+    "usage: textgen-make-random-gguf --arch "
+    "llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma3|bert|nomic-bert\n"
+    "         --preset stories15M|stories110M|tiny|bert-base\n"
     "         --dtype f32|f16|bf16|q8_0|q4_k_m --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
     "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
@@ -26,9 +27,11 @@ constexpr char kUsage[] =
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
+    "         bert-base   dim 768, hidden 3072, 12 layers, 12 heads, vocab 30522, ctx 512\n"
     "weights ~ N(0, 0.02), norm weights 1; output tied to token_embd unless --untied.\n"
     "--tokenizer embeds a llama2.c vocabulary (its size must equal --vocab); otherwise a\n"
-    "synthetic SentencePiece-style (llama) or byte-level (gpt2) vocabulary is written.\n"
+    "synthetic SentencePiece-style (llama), byte-level (gpt2) or WordPiece (bert, nomic-bert)\n"
+    "vocabulary is written; encoders get pooling_type mean unless --pooling says otherwise.\n"
     "--vocab-from copies a GGUF's tokenizer.* metadata (a real vocabulary, e.g. llama.cpp's\n"
     "models/ggml-vocab-qwen2.gguf) and sets --vocab to its size; --chat-template embeds a\n"
     "Jinja chat template as tokenizer.chat_template; --pooling writes {arch}.pooling_type (an\n"

@@ -1,5 +1,6 @@
 #include "tests/tools/random_gguf.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -73,7 +74,8 @@ void GrowByConcatenation(std::vector<std::string>& tokens, size_t first_stem, si
 
 void AddTokenizerMetadata(GgufWriter& w, const TokenizerData& t) {
   const bool gpt2 = t.kind == TokenizerData::Kind::kGpt2ByteBpe;
-  w.AddMetadata("tokenizer.ggml.model", GgufValue::String(gpt2 ? "gpt2" : "llama"));
+  const bool bert = t.kind == TokenizerData::Kind::kWordPiece;
+  w.AddMetadata("tokenizer.ggml.model", GgufValue::String(gpt2 ? "gpt2" : bert ? "bert" : "llama"));
   w.AddMetadata("tokenizer.ggml.pre", GgufValue::String(gpt2 ? "gpt-2" : "default"));
   w.AddMetadata("tokenizer.ggml.tokens", GgufValue::StringArray(t.tokens));
   if (!t.scores.empty()) w.AddMetadata("tokenizer.ggml.scores", GgufValue::Float32Array(t.scores));
@@ -88,6 +90,7 @@ void AddTokenizerMetadata(GgufWriter& w, const TokenizerData& t) {
   add_id("tokenizer.ggml.eos_token_id", t.eos_id);
   add_id("tokenizer.ggml.unknown_token_id", t.unk_id);
   add_id("tokenizer.ggml.padding_token_id", t.pad_id);
+  add_id("tokenizer.ggml.seperator_token_id", t.sep_id);  // llama.cpp's spelling
   w.AddMetadata("tokenizer.ggml.add_bos_token", GgufValue::Bool(t.add_bos));
   w.AddMetadata("tokenizer.ggml.add_eos_token", GgufValue::Bool(false));
 }
@@ -180,6 +183,9 @@ class TensorMaker {
   std::normal_distribution<float> normal_;
 };
 
+// Encoders embed two token types ("sentence A" and "B"), as BERT's checkpoints do.
+constexpr int kTokenTypes = 2;
+
 int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads; }
 
 // The dimensions the architecture's tensor table reads.
@@ -195,13 +201,17 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.rope_dim = c.head_dim;
   c.vocab_size = s.vocab_size;
   c.context_length = s.context_length;
+  c.token_type_count = kTokenTypes;
   return c;
 }
 
 // Writes `entry` when the architecture requires it (and output.weight when untied).
 absl::Status AddEntry(TensorMaker& m, const RandomModelSpec& s, const TensorEntry& entry) {
-  const bool untied_output = entry.parts.front().slot == WeightSlot::kOutput && !s.tied_output;
-  if (!entry.required && !untied_output) return absl::OkStatus();
+  const WeightSlot slot = entry.parts.front().slot;
+  const bool untied_output = slot == WeightSlot::kOutput && !s.tied_output;
+  if (!entry.required && !untied_output && slot != WeightSlot::kTokenTypes) {
+    return absl::OkStatus();
+  }
   std::vector<int64_t> dims = entry.is_vector() ? std::vector<int64_t>{entry.cols}
                                                 : std::vector<int64_t>{entry.cols, entry.rows};
   switch (entry.init) {
@@ -283,11 +293,14 @@ absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Arc
   } else if (preset == "tiny") {
     s.dim = 64, s.hidden_dim = 160, s.n_layers = 2, s.n_heads = 4, s.n_kv_heads = 2;
     s.vocab_size = 300, s.context_length = 128;
+  } else if (preset == "bert-base") {
+    s.dim = 768, s.hidden_dim = 3072, s.n_layers = 12, s.n_heads = 12, s.n_kv_heads = 12;
+    s.vocab_size = 30522, s.context_length = 512;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown preset \"", preset, "\" (stories15M, stories110M, tiny)"));
+        absl::StrCat("unknown preset \"", preset, "\" (stories15M, stories110M, tiny, bert-base)"));
   }
-  if (arch == Architecture::kGpt2) s.n_kv_heads = s.n_heads;
+  if (arch == Architecture::kGpt2 || SpecOf(arch).encoder) s.n_kv_heads = s.n_heads;
   return s;
 }
 
@@ -357,8 +370,35 @@ absl::StatusOr<TokenizerData> SyntheticGpt2Vocab(int vocab_size) {
   return t;
 }
 
+absl::StatusOr<TokenizerData> SyntheticWordPieceVocab(int vocab_size) {
+  if (vocab_size < 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a WordPiece vocabulary needs >= 128 tokens, got ", vocab_size));
+  }
+  TokenizerData t;
+  t.kind = TokenizerData::Kind::kWordPiece;
+  t.tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  t.token_types.assign(t.tokens.size(), TokenizerData::kControl);
+  const size_t first_word = t.tokens.size();
+  for (char c = 'a'; c <= 'z'; ++c) t.tokens.push_back(kSpace + std::string(1, c));
+  for (char c = 'a'; c <= 'z'; ++c) t.tokens.push_back(std::string(1, c));
+  for (const char* p = ".,!?'\"-:;()0123456789"; *p != '\0'; ++p) {
+    t.tokens.push_back(kSpace + std::string(1, *p));
+  }
+  GrowByConcatenation(t.tokens, first_word, vocab_size, [](const auto&, const auto&) {});
+  if (static_cast<int>(t.tokens.size()) != vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot make ", vocab_size, " distinct tokens"));
+  }
+  t.token_types.resize(t.tokens.size(), TokenizerData::kNormal);
+  t.pad_id = 0, t.unk_id = 1, t.bos_id = 2, t.sep_id = 3;
+  t.add_bos = true;
+  t.add_sep = true;
+  return t;
+}
+
 absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
   TEXTGEN_RETURN_IF_ERROR(ValidateSpec(spec));
+  const ArchitectureSpec& arch_spec = SpecOf(spec.architecture);
   const bool gpt2 = spec.architecture == Architecture::kGpt2;
   TokenizerData vocab;
   if (!spec.vocab_metadata.empty()) {
@@ -367,7 +407,9 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     TEXTGEN_ASSIGN_OR_RETURN(vocab, ReadLlama2cTokenizer(spec.tokenizer_path, spec.vocab_size));
   } else {
     TEXTGEN_ASSIGN_OR_RETURN(vocab, gpt2 ? SyntheticGpt2Vocab(spec.vocab_size)
-                                         : SyntheticSentencePieceVocab(spec.vocab_size));
+                                    : arch_spec.encoder
+                                        ? SyntheticWordPieceVocab(spec.vocab_size)
+                                        : SyntheticSentencePieceVocab(spec.vocab_size));
   }
   GgufWriter w;
   const std::string arch = ArchitectureName(spec.architecture);
@@ -380,19 +422,36 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
   w.AddMetadata(p + "feed_forward_length", GgufValue::Uint32(spec.hidden_dim));
   w.AddMetadata(p + "block_count", GgufValue::Uint32(spec.n_layers));
   w.AddMetadata(p + "attention.head_count", GgufValue::Uint32(spec.n_heads));
-  if (gpt2) {
-    w.AddMetadata(p + "attention.layer_norm_epsilon", GgufValue::Float32(1e-5f));
-  } else {
+  if (arch_spec.norm == NormKind::kLayer) {
+    // BERT's checkpoints use 1e-12.
+    w.AddMetadata(p + "attention.layer_norm_epsilon",
+                  GgufValue::Float32(arch_spec.encoder ? 1e-12f : 1e-5f));
+  }
+  if (arch_spec.encoder) {
+    w.AddMetadata(p + "attention.causal", GgufValue::Bool(false));
+    const bool copied =
+        std::any_of(spec.vocab_metadata.begin(), spec.vocab_metadata.end(),
+                    [](const GgufKv& kv) { return kv.key == "tokenizer.ggml.token_type_count"; });
+    if (!copied) {
+      w.AddMetadata("tokenizer.ggml.token_type_count", GgufValue::Uint32(kTokenTypes));
+    }
+  }
+  if (!gpt2) {
     w.AddMetadata(p + "attention.head_count_kv", GgufValue::Uint32(spec.n_kv_heads));
+  }
+  if (!arch_spec.learned_positions) {
     w.AddMetadata(p + "rope.dimension_count", GgufValue::Uint32(HeadDim(spec)));
     if (spec.head_dim > 0) {
       w.AddMetadata(p + "attention.key_length", GgufValue::Uint32(spec.head_dim));
       w.AddMetadata(p + "attention.value_length", GgufValue::Uint32(spec.head_dim));
     }
-    w.AddMetadata(p + "rope.freq_base", GgufValue::Float32(10000.0f));
-    w.AddMetadata(p + "attention.layer_norm_rms_epsilon", GgufValue::Float32(1e-5f));
-    w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
+    // nomic-embed's base is 1000.
+    w.AddMetadata(p + "rope.freq_base", GgufValue::Float32(arch_spec.encoder ? 1000.0f : 10000.0f));
   }
+  if (arch_spec.norm == NormKind::kRms) {
+    w.AddMetadata(p + "attention.layer_norm_rms_epsilon", GgufValue::Float32(1e-5f));
+  }
+  if (!gpt2) w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
   if (spec.sliding_window > 0) {
     w.AddMetadata(p + "attention.sliding_window", GgufValue::Uint32(spec.sliding_window));
     // Local layers with their own RoPE base (Gemma 3 models carry one).
@@ -409,8 +468,10 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
   if (!spec.chat_template.empty()) {
     w.AddMetadata("tokenizer.chat_template", GgufValue::String(spec.chat_template));
   }
-  if (spec.pooling_type >= 0) {
-    w.AddMetadata(p + "pooling_type", GgufValue::Uint32(static_cast<uint32_t>(spec.pooling_type)));
+  // Encoders always say how they pool (mean unless asked otherwise).
+  const int pooling = spec.pooling_type >= 0 ? spec.pooling_type : arch_spec.encoder ? 1 : -1;
+  if (pooling >= 0) {
+    w.AddMetadata(p + "pooling_type", GgufValue::Uint32(static_cast<uint32_t>(pooling)));
   }
   TensorMaker maker(w, spec);
   TEXTGEN_RETURN_IF_ERROR(AddTensors(maker, spec));

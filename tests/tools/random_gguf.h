@@ -46,7 +46,7 @@ struct RandomModelSpec {
 // ffn_down and the output in Q6_K as llama.cpp's *_K_M files have them.
 RandomModelSpec QuantizedModelSpec(DType dtype, bool k_quant_mix);
 
-// "stories15M", "stories110M" or "tiny" (see the tool's --help).
+// "stories15M", "stories110M", "tiny" or "bert-base" (see the tool's --help).
 absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Architecture arch);
 
 // A synthetic SentencePiece-style vocabulary: <unk>, <s>, </s>, 256 <0xXX> byte tokens, then
@@ -55,6 +55,10 @@ absl::StatusOr<TokenizerData> SyntheticSentencePieceVocab(int vocab_size);
 // A synthetic GPT-2 byte-level vocabulary: 256 byte tokens, tokens built by merges, and
 // <|endoftext|> last (bos = eos). vocab_size >= 258.
 absl::StatusOr<TokenizerData> SyntheticGpt2Vocab(int vocab_size);
+
+// A synthetic WordPiece vocabulary: [PAD] [UNK] [CLS] [SEP] [MASK], word-start pieces
+// ("▁a", "▁ab", ...) and continuation letters. vocab_size >= 128.
+absl::StatusOr<TokenizerData> SyntheticWordPieceVocab(int vocab_size);
 
 // A complete GGUF (metadata llama.cpp needs, tokenizer, weights ~ N(0, 0.02), norms 1).
 absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec);

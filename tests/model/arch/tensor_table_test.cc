@@ -8,14 +8,16 @@
 namespace textgen::model {
 namespace {
 
-constexpr Architecture kAll[] = {Architecture::kLlama, Architecture::kGpt2, Architecture::kQwen2,
-                                 Architecture::kQwen3, Architecture::kPhi3, Architecture::kGemma2,
-                                 Architecture::kGemma3};
+constexpr Architecture kAll[] = {
+    Architecture::kLlama,  Architecture::kGpt2, Architecture::kQwen2,
+    Architecture::kQwen3,  Architecture::kPhi3, Architecture::kGemma2,
+    Architecture::kGemma3, Architecture::kBert, Architecture::kNomicBert};
 
 ModelConfig Config() {
   ModelConfig c;
   c.dim = 64, c.hidden_dim = 160, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
   c.head_dim = 16, c.rope_dim = 16, c.vocab_size = 300, c.context_length = 128;
+  c.token_type_count = 2;
   return c;
 }
 
@@ -82,7 +84,13 @@ TEST(TensorTableTest, NamesAreUniqueAndShapesFollowTheConfig) {
         EXPECT_EQ(entry.cols, c.hidden_dim);
       }
     }
-    EXPECT_EQ(LeadingTensorCount(spec), spec.learned_positions ? 2 : 1);
+    // The tensors before the layers are exactly the embeddings (and an encoder's norm of them).
+    const std::vector<TensorEntry> global = GlobalTensorTable(spec, c);
+    for (int i = 0; i < static_cast<int>(global.size()); ++i) {
+      const bool embedding =
+          global[i].name.starts_with("token_") || global[i].name.starts_with("position_");
+      EXPECT_EQ(i < LeadingTensorCount(spec), embedding) << global[i].name;
+    }
   }
 }
 

@@ -161,7 +161,7 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
-            "qwen3, phi3, gemma2, gemma3)");
+            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert)");
 }
 
 // A tiny model of `arch` with extra metadata appended (later keys are read like any other).
@@ -189,6 +189,49 @@ TEST(GgufModelTest, EveryArchitectureLoadsItsOwnLayout) {
     EXPECT_EQ(l.q_norm.empty(), arch != Architecture::kQwen3);
     EXPECT_EQ(l.w_gate.rows, 160);  // phi3: the first half of the fused ffn_up
   }
+}
+
+// Encoders: bidirectional unless the file says otherwise, token types and the embedding norm
+// read, no LM head, a WordPiece vocabulary framed [CLS] ... [SEP]; their keys are checked.
+TEST(GgufModelTest, EncodersLoadWithoutAnLmHead) {
+  for (Architecture arch : {Architecture::kBert, Architecture::kNomicBert}) {
+    auto model = BuildWith(arch, {});
+    ASSERT_TRUE(model.ok()) << ArchitectureName(arch) << ": " << model.status();
+    const ModelConfig& c = model->config;
+    EXPECT_FALSE(c.causal);
+    EXPECT_EQ(c.token_type_count, 2);
+    EXPECT_EQ(c.pooling, Pooling::kMean);
+    EXPECT_FLOAT_EQ(c.norm_eps, 1e-12f);
+    EXPECT_TRUE(model->weights.output.empty());
+    EXPECT_TRUE(model->weights.output_norm.empty());
+    EXPECT_EQ(model->weights.token_types.rows, 2);
+    EXPECT_FALSE(model->weights.embedding_norm_bias.empty());
+    EXPECT_EQ(model->weights.position_embedding.empty(), arch == Architecture::kNomicBert);
+    EXPECT_EQ(model->weights.layers[0].bq.empty(), arch == Architecture::kNomicBert);
+    EXPECT_EQ(model->tokenizer.kind, TokenizerData::Kind::kWordPiece);
+    EXPECT_EQ(model->tokenizer.sep_id, 3);
+    EXPECT_TRUE(model->tokenizer.add_sep);
+  }
+}
+
+TEST(GgufModelTest, EncoderAndCausalKeysAreChecked) {
+  // The key renamed in place (same length), so the file lacks it.
+  std::string bytes =
+      BuildRandomModel(*RandomModelPreset("tiny", Architecture::kBert))->Serialize();
+  const std::string key = "tokenizer.ggml.token_type_count";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, key.size(), "tokenizer.ggml.token_type_xxxxx");
+  auto model = Build(bytes);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()),
+              ::testing::HasSubstr("tokenizer.ggml.token_type_count"));
+
+  auto decoder =
+      BuildWith(Architecture::kLlama, {{"llama.attention.causal", GgufValue::Bool(false)}});
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_EQ(decoder.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(decoder.status().message()), ::testing::HasSubstr("bidirectional"));
 }
 
 // Gemma's keys, and llama.cpp's defaults where a file leaves them out.

@@ -243,6 +243,91 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                            return std::string(ArchitectureName(param_info.param));
                          });
 
+// Encoders (bert, nomic-bert) return hidden states, not logits: each input's rows are bitwise
+// the same alone and next to other inputs (f32 and half KV, bf16 where the CPU has it), every
+// token sees the whole input (changing the last token changes the first row), and the engine
+// refuses what an encoder cannot do: logits, or a second chunk of an input.
+class EncoderTest : public ::testing::TestWithParam<Architecture> {};
+
+TEST_P(EncoderTest, BidirectionalHiddenStatesSameAloneAndInABatch) {
+  RandomModelSpec spec;
+  spec.architecture = GetParam();
+  spec.n_kv_heads = spec.n_heads;
+  auto writer = BuildRandomModel(spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) /
+       (std::string("encoder_") + ArchitectureName(spec.architecture) + ".gguf"))
+          .string();
+  ASSERT_TRUE(writer->WriteFile(path).ok());
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_FALSE(model->config.causal);
+  EXPECT_EQ(model->config.pooling, Pooling::kMean);
+  const std::vector<std::vector<int>> inputs = {
+      {2, 40, 77, 120, 3}, {2, 9, 3}, {2, 200, 201, 202, 203, 204, 205, 206, 207, 3}};
+  const int dim = model->config.dim;
+  auto hidden_rows = [&](Engine& engine, const std::vector<std::vector<int>>& batch) {
+    std::vector<SequenceChunk> chunks;
+    for (const auto& tokens : batch) {
+      chunks.push_back({engine.kv_cache().NewSequence(), tokens, false, HiddenRows::kAll});
+    }
+    auto r = ReserveAndForward(engine, chunks);
+    EXPECT_TRUE(r.ok()) << r.status();
+    std::vector<std::vector<float>> rows;
+    if (!r.ok()) return rows;
+    for (int i = 0; i < r->hidden_rows; ++i) {
+      rows.emplace_back(r->HiddenRow(i).begin(), r->HiddenRow(i).end());
+    }
+    return rows;
+  };
+  struct Mode {
+    bool bf16, kv_f16;
+  };
+  std::vector<Mode> modes = {{false, false}, {false, true}};
+  if (ops::CpuHasBf16()) modes.push_back({true, false});
+  for (const Mode& mode : modes) {
+    auto engine = MakeEngine(*model, mode.bf16, /*max_tokens=*/64, mode.kv_f16);
+    ASSERT_NE(engine, nullptr);
+    std::vector<std::vector<float>> alone;
+    for (const auto& tokens : inputs) {
+      for (auto& row : hidden_rows(*engine, {tokens})) alone.push_back(std::move(row));
+    }
+    EXPECT_EQ(hidden_rows(*engine, inputs), alone) << "bf16 " << mode.bf16;
+    for (const auto& row : alone) {
+      for (float v : row) ASSERT_TRUE(std::isfinite(v));
+    }
+    ASSERT_EQ(static_cast<int>(alone[0].size()), dim);
+    // The first row depends on the last token: attention is bidirectional.
+    std::vector<int> changed = inputs[0];
+    changed[3] = 121;
+    EXPECT_NE(hidden_rows(*engine, {changed})[0], alone[0]);
+  }
+
+  auto engine = MakeEngine(*model, false);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<int> tokens = inputs[0];
+  SequenceChunk logits{engine->kv_cache().NewSequence(), tokens, true};
+  auto r = ReserveAndForward(*engine, {&logits, 1});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("no LM head"));
+  const SequenceId seq = engine->kv_cache().NewSequence();
+  SequenceChunk first{seq, std::span<const int>(tokens).first(2), false, HiddenRows::kAll};
+  ASSERT_TRUE(ReserveAndForward(*engine, {&first, 1}).ok());
+  SequenceChunk second{seq, std::span<const int>(tokens).subspan(2), false, HiddenRows::kAll};
+  r = ReserveAndForward(*engine, {&second, 1});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("one chunk"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Encoders, EncoderTest,
+                         ::testing::Values(Architecture::kBert, Architecture::kNomicBert),
+                         [](const ::testing::TestParamInfo<Architecture>& param_info) {
+                           std::string name = ArchitectureName(param_info.param);
+                           std::erase(name, '-');
+                           return name;
+                         });
+
 // Quantized files keep the guarantee through the integer kernels: one per quant type, and the
 // mixes llama.cpp writes (Q4_K_M: Q4_K with Q6_K for attn_v, ffn_down and the output). K-quant
 // rows are 256 elements, so these models are wider than the ones above.

@@ -291,3 +291,78 @@ TEST(CreateTokenizerTest, RejectsInconsistentData) {
 
 }  // namespace
 }  // namespace textgen::model
+
+namespace textgen::model {
+namespace {
+
+// A small WordPiece vocabulary in llama.cpp's form: word starts "▁x", continuations "x".
+TokenizerData WordPieceData() {
+  TokenizerData data;
+  data.kind = TokenizerData::Kind::kWordPiece;
+  data.tokens = {"[PAD]",
+                 "[UNK]",
+                 "[CLS]",
+                 "[SEP]",
+                 "\xE2\x96\x81un",
+                 "aff",
+                 "able",
+                 "\xE2\x96\x81"
+                 "cafe",
+                 "\xE2\x96\x81,",
+                 "\xE2\x96\x81\xE4\xB8\xAD",
+                 "\xE2\x96\x81"
+                 "a",
+                 "\xE2\x96\x81"
+                 "hello"};
+  data.token_types = {TokenizerData::kControl, TokenizerData::kControl, TokenizerData::kControl,
+                      TokenizerData::kControl};
+  data.token_types.resize(data.tokens.size(), TokenizerData::kNormal);
+  data.unk_id = 1;
+  data.bos_id = 2;
+  data.sep_id = 3;
+  data.add_sep = true;
+  return data;
+}
+
+TEST(WordPieceTest, LongestPiecesFirstWithUnknownWordsWhole) {
+  auto tokenizer = CreateTokenizer(WordPieceData());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const Tokenizer& t = **tokenizer;
+  // Lowercased, split at punctuation; "unaffable" = ▁un aff able.
+  EXPECT_THAT(t.Encode("UnAffable,hello", false), ElementsAre(4, 5, 6, 8, 11));
+  // A word with a piece no token covers is [UNK] as a whole (not ▁un + [UNK]).
+  EXPECT_THAT(t.Encode("unx hello", false), ElementsAre(1, 11));
+  // Accents are stripped (NFD, marks dropped); control characters and U+FFFD vanish;
+  // CJK ideographs are words of their own.
+  EXPECT_THAT(t.Encode("Caf\xC3\xA9\x01 a\xEF\xBF\xBD", false), ElementsAre(7, 10));
+  EXPECT_THAT(t.Encode("a\xE4\xB8\xAD"
+                       "a",
+                       false),
+              ElementsAre(10, 9, 10));
+  // Framed [CLS] ... [SEP] with add_bos; whitespace alone is no token.
+  EXPECT_THAT(t.Encode(" \t\n", true), ElementsAre(2, 3));
+  EXPECT_THAT(t.Encode("hello", true), ElementsAre(2, 11, 3));
+  // Control tokens written in text stay text unless parsed.
+  EXPECT_THAT(t.Encode("[CLS]", false), ElementsAre(1, 1, 1));
+  EXPECT_THAT(t.EncodeWithSpecialTokens("[CLS]a", false, {}), ElementsAre(2, 10));
+  EXPECT_EQ(t.Decode({2, 4, 5, 6, 8, 11, 3}), " unaffable , hello");
+  EXPECT_EQ(t.TokenText(7),
+            "\xE2\x96\x81"
+            "cafe");
+}
+
+TEST(WordPieceTest, NormalizerSwitchesAndMissingUnknownToken) {
+  TokenizerData data = WordPieceData();
+  data.lowercase = false;
+  data.strip_accents = false;
+  auto cased = CreateTokenizer(data);
+  ASSERT_TRUE(cased.ok()) << cased.status();
+  EXPECT_THAT((*cased)->Encode("Hello hello caf\xC3\xA9", false), ElementsAre(1, 11, 1));
+  data.unk_id = -1;
+  auto no_unknown = CreateTokenizer(data);
+  ASSERT_FALSE(no_unknown.ok());
+  EXPECT_THAT(std::string(no_unknown.status().message()), ::testing::HasSubstr("unknown token"));
+}
+
+}  // namespace
+}  // namespace textgen::model

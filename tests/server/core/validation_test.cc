@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
+#include "server/core/embedding.h"
 #include "server/core/field_error.h"
 #include "tests/testing/byte_tokenizer.h"
 
@@ -401,6 +402,38 @@ TEST_F(ValidationTest, ChatPromptBytesAreLimitedBeforeRendering) {
   options_.max_prompt_bytes = 16;
   result = ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("rendered"));
+}
+
+}  // namespace
+}  // namespace textgen::server
+
+namespace textgen::server {
+namespace {
+
+// An encoder cannot generate: refused before anything else, naming the route that serves it;
+// its embedding inputs are bounded by one step (bidirectional attention: one chunk).
+TEST_F(ValidationTest, AnEncoderRefusesGenerationAndBoundsEmbeddingInputsByAStep) {
+  options_.generates = false;
+  options_.model_name = "bge-small";
+  request_.set_request_id("not an id\n");  // would be INVALID_ARGUMENT; generation comes first
+  absl::StatusOr<ValidatedRequest> r = Validate();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("\"bge-small\" is an embedding model"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("/v1/embeddings"));
+
+  options_.max_embedding_tokens = 8;
+  v1::EmbedRequest embed;
+  embed.add_inputs()->set_text("short");
+  embed.add_inputs()->set_text("a text of more than eight bytes");
+  absl::StatusOr<std::vector<ValidatedRequest>> inputs =
+      ValidateEmbedRequest(embed, tokenizer_, options_, context_);
+  ASSERT_FALSE(inputs.ok());
+  EXPECT_EQ(inputs.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(std::string(inputs.status().message()), HasSubstr("inputs[1]"));
+  EXPECT_THAT(std::string(inputs.status().message()), HasSubstr("--max-batch-tokens"));
+  embed.mutable_inputs(1)->set_text("ok");
+  EXPECT_TRUE(ValidateEmbedRequest(embed, tokenizer_, options_, context_).ok());
 }
 
 }  // namespace

@@ -133,6 +133,7 @@ class SchedulerTest : public ::testing::Test {
              FakeEngine::NextFn next = testing::DefaultNext) {
     next_ = next;
     engine_ = std::make_unique<FakeEngine>(kv_blocks, context, next);
+    engine_->set_causal(!bidirectional_);
     engine_->SetBeforeForward([this](int step) {
       if (gate_) gate_->AtStep(step);
       if (slow_steps_.load()) absl::SleepFor(absl::Milliseconds(1));
@@ -168,7 +169,9 @@ class SchedulerTest : public ::testing::Test {
 
   LetterTokenizer tokenizer_;
   CountingObserver observer_;
-  std::unique_ptr<Gate> gate_;           // set before Start()
+  std::unique_ptr<Gate> gate_;
+  bool bidirectional_ =
+      false;  // the engine attends like an encoder           // set before Start()
   std::atomic<bool> slow_steps_{false};  // 1 ms per Forward, to keep a request running
   FakeEngine::NextFn next_;
   std::unique_ptr<FakeEngine> engine_;
@@ -1067,6 +1070,42 @@ TEST_F(SchedulerTest, EmbeddingsBatchWithGenerations) {
     } else {
       EXPECT_THAT(got.finished->embedding, ElementsAreArray(ExpectedMean(Prompt(6 + i, 12))));
     }
+  }
+}
+
+// An encoder attends over its whole input: each input is one chunk from position 0 (one that
+// does not fit the rest of a step waits for the next, in order), and no input starts from a
+// cached prefix, whatever its pooling.
+TEST_F(SchedulerTest, AnEncoderComputesEachInputInOneChunkAndSharesNothing) {
+  SchedulerOptions options;
+  options.max_batch_tokens = 16;
+  bidirectional_ = true;
+  Start(options);
+  const std::vector<int> shared = Prompt(4, 16);
+  ASSERT_TRUE(RunOne(EmbedRequest(shared, model::Pooling::kLast, false)).error.ok());
+  const Outcome again = RunOne(EmbedRequest(shared, model::Pooling::kLast, false));
+  ASSERT_TRUE(again.error.ok()) << again.error;
+  EXPECT_EQ(again.finished->usage.cached_tokens, 0);
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 4; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ASSERT_TRUE(scheduler_
+                    ->Submit(EmbedRequest(Prompt(10 + i, 6 + 2 * i), model::Pooling::kMean, false),
+                             sinks.back())
+                    .ok());
+  }
+  for (int i = 0; i < 4; ++i) {
+    const Outcome got = Summarize(sinks[i]->Wait());
+    ASSERT_TRUE(got.error.ok()) << got.error;
+    EXPECT_THAT(got.finished->embedding, ElementsAreArray(ExpectedMean(Prompt(10 + i, 6 + 2 * i))));
+  }
+  for (const StepRecord& step : engine_->steps()) {
+    int tokens = 0;
+    for (const ChunkRecord& chunk : step) {
+      EXPECT_EQ(chunk.start, 0) << "an encoder's input was split";
+      tokens += chunk.tokens;
+    }
+    EXPECT_LE(tokens, 16);
   }
 }
 

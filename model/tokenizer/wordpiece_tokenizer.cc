@@ -1,0 +1,143 @@
+#include "model/tokenizer/wordpiece_tokenizer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "model/base/status_macros.h"
+#include "model/tokenizer/utf8.h"
+
+namespace textgen::model {
+namespace {
+
+constexpr char kWordStart[] = "\xE2\x96\x81";  // "▁", U+2581
+
+// The user-defined tokens, and the control tokens too when `control`, matched whole in text.
+std::vector<SpecialTokenSplitter::Token> SpecialTokens(const TokenizerData& data, bool control) {
+  std::vector<SpecialTokenSplitter::Token> tokens;
+  for (size_t id = 0; id < data.token_types.size(); ++id) {
+    const int type = data.token_types[id];
+    if (type == TokenizerData::kUserDefined || (control && type == TokenizerData::kControl)) {
+      tokens.push_back({data.tokens[id], static_cast<int>(id), /*rstrip=*/false,
+                        type == TokenizerData::kControl});
+    }
+  }
+  return tokens;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::Create(TokenizerData data) {
+  TEXTGEN_RETURN_IF_ERROR(ValidateVocabulary(data, "bert"));
+  if (data.sep_id < -1 || data.sep_id >= static_cast<int>(data.tokens.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("bert vocabulary: sep_id ", data.sep_id,
+                                                   " is outside [-1, ", data.tokens.size(), ")"));
+  }
+  if (data.unk_id < 0) {
+    return absl::InvalidArgumentError(
+        "bert vocabulary: no unknown token (tokenizer.ggml.unknown_token_id); WordPiece needs "
+        "one for words it cannot cut");
+  }
+  auto tokenizer = std::unique_ptr<WordPieceTokenizer>(new WordPieceTokenizer(std::move(data)));
+  const TokenizerData& d = tokenizer->data_;
+  tokenizer->ids_.reserve(d.tokens.size());
+  for (size_t id = 0; id < d.tokens.size(); ++id) {
+    const int type = tokenizer->TokenType(static_cast<int>(id));
+    if (type == TokenizerData::kControl || type == TokenizerData::kUnused) continue;
+    tokenizer->ids_.try_emplace(d.tokens[id], static_cast<int>(id));
+    tokenizer->max_token_bytes_ = std::max(tokenizer->max_token_bytes_, d.tokens[id].size());
+  }
+  return tokenizer;
+}
+
+WordPieceTokenizer::WordPieceTokenizer(TokenizerData data)
+    : data_(std::move(data)),
+      normalization_{.lowercase = data_.lowercase, .strip_accents = data_.strip_accents},
+      user_defined_(SpecialTokens(data_, /*control=*/false)),
+      user_defined_and_control_(SpecialTokens(data_, /*control=*/true)) {}
+
+int WordPieceTokenizer::TokenType(int id) const {
+  return data_.token_types.empty() ? TokenizerData::kNormal : data_.token_types[id];
+}
+
+bool WordPieceTokenizer::IsControl(int id) const {
+  return id >= 0 && id < vocab_size() && TokenType(id) == TokenizerData::kControl;
+}
+
+std::vector<int> WordPieceTokenizer::Encode(std::string_view text, bool add_bos) const {
+  return EncodeSplitting(text, add_bos, user_defined_, {});
+}
+
+std::vector<int> WordPieceTokenizer::EncodeWithSpecialTokens(
+    std::string_view text, bool add_bos, std::span<const TextRange> untrusted) const {
+  return EncodeSplitting(text, add_bos, user_defined_and_control_, untrusted);
+}
+
+std::vector<int> WordPieceTokenizer::EncodeSplitting(std::string_view text, bool add_bos,
+                                                     const SpecialTokenSplitter& splitter,
+                                                     std::span<const TextRange> untrusted) const {
+  std::vector<int> ids;
+  ids.reserve(text.size() / 4 + 2);
+  if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
+  std::string sanitized;
+  if (!IsValidUtf8(text)) {  // callers reject it first; never cut inside a bad sequence
+    sanitized = SanitizeUtf8(text);
+    text = sanitized;
+  }
+  if (splitter.empty()) {
+    EncodeText(text, &ids);
+  } else {
+    for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text, untrusted)) {
+      if (segment.id >= 0) {
+        ids.push_back(segment.id);
+      } else {
+        EncodeText(segment.text, &ids);
+      }
+    }
+  }
+  if (add_bos && data_.add_sep && data_.sep_id >= 0) ids.push_back(data_.sep_id);
+  return ids;
+}
+
+void WordPieceTokenizer::EncodeText(std::string_view text, std::vector<int>* ids) const {
+  for (const std::string& word : BertWords(text, normalization_)) EncodeWord(word, ids);
+}
+
+void WordPieceTokenizer::EncodeWord(const std::string& word, std::vector<int>* ids) const {
+  const std::string marked = absl::StrCat(kWordStart, word);
+  const size_t first = ids->size();
+  const size_t n = marked.size();
+  for (size_t at = 0; at < n;) {
+    // The longest token starting here (tokens are whole UTF-8, so a match ends on a
+    // character boundary).
+    int match = -1;
+    size_t length = std::min(n - at, max_token_bytes_);
+    for (; length > 0; --length) {
+      auto it = ids_.find(absl::string_view(marked.data() + at, length));
+      if (it != ids_.end()) {
+        match = it->second;
+        break;
+      }
+    }
+    if (match < 0) {  // a part no token covers: the whole word is unknown
+      ids->resize(first);
+      ids->push_back(data_.unk_id);
+      return;
+    }
+    ids->push_back(match);
+    at += length;
+  }
+}
+
+std::string WordPieceTokenizer::TokenBytes(int id, int /*previous_id*/) const {
+  if (id < 0 || id >= vocab_size() || IsControl(id)) return "";
+  return absl::StrReplaceAll(data_.tokens[id], {{kWordStart, " "}});
+}
+
+std::string WordPieceTokenizer::TokenText(int id) const {
+  if (id < 0 || id >= vocab_size()) return absl::StrCat("<invalid id ", id, ">");
+  return data_.tokens[id];
+}
+
+}  // namespace textgen::model
