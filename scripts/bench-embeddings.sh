@@ -9,7 +9,8 @@
 # one-word input, which leaves out loading). The token count is textgen's (the same vocabulary
 # and text). Prints one JSON line per run and the medians.
 #   env: BUILD, MODELS, LLAMA_BIN (scripts/bench-common.sh), ROUNDS (default 3), BATCH (32),
-#        INPUT_TOKENS (128), SHAPE (llama1b-q8_0 | bert-base-f16)
+#        INPUT_TOKENS (128), SHAPE (llama1b-q8_0 | bert-base-f16), SERVER_FLAGS (extra
+#        textgen-server flags, e.g. --bf16)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/bench-common.sh"
@@ -49,7 +50,7 @@ EOF
 
 "$B/bin/textgen-server" --model "$model" --threads 2 --listen 127.0.0.1:0 \
   --http-listen 127.0.0.1:0 --metrics-listen "" --max-batch "$batch" --max-queue "$((batch * 2))" \
-  --max-batch-tokens 4096 --prefix-cache-scope off 2>"$log" &
+  --max-batch-tokens 4096 --prefix-cache-scope off ${SERVER_FLAGS:-} 2>"$log" &
 server=$!
 for _ in $(seq 600); do grep -q http_port= "$log" && break; sleep 0.5; done
 port=$(grep -o 'http_port=[0-9]*' "$log" | head -1 | cut -d= -f2)
@@ -95,12 +96,13 @@ results=$(for round in $(seq "$rounds"); do
   llamacpp
 done)
 echo "$results"
-python3 - "$results" "$shape" <<'EOF'
+python3 - "$results" "$shape" "${SERVER_FLAGS:-}" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in sys.argv[1].splitlines()]
 med = {e: statistics.median(r["tokens_per_second"] for r in rows if r["engine"] == e)
        for e in ("textgen", "llama.cpp")}
-print(json.dumps({"summary": True, "shape": sys.argv[2], "textgen_tokens_per_second": med["textgen"],
+print(json.dumps({"summary": True, "shape": sys.argv[2], "server_flags": sys.argv[3],
+                  "textgen_tokens_per_second": med["textgen"],
                   "llamacpp_tokens_per_second": med["llama.cpp"],
                   "ratio": round(med["textgen"] / med["llama.cpp"], 3)}))
 EOF

@@ -1,5 +1,6 @@
 #include "model/kernels/activations.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -32,9 +33,22 @@ TEXTGEN_SIMD_CLONES void SiluMulRow(const float* gate, const float* up, int n, f
   }
 }
 
+// 0.5 v (1 + tanh(u)) written as v * sigmoid(2u), u = sqrt(2/pi) (v + 0.044715 v^3): one
+// vectorizable exp instead of libm's scalar tanh, which took 35-45% of a BERT forward pass.
 inline float GeluTanhOf(float v) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+  const float u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
+  return v / (1.0f + FastExp(-2.0f * u));
+}
+
+TEXTGEN_SIMD_CLONES void GeluTanhSpan(const float* x, int64_t n, float* out) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = GeluTanhOf(x[i]);
+}
+
+TEXTGEN_SIMD_CLONES void GeluTanhMulRow(const float* gate, const float* up, int n, float* out) {
+#pragma omp simd
+  for (int i = 0; i < n; ++i) out[i] = GeluTanhOf(gate[i]) * up[i];
 }
 
 TEXTGEN_SIMD_CLONES void AddSpan(const float* x, int64_t n, float* y) {
@@ -72,13 +86,19 @@ void SiluMul(const float* gate_up, int rows, int hidden, float* out) {
 }
 
 void GeluTanh(const float* x, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = GeluTanhOf(x[i]);
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    GeluTanhSpan(x + begin, std::min(kChunk, n - begin), out + begin);
+  }
 }
 
 void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out) {
   ForEachGatedRow(gate_up, rows, hidden, out,
                   [](const float* gate, const float* up, int n, float* row_out) {
-                    for (int i = 0; i < n; ++i) row_out[i] = GeluTanhOf(gate[i]) * up[i];
+                    GeluTanhMulRow(gate, up, n, row_out);  // a direct call keeps the SIMD clone
                   });
 }
 

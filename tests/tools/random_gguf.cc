@@ -154,9 +154,13 @@ class TensorMaker {
   }
   absl::Status Add(const std::string& name, std::vector<int64_t> dims,
                    const std::vector<float>& v) {
-    DType dtype = dims.size() == 1 ? DType::kF32 : dtype_;
+    // Vectors, and the tables llama.cpp's converter always keeps in f32 (it adds their rows to
+    // f32 activations directly), stay f32.
+    const bool f32 = dims.size() == 1 || name == "position_embd.weight" ||
+                     name == "token_types.weight";
+    DType dtype = f32 ? DType::kF32 : dtype_;
     for (const auto& [suffix, override_dtype] : overrides_) {
-      if (dims.size() > 1 && absl::EndsWith(name, suffix)) dtype = override_dtype;
+      if (!f32 && absl::EndsWith(name, suffix)) dtype = override_dtype;
     }
     switch (dtype) {
       case DType::kF32:

@@ -303,6 +303,37 @@ TEST(ActivationsTest, GeluTanhMatchesReferenceAndKnownValues) {
   // torch.nn.functional.gelu(torch.tensor([1.0, -1.0]), approximate="tanh")
   EXPECT_NEAR(reference::GeluTanh(1.0f), 0.8411920071f, 1e-6f);
   EXPECT_NEAR(reference::GeluTanh(-1.0f), -0.1588080013f, 1e-6f);
+  // The vectorized, parallel path (several 4096-element chunks and a ragged end), far tails
+  // included: large negative inputs give ~0, never NaN.
+  const int64_t n = (int64_t{1} << 16) + 7;
+  const auto wide = Random(static_cast<int>(n), 15, 20.0f);
+  std::vector<float> wide_got(n);
+  GeluTanh(wide.data(), n, wide_got.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = reference::GeluTanh(wide[i]);
+    ASSERT_NEAR(wide_got[i], want, 1e-6f + 2e-6f * std::fabs(want)) << wide[i];
+  }
+  const float extremes[] = {-1e4f, -88.0f, -10.0f, 0.0f, 1e-30f, 10.0f, 1e4f};
+  float extreme_got[7];
+  GeluTanh(extremes, 7, extreme_got);
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_NEAR(extreme_got[i], reference::GeluTanh(extremes[i]),
+                1e-6f * (1 + std::fabs(extremes[i])));
+  }
+}
+
+TEST(ActivationsTest, GeluTanhMulMatchesReference) {
+  const int rows = 5, hidden = 1000;
+  const auto gu = Random(rows * 2 * hidden, 16, 6.0f);
+  std::vector<float> got(rows * hidden);
+  GeluTanhMul(gu.data(), rows, hidden, got.data());
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < hidden; ++i) {
+      const float want =
+          reference::GeluTanh(gu[r * 2 * hidden + i]) * gu[r * 2 * hidden + hidden + i];
+      ASSERT_NEAR(got[r * hidden + i], want, 1e-6f + 2e-6f * std::fabs(want));
+    }
+  }
 }
 
 TEST(ActivationsTest, ConvertToBf16RoundsToNearestEven) {
