@@ -55,6 +55,19 @@ TEXTGEN_SIMD_CLONES void AddSpan(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+// span_fn(begin, count) over [0, n) in chunks of 4096, in parallel when n is large enough
+// (elementwise work: the result does not depend on the split).
+template <typename SpanFn>
+void ForEachChunk(int64_t n, SpanFn span_fn) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    span_fn(begin, std::min(kChunk, n - begin));
+  }
+}
+
 // row_fn(gate, up, hidden, out) over every row of a [rows, 2 * hidden] gate|up input; rows in
 // parallel (each row is computed alike, whichever thread runs it).
 template <typename RowFn>
@@ -69,13 +82,8 @@ void ForEachGatedRow(const float* gate_up, int rows, int hidden, float* out, Row
 }  // namespace
 
 void ConvertToBf16(const float* x, int64_t n, uint16_t* out) {
-  constexpr int64_t kChunk = 4096;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk;
-    ConvertSpan(x + begin, std::min(kChunk, n - begin), out + begin);
-  }
+  ForEachChunk(n,
+               [&](int64_t begin, int64_t count) { ConvertSpan(x + begin, count, out + begin); });
 }
 
 void SiluMul(const float* gate_up, int rows, int hidden, float* out) {
@@ -86,13 +94,8 @@ void SiluMul(const float* gate_up, int rows, int hidden, float* out) {
 }
 
 void GeluTanh(const float* x, int64_t n, float* out) {
-  constexpr int64_t kChunk = 4096;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk;
-    GeluTanhSpan(x + begin, std::min(kChunk, n - begin), out + begin);
-  }
+  ForEachChunk(n,
+               [&](int64_t begin, int64_t count) { GeluTanhSpan(x + begin, count, out + begin); });
 }
 
 void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out) {
@@ -108,13 +111,7 @@ void SoftCap(float* x, int64_t n, float cap) {
 }
 
 void AddInPlace(const float* x, int64_t n, float* y) {
-  constexpr int64_t kChunk = 4096;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk;
-    AddSpan(x + begin, std::min(kChunk, n - begin), y + begin);
-  }
+  ForEachChunk(n, [&](int64_t begin, int64_t count) { AddSpan(x + begin, count, y + begin); });
 }
 
 }  // namespace textgen::model::ops

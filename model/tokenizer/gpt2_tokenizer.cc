@@ -101,31 +101,11 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerDa
   return tokenizer;
 }
 
-namespace {
-
-// The user-defined tokens (llama.cpp matches them whole in any text), and the control tokens
-// too when `control`; by their stored text.
-std::vector<SpecialTokenSplitter::Token> SpecialTokens(const TokenizerData& data, bool control) {
-  std::vector<SpecialTokenSplitter::Token> tokens;
-  for (size_t id = 0; id < data.token_types.size(); ++id) {
-    const int type = data.token_types[id];
-    if (type == TokenizerData::kUserDefined || (control && type == TokenizerData::kControl)) {
-      tokens.push_back(
-          {data.tokens[id], static_cast<int>(id),
-           std::binary_search(data.rstrip_ids.begin(), data.rstrip_ids.end(), static_cast<int>(id)),
-           type == TokenizerData::kControl});
-    }
-  }
-  return tokens;
-}
-
-}  // namespace
-
 Gpt2Tokenizer::Gpt2Tokenizer(TokenizerData data, std::unique_ptr<BpePreTokenizer> pre_tokenizer)
     : data_(std::move(data)),
       pre_tokenizer_(std::move(pre_tokenizer)),
-      user_defined_(SpecialTokens(data_, /*control=*/false)),
-      user_defined_and_control_(SpecialTokens(data_, /*control=*/true)) {}
+      user_defined_(VocabularySpecialTokens(data_, /*control=*/false)),
+      user_defined_and_control_(VocabularySpecialTokens(data_, /*control=*/true)) {}
 
 Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 

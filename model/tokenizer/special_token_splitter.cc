@@ -64,4 +64,19 @@ std::vector<SpecialTokenSplitter::Segment> SpecialTokenSplitter::Split(
   return segments;
 }
 
+std::vector<SpecialTokenSplitter::Token> VocabularySpecialTokens(const TokenizerData& data,
+                                                                 bool control) {
+  std::vector<SpecialTokenSplitter::Token> tokens;
+  for (size_t id = 0; id < data.token_types.size(); ++id) {
+    const int type = data.token_types[id];
+    if (type == TokenizerData::kUserDefined || (control && type == TokenizerData::kControl)) {
+      tokens.push_back(
+          {data.tokens[id], static_cast<int>(id),
+           std::binary_search(data.rstrip_ids.begin(), data.rstrip_ids.end(), static_cast<int>(id)),
+           type == TokenizerData::kControl});
+    }
+  }
+  return tokens;
+}
+
 }  // namespace textgen::model

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/tokenizer/text_range.h"
+#include "model/tokenizer/tokenizer_data.h"
 
 namespace textgen::model {
 
@@ -39,5 +40,10 @@ class SpecialTokenSplitter {
  private:
   std::vector<Token> tokens_;  // longest first
 };
+
+// A vocabulary's user-defined tokens (llama.cpp matches them whole in any text), and its
+// control tokens too when `control`, by their stored text; rstrip as data.rstrip_ids says.
+std::vector<SpecialTokenSplitter::Token> VocabularySpecialTokens(const TokenizerData& data,
+                                                                 bool control);
 
 }  // namespace textgen::model

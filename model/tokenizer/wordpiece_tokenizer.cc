@@ -13,19 +13,6 @@ namespace {
 
 constexpr char kWordStart[] = "\xE2\x96\x81";  // "▁", U+2581
 
-// The user-defined tokens, and the control tokens too when `control`, matched whole in text.
-std::vector<SpecialTokenSplitter::Token> SpecialTokens(const TokenizerData& data, bool control) {
-  std::vector<SpecialTokenSplitter::Token> tokens;
-  for (size_t id = 0; id < data.token_types.size(); ++id) {
-    const int type = data.token_types[id];
-    if (type == TokenizerData::kUserDefined || (control && type == TokenizerData::kControl)) {
-      tokens.push_back({data.tokens[id], static_cast<int>(id), /*rstrip=*/false,
-                        type == TokenizerData::kControl});
-    }
-  }
-  return tokens;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::Create(TokenizerData data) {
@@ -54,8 +41,8 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::Create(T
 WordPieceTokenizer::WordPieceTokenizer(TokenizerData data)
     : data_(std::move(data)),
       normalization_{.lowercase = data_.lowercase, .strip_accents = data_.strip_accents},
-      user_defined_(SpecialTokens(data_, /*control=*/false)),
-      user_defined_and_control_(SpecialTokens(data_, /*control=*/true)) {}
+      user_defined_(VocabularySpecialTokens(data_, /*control=*/false)),
+      user_defined_and_control_(VocabularySpecialTokens(data_, /*control=*/true)) {}
 
 int WordPieceTokenizer::TokenType(int id) const {
   return data_.token_types.empty() ? TokenizerData::kNormal : data_.token_types[id];
