@@ -128,6 +128,13 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
       TEXTGEN_RETURN_IF_ERROR(
           CompileConstraint(*tools->constraint, "tool_choice", options, out.constraint));
       out.constraint.trigger = tools->constraint_trigger;
+      // A tag the vocabulary holds as one control token is sampled as that token, which has
+      // no text to watch for: its id arms the constraint too.
+      if (!out.constraint.trigger.empty()) {
+        const std::vector<int> ids =
+            tokenizer.EncodeWithSpecialTokens(out.constraint.trigger, /*add_bos=*/false, {});
+        if (ids.size() == 1 && tokenizer.IsControl(ids[0])) out.constraint.trigger_token = ids[0];
+      }
     }
     if (tools->reply.id_seed == 0) tools->reply.id_seed = out.sampling.seed;
     out.reply = std::move(tools->reply);

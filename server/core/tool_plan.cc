@@ -186,6 +186,23 @@ model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::Tool
   return spec;
 }
 
+// The tag after which a format's call starts: hermes "<tool_call>" (plain text), Mistral's
+// "[TOOL_CALLS]" and Phi-4-mini's "<|tool_call|>" (control tokens in their vocabularies, then
+// the calls' JSON array); "" for formats without one.
+std::string LazyTrigger(model::ToolCallFormat format) {
+  switch (format) {
+    case model::ToolCallFormat::kHermes:
+      return "<tool_call>";
+    case model::ToolCallFormat::kMistral:
+    case model::ToolCallFormat::kPhi4Mini:
+      return model::MarkupOf(format).array_open;
+    case model::ToolCallFormat::kLlama3Json:
+    case model::ToolCallFormat::kGenericJson:
+      return "";
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::ReplyFormat& format,
@@ -213,12 +230,15 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
   for (const Tool& tool : *tools) plan.reply.tool_names.push_back(tool.name);
   const bool parallel = !request.has_parallel_tool_calls() || request.parallel_tool_calls();
   if (!forced) {
-    // auto: a call the model opens follows the schemas (hermes: its tag is plain text).
-    if (format.tool_calls == model::ToolCallFormat::kHermes && compiler != nullptr &&
+    // auto: free text until the model opens a call with its format's tag, then the call
+    // follows the tools' schemas. Formats whose call is the bare reply (llama3-json, generic
+    // JSON) have no tag to wait for and stay unconstrained.
+    const std::string trigger = LazyTrigger(format.tool_calls);
+    if (!trigger.empty() && compiler != nullptr &&
         request.constraint().kind_case() == v1::OutputConstraint::KIND_NOT_SET) {
       plan.constraint = CallConstraint(
           *tools, format.tool_calls, parallel ? kMaxToolCallsPerReply : 1, /*after_open_tag=*/true);
-      plan.constraint_trigger = "<tool_call>";
+      plan.constraint_trigger = trigger;
     }
     return plan;
   }

@@ -43,8 +43,9 @@ void FitToPrompt(ToolPlan& plan, std::string_view prompt);
 // call without tools, a tool message that answers no call. A forced call's constraint
 // replaces the request's output constraint (the reply is a call, not text).
 // `compiler` null: parameters are not checked and required/named calls are UNIMPLEMENTED.
-// tool_choice auto in the hermes format gets a lazy constraint: free text until the model
-// opens a call (<tool_call>), then the call follows the tools' schemas.
+// tool_choice auto gets a lazy constraint in the formats that open a call with a tag (hermes
+// <tool_call>, mistral [TOOL_CALLS], phi4-mini <|tool_call|>): free text until the model
+// writes the tag, then the calls follow the tools' schemas.
 absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::ReplyFormat& format,
                                    model::ConstraintCompiler* compiler);
 

@@ -43,7 +43,8 @@ void Sequence::Start(KvSequence kv, int cached_tokens, const model::Tokenizer* t
   if (request_.constraint.grammar != nullptr) {
     matcher_.emplace(request_.constraint.grammar);
     allowed_.resize((request_.constraint.token_trie->vocab_size() + 63) / 64);
-    constraint_armed_ = request_.constraint.trigger.empty();
+    constraint_armed_ =
+        request_.constraint.trigger.empty() && request_.constraint.trigger_token < 0;
   }
   if (request_.embedding) pooler_.emplace(request_.embedding->pooling);
   if (request_.output.echo) {
@@ -123,7 +124,13 @@ bool Sequence::MaskConstraint(std::span<const float>& logits) {
 }
 
 void Sequence::WatchTrigger(int token) {
+  if (token == request_.constraint.trigger_token) {
+    trigger_window_.clear();
+    constraint_armed_ = true;
+    return;
+  }
   const std::string& trigger = request_.constraint.trigger;
+  if (trigger.empty()) return;
   trigger_window_ += request_.constraint.token_trie->token_bytes(token);
   const size_t at = trigger_window_.find(trigger);
   if (at == std::string::npos) {

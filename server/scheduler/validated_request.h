@@ -33,6 +33,9 @@ struct ConstraintParams {
   // the grammar (a tool call after its opening tag). If the token that completes the
   // trigger goes on with bytes the grammar refuses, the constraint is dropped.
   std::string trigger;
+  // >= 0: the constraint is also armed when this token is sampled: a tag the vocabulary holds
+  // as one control token (Mistral's [TOOL_CALLS], Phi-4's <|tool_call|>) decodes to no text.
+  int trigger_token = -1;
 };
 
 // An embedding request: the prompt is prefilled and pooled, nothing is generated.

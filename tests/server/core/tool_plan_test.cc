@@ -137,11 +137,39 @@ TEST(ToolPlanTest, AutoInHermesConstrainsACallOnceTheModelOpensIt) {
   EXPECT_TRUE(Accepts(compiler, *plan, call));
   EXPECT_TRUE(Accepts(compiler, *plan, call + "\n<tool_call>" + call));
   EXPECT_FALSE(Accepts(compiler, *plan, "\n{\"name\": \"add\", \"arguments\": {}}\n</tool_call>"));
-  // Other formats have no tag of their own to wait for: auto is only parsed.
-  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO),
-                   Format(model::ToolCallFormat::kLlama3Json), &compiler);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_FALSE(plan->constraint.has_value());
+  // Formats whose call is the bare reply have no tag to wait for: auto is only parsed.
+  for (model::ToolCallFormat bare :
+       {model::ToolCallFormat::kLlama3Json, model::ToolCallFormat::kGenericJson}) {
+    plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO), Format(bare), &compiler);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_FALSE(plan->constraint.has_value());
+  }
+}
+
+// Mistral and Phi-4-mini open their calls with a tag their vocabularies hold as one control
+// token: after it, the calls' JSON array follows the schemas (validation arms the constraint
+// on that token's id: ChatValidationTest).
+TEST(ToolPlanTest, AutoInMistralAndPhi4ConstrainsTheArrayAfterTheirTag) {
+  model::ConstraintCompiler compiler({});
+  const std::string add = R"({"name": "add", "arguments": {"a": 1, "b": 2}})";
+  const std::string weather = R"({"name": "get_weather", "arguments": {"city": "Oslo"}})";
+  for (const auto& [format, tag] : {std::pair{model::ToolCallFormat::kMistral, "[TOOL_CALLS]"},
+                                    std::pair{model::ToolCallFormat::kPhi4Mini, "<|tool_call|>"}}) {
+    absl::StatusOr<ToolPlan> plan =
+        PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO), Format(format), &compiler);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->constraint_trigger, tag);
+    EXPECT_TRUE(Accepts(compiler, *plan, "[" + add + "]"));
+    EXPECT_TRUE(Accepts(compiler, *plan, "[" + add + ", " + weather + "]"));
+    EXPECT_FALSE(Accepts(compiler, *plan, "[]"));
+    EXPECT_FALSE(Accepts(compiler, *plan, R"([{"name": "add", "arguments": {"a": 1}}])"));
+    EXPECT_FALSE(Accepts(compiler, *plan, "Sure, let me check."));
+    v1::ChatRequest serial = Request(v1::ToolChoice::TOOL_CHOICE_AUTO);
+    serial.set_parallel_tool_calls(false);
+    plan = PlanTools(serial, Format(format), &compiler);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_FALSE(Accepts(compiler, *plan, "[" + add + ", " + weather + "]"));
+  }
 }
 
 TEST(ToolPlanTest, PromptsThatThinkShapeTheConstraint) {

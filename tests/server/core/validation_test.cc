@@ -6,8 +6,11 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/constraint/token_trie.h"
+#include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
 #include "server/core/embedding.h"
@@ -434,6 +437,53 @@ TEST_F(ValidationTest, AnEncoderRefusesGenerationAndBoundsEmbeddingInputsByAStep
   EXPECT_THAT(std::string(inputs.status().message()), HasSubstr("--max-batch-tokens"));
   embed.mutable_inputs(1)->set_text("ok");
   EXPECT_TRUE(ValidateEmbedRequest(embed, tokenizer_, options_, context_).ok());
+}
+
+}  // namespace
+}  // namespace textgen::server
+
+namespace textgen::server {
+namespace {
+
+// Mistral's template: tool_choice auto waits for [TOOL_CALLS], which the vocabulary holds as one
+// control token (no text to watch): the constraint is armed by that token's id.
+TEST(ChatToolTriggerTest, AControlTokenTagArmsTheLazyConstraintByItsId) {
+  model::TokenizerData data;
+  data.tokens = {"<unk>", "<s>", "</s>", "[TOOL_CALLS]"};
+  data.token_types = {model::TokenizerData::kUnknown, model::TokenizerData::kControl,
+                      model::TokenizerData::kControl, model::TokenizerData::kControl};
+  for (int b = 0; b < 256; ++b) {
+    data.tokens.push_back(absl::StrFormat("<0x%02X>", b));
+    data.token_types.push_back(model::TokenizerData::kByte);
+  }
+  data.scores.assign(data.tokens.size(), 0.0f);
+  data.unk_id = 0, data.bos_id = 1, data.eos_id = 2;
+  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer = model::CreateTokenizer(data);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  absl::StatusOr<ChatTemplates> templates = ChatTemplates::Load(
+      {{"", "{% for m in messages %}{{ m.content }}{% endfor %}{# [TOOL_CALLS] #}"}}, "",
+      **tokenizer);
+  ASSERT_TRUE(templates.ok()) << templates.status();
+  model::ConstraintCompiler compiler({});
+  ValidationOptions options;
+  options.constraints = &compiler;
+  options.token_trie = model::TokenTrie::Build(**tokenizer);
+  v1::ChatRequest chat;
+  v1::ChatMessage* message = chat.add_messages();
+  message->set_role("user");
+  message->set_content("add 1 and 2");
+  chat.set_tools_json(
+      R"([{"type":"function","function":{"name":"add","parameters":{"type":"object",)"
+      R"("properties":{"a":{"type":"integer"}},"required":["a"]}}}])");
+  chat.mutable_tool_choice()->set_mode(v1::ToolChoice::TOOL_CHOICE_AUTO);
+  absl::StatusOr<ValidatedRequest> r =
+      ValidateChatRequest(chat, *templates, **tokenizer, options, RequestContext{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->constraint.grammar, nullptr);
+  EXPECT_EQ(r->constraint.trigger, "[TOOL_CALLS]");
+  EXPECT_EQ(r->constraint.trigger_token, 3);
+  ASSERT_TRUE(r->reply.has_value());
+  EXPECT_EQ(r->reply->format, model::ToolCallFormat::kMistral);
 }
 
 }  // namespace

@@ -277,6 +277,46 @@ TEST_P(RealEngineSchedulerTest, ConstrainedOutputIsValidAndBatchInvariant) {
   for (int i = 1; i < 16; i += 2) EXPECT_TRUE(Summarize(sinks[i]->Wait()).error.ok());
 }
 
+// A lazy constraint armed by a token id (a tag the vocabulary holds as one control token, which
+// has no text): free until that token is sampled, then what follows matches the grammar.
+TEST_P(RealEngineSchedulerTest, LazyConstraintStartsAtItsTriggerToken) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<model::CompiledConstraint> compiled =
+      compiler.Compile({model::ConstraintKind::kRegex, "[^0-9]{0,16}[0-9]{2}!"});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const auto trie = model::TokenTrie::Build(*tokenizer_);
+  int triggered = 0;
+  for (int p = 0; p < 4; ++p) {
+    // The trigger: a token the model writes unconstrained, a third of the way in.
+    auto sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(scheduler_->Submit(Make(Prompts()[p], p % 2, 40), sink).ok());
+    const std::vector<int> free = Summarize(sink->Wait()).tokens;
+    ASSERT_FALSE(free.empty());
+    const int trigger = free[free.size() / 3];
+    ValidatedRequest r = Make(Prompts()[p], p % 2, 120);
+    r.stopping.ignore_eos = false;
+    r.constraint.grammar = compiled->grammar;
+    r.constraint.token_trie = trie;
+    r.constraint.trigger_token = trigger;
+    sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(scheduler_->Submit(std::move(r), sink).ok());
+    const testing::Outcome out = Summarize(sink->Wait());
+    ASSERT_TRUE(out.error.ok()) << out.error;
+    // Unconstrained up to the trigger: the same tokens as the free run.
+    const auto at = std::find(out.tokens.begin(), out.tokens.end(), trigger);
+    ASSERT_NE(at, out.tokens.end());
+    EXPECT_TRUE(std::equal(out.tokens.begin(), at + 1, free.begin()));
+    ++triggered;
+    model::GrammarMatcher matcher(compiled->grammar);
+    const std::string rest = tokenizer_->Decode(std::vector<int>(at + 1, out.tokens.end()));
+    EXPECT_TRUE(matcher.Accept(rest)) << rest;
+    if (out.finished->reason == FinishReason::kEos) {
+      EXPECT_TRUE(matcher.complete()) << rest;
+    }
+  }
+  EXPECT_EQ(triggered, 4);
+}
+
 // A lazy constraint: free until the output holds the trigger, then what follows matches the
 // grammar; the same tokens alone or batched.
 TEST_P(RealEngineSchedulerTest, LazyConstraintStartsAtItsTrigger) {
