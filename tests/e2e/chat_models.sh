@@ -1,6 +1,6 @@
 # Sourced by the e2e wrappers that need chat models: make_chat_model MAKE_GGUF LLAMACPP_DIR
-# FAMILY CONTEXT OUT writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5, qwen3 or
-# llama3.1) with its real vocabulary and chat template from llama.cpp's source.
+# FAMILY CONTEXT OUT writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5, qwen3,
+# llama3.1 or mistral-nemo) with its real vocabulary and chat template from llama.cpp's source.
 make_chat_model() {
   _models=$2/models
   case $3 in
@@ -9,8 +9,16 @@ make_chat_model() {
     llama3.1)
       _arch=llama _vocab=ggml-vocab-llama-bpe.gguf
       _template=meta-llama-Llama-3.1-8B-Instruct.jinja ;;
+    # llama.cpp ships no Tekken vocabulary: Llama 3's, with Mistral's special tokens appended as
+    # control tokens (as Tekken holds them).
+    mistral-nemo)
+      _arch=llama _vocab=ggml-vocab-llama-bpe.gguf
+      _template=mistralai-Mistral-Nemo-Instruct-2407.jinja
+      _extra="[INST],[/INST],[TOOL_CALLS],[AVAILABLE_TOOLS],[/AVAILABLE_TOOLS],[TOOL_RESULTS],[/TOOL_RESULTS]" ;;
     *) echo "make_chat_model: unknown family $3" >&2; return 2 ;;
   esac
   "$1" --arch "$_arch" --preset tiny --dtype f32 --context "$4" --name "$3-random" \
-    --vocab-from "$_models/$_vocab" --chat-template "$_models/templates/$_template" --out "$5"
+    --vocab-from "$_models/$_vocab" ${_extra:+--add-control-tokens "$_extra"} \
+    --chat-template "$_models/templates/$_template" --out "$5"
+  unset _extra
 }

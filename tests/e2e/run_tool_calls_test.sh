@@ -1,6 +1,7 @@
 #!/bin/sh
-# Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3 and Llama 3.1 layouts (their
-# real vocabularies and chat templates, from llama.cpp's source), the server's HTTP API, the
+# Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3, Llama 3.1 and Mistral-Nemo
+# layouts (their real vocabularies and chat templates, from llama.cpp's source; Mistral's
+# special tokens added to Llama 3's vocabulary), the server's HTTP API, the
 # official `openai` npm client (calls, streams, runTools) and `ajv` validating every call's
 # arguments. Installs the npm packages into WORK_DIR once.
 # Exit 77 = skipped (no node, or the npm registry unreachable), with the reason printed.
@@ -14,5 +15,6 @@ node_packages "$work" openai@^6 ajv@^8
 make_chat_model "$make_gguf" "$llamacpp" qwen2.5 4096 "$work/qwen2.gguf"
 make_chat_model "$make_gguf" "$llamacpp" qwen3 4096 "$work/qwen3.gguf"
 make_chat_model "$make_gguf" "$llamacpp" llama3.1 4096 "$work/llama.gguf"
+make_chat_model "$make_gguf" "$llamacpp" mistral-nemo 4096 "$work/mistral-nemo.gguf"
 NODE_PATH="$work/node_modules" exec node "$here/tool_calls_test.js" "$server" \
-  "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/llama.gguf"
+  "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/llama.gguf" "$work/mistral-nemo.gguf"

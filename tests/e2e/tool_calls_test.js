@@ -1,6 +1,6 @@
 // Tool calls through the HTTP API with the official `openai` npm client, on random-weight
-// models in Qwen 2.5 (hermes), Qwen 3 (hermes, <think>) and Llama 3.1 (llama3-json) layouts
-// with their real vocabularies and templates. For each model:
+// models in Qwen 2.5 (hermes), Qwen 3 (hermes, <think>), Llama 3.1 (llama3-json) and
+// Mistral-Nemo (mistral, [TOOL_CALLS]) layouts with their vocabularies and templates. For each model:
 //   - named and required calls over seeds 1..N: every reply that finishes with "tool_calls"
 //     names a declared tool and its arguments validate with ajv against that tool's schema;
 //     no format markup in `content`;

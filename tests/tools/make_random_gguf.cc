@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "model/arch/architectures.h"
 #include "model/format/gguf_reader.h"
@@ -23,7 +24,8 @@ constexpr char kUsage[] =
     "         --dtype f32|f16|bf16|q8_0|q4_k_m --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
     "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
-    "         [--vocab-from VOCAB.gguf] [--chat-template FILE.jinja] [--pooling mean|cls|last]\n"
+    "         [--vocab-from VOCAB.gguf [--add-control-tokens A,B,...]] [--chat-template FILE.jinja]\n"
+    "         [--pooling mean|cls|last]\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -33,13 +35,41 @@ constexpr char kUsage[] =
     "synthetic SentencePiece-style (llama), byte-level (gpt2) or WordPiece (bert, nomic-bert)\n"
     "vocabulary is written; encoders get pooling_type mean unless --pooling says otherwise.\n"
     "--vocab-from copies a GGUF's tokenizer.* metadata (a real vocabulary, e.g. llama.cpp's\n"
-    "models/ggml-vocab-qwen2.gguf) and sets --vocab to its size; --chat-template embeds a\n"
+    "models/ggml-vocab-qwen2.gguf) and sets --vocab to its size (--add-control-tokens appends\n"
+    "control tokens to it, e.g. a family's [INST] and [TOOL_CALLS]); --chat-template embeds a\n"
     "Jinja chat template as tokenizer.chat_template; --pooling writes {arch}.pooling_type (an\n"
     "embedding model's).\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "textgen-make-random-gguf: %s\n", message.c_str());
   return 2;
+}
+
+std::vector<std::string> Split(const std::string& list, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream stream(list);
+  for (std::string part; std::getline(stream, part, separator);) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+// Appends `texts` to a copied vocabulary as control tokens (a family's special tokens that the
+// vocabulary borrowed from another lacks: Mistral's [INST], [TOOL_CALLS], ...); returns how many.
+int AppendControlTokens(std::vector<textgen::model::GgufKv>& metadata,
+                        const std::vector<std::string>& texts) {
+  using textgen::model::GgufType;
+  using textgen::model::GgufValue;
+  for (textgen::model::GgufKv& kv : metadata) {
+    if (kv.value.type != GgufType::kArray) continue;
+    auto& elements = std::get<std::vector<GgufValue>>(kv.value.data);
+    for (const std::string& text : texts) {
+      if (kv.key == "tokenizer.ggml.tokens") elements.push_back(GgufValue::String(text));
+      if (kv.key == "tokenizer.ggml.token_type") elements.push_back(GgufValue::Int32(3));
+      if (kv.key == "tokenizer.ggml.scores") elements.push_back(GgufValue::Float32(0.0f));
+    }
+  }
+  return static_cast<int>(texts.size());
 }
 
 bool ParseInt(const std::string& s, long long& out) {
@@ -107,7 +137,7 @@ int main(int argc, char** argv) {
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
         key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template" ||
-        key == "pooling") {
+        key == "pooling" || key == "add-control-tokens") {
       continue;
     }
     auto it = ints.find(key);
@@ -139,6 +169,12 @@ int main(int argc, char** argv) {
     for (const GgufKv& kv : gguf->metadata) {
       if (kv.key.rfind("tokenizer.", 0) == 0) spec->vocab_metadata.push_back(kv);
     }
+    if (args.count("add-control-tokens")) {
+      spec->vocab_size +=
+          AppendControlTokens(spec->vocab_metadata, Split(args["add-control-tokens"], ','));
+    }
+  } else if (args.count("add-control-tokens")) {
+    return Fail("--add-control-tokens needs --vocab-from");
   }
   if (args.count("pooling")) {
     const std::map<std::string, int> poolings = {{"mean", 1}, {"cls", 2}, {"last", 3}};
