@@ -7,7 +7,8 @@
 # request) and llama.cpp's llama-embedding (the same inputs, one
 # per line, --pooling last, its default batch 2048 and ubatch 512; its wall time less that of a
 # one-word input, which leaves out loading). The token count is textgen's (the same vocabulary
-# and text). Prints one JSON line per run and the medians.
+# and text). Peak resident memory: the server's VmHWM, llama-embedding's maximum RSS. Prints
+# one JSON line per run and the medians.
 #   env: BUILD, MODELS, LLAMA_BIN (scripts/bench-common.sh), ROUNDS (default 3), BATCH (32),
 #        INPUT_TOKENS (128), SHAPE (llama1b-q8_0 | bert-base-f16), SERVER_FLAGS (extra
 #        textgen-server flags, e.g. --bf16)
@@ -60,8 +61,10 @@ textgen() {
   seconds=$(curl -s -o "$work/out.json" -w '%{time_total}' "127.0.0.1:$port/v1/embeddings" \
     -H 'Content-Type: application/json' -d @"$work/body.json")
   tokens=$(python3 -c "import json; print(json.load(open('$work/out.json'))['usage']['prompt_tokens'])")
-  printf '{"engine":"textgen","seconds":%s,"tokens":%d,"tokens_per_second":%.1f}\n' "$seconds" \
-    "$tokens" "$(python3 -c "print($tokens / $seconds)")"
+  # Peak resident memory of the whole server so far (weights, KV budget used, scratch).
+  rss_mb=$(awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$server/status")
+  printf '{"engine":"textgen","seconds":%s,"tokens":%d,"tokens_per_second":%.1f,"peak_rss_mb":%d}\n' \
+    "$seconds" "$tokens" "$(python3 -c "print($tokens / $seconds)")" "$rss_mb"
 }
 
 # llama-embedding prints no timings of its own here: its compute time is the wall time with the
@@ -71,7 +74,8 @@ llamacpp() {
   run() {
     local start end
     start=$(date +%s.%N)
-    "$L/llama-embedding" -m "$model" -t 2 -f "$1" --pooling "$pooling" -c "$ctx" -b 2048 -ub 512 \
+    /usr/bin/time -f '%M' -o "$work/llama.rss" \
+      "$L/llama-embedding" -m "$model" -t 2 -f "$1" --pooling "$pooling" -c "$ctx" -b 2048 -ub 512 \
       --embd-output-format json >"$work/llama.json" 2>"$work/llama.log" || {
       tail -20 "$work/llama.log" >&2
       exit 1
@@ -81,12 +85,15 @@ llamacpp() {
   }
   local full empty tokens
   full=$(run "$work/inputs.txt")
+  local rss_kb
+  rss_kb=$(tail -1 "$work/llama.rss")
   empty=$(run "$work/one.txt")
   tokens=$(python3 -c "import json; print(json.load(open('$work/out.json'))['usage']['prompt_tokens'])")
   python3 -c "
 s = $full - $empty
 print('{\"engine\":\"llama.cpp\",\"seconds\":%.4f,\"tokens\":%d,\"tokens_per_second\":%.1f,'
-      '\"wall_seconds\":%.4f,\"overhead_seconds\":%.4f}' % (s, $tokens, $tokens / s, $full, $empty))"
+      '\"wall_seconds\":%.4f,\"overhead_seconds\":%.4f,\"peak_rss_mb\":%d}'
+      % (s, $tokens, $tokens / s, $full, $empty, $rss_kb // 1024))"
 }
 
 textgen >/dev/null  # warm-up
@@ -104,5 +111,8 @@ med = {e: statistics.median(r["tokens_per_second"] for r in rows if r["engine"] 
 print(json.dumps({"summary": True, "shape": sys.argv[2], "server_flags": sys.argv[3],
                   "textgen_tokens_per_second": med["textgen"],
                   "llamacpp_tokens_per_second": med["llama.cpp"],
-                  "ratio": round(med["textgen"] / med["llama.cpp"], 3)}))
+                  "ratio": round(med["textgen"] / med["llama.cpp"], 3),
+                  "textgen_peak_rss_mb": max(r["peak_rss_mb"] for r in rows if r["engine"] == "textgen"),
+                  "llamacpp_peak_rss_mb": max(r["peak_rss_mb"] for r in rows
+                                              if r["engine"] == "llama.cpp")}))
 EOF

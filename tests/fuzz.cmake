@@ -12,7 +12,7 @@ if(TEXTGEN_FUZZ)
   get_target_property(fuzz_constraint_sources textgen_constraint SOURCES)
   set(fuzz_model_libs absl::status absl::statusor absl::strings absl::str_format
                       absl::flat_hash_map absl::synchronization absl::time PkgConfig::PCRE2
-                      nlohmann_json::nlohmann_json)
+                      PkgConfig::UTF8PROC nlohmann_json::nlohmann_json)
   # Formats and tokenizers, compiled once (instrumented) for every fuzzer below.
   add_library(textgen_fuzz_model OBJECT ${fuzz_loader_sources} ${fuzz_arch_sources}
                                         ${fuzz_tokenizer_sources}
@@ -22,7 +22,7 @@ if(TEXTGEN_FUZZ)
   target_link_libraries(textgen_fuzz_model PRIVATE ${fuzz_model_libs})
   set(fuzz_model_sources $<TARGET_OBJECTS:textgen_fuzz_model>)
 
-  # Both tokenizer families on llama.cpp's test vocabularies: encode, decode, round trip and the
+  # Every tokenizer family on llama.cpp's test vocabularies: encode, decode, round trip and the
   # incremental detokenizer.
   add_executable(textgen-fuzz-tokenizer ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/tokenizer_fuzz.cc
                                         ${fuzz_model_sources})
