@@ -104,7 +104,8 @@ std::vector<std::string> BertWords(std::string_view text, const BertNormalizatio
       words.Add(c);
       continue;
     }
-    // A canonical decomposition is at most 4 code points (utf8proc's own bound is 4 too).
+    // Canonical decompositions are at most 4 code points; a result that did not fit the 8
+    // slots (utf8proc then returns the size it needs) keeps the character as it is.
     std::array<utf8proc_int32_t, 8> decomposed;
     int last_boundclass = 0;
     const utf8proc_ssize_t parts = utf8proc_decompose_char(
