@@ -129,16 +129,15 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
   // Embeddings: the output-normed hidden states, row by row (a row's norm reads only it).
   const int hidden = static_cast<int>(plan.hidden_rows.size());
   if (hidden > 0) {
-    for (int i = 0; i < hidden; ++i) {
-      std::memcpy(proj_.data() + static_cast<size_t>(i) * dim,
-                  x_.data() + static_cast<size_t>(plan.hidden_rows[i]) * dim, sizeof(float) * dim);
-    }
     const size_t need = static_cast<size_t>(hidden) * dim;
     if (hidden_out_.size() < need) hidden_out_.resize(need);
-    if (output_norm_.empty()) {  // encoders: the last block's output is the hidden state
-      std::memcpy(hidden_out_.data(), proj_.data(), sizeof(float) * need);
-    } else {
-      Norm(proj_.data(), hidden, output_norm_, output_norm_bias_, hidden_out_.data());
+    for (int i = 0; i < hidden; ++i) {
+      std::memcpy(hidden_out_.data() + static_cast<size_t>(i) * dim,
+                  x_.data() + static_cast<size_t>(plan.hidden_rows[i]) * dim, sizeof(float) * dim);
+    }
+    // Encoders have no final norm: the last block's output is the hidden state.
+    if (!output_norm_.empty()) {
+      Norm(hidden_out_.data(), hidden, output_norm_, output_norm_bias_, hidden_out_.data());
     }
   }
   // Final norm and LM head only for the rows whose logits are wanted.

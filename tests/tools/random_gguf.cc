@@ -156,8 +156,8 @@ class TensorMaker {
                    const std::vector<float>& v) {
     // Vectors, and the tables llama.cpp's converter always keeps in f32 (it adds their rows to
     // f32 activations directly), stay f32.
-    const bool f32 = dims.size() == 1 || name == "position_embd.weight" ||
-                     name == "token_types.weight";
+    const bool f32 =
+        dims.size() == 1 || name == "position_embd.weight" || name == "token_types.weight";
     DType dtype = f32 ? DType::kF32 : dtype_;
     for (const auto& [suffix, override_dtype] : overrides_) {
       if (!f32 && absl::EndsWith(name, suffix)) dtype = override_dtype;
