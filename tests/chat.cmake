@@ -9,6 +9,10 @@ textgen_test(jinja_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/chat/jinja_test.cc
   LIBS textgen_chat)
 
+textgen_test(tool_polyfill_test
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/chat/tool_polyfill_test.cc
+  LIBS textgen_chat nlohmann_json::nlohmann_json)
+
 # Every semantic case and every chat template in llama.cpp's models/templates, rendered by
 # textgen and by Debian's python3-jinja2 configured as Hugging Face does: byte for byte.
 add_test(NAME py_chat_templates

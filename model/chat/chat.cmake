@@ -25,6 +25,7 @@ add_library(textgen_chat STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_template.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/json_value.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_call_format.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_polyfill.cc
 )
 target_link_libraries(textgen_chat
   PUBLIC textgen_jinja

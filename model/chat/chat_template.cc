@@ -12,7 +12,10 @@ using jinja::Value;
 constexpr absl::string_view kReservedVariables[] = {"messages", "add_generation_prompt", "tools",
                                                     "bos_token", "eos_token"};
 
-absl::StatusOr<Value> MessageValue(const ChatMessage& message, size_t index) {
+// `calls_format` set: the calls are written into the content in that format (for templates
+// that do not render tool_calls).
+absl::StatusOr<Value> MessageValue(const ChatMessage& message, size_t index,
+                                   std::optional<ToolCallFormat> calls_format) {
   jinja::Dict dict;
   // Everything from the request is tainted, roles included.
   dict.Set(Value::String("role"), Value::Tainted(message.role));
@@ -32,6 +35,21 @@ absl::StatusOr<Value> MessageValue(const ChatMessage& message, size_t index) {
       return absl::InvalidArgumentError(
           absl::StrCat("messages[", index, "].tool_calls must be a JSON array"));
     }
+    if (calls_format.has_value()) {
+      absl::StatusOr<jinja::TaintedString> text = CallsAsText(*calls, *calls_format);
+      if (!text.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("messages[", index, "].", text.status().message()));
+      }
+      jinja::TaintedString content{message.content, {}};
+      if (!content.bytes.empty()) content.taint.push_back({0, content.bytes.size()});
+      for (const jinja::TaintRange& range : text->taint) {
+        content.taint.push_back(
+            {range.begin + content.bytes.size(), range.end + content.bytes.size()});
+      }
+      content.bytes += text->bytes;
+      dict.Set(Value::String("content"), Value::String(std::move(content)));
+    }
     dict.Set(Value::String("tool_calls"), *std::move(calls));
   }
   return Value::MakeDict(std::move(dict));
@@ -48,7 +66,34 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Create(absl::string_view source, std:
   }
   absl::StatusOr<jinja::Template> parsed = jinja::Template::Parse(source);
   if (!parsed.ok()) return parsed.status();
-  return ChatTemplate(*std::move(parsed), std::move(bos_token), std::move(eos_token));
+  return ChatTemplate(*std::move(parsed),
+                      DetectTemplateToolSupport(std::string_view(source.data(), source.size())),
+                      std::move(bos_token), std::move(eos_token));
+}
+
+absl::StatusOr<jinja::List> ChatTemplate::MessagesValue(const ChatInput& input) const {
+  const bool polyfill = input.tool_call_format.has_value();
+  std::optional<ToolCallFormat> calls_format;
+  if (polyfill && !tool_support_.reads_tool_calls) calls_format = input.tool_call_format;
+  jinja::List messages;
+  for (size_t i = 0; i < input.messages.size(); ++i) {
+    absl::StatusOr<Value> message = MessageValue(input.messages[i], i, calls_format);
+    if (!message.ok()) return message.status();
+    messages.push_back(*std::move(message));
+  }
+  if (polyfill && tool_support_.tools_in_system_message && input.tools.has_value()) {
+    absl::StatusOr<std::string> tools = ToolsAsSystemText(*input.tools);
+    if (!tools.ok()) return tools.status();
+    const Value* role = messages.empty() ? nullptr : messages.front().dict().Find("role");
+    if (role == nullptr || role->str() != "system") {
+      jinja::Dict system;
+      system.Set(Value::String("role"), Value::String("system"));
+      system.Set(Value::String("content"), Value::String(kToolsSystemPrompt));
+      messages.insert(messages.begin(), Value::MakeDict(std::move(system)));
+    }
+    messages.front().mutable_dict().Set(Value::String("tools"), Value::Tainted(*std::move(tools)));
+  }
+  return messages;
 }
 
 absl::StatusOr<ChatPrompt> ChatTemplate::Render(const ChatInput& input,
@@ -71,13 +116,9 @@ absl::StatusOr<ChatPrompt> ChatTemplate::Render(const ChatInput& input,
       context.Set(Value::String(key.str()), value);
     }
   }
-  jinja::List messages;
-  for (size_t i = 0; i < input.messages.size(); ++i) {
-    absl::StatusOr<Value> message = MessageValue(input.messages[i], i);
-    if (!message.ok()) return message.status();
-    messages.push_back(*std::move(message));
-  }
-  context.Set(Value::String("messages"), Value::MakeList(std::move(messages)));
+  absl::StatusOr<jinja::List> messages = MessagesValue(input);
+  if (!messages.ok()) return messages.status();
+  context.Set(Value::String("messages"), Value::MakeList(*std::move(messages)));
   context.Set(Value::String("add_generation_prompt"), Value::Bool(input.add_generation_prompt));
   context.Set(Value::String("bos_token"), Value::String(bos_token_));
   context.Set(Value::String("eos_token"), Value::String(eos_token_));

@@ -6,6 +6,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "model/chat/jinja/template.h"
+#include "model/chat/tool_call_format.h"
+#include "model/chat/tool_polyfill.h"
 #include "model/tokenizer/text_range.h"
 
 namespace textgen::model {
@@ -30,6 +32,9 @@ struct ChatInput {
   // unset = undefined.
   std::optional<jinja::Value> tools;
   std::string variables_json;  // a JSON object of extra variables ({"enable_thinking": false})
+  // How the model writes calls. Set: a template that does not render tools or calls the
+  // usual way gets them where it looks (see tool_polyfill.h); unset: rendered as written.
+  std::optional<ToolCallFormat> tool_call_format;
 };
 
 // A rendered conversation: the prompt text and the bytes of it that came from the request
@@ -56,12 +61,17 @@ class ChatTemplate {
                                     const jinja::RenderOptions& options = {}) const;
 
  private:
-  ChatTemplate(jinja::Template parsed, std::string bos_token, std::string eos_token)
+  ChatTemplate(jinja::Template parsed, TemplateToolSupport tool_support, std::string bos_token,
+               std::string eos_token)
       : template_(std::move(parsed)),
+        tool_support_(tool_support),
         bos_token_(std::move(bos_token)),
         eos_token_(std::move(eos_token)) {}
 
+  absl::StatusOr<jinja::List> MessagesValue(const ChatInput& input) const;
+
   jinja::Template template_;
+  TemplateToolSupport tool_support_;
   std::string bos_token_;
   std::string eos_token_;
 };

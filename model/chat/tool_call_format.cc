@@ -38,7 +38,9 @@ ToolCallFormat DetectToolCallFormat(std::string_view source) {
   // Most specific markers first: a Hermes-style template may mention JSON "parameters".
   if (Has(source, "<tool_call>")) return ToolCallFormat::kHermes;
   if (Has(source, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
-  if (Has(source, "<|tool_call|>")) return ToolCallFormat::kPhi4Mini;
+  // Phi-4-mini's own template lists the tools between <|tool|> and <|/tool|> and renders no
+  // calls; its model card's replies are <|tool_call|>[...]<|/tool_call|>.
+  if (Has(source, "<|tool_call|>") || Has(source, "<|/tool|>")) return ToolCallFormat::kPhi4Mini;
   if (Has(source, "<|python_tag|>") ||
       (Has(source, "<|start_header_id|>") && Has(source, "\"parameters\""))) {
     return ToolCallFormat::kLlama3Json;

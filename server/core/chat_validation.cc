@@ -21,10 +21,12 @@ absl::Status CheckText(const std::string& text, absl::string_view field) {
   return WithField(model::CheckUtf8(text, field), field);
 }
 
-// `tools`: what the tool plan offers the template (unset: none).
+// `tools`: what the tool plan offers the template (unset: none); `format`: how the model
+// writes calls (a template that does not render tools or calls gets them where it looks).
 absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
                                              size_t max_prompt_bytes,
-                                             std::optional<model::jinja::Value> tools) {
+                                             std::optional<model::jinja::Value> tools,
+                                             model::ToolCallFormat format) {
   if (request.messages().empty()) {
     return InvalidField("messages", "is empty; send at least one message");
   }
@@ -48,6 +50,7 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
   input.add_generation_prompt =
       request.has_add_generation_prompt() ? request.add_generation_prompt() : true;
   input.tools = std::move(tools);
+  input.tool_call_format = format;
   input.variables_json = request.template_variables_json();
   for (int i = 0; i < request.messages_size(); ++i) {
     const v1::ChatMessage& m = request.messages(i);
@@ -98,11 +101,11 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
   const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
                              request.stopping(),   request.output(),     request.constraint()};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
-    absl::StatusOr<ToolPlan> tools =
-        PlanTools(request, templates.reply_format(request.template_name()), options.constraints);
+    const model::ReplyFormat& format = templates.reply_format(request.template_name());
+    absl::StatusOr<ToolPlan> tools = PlanTools(request, format, options.constraints);
     if (!tools.ok()) return tools.status();
-    absl::StatusOr<model::ChatInput> input =
-        ToChatInput(request, options.max_prompt_bytes, std::move(tools->template_tools));
+    absl::StatusOr<model::ChatInput> input = ToChatInput(
+        request, options.max_prompt_bytes, std::move(tools->template_tools), format.tool_calls);
     if (!input.ok()) return input.status();
     model::jinja::RenderOptions render;
     render.limits.max_output_bytes = kMaxRenderedPromptBytes;

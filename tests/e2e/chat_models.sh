@@ -1,6 +1,7 @@
 # Sourced by the e2e wrappers that need chat models: make_chat_model MAKE_GGUF LLAMACPP_DIR
-# FAMILY CONTEXT OUT writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5, qwen3,
-# llama3.1 or mistral-nemo) with its real vocabulary and chat template from llama.cpp's source.
+# FAMILY CONTEXT OUT [TEMPLATE] writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5,
+# qwen3, llama3.1, mistral-nemo or phi4-mini) with its real vocabulary and chat template from
+# llama.cpp's source (TEMPLATE: a template file of the family's own from elsewhere).
 make_chat_model() {
   _models=$2/models
   case $3 in
@@ -15,10 +16,15 @@ make_chat_model() {
       _arch=llama _vocab=ggml-vocab-llama-bpe.gguf
       _template=mistralai-Mistral-Nemo-Instruct-2407.jinja
       _extra="[INST],[/INST],[TOOL_CALLS],[AVAILABLE_TOOLS],[/AVAILABLE_TOOLS],[TOOL_RESULTS],[/TOOL_RESULTS]" ;;
+    # Nor Phi-4-mini's o200k vocabulary or its template (TEMPLATE must name it): Llama 3's
+    # vocabulary with Phi-4-mini's role and tool tokens as control tokens.
+    phi4-mini)
+      _arch=llama _vocab=ggml-vocab-llama-bpe.gguf _template=
+      _extra="<|system|>,<|user|>,<|assistant|>,<|end|>,<|tool|>,<|/tool|>,<|tool_call|>,<|/tool_call|>" ;;
     *) echo "make_chat_model: unknown family $3" >&2; return 2 ;;
   esac
   "$1" --arch "$_arch" --preset tiny --dtype f32 --context "$4" --name "$3-random" \
     --vocab-from "$_models/$_vocab" ${_extra:+--add-control-tokens "$_extra"} \
-    --chat-template "$_models/templates/$_template" --out "$5"
+    --chat-template "${6:-$_models/templates/$_template}" --out "$5"
   unset _extra
 }

@@ -1,6 +1,8 @@
 // Tool calls through the HTTP API with the official `openai` npm client, on random-weight
-// models in Qwen 2.5 (hermes), Qwen 3 (hermes, <think>), Llama 3.1 (llama3-json) and
-// Mistral-Nemo (mistral, [TOOL_CALLS]) layouts with their vocabularies and templates. For each model:
+// models in Qwen 2.5 (hermes), Qwen 3 (hermes, <think>), Llama 3.1 (llama3-json), Mistral-Nemo
+// (mistral, [TOOL_CALLS]) and Phi-4-mini (phi4-mini, <|tool_call|>; its template shows tools
+// only in a system message and renders no calls) layouts with their vocabularies and
+// templates. For each model:
 //   - named and required calls over seeds 1..N: every reply that finishes with "tool_calls"
 //     names a declared tool and its arguments validate with ajv against that tool's schema;
 //     no format markup in `content`;
@@ -10,6 +12,7 @@
 //   - the SDK's runTools helper runs real JavaScript functions and sends their results back
 //     (the call ids and tool messages round-trip through the template), with a session that
 //     reuses the cached prefix across the turn;
+//   - the prompt shows the model its tools (longer than with tool_choice none);
 //   - bad tool_choice / tools / tool messages are 400s naming the parameter.
 // Usage: node tool_calls_test.js SERVER_BIN MODEL_GGUF...
 'use strict';
@@ -19,7 +22,8 @@ const { startServer } = require('./start_server');
 const Ajv2020 = require('ajv/dist/2020');
 
 const SEEDS = Number(process.env.TOOL_SEEDS || 100);
-const MARKUP = /<tool_call>|<\/tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>|<think>|<\/think>/;
+const MARKUP =
+  /<tool_call>|<\/tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>|<think>|<\/think>|<\|\/?tool_call\|>/;
 
 const TOOLS = [
   { type: 'function', function: { name: 'get_weather', description: 'Weather in a city',
@@ -165,6 +169,13 @@ async function checkModel(serverBin, modelPath, validators) {
         'the second turn reused the session');
     }
     assert.strictEqual(used.size, 2, 'runTools called both functions');
+    // The template shows the model its tools (Phi-4-mini's only through a system message):
+    // offering them makes the prompt longer than tool_choice none, which withholds them.
+    const promptTokens = async (extra) => (await client.chat.completions.create({
+      model: modelName, messages, tools: TOOLS, max_tokens: 1, ...extra })).usage.prompt_tokens;
+    const offered = await promptTokens({});
+    const withheld = await promptTokens({ tool_choice: 'none' });
+    assert.ok(offered > withheld + 40, `tools offered: ${offered} prompt tokens, none: ${withheld}`);
     // Bad requests name the parameter.
     await assert.rejects(client.chat.completions.create({ model: modelName, messages,
       tools: TOOLS, tool_choice: { type: 'function', function: { name: 'mul' } } }),

@@ -1,5 +1,6 @@
 #include "server/core/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -484,6 +485,56 @@ TEST(ChatToolTriggerTest, AControlTokenTagArmsTheLazyConstraintByItsId) {
   EXPECT_EQ(r->constraint.trigger_token, 3);
   ASSERT_TRUE(r->reply.has_value());
   EXPECT_EQ(r->reply->format, model::ToolCallFormat::kMistral);
+}
+
+// Phi-4-mini's template shape reads tools only from a system message's `tools` text and never
+// renders calls: a Chat request's tools reach the prompt there, and an earlier call is written
+// after its message's content as the model writes calls (its tags as control tokens).
+TEST(ChatToolTriggerTest, ATemplateWithToolsInItsSystemMessageSeesToolsAndEarlierCalls) {
+  model::TokenizerData data;
+  data.tokens = {"<unk>", "<s>", "</s>", "<|tool_call|>", "<|/tool_call|>"};
+  data.token_types = {model::TokenizerData::kUnknown, model::TokenizerData::kControl,
+                      model::TokenizerData::kControl, model::TokenizerData::kControl,
+                      model::TokenizerData::kControl};
+  for (int b = 0; b < 256; ++b) {
+    data.tokens.push_back(absl::StrFormat("<0x%02X>", b));
+    data.token_types.push_back(model::TokenizerData::kByte);
+  }
+  data.scores.assign(data.tokens.size(), 0.0f);
+  data.unk_id = 0, data.bos_id = 1, data.eos_id = 2;
+  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer = model::CreateTokenizer(data);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  absl::StatusOr<ChatTemplates> templates = ChatTemplates::Load(
+      {{"",
+        "{% for message in messages %}{{ '<' + message['role'] + '>' + message['content'] }}"
+        "{% if 'tools' in message %}{{ '<tooldefs>' + message['tools'] + '<|/tool|>' }}{% endif %}"
+        "{% endfor %}"}},
+      "", **tokenizer);
+  ASSERT_TRUE(templates.ok()) << templates.status();
+  ValidationOptions options;
+  v1::ChatRequest chat;
+  for (const auto& [role, content] :
+       {std::pair{"user", "add 1 and 2"}, std::pair{"assistant", ""}, std::pair{"tool", "3"}}) {
+    v1::ChatMessage* message = chat.add_messages();
+    message->set_role(role);
+    message->set_content(content);
+  }
+  chat.mutable_messages(1)->set_tool_calls_json(
+      R"([{"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\":1}"}}])");
+  chat.mutable_messages(2)->set_tool_call_id("c1");
+  chat.set_tools_json(R"([{"type":"function","function":{"name":"add","parameters":{}}}])");
+  absl::StatusOr<ValidatedRequest> r =
+      ValidateChatRequest(chat, *templates, **tokenizer, options, RequestContext{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->prompt_text, std::string("<system>") + model::kToolsSystemPrompt +
+                                R"(<tooldefs>[{"name": "add", "parameters": {}}]<|/tool|>)"
+                                R"(<user>add 1 and 2<assistant><|tool_call|>[{"name": "add", )"
+                                R"("arguments": {"a": 1}}]<|/tool_call|><tool>3)");
+  // The tags the model writes as control tokens are those tokens; the rest is text.
+  EXPECT_EQ(std::count(r->prompt_tokens.begin(), r->prompt_tokens.end(), 3), 1);
+  EXPECT_EQ(std::count(r->prompt_tokens.begin(), r->prompt_tokens.end(), 4), 1);
+  ASSERT_TRUE(r->reply.has_value());
+  EXPECT_EQ(r->reply->format, model::ToolCallFormat::kPhi4Mini);
 }
 
 }  // namespace

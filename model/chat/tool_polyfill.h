@@ -1,0 +1,38 @@
+#pragma once
+
+// Templates that do not show a model its tools or its earlier calls the usual way (the `tools`
+// variable, an assistant message's `tool_calls`). Phi-4-mini's template reads its tools as
+// JSON text in a system message's `tools` field and renders no calls: left alone, the model
+// would never see the tools a request offers, nor on the next turn the calls it made.
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "model/chat/jinja/value.h"
+#include "model/chat/tool_call_format.h"
+
+namespace textgen::model {
+
+// What a chat template reads of a conversation's tools, from its source.
+struct TemplateToolSupport {
+  bool reads_tool_calls = false;  // renders an assistant message's tool_calls
+  // Shows tools only through a system message's `tools` field, never the `tools` variable.
+  bool tools_in_system_message = false;
+};
+TemplateToolSupport DetectTemplateToolSupport(std::string_view source);
+
+// The system message a tools-in-system template gets when the conversation has none (the
+// sentence Phi-4-mini's model card puts before its tools).
+inline constexpr char kToolsSystemPrompt[] = "You are a helpful assistant with some tools.";
+
+// `tools` (OpenAI's list of {"type": "function", "function": {...}}) as the JSON text a system
+// message's `tools` field holds: the list of function objects, as json.dumps writes it.
+absl::StatusOr<std::string> ToolsAsSystemText(const jinja::Value& tools);
+
+// An assistant message's `tool_calls` (OpenAI's shape; arguments a JSON string or an object)
+// written as `format` writes calls, to follow its content. The format's tags are trusted (so
+// control-token tags encode as the tokens the model wrote); names and arguments stay tainted.
+absl::StatusOr<jinja::TaintedString> CallsAsText(const jinja::Value& calls, ToolCallFormat format);
+
+}  // namespace textgen::model
