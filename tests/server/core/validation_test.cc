@@ -448,18 +448,29 @@ namespace {
 
 // Mistral's template: tool_choice auto waits for [TOOL_CALLS], which the vocabulary holds as one
 // control token (no text to watch): the constraint is armed by that token's id.
-TEST(ChatToolTriggerTest, AControlTokenTagArmsTheLazyConstraintByItsId) {
+// A byte-fallback vocabulary: <unk> <s> </s>, then `control` (ids 3, 4, ...), then the bytes.
+absl::StatusOr<std::unique_ptr<model::Tokenizer>> ByteTokenizerWithControlTokens(
+    const std::vector<std::string>& control) {
   model::TokenizerData data;
-  data.tokens = {"<unk>", "<s>", "</s>", "[TOOL_CALLS]"};
+  data.tokens = {"<unk>", "<s>", "</s>"};
   data.token_types = {model::TokenizerData::kUnknown, model::TokenizerData::kControl,
-                      model::TokenizerData::kControl, model::TokenizerData::kControl};
+                      model::TokenizerData::kControl};
+  for (const std::string& token : control) {
+    data.tokens.push_back(token);
+    data.token_types.push_back(model::TokenizerData::kControl);
+  }
   for (int b = 0; b < 256; ++b) {
     data.tokens.push_back(absl::StrFormat("<0x%02X>", b));
     data.token_types.push_back(model::TokenizerData::kByte);
   }
   data.scores.assign(data.tokens.size(), 0.0f);
   data.unk_id = 0, data.bos_id = 1, data.eos_id = 2;
-  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer = model::CreateTokenizer(data);
+  return model::CreateTokenizer(data);
+}
+
+TEST(ChatToolTriggerTest, AControlTokenTagArmsTheLazyConstraintByItsId) {
+  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer =
+      ByteTokenizerWithControlTokens({"[TOOL_CALLS]"});
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   absl::StatusOr<ChatTemplates> templates = ChatTemplates::Load(
       {{"", "{% for m in messages %}{{ m.content }}{% endfor %}{# [TOOL_CALLS] #}"}}, "",
@@ -491,18 +502,8 @@ TEST(ChatToolTriggerTest, AControlTokenTagArmsTheLazyConstraintByItsId) {
 // renders calls: a Chat request's tools reach the prompt there, and an earlier call is written
 // after its message's content as the model writes calls (its tags as control tokens).
 TEST(ChatToolTriggerTest, ATemplateWithToolsInItsSystemMessageSeesToolsAndEarlierCalls) {
-  model::TokenizerData data;
-  data.tokens = {"<unk>", "<s>", "</s>", "<|tool_call|>", "<|/tool_call|>"};
-  data.token_types = {model::TokenizerData::kUnknown, model::TokenizerData::kControl,
-                      model::TokenizerData::kControl, model::TokenizerData::kControl,
-                      model::TokenizerData::kControl};
-  for (int b = 0; b < 256; ++b) {
-    data.tokens.push_back(absl::StrFormat("<0x%02X>", b));
-    data.token_types.push_back(model::TokenizerData::kByte);
-  }
-  data.scores.assign(data.tokens.size(), 0.0f);
-  data.unk_id = 0, data.bos_id = 1, data.eos_id = 2;
-  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer = model::CreateTokenizer(data);
+  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer =
+      ByteTokenizerWithControlTokens({"<|tool_call|>", "<|/tool_call|>"});
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   absl::StatusOr<ChatTemplates> templates = ChatTemplates::Load(
       {{"",
