@@ -139,6 +139,14 @@ ABSL_FLAG(int, constraint_cache_entries, kDefaults.constraint_cache_entries,
           "Compiled constraints kept for reuse (by content)");
 ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
           "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
+ABSL_FLAG(std::string, speculative, kDefaults.speculative,
+          "Speculative decoding: off, or ngram (drafts by prompt lookup, verified in one forward "
+          "pass; the output is bit for bit the same as without)");
+ABSL_FLAG(int, speculative_draft_tokens, kDefaults.speculative_draft_tokens,
+          "Most tokens drafted per sequence and step (adapted per sequence below this)");
+ABSL_FLAG(int, speculative_max_batch, kDefaults.speculative_max_batch,
+          "Sequences decoding at once above which nobody drafts (a busy batch pays for every "
+          "drafted row)");
 ABSL_FLAG(std::string, prefix_cache_scope, kDefaults.prefix_cache_scope,
           "Who shares cached prompt K/V: principal (each API key only its own prefixes), "
           "global (every request every prefix: single-tenant only, a cache-timing side channel "
@@ -211,6 +219,9 @@ ServerOptions OptionsFromFlags() {
   o.constraint_cache_entries = absl::GetFlag(FLAGS_constraint_cache_entries);
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
   o.prefix_cache_scope = absl::GetFlag(FLAGS_prefix_cache_scope);
+  o.speculative = absl::GetFlag(FLAGS_speculative);
+  o.speculative_draft_tokens = absl::GetFlag(FLAGS_speculative_draft_tokens);
+  o.speculative_max_batch = absl::GetFlag(FLAGS_speculative_max_batch);
   o.kv_cache_dir = absl::GetFlag(FLAGS_kv_cache_dir);
   o.kv_cache_dir_mb = absl::GetFlag(FLAGS_kv_cache_dir_mb);
   o.responses_store_mb = absl::GetFlag(FLAGS_responses_store_mb);
@@ -341,6 +352,9 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   scheduler_options.max_sessions = o.max_sessions;
   scheduler_options.session_ttl = o.session_ttl;
   scheduler_options.prefix_cache = *ParsePrefixCacheScope(o.prefix_cache_scope);  // validated
+  scheduler_options.speculation.mode = *ParseSpeculation(o.speculative);          // validated
+  scheduler_options.speculation.max_draft_tokens = o.speculative_draft_tokens;
+  scheduler_options.speculation.max_batch = o.speculative_max_batch;
   loaded->scheduler = CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(),
                                               scheduler_options, metrics);
 

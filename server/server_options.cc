@@ -31,6 +31,12 @@ std::optional<PrefixCacheScope> ParsePrefixCacheScope(const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<Speculation> ParseSpeculation(const std::string& name) {
+  if (name == "off") return Speculation::kOff;
+  if (name == "ngram") return Speculation::kNgram;
+  return std::nullopt;
+}
+
 absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.listen.empty()) return absl::InvalidArgumentError("--listen must be HOST:PORT, got \"\"");
   for (const auto& [value, min, flag] :
@@ -58,7 +64,9 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.responses_store_mb, 0, "responses-store-mb"},
         {o.http_threads, 1, "http-threads"},
         {o.prep_threads, 1, "prep-threads"},
-        {o.http_max_connections, 0, "http-max-connections"}}) {
+        {o.http_max_connections, 0, "http-max-connections"},
+        {o.speculative_draft_tokens, 1, "speculative-draft-tokens"},
+        {o.speculative_max_batch, 1, "speculative-max-batch"}}) {
     TEXTGEN_RETURN_IF_ERROR(CheckAtLeast(value, min, flag));
   }
   if (o.max_new_tokens > o.max_new_tokens_limit) {
@@ -84,6 +92,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--prefix-cache-scope must be principal, global or off, got \"",
                      o.prefix_cache_scope, "\""));
+  }
+  if (!ParseSpeculation(o.speculative)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--speculative must be off or ngram, got \"", o.speculative, "\""));
   }
   if (!o.kv_cache_dir.empty() && o.prefix_cache_scope == "off") {
     return absl::InvalidArgumentError(

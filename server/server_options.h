@@ -64,6 +64,11 @@ struct ServerOptions {
   std::string kv_cache_dir;
   int64_t kv_cache_dir_mb = 10240;  // the directory's size limit (least recently used go)
   int max_sessions = SchedulerOptions{}.max_sessions;
+  // Speculative decoding: "off" or "ngram" (prompt lookup), the most tokens drafted per
+  // sequence and step, and the decoding sequences above which nobody drafts.
+  std::string speculative = "off";
+  int speculative_draft_tokens = SpeculationOptions{}.max_draft_tokens;
+  int speculative_max_batch = SpeculationOptions{}.max_batch;
   // The Responses API's stored responses (store: true): memory budget and age.
   int64_t responses_store_mb = static_cast<int64_t>(http::ResponseStoreOptions{}.max_bytes >> 20);
   absl::Duration responses_ttl = http::ResponseStoreOptions{}.ttl;
@@ -76,6 +81,8 @@ struct ServerOptions {
 
 // The scope named by --prefix-cache-scope, or nullopt for an unknown name.
 std::optional<PrefixCacheScope> ParsePrefixCacheScope(const std::string& name);
+// The mode named by --speculative, or nullopt for an unknown name.
+std::optional<Speculation> ParseSpeculation(const std::string& name);
 
 // Checks ranges and consistency; INVALID_ARGUMENT names the flag, the value and the range.
 absl::Status ValidateServerOptions(const ServerOptions& options);

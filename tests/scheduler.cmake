@@ -5,6 +5,7 @@ textgen_test(scheduler_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler/batching_scheduler_test.cc
           ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler/stop_matcher_test.cc
           ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler/session_store_test.cc
+          ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler/prompt_lookup_test.cc
   LIBS textgen_scheduler)
 textgen_test(scheduler_real_engine_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler/scheduler_real_engine_test.cc

@@ -153,7 +153,12 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
       tokens_.push_back(chunk.tokens[t]);
       positions_.push_back(start + t);
     }
-    if (chunk.want_logits) logit_rows_.push_back(static_cast<int>(tokens_.size()) - 1);
+    if (chunk.want_logits) {
+      const int end = static_cast<int>(tokens_.size());
+      for (int row = chunk.logits_per_token ? end - n : end - 1; row < end; ++row) {
+        logit_rows_.push_back(row);
+      }
+    }
     const int first = chunk.hidden == HiddenRows::kAll    ? static_cast<int>(tokens_.size()) - n
                       : chunk.hidden == HiddenRows::kLast ? static_cast<int>(tokens_.size()) - 1
                                                           : static_cast<int>(tokens_.size());

@@ -47,9 +47,14 @@ struct SequenceChunk {
   // Whether to return the logits of the chunk's last token.
   bool want_logits = true;
   HiddenRows hidden = HiddenRows::kNone;
+  // With want_logits: the logits of every token of the chunk, in order, not only the last's
+  // (speculative decoding verifies drafted tokens this way). Each row is what decoding the
+  // tokens one at a time would give, bit for bit.
+  bool logits_per_token = false;
 };
 
-// Logits of the chunks that asked for them, in batch order: row i is [vocab_size] floats; and
+// Logits of the chunks that asked for them, in batch order (a chunk with logits_per_token:
+// one row per token, in position order): row i is [vocab_size] floats; and
 // the hidden states they asked for, in batch order (a chunk's in position order): row i is
 // [dim] floats. Valid until the next Forward call. Each row is computed as it would be alone
 // (the engine's batch invariance).

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
 
 namespace textgen::model {
 
@@ -265,13 +266,32 @@ int KvCache::Capacity(SequenceId id) const {
   return seq == nullptr ? -1 : static_cast<int>(seq->blocks.size()) * kBlockTokens;
 }
 
-absl::Status KvCache::Truncate(SequenceId id, int n_tokens) {
+absl::StatusOr<KvCache::Sequence*> KvCache::FindToShorten(SequenceId id, int n_tokens,
+                                                          const char* operation) {
   Sequence* seq = Find(id);
   if (seq == nullptr) return absl::NotFoundError(absl::StrCat("unknown KV sequence id ", id));
   if (n_tokens < 0 || n_tokens > seq->length) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Truncate: n_tokens must be in [0, ", seq->length, "], got ", n_tokens));
+        absl::StrCat(operation, ": n_tokens must be in [0, ", seq->length, "], got ", n_tokens));
   }
+  return seq;
+}
+
+absl::Status KvCache::Rewind(SequenceId id, int n_tokens) {
+  TEXTGEN_ASSIGN_OR_RETURN(Sequence* const seq, FindToShorten(id, n_tokens, "Rewind"));
+  const size_t used = (static_cast<size_t>(seq->length) + kBlockTokens - 1) / kBlockTokens;
+  for (size_t b = static_cast<size_t>(n_tokens) / kBlockTokens; b < used; ++b) {
+    if (Shared(seq->blocks[b])) {
+      return absl::FailedPreconditionError(absl::StrCat("Rewind: block ", b, " of KV sequence ", id,
+                                                        " is shared; Truncate copies it"));
+    }
+  }
+  seq->length = n_tokens;
+  return absl::OkStatus();
+}
+
+absl::Status KvCache::Truncate(SequenceId id, int n_tokens) {
+  TEXTGEN_ASSIGN_OR_RETURN(Sequence* const seq, FindToShorten(id, n_tokens, "Truncate"));
   seq->length = n_tokens;
   const size_t keep = (static_cast<size_t>(n_tokens) + kBlockTokens - 1) / kBlockTokens;
   DropBlocksFrom(*seq, keep);

@@ -31,6 +31,7 @@ using SequenceId = int32_t;
 //   Length(id)             tokens whose K/V are stored (Engine::Forward appends)
 //   Publish(id, t)         indexes the sequence's full blocks (t: its tokens) for others
 //   Truncate(id, n)        keep the first n tokens, return spare blocks (copies a shared tail)
+//   Rewind(id, n)          keep the first n tokens and the blocks (drops rejected drafts)
 //   Fork(id, n)            a new sequence sharing the first n tokens of id
 //   Free(id)               drop the sequence; its indexed blocks stay cached until evicted
 //   SpillToDisk()          writes every indexed block to the disk tier (drain)
@@ -90,6 +91,11 @@ class KvCache {
   int Length(SequenceId id) const;
   // Whether `id` names a live sequence.
   bool Contains(SequenceId id) const;
+  // Forgets the K/V past the first `n_tokens` tokens (0 <= n <= Length) and keeps the
+  // sequence's blocks and reserved room: speculative decoding drops the K/V of drafted tokens
+  // that were not kept. FAILED_PRECONDITION, with nothing changed, when a block past the
+  // first n tokens is shared (those blocks are written again).
+  absl::Status Rewind(SequenceId id, int n_tokens);
   // Keeps the first `n_tokens` tokens (0 <= n <= Length) and gives back blocks no longer
   // needed (including reserved but unused ones). A shared block that would be written again
   // is copied first; when the budget has no room for that copy the sequence keeps only the
@@ -186,6 +192,9 @@ class KvCache {
   void RewindIndex(Sequence& seq, int blocks);
   bool Shared(BlockId block) const { return blocks_[block].refs > 1 || index_.Contains(block); }
   int64_t budget_blocks() const { return budget_bytes_ / block_bytes_; }
+  // The sequence to cut to `n_tokens`: NOT_FOUND, or INVALID_ARGUMENT outside [0, Length]
+  // naming `operation`.
+  absl::StatusOr<Sequence*> FindToShorten(SequenceId id, int n_tokens, const char* operation);
   Sequence* Find(SequenceId id);
   const Sequence* Find(SequenceId id) const;
   absl::Status ExhaustedError(SequenceId id, int n_tokens, int64_t new_blocks) const;

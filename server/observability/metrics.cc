@@ -163,6 +163,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Sessions evicted (TTL or memory pressure)")
                             .Register(r)
                             .Add({});
+  draft_tokens_ = counter("textgen_speculative_draft_tokens_total",
+                          "Tokens drafted for speculative decoding and verified");
+  draft_accepted_tokens_ =
+      counter("textgen_speculative_accepted_tokens_total",
+              "Drafted tokens kept (equal to what the model sampled); / draft tokens = acceptance");
+  draft_verifications_ = counter(
+      "textgen_speculative_verifications_total",
+      "Speculative decode steps of one sequence; (accepted + this) / this = tokens per step");
   preparation_queued_ = &BuildGauge()
                              .Name("textgen_preparation_queued")
                              .Help("Requests waiting to be parsed, rendered and tokenized")
@@ -317,5 +325,11 @@ void Metrics::OnStateGauges(const SchedulerGauges& g) {
 void Metrics::OnSessionLookup(bool hit) { (hit ? session_hits_ : session_misses_)->Increment(); }
 
 void Metrics::OnSessionEvicted(int count) { session_evictions_->Increment(count); }
+
+void Metrics::OnDraftVerified(int drafted, int accepted) {
+  draft_tokens_->Increment(drafted);
+  draft_accepted_tokens_->Increment(accepted);
+  draft_verifications_->Increment();
+}
 
 }  // namespace textgen::server

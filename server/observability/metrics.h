@@ -62,6 +62,7 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
   void OnStateGauges(const SchedulerGauges& gauges) override;
   void OnSessionLookup(bool hit) override;
   void OnSessionEvicted(int count) override;
+  void OnDraftVerified(int drafted, int accepted) override;
 
   // PreparationObserver: textgen_preparation_queued, _wait_seconds, _seconds.
   void OnPreparationQueued(int queued) override;
@@ -109,6 +110,10 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
   prometheus::Counter* session_hits_;
   prometheus::Counter* session_misses_;
   prometheus::Counter* session_evictions_;
+  // Speculative decoding: tokens drafted, drafted tokens kept, verifying forward rows.
+  prometheus::Counter* draft_tokens_;
+  prometheus::Counter* draft_accepted_tokens_;
+  prometheus::Counter* draft_verifications_;
   prometheus::Gauge* preparation_queued_;
   prometheus::Histogram* preparation_wait_;
   prometheus::Histogram* preparation_seconds_;

@@ -328,16 +328,27 @@ void BatchingScheduler::Step() {
   int budget = options_.max_batch_tokens;
   int prefill_tokens = 0;
 
-  // Decode tokens first: one per generating sequence keeps every stream moving.
+  // Decode tokens first: one per generating sequence keeps every stream moving (with
+  // speculation, followed by its drafted tokens while the budget has room for them).
   const size_t n = running_.size();
+  const bool speculating = Speculating();
   int decodes = 0;
+  int drafted_tokens = 0;
   for (size_t i = 0; i < n && budget > 0; ++i) {
     Sequence& seq = *running_[(decode_cursor_ + i) % n];
     if (seq.prefilling()) continue;
-    batch.push_back(
-        {seq.kv().id(), seq.DecodeToken(), /*want_logits=*/true, model::HiddenRows::kNone});
-    slots.push_back({&seq, 1, true, model::HiddenRows::kNone});
-    --budget;
+    std::span<const int> chunk = seq.DecodeToken();
+    if (speculating) {
+      chunk = seq.DecodeChunk(std::min(options_.speculation.max_draft_tokens, budget - 1),
+                              options_.speculation.lookup);
+    }
+    const bool drafted = chunk.size() > 1;
+    batch.push_back({seq.kv().id(), chunk, /*want_logits=*/true, model::HiddenRows::kNone,
+                     /*logits_per_token=*/drafted});
+    slots.push_back(
+        {&seq, static_cast<int>(chunk.size()), true, model::HiddenRows::kNone, drafted});
+    budget -= static_cast<int>(chunk.size());
+    drafted_tokens += static_cast<int>(chunk.size()) - 1;
     ++decodes;
   }
   decode_cursor_ += decodes;
@@ -392,6 +403,7 @@ void BatchingScheduler::Step() {
   // tokens (detokenizer, stop strings, events) stays on this thread, in batch order.
   sampled_.clear();
   int hidden_row = 0;
+  int logit_row = 0;
   for (const Slot& slot : slots) {
     if (slot.hidden != model::HiddenRows::kNone) {
       const int rows = slot.hidden == model::HiddenRows::kAll ? slot.tokens : 1;
@@ -407,15 +419,31 @@ void BatchingScheduler::Step() {
     if (prefill && SharesPrefixes(*slot.seq)) {
       kv_cache_.Publish(slot.seq->kv().id(), slot.seq->request().prompt_tokens);
     }
-    if (slot.logits) sampled_.push_back({slot.seq, {}});
+    if (slot.logits) {
+      sampled_.push_back({slot.seq, {}, logit_row, slot.drafted});
+      logit_row += slot.drafted ? slot.tokens : 1;
+    }
   }
   engine_->ParallelFor(static_cast<int>(sampled_.size()), [&](int i) {
-    sampled_[i].result = sampled_[i].seq->Sample(result->Row(i));
+    Sampled& s = sampled_[i];
+    if (s.drafted) {
+      s.seq->SampleDrafted({result->Row(s.first_row).data(),
+                            static_cast<size_t>(s.seq->drafted() + 1) * result->vocab_size},
+                           result->vocab_size);
+    } else {
+      s.result = s.seq->Sample(result->Row(s.first_row));
+    }
   });
-  for (Sampled& s : sampled_) s.seq->Emit(std::move(s.result), now, observer_);
+  for (Sampled& s : sampled_) {
+    if (s.drafted) {
+      EmitDrafted(*s.seq, now);
+    } else {
+      s.seq->Emit(std::move(s.result), now, observer_);
+    }
+  }
   if (observer_ != nullptr) {
-    observer_->OnStep(static_cast<int>(slots.size()), decodes + prefill_tokens, prefill_tokens,
-                      absl::ToDoubleSeconds(now - start));
+    observer_->OnStep(static_cast<int>(slots.size()), decodes + drafted_tokens + prefill_tokens,
+                      prefill_tokens, absl::ToDoubleSeconds(now - start));
   }
   // Finished and disconnected sequences leave at once and free their KV.
   std::erase_if(running_, [&](const std::unique_ptr<Sequence>& ptr) {
@@ -437,6 +465,31 @@ void BatchingScheduler::Step() {
     }
     return false;
   });
+}
+
+bool BatchingScheduler::Speculating() const {
+  const SpeculationOptions& spec = options_.speculation;
+  if (spec.mode == Speculation::kOff || spec.max_draft_tokens <= 0) return false;
+  const auto decoding = std::count_if(running_.begin(), running_.end(),
+                                      [](const auto& seq) { return !seq->prefilling(); });
+  return decoding <= spec.max_batch;
+}
+
+void BatchingScheduler::EmitDrafted(Sequence& seq, absl::Time now) {
+  int accepted = 0;
+  const bool finished = seq.EmitDrafted(now, observer_, accepted);
+  if (observer_ != nullptr) observer_->OnDraftVerified(seq.drafted(), accepted);
+  // The K/V of drafted tokens that were not kept go; what is left is exactly the sequence's.
+  const int owed = seq.KvTokensOwed();
+  if (seq.kv().length() == owed) return;
+  // Drafts are written past the blocks anyone shares (only whole prompt blocks are shared
+  // while a request runs), so this keeps the room reserved for the rest of the request.
+  if (const absl::Status rewound = kv_cache_.Rewind(seq.kv().id(), owed); !rewound.ok()) {
+    if (!finished) {
+      seq.SetFailure(absl::InternalError(
+          absl::StrCat("request ", seq.request().request_id, ": ", rewound.message())));
+    }
+  }
 }
 
 bool BatchingScheduler::SameScope(const Sequence& a, const Sequence& b) const {

@@ -48,6 +48,7 @@ class BatchingScheduler final : public Scheduler {
     int tokens;
     bool logits;
     model::HiddenRows hidden;  // what the chunk returns for an embedding's pooling
+    bool drafted = false;      // a speculative decode chunk: logits for every token
   };
 
   // ---- Engine thread ----
@@ -76,6 +77,11 @@ class BatchingScheduler final : public Scheduler {
   // Whether `other` is prefilling a prompt of `seq`'s scope equal to `seq`'s up to `end`.
   bool SharesPromptUpTo(const Sequence& other, const Sequence& seq, int end) const;
   void Step();
+  // Whether decoding sequences draft this step (speculation on, the batch not too busy).
+  bool Speculating() const;
+  // After a speculative step: emits the kept samples, gives back the K/V of drafted tokens
+  // that were not kept, and reports the verification.
+  void EmitDrafted(Sequence& seq, absl::Time now);
   // Ends a request: hands its KV to its session (or frees it), updates the ledger, then
   // pushes the last event.
   void Finish(Sequence& seq, absl::Time now);
@@ -109,6 +115,8 @@ class BatchingScheduler final : public Scheduler {
   struct Sampled {
     Sequence* seq;
     model::SampleResult result;
+    int first_row = 0;     // its first logits row
+    bool drafted = false;  // a speculative chunk: SampleDrafted over 1 + drafted() rows
   };
   std::vector<Sampled> sampled_;
 

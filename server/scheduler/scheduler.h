@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/scheduler/prompt_lookup.h"
 #include "server/scheduler/scheduler_observer.h"
 #include "server/scheduler/stream_sink.h"
 #include "server/scheduler/validated_request.h"
@@ -20,6 +21,21 @@ enum class PrefixCacheScope {
   kOff,           // no prefix cache: only a session reuses its own K/V
   kPerPrincipal,  // a request reuses prefixes computed for its own principal (API key) only
   kGlobal,        // every request reuses every prefix: one tenant only (timing side channel)
+};
+
+// Speculative decoding: a decoding sequence feeds drafted tokens after its last one and the
+// forward pass verifies them all; each row is sampled as plain decoding would sample it, and
+// a drafted token is kept only while it equals that sample, so the output is bit for bit the
+// same with speculation on or off (docs/speculative-decoding.md).
+enum class Speculation { kOff, kNgram };
+
+struct SpeculationOptions {
+  Speculation mode = Speculation::kOff;
+  int max_draft_tokens = 8;  // per sequence and step; adapted per sequence below this
+  // Sequences decoding at once above which nobody drafts: a batch that is already
+  // compute-bound pays for every drafted row. Default measured in docs/speculative-decoding.md.
+  int max_batch = 4;
+  PromptLookupOptions lookup;
 };
 
 struct SchedulerOptions {
@@ -41,6 +57,7 @@ struct SchedulerOptions {
   int max_sessions_per_principal = 0;
   absl::Duration session_ttl = absl::Minutes(10);
   PrefixCacheScope prefix_cache = PrefixCacheScope::kPerPrincipal;
+  SpeculationOptions speculation;
 };
 
 // Called once with the number of cached tokens a deleted session freed, or why it was not.

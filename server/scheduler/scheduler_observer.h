@@ -38,6 +38,8 @@ class SchedulerObserver {
   virtual void OnStateGauges(const SchedulerGauges& gauges) {}
   virtual void OnSessionLookup(bool hit) {}
   virtual void OnSessionEvicted(int count) {}
+  // A speculative step of one sequence: `drafted` tokens verified, `accepted` of them kept.
+  virtual void OnDraftVerified(int drafted, int accepted) {}
 };
 
 }  // namespace textgen::server

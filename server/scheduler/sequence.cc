@@ -12,6 +12,9 @@ namespace {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
+// Bound of the adapted draft length (the step's own maximum is usually lower).
+constexpr int kMaxDraftLength = 64;
+
 }  // namespace
 
 Sequence::Sequence(ValidatedRequest request, std::shared_ptr<StreamSink> sink,
@@ -85,7 +88,8 @@ void Sequence::SkipCachedPrefill(int n) {
 
 std::span<const float> Sequence::MaskEarlyStops(std::span<const float> logits) {
   const StoppingParams& stop = request_.stopping;
-  if (static_cast<int>(generated_.size()) >= stop.min_new_tokens) return logits;
+  // Samples a speculative step kept but has not emitted yet count as generated.
+  if (static_cast<int>(generated_.size() + verified_.size()) >= stop.min_new_tokens) return logits;
   masked_.assign(logits.begin(), logits.end());
   const float kBanned = -std::numeric_limits<float>::infinity();
   auto ban = [&](int id) {
@@ -242,6 +246,66 @@ bool Sequence::Emit(model::SampleResult sample, absl::Time now, SchedulerObserve
     Push(std::move(event));
   }
   return false;
+}
+
+std::span<const int> Sequence::DecodeChunk(int max_draft, const PromptLookupOptions& lookup) {
+  decode_chunk_.assign(1, generated_.back());
+  if (draft_length_ == 0) draft_length_ = max_draft;
+  // The chunk's K/V must fit the room reserved for prompt + max_new_tokens.
+  const int room = request_.stopping.max_new_tokens - static_cast<int>(generated_.size());
+  const int n = std::min({max_draft, draft_length_, room});
+  if (n > 0) DraftByPromptLookup(request_.prompt_tokens, generated_, lookup, n, decode_chunk_);
+  return decode_chunk_;
+}
+
+void Sequence::SampleDrafted(std::span<const float> rows, int vocab) {
+  verified_.clear();
+  const int drafts = drafted();
+  for (int i = 0; i <= drafts; ++i) {
+    model::SampleResult result = Sample(rows.subspan(static_cast<size_t>(i) * vocab, vocab));
+    if (!failure_.ok() || constraint_done_) {
+      // Plain decoding would reach this end one step after emitting the samples before it.
+      if (!verified_.empty()) {
+        held_failure_ = std::exchange(failure_, absl::OkStatus());
+        held_constraint_done_ = std::exchange(constraint_done_, false);
+      } else {
+        verified_.push_back(std::move(result));
+      }
+      return;
+    }
+    const bool last = i == drafts || result.token != decode_chunk_[i + 1];
+    verified_.push_back(std::move(result));
+    if (last) return;
+  }
+}
+
+bool Sequence::EmitDrafted(absl::Time now, SchedulerObserver* observer, int& accepted) {
+  accepted = 0;
+  bool finished = false;
+  for (size_t i = 0; i < verified_.size() && !finished; ++i) {
+    // Every sample but the last one equals its drafted token.
+    if (i + 1 < verified_.size()) ++accepted;
+    finished = Emit(std::move(verified_[i]), now, observer);
+  }
+  verified_.clear();
+  if (!finished && (!held_failure_.ok() || held_constraint_done_)) {
+    failure_ = std::exchange(held_failure_, absl::OkStatus());
+    constraint_done_ = std::exchange(held_constraint_done_, false);
+    finished = Emit({}, now, observer);
+  }
+  held_failure_ = absl::OkStatus();
+  held_constraint_done_ = false;
+  // The next draft: longer after a run that kept everything, just past what was kept otherwise.
+  const int drafts = drafted();
+  if (drafts > 0) {
+    draft_length_ =
+        accepted == drafts ? std::min(2 * draft_length_, kMaxDraftLength) : accepted + 1;
+  }
+  return finished;
+}
+
+int Sequence::KvTokensOwed() const {
+  return prompt_length() + static_cast<int>(generated_.size()) - 1;
 }
 
 FinishedEvent Sequence::MakeFinished(absl::Time now) {

@@ -14,6 +14,7 @@
 #include "model/runtime/sampler.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/kv_sequence.h"
+#include "server/scheduler/prompt_lookup.h"
 #include "server/scheduler/scheduler_observer.h"
 #include "server/scheduler/stop_matcher.h"
 #include "server/scheduler/stream_event.h"
@@ -59,6 +60,12 @@ class Sequence {
   std::span<const int> PrefillChunk(int n) const;
   // The token to feed in a decode step (the last one sampled).
   std::span<const int> DecodeToken() const { return {&generated_.back(), 1}; }
+  // A speculative decode step's chunk: the last sampled token, then up to
+  // min(max_draft, the sequence's adapted draft length, what max_new_tokens leaves) tokens
+  // drafted by prompt lookup (none without a match). Valid until the next call.
+  std::span<const int> DecodeChunk(int max_draft, const PromptLookupOptions& lookup);
+  // Drafted tokens in the chunk DecodeChunk returned last.
+  int drafted() const { return static_cast<int>(decode_chunk_.size()) - 1; }
   // `n` tokens of the last chunk are now in the KV cache.
   void Advance(int n);
   // The next `n` prompt tokens were found in the prefix cache (their K/V are stored).
@@ -76,10 +83,23 @@ class Sequence {
   // Takes the sampled token: checks the stop conditions and pushes a TokenEvent when text is
   // ready. Engine thread only. Returns true when the request is finished.
   bool Emit(model::SampleResult sample, absl::Time now, SchedulerObserver* observer);
+  // A speculative step: `rows` holds the chunk's logits, one row of `vocab` per chunk token.
+  // Samples them in order as Sample would one step at a time, keeping the samples while they
+  // equal the drafted tokens (the first that differs, or the one after the last draft, is
+  // kept too and ends the run). Same thread rules as Sample.
+  void SampleDrafted(std::span<const float> rows, int vocab);
+  // Emits what SampleDrafted kept, in order, as Emit (engine thread only). Returns true when
+  // the request is finished; `accepted` gets how many drafted tokens were kept.
+  bool EmitDrafted(absl::Time now, SchedulerObserver* observer, int& accepted);
+  // K/V tokens that are the sequence's: prompt and output but the last sampled token. After
+  // a speculative step the K/V of drafted tokens that were not kept lie past this.
+  int KvTokensOwed() const;
 
   bool finished() const { return finish_reason_.has_value(); }
   // Set when the request cannot go on (its constraint tripped a limit); the scheduler fails it.
   const absl::Status& failure() const { return failure_; }
+  // Ends the request with `status` (the scheduler fails it after this step).
+  void SetFailure(absl::Status status) { failure_ = std::move(status); }
   // The last event of a finished request (flushes held-back text).
   FinishedEvent MakeFinished(absl::Time now);
   // Pushes an event; a false return marks the request as dropped.
@@ -123,6 +143,15 @@ class Sequence {
   std::string trigger_window_;
   absl::Status failure_;
   std::optional<model::EmbeddingPooler> pooler_;  // embedding requests
+
+  // Speculative decoding: the last decode chunk (last token + drafts), the samples kept by
+  // SampleDrafted, an end the samples reached (a constraint failure or completion) held back
+  // until the samples before it are emitted, and the draft length adapted to acceptance.
+  std::vector<int> decode_chunk_;
+  std::vector<model::SampleResult> verified_;
+  absl::Status held_failure_;
+  bool held_constraint_done_ = false;
+  int draft_length_ = 0;  // 0: not yet set (starts at the step's maximum)
 
   std::vector<int> generated_;
   // Output not yet pushed: text released by the stop matcher, with its tokens.

@@ -159,12 +159,16 @@ class FakeEngine final : public model::Engine {
         for (float v : Hidden(chunk.tokens[t], len + t)) hidden_.push_back(v);
       }
       if (!chunk.want_logits) continue;
-      const int next = next_(chunk.tokens.back(), len + n - 1);
-      float* row = logits_.data() + static_cast<size_t>(rows) * kFakeVocab;
-      for (int i = 0; i < kFakeVocab; ++i) {
-        row[i] = -0.5f * static_cast<float>((i - next + kFakeVocab) % kFakeVocab);
+      for (int t = chunk.logits_per_token ? 0 : n - 1; t < n; ++t) {
+        const int next = next_(chunk.tokens[t], len + t);
+        const size_t need = static_cast<size_t>(rows + 1) * kFakeVocab;
+        if (logits_.size() < need) logits_.resize(need);
+        float* row = logits_.data() + static_cast<size_t>(rows) * kFakeVocab;
+        for (int i = 0; i < kFakeVocab; ++i) {
+          row[i] = -0.5f * static_cast<float>((i - next + kFakeVocab) % kFakeVocab);
+        }
+        ++rows;
       }
-      ++rows;
     }
     {
       std::lock_guard lock(mu_);
@@ -200,7 +204,7 @@ class FakeEngine final : public model::Engine {
   model::ModelConfig config_;
   NextFn next_;
   std::function<void(int)> before_forward_;
-  std::vector<float> logits_;  // [256 rows][vocab]
+  std::vector<float> logits_;  // [rows][vocab], grown on demand
   std::vector<float> hidden_;  // [hidden rows][kFakeHiddenDim]
   std::atomic<int> steps_done_{0};
   std::atomic<int> fail_at_step_{-1};

@@ -181,6 +181,48 @@ void CheckBatchInvariance(const LoadedModel& model, bool bf16, bool kv_f16 = fal
   }
 }
 
+// Speculative decoding's premise: a chunk's per-token logits are bitwise those of decoding its
+// tokens one at a time (crossing a block boundary, next to another sequence's chunk).
+void CheckChunkLogitsEqualDecode(const LoadedModel& model, bool bf16, bool kv_f16 = false) {
+  const int vocab = model.config.vocab_size;
+  std::mt19937 rng(11);
+  std::vector<int> history(13), chunk(9), other(4);
+  for (std::vector<int>* v : {&history, &chunk, &other}) {
+    for (int& x : *v) x = static_cast<int>(rng() % vocab);
+  }
+  std::vector<std::vector<float>> decoded;
+  {
+    auto engine = MakeEngine(model, bf16, 64, kv_f16);
+    ASSERT_NE(engine, nullptr);
+    const SequenceId id = engine->kv_cache().NewSequence();
+    SequenceChunk h{id, history, false};
+    ASSERT_TRUE(ReserveAndForward(*engine, {&h, 1}).ok());
+    for (size_t t = 0; t < chunk.size(); ++t) {
+      SequenceChunk c{id, std::span<const int>(chunk).subspan(t, 1), true};
+      auto r = ReserveAndForward(*engine, {&c, 1});
+      ASSERT_TRUE(r.ok()) << r.status();
+      decoded.emplace_back(r->Row(0).begin(), r->Row(0).end());
+    }
+  }
+  auto engine = MakeEngine(model, bf16, 64, kv_f16);
+  ASSERT_NE(engine, nullptr);
+  const SequenceId id = engine->kv_cache().NewSequence();
+  const SequenceId neighbour = engine->kv_cache().NewSequence();
+  SequenceChunk h{id, history, false};
+  ASSERT_TRUE(ReserveAndForward(*engine, {&h, 1}).ok());
+  std::vector<SequenceChunk> batch = {
+      {neighbour, other, true}, {id, chunk, true, HiddenRows::kNone, /*logits_per_token=*/true}};
+  auto r = ReserveAndForward(*engine, batch);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows, 1 + static_cast<int>(chunk.size()));
+  for (size_t t = 0; t < chunk.size(); ++t) {
+    EXPECT_EQ(std::memcmp(r->Row(1 + static_cast<int>(t)).data(), decoded[t].data(),
+                          sizeof(float) * vocab),
+              0)
+        << "token " << t << " of the chunk (bf16=" << bf16 << ", kv_f16=" << kv_f16 << ")";
+  }
+}
+
 TEST(BatchInvarianceTest, Stories260KF32) {
   const std::string path = SharedModel("stories260K.gguf");
   TEXTGEN_REQUIRE_SHARED_FILE(path);
@@ -232,6 +274,9 @@ TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
   CheckBatchInvariance(*model, /*bf16=*/false);
   CheckBatchInvariance(*model, /*bf16=*/false, /*kv_f16=*/true);
   if (ops::CpuHasBf16()) CheckBatchInvariance(*model, /*bf16=*/true);
+  CheckChunkLogitsEqualDecode(*model, /*bf16=*/false);
+  CheckChunkLogitsEqualDecode(*model, /*bf16=*/false, /*kv_f16=*/true);
+  if (ops::CpuHasBf16()) CheckChunkLogitsEqualDecode(*model, /*bf16=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,

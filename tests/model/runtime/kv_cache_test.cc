@@ -1,6 +1,7 @@
 #include "model/runtime/kv_cache.h"
 
 #include <cstring>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -90,6 +91,32 @@ TEST(KvCacheTest, TruncateReturnsSpareBlocks) {
   ASSERT_TRUE(cache.Truncate(a, 0).ok());
   EXPECT_EQ(cache.bytes_in_use(), 0);
   EXPECT_EQ(cache.Truncate(77, 0).code(), absl::StatusCode::kNotFound);
+}
+
+// Speculative decoding drops rejected drafts: the length goes back, the reserved room stays.
+TEST(KvCacheTest, RewindKeepsTheReservedRoom) {
+  KvCache cache(kLayout, 4 * kBlock);
+  SequenceId a = cache.NewSequence();
+  ASSERT_TRUE(cache.Reserve(a, 64).ok());
+  ASSERT_TRUE(cache.Append(a, 40).ok());
+  ASSERT_TRUE(cache.Rewind(a, 17).ok());
+  EXPECT_EQ(cache.Length(a), 17);
+  EXPECT_EQ(cache.Capacity(a), 64);
+  EXPECT_EQ(cache.bytes_in_use(), 4 * kBlock);
+  ASSERT_TRUE(cache.Append(a, 47).ok());  // the room is all there
+  EXPECT_EQ(cache.Rewind(a, 65).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.Rewind(77, 0).code(), absl::StatusCode::kNotFound);
+  // A block others read is never written again: rewinding into it is refused, unchanged.
+  SequenceId b = cache.NewSequence();
+  ASSERT_TRUE(cache.Free(a).ok());
+  ASSERT_TRUE(cache.Reserve(b, 32).ok());
+  ASSERT_TRUE(cache.Append(b, 20).ok());
+  std::vector<int> tokens(20, 7);
+  cache.Publish(b, tokens);  // the first block is indexed: shared
+  EXPECT_EQ(cache.Rewind(b, 10).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cache.Length(b), 20);
+  ASSERT_TRUE(cache.Rewind(b, 16).ok());  // past the shared block
+  EXPECT_EQ(cache.Length(b), 16);
 }
 
 TEST(KvCacheTest, ForkSharesFullBlocksAndCopiesThePartialOne) {

@@ -120,10 +120,14 @@ class CountingObserver : public SchedulerObserver {
   void OnStateGauges(const SchedulerGauges&) override { ++gauges; }
   void OnSessionLookup(bool hit) override { ++(hit ? session_hits : session_misses); }
   void OnSessionEvicted(int count) override { evicted += count; }
+  void OnDraftVerified(int drafted, int accepted) override {
+    drafted_tokens += drafted;
+    accepted_tokens += accepted;
+  }
 
   std::atomic<int> queued{0}, rejected{0}, admitted{0}, steps{0}, max_step_tokens{0},
       first_tokens{0}, tokens{0}, finished{0}, failed{0}, gauges{0}, session_hits{0},
-      session_misses{0}, evicted{0};
+      session_misses{0}, evicted{0}, drafted_tokens{0}, accepted_tokens{0};
 };
 
 class SchedulerTest : public ::testing::Test {
@@ -945,6 +949,112 @@ TEST_F(SchedulerTest, MaxSessionsEvictsIdleOrRefusesWhenAllBusy) {
   EXPECT_EQ(c.error.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(c.error.message(), HasSubstr("max_sessions"));
   EXPECT_EQ(DeleteSession("a").status().code(), absl::StatusCode::kNotFound);
+}
+
+// ---- Speculative decoding ----
+
+// A model that cycles through five letters whatever came before: prompt lookup finds the
+// cycle, so drafts are right once it has gone round once.
+int CycleNext(int last, int) { return 2 + (last - 2 + 1) % 5; }
+
+SchedulerOptions Speculating(int max_batch = 64) {
+  SchedulerOptions options;
+  options.speculation.mode = Speculation::kNgram;
+  options.speculation.max_batch = max_batch;
+  return options;
+}
+
+// Decode chunks in the steps: [step] the token counts of chunks starting at or past `prompt`.
+std::vector<std::vector<int>> DecodeChunks(const std::vector<StepRecord>& steps, int prompt) {
+  std::vector<std::vector<int>> out;
+  for (const StepRecord& step : steps) {
+    out.emplace_back();
+    for (const ChunkRecord& c : step) {
+      if (c.start >= prompt) out.back().push_back(c.tokens);
+    }
+  }
+  return out;
+}
+
+TEST_F(SchedulerTest, SpeculationKeepsDraftsTheModelWouldWriteAndTakesFewerSteps) {
+  Start(Speculating(), 64, 1024, CycleNext);
+  const std::vector<int> prompt = {2, 3, 4, 5, 6, 2, 3};
+  Outcome out = RunOne(MakeRequest(prompt, 40));
+  ASSERT_TRUE(out.error.ok()) << out.error;
+  EXPECT_THAT(out.tokens, ElementsAreArray(ExpectedGreedy(prompt, 40, CycleNext)));
+  EXPECT_EQ(out.finished->usage.completion_tokens, 40);
+  // Up to 8 drafted tokens a step (the default), all of them right, each step giving 9 tokens
+  // (the drafts and the model's own next one): prefill, then 5 verified steps.
+  const std::vector<StepRecord> steps = engine_->steps();
+  EXPECT_EQ(steps.size(), 6u);
+  int drafted = 0;
+  for (const std::vector<int>& step : DecodeChunks(steps, 7)) {
+    for (int tokens : step) drafted += tokens - 1;
+  }
+  EXPECT_EQ(drafted, observer_.drafted_tokens.load());
+  EXPECT_GE(drafted, 33);
+  EXPECT_EQ(observer_.accepted_tokens.load(), drafted);
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+}
+
+TEST_F(SchedulerTest, SpeculationGivesTheSameTokensWhenDraftsAreWrong) {
+  // DefaultNext depends on the position: drafts from earlier text are mostly rejected.
+  for (const bool speculate : {false, true}) {
+    Start(speculate ? Speculating() : SchedulerOptions{});
+    std::vector<int> prompt = Prompt(4, 30);
+    ValidatedRequest seeded = MakeRequest(prompt, 30);
+    seeded.sampling.temperature = 0.9f;
+    seeded.sampling.seed = 5;
+    Outcome greedy = RunOne(MakeRequest(prompt, 30));
+    Outcome sampled = RunOne(seeded);
+    ASSERT_TRUE(greedy.error.ok() && sampled.error.ok());
+    EXPECT_THAT(greedy.tokens, ElementsAreArray(ExpectedGreedy(prompt, 30)));
+    static std::vector<int> plain_sampled;
+    if (!speculate) plain_sampled = sampled.tokens;
+    EXPECT_THAT(sampled.tokens, ElementsAreArray(plain_sampled));
+    scheduler_.reset();
+  }
+}
+
+TEST_F(SchedulerTest, SpeculationStopsWhereAStopStringEndsAndKeepsTheSessionExact) {
+  Start(Speculating(), 64, 1024, CycleNext);
+  const std::vector<int> prompt = {2, 3, 4, 5, 6, 2, 3, 4, 5, 6};
+  ValidatedRequest r = InSession(MakeRequest(prompt, 40), "spec");
+  r.stopping.stop_strings = {"bcdea"};  // inside the first drafted run
+  Outcome out = RunOne(r);
+  ASSERT_TRUE(out.finished);
+  EXPECT_EQ(out.finished->reason, FinishReason::kStopSequence);
+  const std::vector<int> expected = ExpectedGreedy(prompt, 40, CycleNext);
+  ASSERT_LE(out.tokens.size(), expected.size());
+  EXPECT_THAT(out.tokens, ElementsAreArray(expected.begin(), expected.begin() + out.tokens.size()));
+  EXPECT_EQ(out.finished->usage.completion_tokens, static_cast<int>(out.tokens.size()));
+  // The session holds exactly prompt + output but the last token: the next turn reuses that.
+  std::vector<int> next = prompt;
+  next.insert(next.end(), out.tokens.begin(), out.tokens.end());
+  Outcome turn2 = RunOne(InSession(MakeRequest(next, 6), "spec"));
+  ASSERT_TRUE(turn2.finished);
+  EXPECT_EQ(turn2.finished->usage.cached_tokens, static_cast<int>(next.size()) - 1);
+  EXPECT_THAT(turn2.tokens, ElementsAreArray(ExpectedGreedy(next, 6, CycleNext)));
+}
+
+TEST_F(SchedulerTest, SpeculationStepsAsideWhenTheBatchIsBusy) {
+  slow_steps_ = true;
+  Start(Speculating(/*max_batch=*/1), 64, 1024, CycleNext);
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    ASSERT_TRUE(scheduler_->Submit(MakeRequest({2, 3, 4, 5, 6, 2, 3}, 30), sinks.back()).ok());
+  }
+  for (auto& sink : sinks) {
+    Outcome out = Summarize(sink->Wait());
+    EXPECT_THAT(out.tokens, ElementsAreArray(ExpectedGreedy({2, 3, 4, 5, 6, 2, 3}, 30, CycleNext)));
+  }
+  // A step with several decoding sequences drafted nothing.
+  for (const std::vector<int>& step : DecodeChunks(engine_->steps(), 7)) {
+    if (step.size() > 1) {
+      for (int tokens : step) EXPECT_EQ(tokens, 1);
+    }
+  }
 }
 
 // ---- Drain and shutdown ----

@@ -17,6 +17,7 @@
 #include "model/constraint/constraint.h"
 #include "model/constraint/grammar_matcher.h"
 #include "model/format/model_loader.h"
+#include "model/kernels/cpu_features.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/scheduler/scheduler.h"
@@ -35,13 +36,20 @@ std::string Stories260KPath() {
   return ::textgen::test_support::SharedModelPath("stories260K/stories260K.gguf");
 }
 
-// Remembers the largest batch, to show the batch test really batched.
+// Remembers the largest batch, to show the batch test really batched, and counts drafted
+// tokens, to show speculation really drafted.
 class MaxBatchObserver : public SchedulerObserver {
  public:
   void OnStep(int batch_sequences, int, int, double) override {
     max_sequences = std::max(max_sequences.load(), batch_sequences);
   }
+  void OnDraftVerified(int drafted, int accepted) override {
+    drafted_tokens += drafted;
+    accepted_tokens += accepted;
+  }
   std::atomic<int> max_sequences{0};
+  std::atomic<int> drafted_tokens{0};
+  std::atomic<int> accepted_tokens{0};
 };
 
 // "stories260K" (the real model in ../shared), an architecture name: a random-weight model of
@@ -91,10 +99,12 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
   void TearDown() override { scheduler_.reset(); }
 
   // A fresh engine and scheduler (a "restart"); with `kv_dir`, its KV cache keeps blocks there.
-  void StartEngine(const std::string& kv_dir) {
+  void StartEngine(const std::string& kv_dir, SpeculationOptions speculation = {},
+                   bool bf16 = false) {
     scheduler_.reset();
     engine_.reset();
     model::EngineOptions engine_options;
+    engine_options.bf16 = bf16;
     engine_options.threads = 1;
     engine_options.kv_cache_bytes = int64_t{64} << 20;
     engine_options.max_batch_tokens = 512;
@@ -119,6 +129,7 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
     SchedulerOptions options;
     options.max_batch_sequences = 64;
     options.max_batch_tokens = 96;  // forces chunked prefill next to decodes in the batch
+    options.speculation = speculation;
     scheduler_ = CreateBatchingScheduler(engine_.get(), tokenizer_.get(), options, &observer_);
   }
 
@@ -497,6 +508,101 @@ TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameToke
   EXPECT_GE(engine_->kv_cache().disk_tier()->stats().reads, shared / 16);
   EXPECT_EQ(engine_->kv_cache().disk_tier()->stats().rejected, 0);
   std::filesystem::remove_all(kv_dir);
+}
+
+// Speculative decoding (prompt lookup) gives bit for bit the tokens plain decoding gives:
+// greedy and seeded sampling, alone and 24 at once, with a stop string, min_new_tokens and
+// end tokens, a JSON Schema constraint and a session's second turn; in f32 and in bf16.
+TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<model::CompiledConstraint> compiled = compiler.Compile(
+      {model::ConstraintKind::kJsonSchema,
+       R"({"type":"object","properties":{"name":{"type":"string","maxLength":6},)"
+       R"("n":{"type":"integer","minimum":0,"maximum":99}},"required":["name","n"]})"});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const auto trie = model::TokenTrie::Build(*tokenizer_);
+  std::vector<ValidatedRequest> cases;
+  for (int p = 0; p < 4; ++p) {
+    for (int v = 0; v < 2; ++v) cases.push_back(Make(Prompts()[p], v, 48));
+  }
+  for (int v = 0; v < 2; ++v) {
+    ValidatedRequest ends = Make(Prompts()[v], v, 48);  // end tokens after min_new_tokens
+    ends.stopping.ignore_eos = false;
+    ends.stopping.min_new_tokens = 9;
+    cases.push_back(ends);
+    ValidatedRequest json = Make(Prompts()[2 + v], v, 64);
+    json.stopping.ignore_eos = false;
+    json.constraint.grammar = compiled->grammar;
+    json.constraint.token_trie = trie;
+    cases.push_back(json);
+  }
+  // A session's two turns (the second resumes the first's K/V, drafts and all).
+  const auto two_turns = [&](int v) {
+    ValidatedRequest first = Make(Prompts()[1], v, 20);
+    first.session_id = absl::StrCat("spec", v);
+    std::vector<int> turn1 = RunAlone(first);
+    ValidatedRequest second = first;
+    second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
+    std::vector<int> more = tokenizer_->Encode(" And then?", /*add_bos=*/false);
+    second.prompt_tokens.insert(second.prompt_tokens.end(), more.begin(), more.end());
+    std::vector<int> turn2 = RunAlone(second);
+    turn1.insert(turn1.end(), turn2.begin(), turn2.end());
+    return turn1;
+  };
+  std::vector<testing::Outcome> plain;
+  for (const ValidatedRequest& r : cases) plain.push_back(Run(r));
+  // A stop string from the middle of a plain answer: both must stop at the same place.
+  const std::string& text = plain[0].text;
+  ASSERT_GE(text.size(), 24u);
+  ValidatedRequest stop = cases[0];
+  stop.stopping.stop_strings = {text.substr(text.size() / 2, 3)};
+  cases.push_back(stop);
+  plain.push_back(Run(stop));
+  const std::vector<int> plain_turns[] = {two_turns(0), two_turns(1)};
+
+  SpeculationOptions speculation;
+  speculation.mode = Speculation::kNgram;
+  speculation.max_batch = 64;
+  for (const bool bf16 : {false, true}) {
+    if (bf16 && !model::ops::CpuHasAvx512Bf16()) {
+      std::printf("bf16 not run: this CPU has no AVX512-BF16\n");
+      continue;
+    }
+    SCOPED_TRACE(bf16 ? "bf16" : "f32");
+    std::vector<testing::Outcome> expected = plain;
+    if (bf16) {  // bf16's own plain answers are the baseline
+      StartEngine("", {}, /*bf16=*/true);
+      for (size_t i = 0; i < cases.size(); ++i) expected[i] = Run(cases[i]);
+    }
+    StartEngine("", speculation, bf16);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const testing::Outcome out = Run(cases[i]);
+      ASSERT_TRUE(out.error.ok()) << out.error;
+      EXPECT_THAT(out.tokens, ElementsAreArray(expected[i].tokens)) << "case " << i;
+      EXPECT_EQ(out.text, expected[i].text) << "case " << i;
+      ASSERT_TRUE(out.finished && expected[i].finished);
+      EXPECT_EQ(out.finished->reason, expected[i].finished->reason) << "case " << i;
+    }
+    // All at once: sequences draft side by side in one batch.
+    std::vector<std::shared_ptr<RecordingSink>> sinks;
+    for (size_t i = 0; i < 2 * cases.size(); ++i) {
+      sinks.push_back(std::make_shared<RecordingSink>());
+      ASSERT_TRUE(scheduler_->Submit(Cold(cases[i % cases.size()]), sinks.back()).ok());
+    }
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      const testing::Outcome out = Summarize(sinks[i]->Wait());
+      ASSERT_TRUE(out.error.ok()) << out.error;
+      EXPECT_THAT(out.tokens, ElementsAreArray(expected[i % cases.size()].tokens))
+          << "batched case " << i;
+    }
+    if (!bf16) {
+      EXPECT_THAT(two_turns(0), ElementsAreArray(plain_turns[0]));
+      EXPECT_THAT(two_turns(1), ElementsAreArray(plain_turns[1]));
+    }
+  }
+  // The drafts were real: some were verified and some kept (random weights repeat themselves).
+  EXPECT_GT(observer_.drafted_tokens.load(), 100);
+  EXPECT_GT(observer_.accepted_tokens.load(), 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
