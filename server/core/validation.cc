@@ -354,6 +354,7 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
     return s;
   }
   out.sampling.seed = fields.sampling.has_seed() ? fields.sampling.seed() : random();
+  out.speculate = !fields.sampling.no_speculation();
   if (absl::Status s = ValidateStopping(fields.stopping, vocab_size, options, out.stopping);
       !s.ok()) {
     return s;

@@ -144,6 +144,9 @@ absl::Status ParseCommonFields(const Fields& f, OpenAiRequest& out,
   std::optional<bool> ignore_eos;
   TEXTGEN_RETURN_IF_ERROR(f.Bool("ignore_eos", ignore_eos));
   stopping.set_ignore_eos(ignore_eos.value_or(false));
+  std::optional<bool> speculative;
+  TEXTGEN_RETURN_IF_ERROR(f.Bool("speculative", speculative));
+  sampling.set_no_speculation(!speculative.value_or(true));
 
   std::optional<std::string> text;
   TEXTGEN_RETURN_IF_ERROR(f.String("session_id", text));

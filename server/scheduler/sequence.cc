@@ -253,7 +253,7 @@ std::span<const int> Sequence::DecodeChunk(int max_draft, const PromptLookupOpti
   if (draft_length_ == 0) draft_length_ = max_draft;
   // The chunk's K/V must fit the room reserved for prompt + max_new_tokens.
   const int room = request_.stopping.max_new_tokens - static_cast<int>(generated_.size());
-  const int n = std::min({max_draft, draft_length_, room});
+  const int n = request_.speculate ? std::min({max_draft, draft_length_, room}) : 0;
   if (n > 0) DraftByPromptLookup(request_.prompt_tokens, generated_, lookup, n, decode_chunk_);
   return decode_chunk_;
 }

@@ -60,6 +60,7 @@ struct ValidatedRequest {
   std::string session_id;          // empty = no session; else SessionKey(principal, id)
   std::string principal;           // who sent it (empty without API keys)
   model::SamplingParams sampling;  // seed resolved
+  bool speculate = true;           // may draft when the server speculates
   StoppingParams stopping;
   OutputParams output;
   ConstraintParams constraint;

@@ -38,6 +38,7 @@ TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
     "stop": "END", "seed": -1, "presence_penalty": 0.25, "frequency_penalty": -0.5,
     "logit_bias": {"12": -100, "7": 2.5}, "logprobs": true, "top_logprobs": 3, "n": 1,
     "user": "u1", "prompt_cache_key": "agent-7", "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "session_id": "s-1",
+    "speculative": false,
     "tools": [{"type": "function", "function": {"name": "calc"}}], "tool_choice": "auto",
     "chat_template_kwargs": {"enable_thinking": false}, "unknown_field": [1, 2]})");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -69,6 +70,7 @@ TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
   EXPECT_FLOAT_EQ(chat.sampling().min_p(), 0.05f);
   EXPECT_FLOAT_EQ(chat.sampling().repetition_penalty(), 1.1f);
   EXPECT_EQ(chat.session_id(), "s-1");
+  EXPECT_TRUE(chat.sampling().no_speculation());
   EXPECT_EQ(chat.tools_json(), R"([{"type":"function","function":{"name":"calc"}}])");  // as sent
   EXPECT_EQ(chat.template_variables_json(), R"({"enable_thinking":false})");
 }
@@ -202,6 +204,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{"[1]", "", "must be a JSON object, got an array"},
         BadBody{R"({"model": 3, "messages": []})", "model",
                 "model must be a string, got an integer"},
+        BadBody{R"({"messages": [], "speculative": "no"})", "speculative",
+                "speculative must be a boolean, got a string"},
         BadBody{R"({})", "messages", "messages is missing"},
         BadBody{R"({"messages": {}})", "messages", "messages must be an array of messages"},
         BadBody{R"({"messages": [{"content": "x"}]})", "messages[0]",

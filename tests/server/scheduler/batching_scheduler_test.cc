@@ -1037,6 +1037,18 @@ TEST_F(SchedulerTest, SpeculationStopsWhereAStopStringEndsAndKeepsTheSessionExac
   EXPECT_THAT(turn2.tokens, ElementsAreArray(ExpectedGreedy(next, 6, CycleNext)));
 }
 
+TEST_F(SchedulerTest, ARequestMayOptOutOfSpeculation) {
+  Start(Speculating(), 64, 1024, CycleNext);
+  ValidatedRequest r = MakeRequest({2, 3, 4, 5, 6, 2, 3}, 20);
+  r.speculate = false;
+  Outcome out = RunOne(r);
+  EXPECT_THAT(out.tokens, ElementsAreArray(ExpectedGreedy({2, 3, 4, 5, 6, 2, 3}, 20, CycleNext)));
+  for (const std::vector<int>& step : DecodeChunks(engine_->steps(), 7)) {
+    for (int tokens : step) EXPECT_EQ(tokens, 1);
+  }
+  EXPECT_EQ(observer_.drafted_tokens.load(), 0);
+}
+
 TEST_F(SchedulerTest, SpeculationStepsAsideWhenTheBatchIsBusy) {
   slow_steps_ = true;
   Start(Speculating(/*max_batch=*/1), 64, 1024, CycleNext);
