@@ -21,10 +21,18 @@ import threading
 import time
 import urllib.request
 
-PROMPT = ("The committee met on Tuesday to review the budget for the new library. After a long "
-          "discussion, the members agreed that the reading room would open in March, that the "
-          "children's section would move to the ground floor, and that the old archive would be "
-          "scanned before the end of the year. Rewrite the decision above as a short memo:\n")
+PASSAGE = ("The committee met on Tuesday to review the budget for the new library. After a long "
+           "discussion, the members agreed that the reading room would open in March, that the "
+           "children's section would move to the ground floor, and that the old archive would be "
+           "scanned before the end of the year.")
+# Workloads (--workload): a rewrite (the answer restates the passage), a copy (the passage again,
+# the answer started for it), and free writing (nothing to copy).
+WORKLOADS = {
+    "rewrite": PASSAGE + " Rewrite the decision above as a short memo:\n",
+    "copy": PASSAGE + "\n\nThe same text again:\n" + PASSAGE[:60],
+    "free": "The history of the United States",
+}
+PROMPT = WORKLOADS["rewrite"]
 
 
 def free_port():
@@ -108,7 +116,7 @@ def single_stream(server, max_tokens):
     n = max_tokens
     decode = (n - 1) / (arrivals[-1] - arrivals[0]) if len(arrivals) > 1 else 0.0
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
-    per_token = [g for g in gaps]
+    per_token = list(gaps)
     out = {"decode_tok_s": decode, "ttft_s": arrivals[0] if arrivals else total,
            "events": len(arrivals), "text_head": text[:60]}
     if gaps:
@@ -161,8 +169,11 @@ def main():
     ap.add_argument("--always-speculate", action="store_true",
                     help="many-stream runs with --speculative-max-batch 64 (find the crossover)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), default="rewrite")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    global PROMPT
+    PROMPT = WORKLOADS[args.workload]
 
     servers = []
 
@@ -197,6 +208,7 @@ def main():
             stream_completion(s, "Warm up.", 4)
             r = single_stream(s, args.max_tokens)
             r.update({"date": stamp, "config": s.name, "round": rnd, "streams": 1,
+                      "workload": args.workload,
                       "model": os.path.basename(args.model), "max_tokens": args.max_tokens})
             out.write(json.dumps(r) + "\n")
             out.flush()
