@@ -8,6 +8,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1035,6 +1036,63 @@ TEST_F(SchedulerTest, SpeculationStopsWhereAStopStringEndsAndKeepsTheSessionExac
   ASSERT_TRUE(turn2.finished);
   EXPECT_EQ(turn2.finished->usage.cached_tokens, static_cast<int>(next.size()) - 1);
   EXPECT_THAT(turn2.tokens, ElementsAreArray(ExpectedGreedy(next, 6, CycleNext)));
+}
+
+// Thousands of seeded requests with every sampling knob, 16 at a time, speculation on and off:
+// the same tokens and logprobs. A model whose next token follows the last one most of the
+// time (drafts are often right) but not always (and sampling strays from it).
+TEST_F(SchedulerTest, ThousandsOfSeededRequestsGiveTheSameTokensWithSpeculation) {
+  constexpr int kRequests = 2000;
+  std::mt19937 rng(2026);
+  std::vector<ValidatedRequest> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    std::vector<int> prompt;
+    const int length = 3 + static_cast<int>(rng() % 20);
+    for (int t = 0; t < length; ++t) prompt.push_back(2 + static_cast<int>(rng() % 8));
+    ValidatedRequest r =
+        MakeRequest(prompt, 8 + static_cast<int>(rng() % 24), absl::StrCat("r", i));
+    r.sampling.temperature = (rng() % 4 == 0) ? 0.0f : 0.3f + 0.2f * static_cast<float>(rng() % 6);
+    r.sampling.seed = rng();
+    r.sampling.top_k = static_cast<int>(rng() % 3) * 4;
+    r.sampling.top_p = rng() % 2 ? 1.0f : 0.8f;
+    r.sampling.min_p = rng() % 3 == 0 ? 0.05f : 0.0f;
+    r.sampling.repetition_penalty = rng() % 3 == 0 ? 1.2f : 1.0f;
+    r.sampling.frequency_penalty = rng() % 4 == 0 ? 0.5f : 0.0f;
+    if (rng() % 5 == 0) r.sampling.logit_bias = {{2 + static_cast<int>(rng() % 8), 1.5f}};
+    r.stopping.min_new_tokens = static_cast<int>(rng() % 6);
+    if (rng() % 6 == 0) r.stopping.stop_strings = {"ab"};
+    r.output.logprobs = rng() % 2 == 0;
+    r.sampling.top_logprobs = r.output.logprobs ? 2 : 0;
+    requests.push_back(std::move(r));
+  }
+  // Mostly "the letter after the last one, in a cycle of eight": drafts are often right.
+  const FakeEngine::NextFn next = [](int last, int pos) {
+    return pos % 7 == 0 ? 2 + (last * 3 + pos) % 8 : 2 + (last - 2 + 1) % 8;
+  };
+  std::vector<Outcome> results[2];
+  for (const bool speculate : {false, true}) {
+    Start(speculate ? Speculating() : SchedulerOptions{}, 256, 1024, next);
+    for (int start = 0; start < kRequests; start += 16) {
+      std::vector<std::shared_ptr<RecordingSink>> sinks;
+      for (int i = start; i < start + 16; ++i) {
+        sinks.push_back(std::make_shared<RecordingSink>());
+        ASSERT_TRUE(scheduler_->Submit(requests[i], sinks.back()).ok());
+      }
+      for (auto& sink : sinks) results[speculate].push_back(Summarize(sink->Wait()));
+    }
+    scheduler_.reset();
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(results[0][i].error.ok() && results[1][i].error.ok()) << i;
+    ASSERT_THAT(results[1][i].tokens, ElementsAreArray(results[0][i].tokens)) << "request " << i;
+    ASSERT_EQ(results[1][i].text, results[0][i].text) << "request " << i;
+    ASSERT_EQ(results[1][i].logprobs.size(), results[0][i].logprobs.size());
+    for (size_t t = 0; t < results[0][i].logprobs.size(); ++t) {
+      EXPECT_EQ(results[1][i].logprobs[t].logprob, results[0][i].logprobs[t].logprob);
+    }
+  }
+  EXPECT_GT(observer_.accepted_tokens.load(), kRequests);  // drafts were kept, often
+  EXPECT_LT(observer_.accepted_tokens.load(), observer_.drafted_tokens.load());  // and refused
 }
 
 TEST_F(SchedulerTest, ARequestMayOptOutOfSpeculation) {
