@@ -511,8 +511,9 @@ TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameToke
 }
 
 // Speculative decoding (prompt lookup) gives bit for bit the tokens plain decoding gives:
-// greedy and seeded sampling, alone and 24 at once, with a stop string, min_new_tokens and
-// end tokens, a JSON Schema constraint and a session's second turn; in f32 and in bf16.
+// greedy and seeded sampling, alone and 26 at once, with a stop string, a stop token,
+// min_new_tokens and end tokens, a JSON Schema constraint and a session's second turn; in f32
+// and in bf16.
 TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
   model::ConstraintCompiler compiler({});
   absl::StatusOr<model::CompiledConstraint> compiled = compiler.Compile(
@@ -558,6 +559,12 @@ TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
   stop.stopping.stop_strings = {text.substr(text.size() / 2, 3)};
   cases.push_back(stop);
   plain.push_back(Run(stop));
+  // A stop token from the middle of a sampled answer.
+  ASSERT_GE(plain[1].tokens.size(), 20u);
+  ValidatedRequest stop_token = cases[1];
+  stop_token.stopping.stop_token_ids = {plain[1].tokens[12]};
+  cases.push_back(stop_token);
+  plain.push_back(Run(stop_token));
   const std::vector<int> plain_turns[] = {two_turns(0), two_turns(1)};
 
   SpeculationOptions speculation;
