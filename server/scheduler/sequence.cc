@@ -282,9 +282,9 @@ void Sequence::SampleDrafted(std::span<const float> rows, int vocab) {
 bool Sequence::EmitDrafted(absl::Time now, SchedulerObserver* observer, int& accepted) {
   accepted = 0;
   bool finished = false;
+  const int drafts = drafted();
   for (size_t i = 0; i < verified_.size() && !finished; ++i) {
-    // Every sample but the last one equals its drafted token.
-    if (i + 1 < verified_.size()) ++accepted;
+    if (static_cast<int>(i) < drafts && verified_[i].token == decode_chunk_[i + 1]) ++accepted;
     finished = Emit(std::move(verified_[i]), now, observer);
   }
   verified_.clear();
@@ -296,7 +296,6 @@ bool Sequence::EmitDrafted(absl::Time now, SchedulerObserver* observer, int& acc
   held_failure_ = absl::OkStatus();
   held_constraint_done_ = false;
   // The next draft: longer after a run that kept everything, just past what was kept otherwise.
-  const int drafts = drafted();
   if (drafts > 0) {
     draft_length_ =
         accepted == drafts ? std::min(2 * draft_length_, kMaxDraftLength) : accepted + 1;
