@@ -143,7 +143,8 @@ ABSL_FLAG(std::string, speculative, kDefaults.speculative,
           "Speculative decoding: off, or ngram (drafts by prompt lookup, verified in one forward "
           "pass; the output is bit for bit the same as without)");
 ABSL_FLAG(int, speculative_draft_tokens, kDefaults.speculative_draft_tokens,
-          "Most tokens drafted per sequence and step (adapted per sequence below this)");
+          "Tokens drafted per step, shared out among the sequences decoding (each adapts its "
+          "own length below its share)");
 ABSL_FLAG(int, speculative_max_batch, kDefaults.speculative_max_batch,
           "Sequences decoding at once above which nobody drafts (a busy batch pays for every "
           "drafted row)");

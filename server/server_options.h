@@ -64,8 +64,9 @@ struct ServerOptions {
   std::string kv_cache_dir;
   int64_t kv_cache_dir_mb = 10240;  // the directory's size limit (least recently used go)
   int max_sessions = SchedulerOptions{}.max_sessions;
-  // Speculative decoding: "off" or "ngram" (prompt lookup), the most tokens drafted per
-  // sequence and step, and the decoding sequences above which nobody drafts.
+  // Speculative decoding: "off" or "ngram" (prompt lookup), the tokens drafted per step
+  // (shared out among the decoding sequences), and the decoding sequences above which nobody
+  // drafts.
   std::string speculative = "off";
   int speculative_draft_tokens = SpeculationOptions{}.max_draft_tokens;
   int speculative_max_batch = SpeculationOptions{}.max_batch;

@@ -331,16 +331,15 @@ void BatchingScheduler::Step() {
   // Decode tokens first: one per generating sequence keeps every stream moving (with
   // speculation, followed by its drafted tokens while the budget has room for them).
   const size_t n = running_.size();
-  const bool speculating = Speculating();
+  const int max_draft = DraftTokensPerSequence();
   int decodes = 0;
   int drafted_tokens = 0;
   for (size_t i = 0; i < n && budget > 0; ++i) {
     Sequence& seq = *running_[(decode_cursor_ + i) % n];
     if (seq.prefilling()) continue;
     std::span<const int> chunk = seq.DecodeToken();
-    if (speculating) {
-      chunk = seq.DecodeChunk(std::min(options_.speculation.max_draft_tokens, budget - 1),
-                              options_.speculation.lookup);
+    if (max_draft > 0) {
+      chunk = seq.DecodeChunk(std::min(max_draft, budget - 1), options_.speculation.lookup);
     }
     const bool drafted = chunk.size() > 1;
     batch.push_back({seq.kv().id(), chunk, /*want_logits=*/true, model::HiddenRows::kNone,
@@ -467,12 +466,15 @@ void BatchingScheduler::Step() {
   });
 }
 
-bool BatchingScheduler::Speculating() const {
+int BatchingScheduler::DraftTokensPerSequence() const {
   const SpeculationOptions& spec = options_.speculation;
-  if (spec.mode == Speculation::kOff || spec.max_draft_tokens <= 0) return false;
-  const auto decoding = std::count_if(running_.begin(), running_.end(),
-                                      [](const auto& seq) { return !seq->prefilling(); });
-  return decoding <= spec.max_batch;
+  if (spec.mode == Speculation::kOff || spec.max_draft_tokens <= 0) return 0;
+  const int decoding = static_cast<int>(std::count_if(
+      running_.begin(), running_.end(), [](const auto& seq) { return !seq->prefilling(); }));
+  if (decoding == 0 || decoding > spec.max_batch) return 0;
+  // Every drafted row costs about the same; the tokens it may save are worth less the more
+  // rows the step already has, so the step's drafts are shared out, not multiplied.
+  return spec.max_draft_tokens / decoding;
 }
 
 void BatchingScheduler::EmitDrafted(Sequence& seq, absl::Time now) {

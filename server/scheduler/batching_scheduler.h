@@ -77,8 +77,9 @@ class BatchingScheduler final : public Scheduler {
   // Whether `other` is prefilling a prompt of `seq`'s scope equal to `seq`'s up to `end`.
   bool SharesPromptUpTo(const Sequence& other, const Sequence& seq, int end) const;
   void Step();
-  // Whether decoding sequences draft this step (speculation on, the batch not too busy).
-  bool Speculating() const;
+  // The most tokens each decoding sequence drafts this step: 0 with speculation off or the
+  // batch too busy; else --speculative-draft-tokens shared among the decoding sequences.
+  int DraftTokensPerSequence() const;
   // After a speculative step: emits the kept samples, gives back the K/V of drafted tokens
   // that were not kept, and reports the verification.
   void EmitDrafted(Sequence& seq, absl::Time now);

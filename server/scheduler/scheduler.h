@@ -31,10 +31,12 @@ enum class Speculation { kOff, kNgram };
 
 struct SpeculationOptions {
   Speculation mode = Speculation::kOff;
-  int max_draft_tokens = 8;  // per sequence and step; adapted per sequence below this
-  // Sequences decoding at once above which nobody drafts: a batch that is already
-  // compute-bound pays for every drafted row. Default measured in docs/speculative-decoding.md.
-  int max_batch = 4;
+  // Tokens drafted per step, shared out among the decoding sequences (8 for one, 2 each for
+  // four, none past eight); each sequence adapts its own length below its share.
+  int max_draft_tokens = 8;
+  // Sequences decoding at once above which nobody drafts, whatever the share (a hard cap).
+  // Defaults measured in docs/speculative-decoding.md.
+  int max_batch = 8;
   PromptLookupOptions lookup;
 };
 

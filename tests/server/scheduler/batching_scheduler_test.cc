@@ -1070,8 +1070,10 @@ TEST_F(SchedulerTest, ThousandsOfSeededRequestsGiveTheSameTokensWithSpeculation)
     return pos % 7 == 0 ? 2 + (last * 3 + pos) % 8 : 2 + (last - 2 + 1) % 8;
   };
   std::vector<Outcome> results[2];
+  SchedulerOptions speculating = Speculating();
+  speculating.speculation.max_draft_tokens = 64;  // 4 each for 16 decoding sequences
   for (const bool speculate : {false, true}) {
-    Start(speculate ? Speculating() : SchedulerOptions{}, 256, 1024, next);
+    Start(speculate ? speculating : SchedulerOptions{}, 256, 1024, next);
     for (int start = 0; start < kRequests; start += 16) {
       std::vector<std::shared_ptr<RecordingSink>> sinks;
       for (int i = start; i < start + 16; ++i) {
