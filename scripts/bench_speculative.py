@@ -31,8 +31,17 @@ WORKLOADS = {
     "rewrite": PASSAGE + " Rewrite the decision above as a short memo:\n",
     "copy": PASSAGE + "\n\nThe same text again:\n" + PASSAGE[:60],
     "free": "The history of the United States",
+    # Structured output: an array of records under a JSON Schema (keys repeat record after
+    # record, the kind of output prompt lookup drafts well). textgen servers only.
+    "json": "List the library's rooms as JSON records:\n",
 }
+RECORDS_SCHEMA = {"type": "array", "minItems": 40, "items": {
+    "type": "object", "additionalProperties": False, "required": ["room", "floor", "open"],
+    "properties": {"room": {"type": "string", "maxLength": 12},
+                   "floor": {"type": "integer", "minimum": 0, "maximum": 9},
+                   "open": {"type": "boolean"}}}}
 PROMPT = WORKLOADS["rewrite"]
+WORKLOAD = "rewrite"
 
 
 def free_port():
@@ -83,12 +92,15 @@ class Server:
         self.proc.wait()
 
 
-def stream_completion(server, prompt, max_tokens, seed=None):
+def stream_completion(server, prompt, max_tokens, seed=None, warmup=False):
     """One streamed completion: (arrival time of each token, TTFT, total seconds, tokens)."""
     body = {"model": server.model, "prompt": prompt, "max_tokens": max_tokens, "stream": True,
             "temperature": 0, "ignore_eos": True}
     if seed is not None:
         body["seed"] = seed
+    if WORKLOAD == "json" and not warmup:
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "rooms", "schema": RECORDS_SCHEMA, "strict": True}}
     req = urllib.request.Request(f"http://127.0.0.1:{server.port}/v1/completions",
                                  json.dumps(body).encode(), {"Content-Type": "application/json"})
     start = time.perf_counter()
@@ -172,8 +184,10 @@ def main():
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="rewrite")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    global PROMPT
-    PROMPT = WORKLOADS[args.workload]
+    global PROMPT, WORKLOAD
+    PROMPT, WORKLOAD = WORKLOADS[args.workload], args.workload
+    if WORKLOAD == "json":
+        args.llama_server = None
 
     servers = []
 
@@ -205,7 +219,7 @@ def main():
     single = {s.name: [] for s in servers}
     for rnd in range(1, args.rounds + 1):
         for s in servers:
-            stream_completion(s, "Warm up.", 4)
+            stream_completion(s, "Warm up.", 4, warmup=True)
             r = single_stream(s, args.max_tokens)
             r.update({"date": stamp, "config": s.name, "round": rnd, "streams": 1,
                       "workload": args.workload,
