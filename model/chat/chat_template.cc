@@ -36,19 +36,13 @@ absl::StatusOr<Value> MessageValue(const ChatMessage& message, size_t index,
           absl::StrCat("messages[", index, "].tool_calls must be a JSON array"));
     }
     if (calls_format.has_value()) {
-      absl::StatusOr<jinja::TaintedString> text = CallsAsText(*calls, *calls_format);
-      if (!text.ok()) {
+      absl::StatusOr<jinja::TaintedString> content =
+          ContentWithCalls(message.content, *calls, *calls_format);
+      if (!content.ok()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("messages[", index, "].", text.status().message()));
+            absl::StrCat("messages[", index, "].", content.status().message()));
       }
-      jinja::TaintedString content{message.content, {}};
-      if (!content.bytes.empty()) content.taint.push_back({0, content.bytes.size()});
-      for (const jinja::TaintRange& range : text->taint) {
-        content.taint.push_back(
-            {range.begin + content.bytes.size(), range.end + content.bytes.size()});
-      }
-      content.bytes += text->bytes;
-      dict.Set(Value::String("content"), Value::String(std::move(content)));
+      dict.Set(Value::String("content"), Value::String(*std::move(content)));
     }
     dict.Set(Value::String("tool_calls"), *std::move(calls));
   }

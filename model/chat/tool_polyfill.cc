@@ -101,7 +101,9 @@ absl::StatusOr<std::string> ToolsAsSystemText(const jinja::Value& tools) {
   return jinja::PyJsonDumps(Value::MakeList(std::move(functions)), {});
 }
 
-absl::StatusOr<jinja::TaintedString> CallsAsText(const jinja::Value& calls, ToolCallFormat format) {
+absl::StatusOr<jinja::TaintedString> ContentWithCalls(std::string_view content,
+                                                      const jinja::Value& calls,
+                                                      ToolCallFormat format) {
   if (!calls.is_list()) return absl::InvalidArgumentError("tool_calls must be a JSON array");
   const ToolCallMarkup markup = MarkupOf(format);
   std::vector<std::string> texts;
@@ -111,6 +113,7 @@ absl::StatusOr<jinja::TaintedString> CallsAsText(const jinja::Value& calls, Tool
     texts.push_back(*std::move(text));
   }
   jinja::TaintedString out;
+  AppendTainted(out, content);
   if (texts.empty()) return out;
   if (!markup.call_open.empty()) {  // each call in its own tags
     for (size_t i = 0; i < texts.size(); ++i) {

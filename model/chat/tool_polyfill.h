@@ -30,9 +30,12 @@ inline constexpr char kToolsSystemPrompt[] = "You are a helpful assistant with s
 // message's `tools` field holds: the list of function objects, as json.dumps writes it.
 absl::StatusOr<std::string> ToolsAsSystemText(const jinja::Value& tools);
 
-// An assistant message's `tool_calls` (OpenAI's shape; arguments a JSON string or an object)
-// written as `format` writes calls, to follow its content. The format's tags are trusted (so
-// control-token tags encode as the tokens the model wrote); names and arguments stay tainted.
-absl::StatusOr<jinja::TaintedString> CallsAsText(const jinja::Value& calls, ToolCallFormat format);
+// An assistant message's content followed by its `tool_calls` (OpenAI's shape; arguments a
+// JSON string or an object) written as `format` writes calls. The format's tags are trusted (so
+// control-token tags encode as the tokens the model wrote); the content, names and arguments
+// stay tainted.
+absl::StatusOr<jinja::TaintedString> ContentWithCalls(std::string_view content,
+                                                      const jinja::Value& calls,
+                                                      ToolCallFormat format);
 
 }  // namespace textgen::model

@@ -486,20 +486,14 @@ void BatchingScheduler::EmitDrafted(Sequence& seq, absl::Time now) {
   if (seq.kv().length() == owed) return;
   // Drafts are written past the blocks anyone shares (only whole prompt blocks are shared
   // while a request runs), so this keeps the room reserved for the rest of the request.
-  if (kv_cache_.Rewind(seq.kv().id(), owed).ok()) return;
-  // Not expected; should a block past the kept tokens be shared, Truncate copies it (or keeps
-  // only the whole blocks before it, which a finished request's KvTokens() follows).
-  absl::Status status = kv_cache_.Truncate(seq.kv().id(), owed);
-  if (finished) return;
-  if (status.ok() && seq.kv().length() == owed) {
-    status = kv_cache_.Reserve(seq.kv().id(), seq.TokensNeeded());
-  } else if (status.ok()) {
-    status = absl::ResourceExhaustedError("no KV room to copy a shared block");
-  }
-  if (!status.ok()) {
-    seq.SetFailure(absl::Status(status.code(),
-                                absl::StrCat("request ", seq.request().request_id,
-                                             ": dropping rejected drafts: ", status.message())));
+  const absl::Status rewound = kv_cache_.Rewind(seq.kv().id(), owed);
+  if (rewound.ok()) return;
+  // Not reached by construction. Truncate still leaves K/V that KvTokens() describes (a
+  // finished request hands them on), but a running one has lost its room: it ends here.
+  (void)kv_cache_.Truncate(seq.kv().id(), owed);
+  if (!finished) {
+    seq.SetFailure(absl::InternalError(
+        absl::StrCat("request ", seq.request().request_id, ": ", rewound.message())));
   }
 }
 

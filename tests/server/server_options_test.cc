@@ -58,6 +58,18 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
     EXPECT_TRUE(ValidateServerOptions(o).ok()) << scope;
   }
   o = {};
+  o.speculative = "draft";
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--speculative must be off or ngram, got \"draft\""));
+  o.speculative = "ngram";
+  EXPECT_TRUE(ValidateServerOptions(o).ok());
+  o.speculative_draft_tokens = 0;
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("speculative-draft-tokens"));
+  o = {};
+  o.speculative_max_batch = 0;
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()), HasSubstr("speculative-max-batch"));
+  o = {};
   o.kv_cache_dir = "/var/cache/textgen";
   o.prefix_cache_scope = "off";
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),

@@ -38,6 +38,11 @@ constexpr char kCalls[] =
 
 jinja::Value Parse(const char* json) { return *ParseJsonValue(json, /*tainted=*/true, "test"); }
 
+// The calls alone, as they follow an empty content.
+absl::StatusOr<jinja::TaintedString> Calls(const jinja::Value& calls, ToolCallFormat format) {
+  return ContentWithCalls("", calls, format);
+}
+
 // The bytes of `prompt` the renderer marked untrusted.
 std::string Untrusted(const ChatPrompt& prompt) {
   std::string out;
@@ -63,35 +68,42 @@ TEST(TemplateToolSupportTest, IsReadFromTheSource) {
   EXPECT_FALSE(DetectTemplateToolSupport("{{ messages }}").tools_in_system_message);
 }
 
-TEST(CallsAsTextTest, EachFormatWritesItsOwnMarkup) {
+TEST(ContentWithCallsTest, EachFormatWritesItsOwnMarkup) {
   const jinja::Value one = Parse(kCalls);
   const jinja::Value two =
       Parse(R"([{"id": "a1", "function": {"name": "f", "arguments": {"x": 1}}},)"
             R"( {"id": "b2", "function": {"name": "g", "arguments": "not json"}}])");
   EXPECT_EQ(
-      CallsAsText(one, ToolCallFormat::kPhi4Mini)->bytes,
+      Calls(one, ToolCallFormat::kPhi4Mini)->bytes,
       R"(<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|/tool_call|>)");
   EXPECT_EQ(
-      CallsAsText(one, ToolCallFormat::kMistral)->bytes,
+      Calls(one, ToolCallFormat::kMistral)->bytes,
       R"([TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcDEF123"}])");
-  EXPECT_EQ(CallsAsText(one, ToolCallFormat::kLlama3Json)->bytes,
+  EXPECT_EQ(Calls(one, ToolCallFormat::kLlama3Json)->bytes,
             R"({"name": "get_weather", "parameters": {"city": "Paris"}})");
-  EXPECT_EQ(CallsAsText(one, ToolCallFormat::kGenericJson)->bytes,
+  EXPECT_EQ(Calls(one, ToolCallFormat::kGenericJson)->bytes,
             R"({"name": "get_weather", "arguments": {"city": "Paris"}})");
   // Arguments that are not JSON stay the string they were.
-  EXPECT_EQ(CallsAsText(two, ToolCallFormat::kHermes)->bytes,
+  EXPECT_EQ(Calls(two, ToolCallFormat::kHermes)->bytes,
             "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>\n"
             "<tool_call>\n{\"name\": \"g\", \"arguments\": \"not json\"}\n</tool_call>");
-  EXPECT_EQ(CallsAsText(two, ToolCallFormat::kGenericJson)->bytes,
+  EXPECT_EQ(Calls(two, ToolCallFormat::kGenericJson)->bytes,
             R"([{"name": "f", "arguments": {"x": 1}}, {"name": "g", "arguments": "not json"}])");
   // The tags are trusted, the calls are not.
-  const jinja::TaintedString phi = *CallsAsText(one, ToolCallFormat::kPhi4Mini);
+  const jinja::TaintedString phi = *Calls(one, ToolCallFormat::kPhi4Mini);
   ASSERT_EQ(phi.taint.size(), 1u);
   EXPECT_EQ(phi.bytes.substr(phi.taint[0].begin, phi.taint[0].end - phi.taint[0].begin),
             R"({"name": "get_weather", "arguments": {"city": "Paris"}})");
-  EXPECT_EQ(CallsAsText(Parse("[]"), ToolCallFormat::kPhi4Mini)->bytes, "");
-  EXPECT_FALSE(CallsAsText(Parse(R"([{"function": {}}])"), ToolCallFormat::kHermes).ok());
-  EXPECT_FALSE(CallsAsText(Parse("[1]"), ToolCallFormat::kHermes).ok());
+  EXPECT_EQ(Calls(Parse("[]"), ToolCallFormat::kPhi4Mini)->bytes, "");
+  // After a content: the content is request text too, the tag is not.
+  const jinja::TaintedString after = *ContentWithCalls("Sure.", one, ToolCallFormat::kPhi4Mini);
+  EXPECT_EQ(after.bytes.substr(0, 19), "Sure.<|tool_call|>[");
+  ASSERT_EQ(after.taint.size(), 2u);
+  EXPECT_EQ(after.taint[0].begin, 0u);
+  EXPECT_EQ(after.taint[0].end, 5u);
+  EXPECT_EQ(after.taint[1].begin, 19u);
+  EXPECT_FALSE(Calls(Parse(R"([{"function": {}}])"), ToolCallFormat::kHermes).ok());
+  EXPECT_FALSE(Calls(Parse("[1]"), ToolCallFormat::kHermes).ok());
 }
 
 TEST(ToolsAsSystemTextTest, ListsTheFunctionObjects) {
