@@ -149,6 +149,24 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void BM_Vnni(benchmark::S
       benchmark::Counter::kIsRate);
 }
 
+// The activation quantization alone (every BM_QuantMatmul call includes one): m rows of k.
+void BM_QuantizeActivations(benchmark::State& state) {
+  const int m = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1));
+  const int block = static_cast<int>(state.range(2));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(m) * k);
+  for (float& v : x) v = dist(rng);
+  QuantizedActivations activations;
+  for (auto _ : state) {
+    activations.Quantize(x.data(), m, k, block);
+    benchmark::DoNotOptimize(activations.codes(0));
+  }
+  state.counters["GB/s"] = benchmark::Counter(
+      4.0 * static_cast<double>(x.size()) * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   for (int shape = 0; shape < static_cast<int>(std::size(kShapes)); ++shape) {
     for (int type = 0; type < static_cast<int>(std::size(kTypes)); ++type) {
@@ -164,6 +182,13 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Vnni)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_QuantizeActivations)
+    ->Args({512, 2048, 256})
+    ->Args({512, 8192, 256})
+    ->Args({512, 8192, 32})
+    ->ArgNames({"m", "k", "block"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_QuantMatmul)
     ->Apply(Args)
     ->ArgNames({"shape", "type", "m"})

@@ -15,12 +15,14 @@ namespace textgen::model::ops {
 // where dx and xq are the activations' scale and codes (QuantizedActivations, 32- or
 // 256-element blocks: ActivationBlockFor).
 //
-// Batch invariance by construction: every output is computed by the same sequence of
-// operations (blocks in k order, one f32 accumulator) whatever the number of rows, the rows
-// computed alongside it, or the thread that runs its panel. Integer sums are exact, so
-// grouping rows to share weight loads changes nothing. One kernel serves every batch size:
-// decode streams each weight once per token; a prefill's rows reuse each loaded weight
-// register for several rows.
+// Batch invariance by construction: every output is computed by the same sequence of f32
+// operations (blocks in k order, one accumulator) whatever the number of rows, the rows
+// computed alongside it, or the thread that runs its panel. Only the integer sums are
+// organised differently by batch size, and they are exact: decode (under 8 rows) streams one
+// 16-column panel at a time straight from DRAM; more rows take two panels per pass, so each
+// broadcast activation feeds both, up to 6 rows at a time sharing each loaded weight
+// register; from 18 rows, 5- and 6-bit codes are unpacked to bytes once per pass instead of
+// once per 6 rows.
 
 // Whether this CPU runs the kernels (AVX-512 F/BW/VL with VNNI).
 bool CpuSupportsQuantMatmul();

@@ -18,6 +18,10 @@ namespace {
 // (maskz forms and no _mm512_reduce_*: GCC 12's unmasked ones trip -Wmaybe-uninitialized in
 // its headers)
 
+// Horizontal max and sum of 16 lanes (exact in any order: max, and integer sums).
+TEXTGEN_AVX512 inline float LaneMax(__m512 v) { return _mm512_mask_reduce_max_ps(0xFFFF, v); }
+TEXTGEN_AVX512 inline int32_t LaneSum(__m512i v) { return _mm512_mask_reduce_add_epi32(0xFFFF, v); }
+
 // Quantizes one block of `block` (32 or 256) floats: codes, their 16-element sums, the scale.
 TEXTGEN_AVX512 float QuantizeBlock(const float* x, int block, int8_t* codes, int32_t* sums16) {
   const __m512i magnitude_bits = _mm512_set1_epi32(0x7FFFFFFF);
@@ -27,10 +31,7 @@ TEXTGEN_AVX512 float QuantizeBlock(const float* x, int block, int8_t* codes, int
         _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(x + i)), magnitude_bits);
     amax = _mm512_max_ps(amax, _mm512_castsi512_ps(bits));
   }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, amax);
-  float max_abs = 0.0f;
-  for (float v : lanes) max_abs = std::max(max_abs, v);
+  const float max_abs = LaneMax(amax);
   const float scale = max_abs / 127.0f;
   const __m512 inverse = _mm512_set1_ps(max_abs > 0.0f ? 127.0f / max_abs : 0.0f);
   for (int i = 0; i < block; i += 16) {
@@ -41,11 +42,7 @@ TEXTGEN_AVX512 float QuantizeBlock(const float* x, int block, int8_t* codes, int
         _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
                      _mm512_maskz_cvtepi32_epi8(0xFFFF, clamped));
-    alignas(64) int32_t values[16];
-    _mm512_store_si512(values, clamped);
-    int32_t sum = 0;
-    for (int32_t v : values) sum += v;
-    sums16[i / 16] = sum;
+    sums16[i / 16] = LaneSum(clamped);
   }
   return scale;
 }
