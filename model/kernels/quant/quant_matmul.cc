@@ -165,6 +165,21 @@ TEXTGEN_VNNI inline void ZeroAll(FloatTile& v) {
     for (__m512& x : panel) x = _mm512_setzero_ps();
 }
 
+// scaled[p][r] += sc_p * sum[p][r]: one sub-block's sums times its 16 byte scales (one per
+// column) at `scales` in panel p's block (`stride` bytes further per panel), unsigned (Q4_K,
+// Q5_K) or signed (Q6_K). Integer: exact.
+template <int NP, int MR, bool Signed>
+TEXTGEN_VNNI inline void AddSubBlockSums(const IntTile& sum, const uint8_t* scales, int64_t stride,
+                                         IntTile& scaled) {
+  for (int p = 0; p < NP; ++p) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + p * stride));
+    const __m512i sc = Signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+    for (int r = 0; r < MR; ++r) {
+      scaled[p][r] = _mm512_add_epi32(scaled[p][r], _mm512_mullo_epi32(sum[p][r], sc));
+    }
+  }
+}
+
 // acc[p][r] += (d_p * dx_r) * sums[p][r] for the MR rows: a super-block's integer sums into the
 // f32 accumulators, d_p the panel's scales at `scale_offset` of its block, dx_r row r's
 // activation scale for super-block `sb`.
@@ -325,13 +340,7 @@ TEXTGEN_VNNI void K32Panels(const PackedQuantMatrix& w, const Layout& l, int p0,
         DotQuad<NP, MR>(high, x, 256 * sb + 32 * j + 8 * o + 4, 1, sum);
       }
       FoldChains<NP, MR>(sum);
-      for (int p = 0; p < NP; ++p) {
-        const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-            reinterpret_cast<const __m128i*>(block + p * stride + l.scales + 16 * j)));
-        for (int r = 0; r < MR; ++r) {
-          scaled[p][r] = _mm512_add_epi32(scaled[p][r], _mm512_mullo_epi32(sum[p][r], sc));
-        }
-      }
+      AddSubBlockSums<NP, MR, /*Signed=*/false>(sum, block + l.scales + 16 * j, stride, scaled);
     }
     IntTile mins;
     ZeroAll(mins);
@@ -397,13 +406,7 @@ TEXTGEN_VNNI void Q6KPanels(const PackedQuantMatrix& w, const Layout& l, int p0,
         DotQuad<NP, MR>(high, x, k + 8 * half + 4, 1, sum);
       }
       FoldChains<NP, MR>(sum);
-      for (int p = 0; p < NP; ++p) {
-        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(
-            reinterpret_cast<const __m128i*>(block + p * stride + l.scales + 16 * j)));
-        for (int r = 0; r < MR; ++r) {
-          scaled[p][r] = _mm512_add_epi32(scaled[p][r], _mm512_mullo_epi32(sum[p][r], sc));
-        }
-      }
+      AddSubBlockSums<NP, MR, /*Signed=*/true>(sum, block + l.scales + 16 * j, stride, scaled);
     }
     AddScaledSums<NP, MR>(scaled, block, stride, l.d, /*negate=*/false, x, sb, acc);
   }
