@@ -4,8 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "model/format/float16.h"
 #include "model/kernels/cpu_features.h"
@@ -126,21 +128,27 @@ TEXTGEN_AVX512 inline void PrefetchElement(const std::byte* base, int64_t index)
   _mm_prefetch(reinterpret_cast<const char*>(base + index * (kHalf ? 2 : 4)), _MM_HINT_T1);
 }
 
-// AttendRow for head_dim = 16 * NV and 16-token blocks on AVX-512. K is dimension-major in
-// a block, so one zmm holds a dimension of all 16 keys: a block's 16 scores come out of hd
-// FMAs (four chains, combined in a fixed order) with no horizontal sums. Values accumulate
-// in registers in two sets (even/odd positions) added at the end.
-template <int NV, bool kHalf>
-TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
-                                    const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
-                                    const RowSpan& span, float* scores, float* out) {
+// Heads of one KV group attended in one pass: each key load serves all of them (GQA models
+// have 2-8 query heads per KV head). Four keep 16 score accumulators in registers.
+constexpr int kMaxHeadsPerPass = 4;
+
+// The scores of HG heads (queries at q + h * 16 * NV) over positions [span.first, n_pos) for
+// head_dim = 16 * NV and 16-token blocks, into scores + h * scores_stride; max_score[h] gets
+// each head's maximum. K is dimension-major in a block, so one zmm holds a dimension of all 16
+// keys: a block's 16 scores come out of hd FMAs per head (four chains, combined in a fixed
+// order) with no horizontal sums. Each head's operations are the same whatever HG is.
+template <int NV, bool kHalf, int HG>
+TEXTGEN_AVX512 void ScoreKeysAvx512(const float* q, std::byte* const* blocks, int64_t k_base,
+                                    int64_t v_base, const RowSpan& span, float* scores,
+                                    int scores_stride, float (&max_score)[kMaxHeadsPerPass]) {
   constexpr int hd = 16 * NV;
-  constexpr int bt = 16;  // PickAttendRow checks the layout
+  constexpr int bt = 16;  // PickAttendHeads checks the layout
   const int first = span.first;
   const int n_pos = span.n_pos;
   const int first_block_start = first / bt * bt;
   const __m512 scale_v = _mm512_set1_ps(span.scale);
-  __m512 max_v = _mm512_set1_ps(-INFINITY);
+  __m512 max_v[HG];
+  for (__m512& m : max_v) m = _mm512_set1_ps(-INFINITY);
   for (int j0 = first_block_start; j0 < n_pos; j0 += bt) {
     const std::byte* block = blocks[j0 / bt];
     // Blocks are scattered 4 KiB slabs, too short for the hardware prefetcher to follow, so
@@ -153,8 +161,9 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
         PrefetchElement<kHalf>(blocks[j0 / bt + 1], k_base + int64_t{d} * bt);
       }
     }
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                     _mm512_setzero_ps()};
+    __m512 acc[HG][4];
+    for (auto& head : acc)
+      for (__m512& a : head) a = _mm512_setzero_ps();
     for (int d = 0; d < hd; d += 4) {
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
@@ -162,28 +171,44 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
         // most one cache line.
         PrefetchElement<kHalf>(ahead, k_base + int64_t{d + c} * bt);
         PrefetchElement<kHalf>(block, v_base + int64_t{d + c} * bt);
-        acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(q[d + c]),
-                                 Load16<kHalf>(block, k_base + int64_t{d + c} * bt), acc[c]);
+        const __m512 k = Load16<kHalf>(block, k_base + int64_t{d + c} * bt);
+#pragma GCC unroll 4
+        for (int h = 0; h < HG; ++h) {
+          acc[h][c] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + d + c]), k, acc[h][c]);
+        }
       }
     }
-    const __m512 s = _mm512_mul_ps(
-        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])), scale_v);
     // Slots past the sequence's end hold stale data, slots before the window are not seen:
     // neither stored nor counted.
     const int count = std::min(bt, n_pos - j0);
     const int skip = std::max(0, first - j0);
     const __mmask16 live = static_cast<__mmask16>(((1u << count) - 1) & ~((1u << skip) - 1));
-    _mm512_mask_storeu_ps(scores + j0, live, s);
-    max_v = _mm512_mask_max_ps(max_v, live, max_v, s);
+    for (int h = 0; h < HG; ++h) {
+      const __m512 s = _mm512_mul_ps(
+          _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][1]), _mm512_add_ps(acc[h][2], acc[h][3])),
+          scale_v);
+      _mm512_mask_storeu_ps(scores + h * scores_stride + j0, live, s);
+      max_v[h] = _mm512_mask_max_ps(max_v[h], live, max_v[h], s);
+    }
   }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, max_v);
-  float max_score = *std::max_element(lanes, lanes + 16);
-  if (span.softcap > 0) max_score = CapScores(scores, span);
-  Softmax(scores + first, n_pos - first, max_score);
+  for (int h = 0; h < HG; ++h) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, max_v[h]);
+    max_score[h] = *std::max_element(lanes, lanes + 16);
+  }
+}
 
-  // Up to 128 dims two accumulator sets (even/odd positions) hide the FMA latency; wider heads
-  // (Gemma's 256) keep one set, as two would not fit in the 32 vector registers.
+// out = sum over positions [span.first, n_pos) of p_j * v_j for one head (16-token blocks,
+// head_dim = 16 * NV). Up to 128 dims two accumulator sets (even/odd positions) hide the FMA
+// latency; wider heads (Gemma's 256) keep one set, as two would not fit in the 32 registers.
+template <int NV, bool kHalf>
+TEXTGEN_AVX512 void AddValuesAvx512(std::byte* const* blocks, int64_t v_base, const RowSpan& span,
+                                    const float* scores, float* out) {
+  constexpr int hd = 16 * NV;
+  constexpr int bt = 16;
+  const int first = span.first;
+  const int n_pos = span.n_pos;
+  const int first_block_start = first / bt * bt;
   constexpr bool kTwoSets = NV <= 8;
   __m512 even[NV], odd[kTwoSets ? NV : 1];
   for (int v = 0; v < NV; ++v) even[v] = _mm512_setzero_ps();
@@ -225,30 +250,67 @@ TEXTGEN_AVX512 void AttendRowAvx512(const float* q, std::byte* const* blocks,
   }
 }
 
-using AttendRowFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
-                             int64_t, const RowSpan&, float*, float*);
-
-// One instance per head size 16, 32, ..., 256.
-template <bool kHalf>
-AttendRowFn PickAvx512(int head_dim) {
-  static constexpr AttendRowFn kByHeadDim[] = {
-      AttendRowAvx512<1, kHalf>,  AttendRowAvx512<2, kHalf>,  AttendRowAvx512<3, kHalf>,
-      AttendRowAvx512<4, kHalf>,  AttendRowAvx512<5, kHalf>,  AttendRowAvx512<6, kHalf>,
-      AttendRowAvx512<7, kHalf>,  AttendRowAvx512<8, kHalf>,  AttendRowAvx512<9, kHalf>,
-      AttendRowAvx512<10, kHalf>, AttendRowAvx512<11, kHalf>, AttendRowAvx512<12, kHalf>,
-      AttendRowAvx512<13, kHalf>, AttendRowAvx512<14, kHalf>, AttendRowAvx512<15, kHalf>,
-      AttendRowAvx512<16, kHalf>};
-  return kByHeadDim[head_dim / 16 - 1];  // PickAttendRow checks 16 <= head_dim <= 256
+// HG heads of one row that share a KV head (queries at q + h * hd, outputs at out + h * hd)
+// on AVX-512: their keys scored in one pass, then each head's softmax and values.
+template <int NV, bool kHalf, int HG>
+TEXTGEN_AVX512 void AttendHeadsAvx512(const float* q, std::byte* const* blocks,
+                                      const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
+                                      const RowSpan& span, float* scores, int scores_stride,
+                                      float* out) {
+  float max_score[kMaxHeadsPerPass];
+  ScoreKeysAvx512<NV, kHalf, HG>(q, blocks, k_base, v_base, span, scores, scores_stride, max_score);
+  for (int h = 0; h < HG; ++h) {
+    float* head_scores = scores + h * scores_stride;
+    if (span.softcap > 0) max_score[h] = CapScores(head_scores, span);
+    Softmax(head_scores + span.first, span.n_pos - span.first, max_score[h]);
+    AddValuesAvx512<NV, kHalf>(blocks, v_base, span, head_scores, out + h * 16 * NV);
+  }
 }
 
-// The AVX-512 kernel for what it covers (head sizes multiples of 16 up to 256, 16-token
-// blocks), else the portable one. The choice depends on the CPU and model, never the batch.
-AttendRowFn PickAttendRow(int head_dim, int block_tokens, bool f16) {
+// HG heads of one row that share a KV head, one at a time, with the portable kernel.
+using AttendRowFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
+                             int64_t, const RowSpan&, float*, float*);
+template <AttendRowFn kAttendRow, int HG>
+void AttendHeadsPortable(const float* q, std::byte* const* blocks, const PagedKvLayout& layout,
+                         int64_t k_base, int64_t v_base, const RowSpan& span, float* scores,
+                         int scores_stride, float* out) {
+  for (int h = 0; h < HG; ++h) {
+    kAttendRow(q + h * layout.head_dim, blocks, layout, k_base, v_base, span, scores,
+               out + h * layout.head_dim);
+  }
+}
+
+using AttendHeadsFn = void (*)(const float*, std::byte* const*, const PagedKvLayout&, int64_t,
+                               int64_t, const RowSpan&, float*, int, float*);
+using HeadsTable = std::array<AttendHeadsFn, kMaxHeadsPerPass>;
+
+template <int NV, bool kHalf>
+constexpr HeadsTable AvxHeads() {
+  return {AttendHeadsAvx512<NV, kHalf, 1>, AttendHeadsAvx512<NV, kHalf, 2>,
+          AttendHeadsAvx512<NV, kHalf, 3>, AttendHeadsAvx512<NV, kHalf, 4>};
+}
+template <AttendRowFn kAttendRow>
+constexpr HeadsTable PortableHeads() {
+  return {AttendHeadsPortable<kAttendRow, 1>, AttendHeadsPortable<kAttendRow, 2>,
+          AttendHeadsPortable<kAttendRow, 3>, AttendHeadsPortable<kAttendRow, 4>};
+}
+
+// One table per head size 16, 32, ..., 256.
+template <bool kHalf, int... NV>
+HeadsTable PickAvx512(int head_dim, std::integer_sequence<int, NV...>) {
+  static constexpr HeadsTable kByHeadDim[] = {AvxHeads<NV + 1, kHalf>()...};
+  return kByHeadDim[head_dim / 16 - 1];  // PickAttendHeads checks 16 <= head_dim <= 256
+}
+
+// The AVX-512 kernels for what they cover (head sizes multiples of 16 up to 256, 16-token
+// blocks), else the portable ones. The choice depends on the CPU and model, never the batch.
+HeadsTable PickAttendHeads(int head_dim, int block_tokens, bool f16) {
   if (head_dim % 16 != 0 || head_dim < 16 || head_dim > 256 || block_tokens != 16 ||
       !CpuHasAvx512()) {
-    return f16 ? AttendRowHalf : AttendRow;
+    return f16 ? PortableHeads<AttendRowHalf>() : PortableHeads<AttendRow>();
   }
-  return f16 ? PickAvx512<true>(head_dim) : PickAvx512<false>(head_dim);
+  constexpr auto kSizes = std::make_integer_sequence<int, 16>{};
+  return f16 ? PickAvx512<true>(head_dim, kSizes) : PickAvx512<false>(head_dim, kSizes);
 }
 
 // Rounds n floats to half, nearest-even (the same rounding as FloatToHalf).
@@ -313,28 +375,42 @@ void StoreKv(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout
   }
 }
 
+int64_t AttentionScratchFloats(int threads, int max_positions) {
+  return int64_t{threads} * kMaxHeadsPerPass * max_positions;
+}
+
 void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout,
                     int n_heads, const float* q, int q_stride, float* out, int out_stride,
                     float* scores, int max_positions, const AttentionScoring& scoring) {
   const int hd = layout.head_dim;
   const int group = n_heads / layout.n_kv_heads;
   const float scale = scoring.scale > 0 ? scoring.scale : 1.0f / std::sqrt(static_cast<float>(hd));
-  const AttendRowFn attend_row = PickAttendRow(hd, layout.block_tokens, layout.f16);
-  const int n_chunks = static_cast<int>(chunks.size());
-  // Work items are (chunk, head, row) flattened; dynamic scheduling balances long and
-  // short rows. Which thread runs an item does not change its result.
-  int64_t items = 0;
+  const HeadsTable attend_heads = PickAttendHeads(hd, layout.block_tokens, layout.f16);
+  int64_t rows = 0;
   int64_t work = 0;  // multiply-adds, to skip the thread team for tiny decode steps
   for (const AttentionChunk& c : chunks) {
-    items += static_cast<int64_t>(c.n_tokens) * n_heads;
+    rows += c.n_tokens;
     work += static_cast<int64_t>(c.n_tokens) * (c.start_pos + c.n_tokens) * n_heads * hd;
   }
+  // A group's heads go in passes of at most kMaxHeadsPerPass, as even as possible (7: 4 + 3);
+  // with too few rows to give every thread several items (decode of a few sequences), a head
+  // per pass. A head's operations are the same either way, so this choice changes no result.
+  int passes_per_group = (group + kMaxHeadsPerPass - 1) / kMaxHeadsPerPass;
+  if (rows * layout.n_kv_heads * passes_per_group < 4 * int64_t{omp_get_max_threads()}) {
+    passes_per_group = group;
+  }
+  const int units = n_heads / group * passes_per_group;  // per row
+  const int64_t items = rows * units;
+  const int n_chunks = static_cast<int>(chunks.size());
+  // Work items are (chunk, row, kv head, pass) flattened; dynamic scheduling balances long and
+  // short rows. Which thread runs an item does not change its result.
 #pragma omp parallel if (work >= (int64_t{1} << 17))
   {
-    float* my_scores = scores + static_cast<int64_t>(omp_get_thread_num()) * max_positions;
+    float* my_scores =
+        scores + static_cast<int64_t>(omp_get_thread_num()) * kMaxHeadsPerPass * max_positions;
     int chunk_index = 0;
     int64_t chunk_begin = 0;  // first item of chunk_index
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
       // Items only move forward within a thread, so advance the chunk cursor lazily.
       if (item < chunk_begin) {
@@ -342,24 +418,27 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
         chunk_begin = 0;
       }
       while (chunk_index < n_chunks &&
-             item >= chunk_begin + int64_t{chunks[chunk_index].n_tokens} * n_heads) {
-        chunk_begin += int64_t{chunks[chunk_index].n_tokens} * n_heads;
+             item >= chunk_begin + int64_t{chunks[chunk_index].n_tokens} * units) {
+        chunk_begin += int64_t{chunks[chunk_index].n_tokens} * units;
         ++chunk_index;
       }
       const AttentionChunk& c = chunks[chunk_index];
       const int local = static_cast<int>(item - chunk_begin);
-      const int t = local / n_heads;
-      const int h = local % n_heads;
-      const int g = h / group;
+      const int t = local / units;
+      const int g = local % units / passes_per_group;
+      const int pass = local % passes_per_group;
+      const int first_head = g * group + group * pass / passes_per_group;
+      const int heads = g * group + group * (pass + 1) / passes_per_group - first_head;
       const int64_t row = c.first_row + t;
       const int n_pos = scoring.causal ? c.start_pos + t + 1 : c.start_pos + c.n_tokens;
       const RowSpan span{.first = scoring.window > 0 ? std::max(0, n_pos - scoring.window) : 0,
                          .n_pos = n_pos,
                          .scale = scale,
                          .softcap = scoring.softcap};
-      attend_row(q + row * q_stride + h * hd, c.blocks, layout,
-                 layout.k_offset + g * layout.head_stride, layout.v_offset + g * layout.head_stride,
-                 span, my_scores, out + row * out_stride + h * hd);
+      attend_heads[heads - 1](q + row * q_stride + first_head * hd, c.blocks, layout,
+                              layout.k_offset + g * layout.head_stride,
+                              layout.v_offset + g * layout.head_stride, span, my_scores,
+                              max_positions, out + row * out_stride + first_head * hd);
     }
   }
 }

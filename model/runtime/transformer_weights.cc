@@ -168,7 +168,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->proj_.resize(rows * c.dim);
   t->hidden_.resize(rows * 2 * c.hidden_dim);
   if (IsGated(c)) t->act_.resize(rows * c.hidden_dim);
-  t->scores_.resize(static_cast<size_t>(t->context_->threads()) * c.context_length);
+  t->scores_.resize(
+      static_cast<size_t>(ops::AttentionScratchFloats(t->context_->threads(), c.context_length)));
   return t;
 }
 

@@ -27,19 +27,20 @@ using textgen::model::ops::PagedKvLayout;
 constexpr int kHeads = 12, kHeadDim = 64, kBlockTokens = 16;
 constexpr int kQDim = kHeads * kHeadDim;
 
-// B sequences of L cached tokens in paged blocks (one layer), and one query row each; heads of
-// head_dim (64 by default; 256 as Gemma has).
+// B sequences of L cached tokens in paged blocks (one layer), and one query row each (or, with
+// `prefill`, all L rows of each); heads of head_dim (64 by default; 256 as Gemma has), n_kv
+// KV heads (all of them by default; fewer: GQA).
 struct Setup {
-  Setup(int batch, int length, int head_dim = kHeadDim)
+  Setup(int batch, int length, int head_dim = kHeadDim, int n_kv = kHeads, bool prefill = false)
       : batch(batch), length(length), head_dim(head_dim) {
     layout = PagedKvLayout{.block_tokens = kBlockTokens,
-                           .n_kv_heads = kHeads,
+                           .n_kv_heads = n_kv,
                            .head_dim = head_dim,
                            .k_offset = 0,
-                           .v_offset = int64_t{kHeads} * kBlockTokens * head_dim,
+                           .v_offset = int64_t{n_kv} * kBlockTokens * head_dim,
                            .head_stride = int64_t{kBlockTokens} * head_dim};
     const int blocks_per_seq = (length + kBlockTokens - 1) / kBlockTokens;
-    const size_t block_floats = size_t{2} * kHeads * kBlockTokens * head_dim;
+    const size_t block_floats = size_t{2} * n_kv * kBlockTokens * head_dim;
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     // Blocks come from huge pages as in the engine's KV cache (with 4 KiB pages every
@@ -55,14 +56,16 @@ struct Setup {
         tables[s].push_back(
             reinterpret_cast<std::byte*>(storage[static_cast<size_t>(s) * blocks_per_seq + b]));
       }
-      chunks.push_back(AttentionChunk{tables[s].data(), length - 1, 1, s});
+      chunks.push_back(prefill ? AttentionChunk{tables[s].data(), 0, length, s * length}
+                               : AttentionChunk{tables[s].data(), length - 1, 1, s});
     }
-    q.resize(static_cast<size_t>(batch) * kHeads * head_dim);
+    rows = prefill ? batch * length : batch;
+    q.resize(static_cast<size_t>(rows) * kHeads * head_dim);
     for (float& x : q) x = dist(rng);
     out.resize(q.size());
-    scores.resize(size_t{8} * length);
+    scores.resize(static_cast<size_t>(textgen::model::ops::AttentionScratchFloats(8, length)));
   }
-  int batch, length, head_dim;
+  int batch, length, head_dim, rows = 0;
   PagedKvLayout layout;
   textgen::model::ops::HugePageArena arena;
   std::vector<float*> storage;
@@ -157,7 +160,27 @@ void BM_PagedAttentionHeadDim(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * s.batch);
 }
 
+// GQA as Llama 3.2 1B has it (12 query heads here over 3 KV heads: 4 per group), decode (one
+// row per sequence) and a 512-token prefill (every row of one sequence).
+void BM_PagedAttentionGqa(benchmark::State& state) {
+  const bool prefill = state.range(2) != 0;
+  Setup s(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), kHeadDim, kHeads / 4,
+          prefill);
+  for (auto _ : state) {
+    textgen::model::ops::PagedAttention(s.chunks, s.layout, kHeads, s.q.data(), kQDim, s.out.data(),
+                                        kQDim, s.scores.data(), s.length);
+    benchmark::DoNotOptimize(s.out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * s.rows);
+}
+
 BENCHMARK(BM_PagedAttention)->Apply(Args)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PagedAttentionGqa)
+    ->ArgNames({"batch", "context", "prefill"})
+    ->Args({1, 4096, 0})
+    ->Args({16, 1024, 0})
+    ->Args({1, 512, 1})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionHeadDim)
     ->ArgNames({"batch", "context", "head_dim"})
     ->ArgsProduct({{1, 16}, {1024}, {128, 192, 256}})
