@@ -400,6 +400,9 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
     passes_per_group = group;
   }
   const int units = n_heads / group * passes_per_group;  // per row
+  // Threads take about 4 heads at a time (fewer, larger grabs measured faster than single
+  // heads: MHA at 16 sequences 0.85x the speed with one head per grab).
+  const int grab = std::max(1, kMaxHeadsPerPass * passes_per_group / group);
   const int64_t items = rows * units;
   const int n_chunks = static_cast<int>(chunks.size());
   // Work items are (chunk, row, kv head, pass) flattened; dynamic scheduling balances long and
@@ -410,7 +413,7 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
         scores + static_cast<int64_t>(omp_get_thread_num()) * kMaxHeadsPerPass * max_positions;
     int chunk_index = 0;
     int64_t chunk_begin = 0;  // first item of chunk_index
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, grab)
     for (int64_t item = 0; item < items; ++item) {
       // Items only move forward within a thread, so advance the chunk cursor lazily.
       if (item < chunk_begin) {
