@@ -409,6 +409,17 @@ struct AttentionCase {
   AttentionScoring scoring = {};  // scale, softcap, sliding window
 };
 
+// A block holding K then V of n_kv heads of hd for bt tokens.
+PagedKvLayout BlockLayout(int n_kv, int hd, int bt, bool f16) {
+  return PagedKvLayout{.block_tokens = bt,
+                       .n_kv_heads = n_kv,
+                       .head_dim = hd,
+                       .k_offset = 0,
+                       .v_offset = n_kv * bt * hd,
+                       .head_stride = bt * hd,
+                       .f16 = f16};
+}
+
 class PagedAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
@@ -421,13 +432,7 @@ TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
   } seqs[2] = {{6, 5}, {38, 1}};
   const int rows = 6;
   const auto q = Random(rows * q_dim, 16);
-  PagedKvLayout layout{.block_tokens = bt,
-                       .n_kv_heads = n_kv,
-                       .head_dim = hd,
-                       .k_offset = 0,
-                       .v_offset = n_kv * bt * hd,
-                       .head_stride = bt * hd,
-                       .f16 = f16};
+  const PagedKvLayout layout = BlockLayout(n_kv, hd, bt, f16);
   const int block_floats = 2 * n_kv * bt * hd;
   std::vector<std::vector<float>> storage;
   std::vector<std::vector<std::byte*>> tables(2);
@@ -485,13 +490,7 @@ TEST(PagedAttentionGroupTest, HeadsScoredTogetherEqualOneHeadAtATimeBitwise) {
     for (const bool f16 : {false, true}) {
       const int n_kv = 1, n_heads = group * n_kv, hd = 64, bt = 16, total = 40;
       const int kv_dim = n_kv * hd, q_dim = n_heads * hd;
-      PagedKvLayout layout{.block_tokens = bt,
-                           .n_kv_heads = n_kv,
-                           .head_dim = hd,
-                           .k_offset = 0,
-                           .v_offset = n_kv * bt * hd,
-                           .head_stride = bt * hd,
-                           .f16 = f16};
+      const PagedKvLayout layout = BlockLayout(n_kv, hd, bt, f16);
       std::vector<std::vector<float>> storage((total + bt - 1) / bt,
                                               std::vector<float>(2 * n_kv * bt * hd));
       std::vector<std::byte*> table;
