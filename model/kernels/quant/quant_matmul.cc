@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
 #include <utility>
-#include <vector>
 
 #include "model/kernels/cpu_features.h"
 #include "model/kernels/quant/quant_layouts.h"
@@ -211,9 +211,9 @@ TEXTGEN_VNNI inline void Store(const FloatTile& acc, float* y, int ldy, int cols
   }
 }
 
-// Weight codes unpacked to one byte each, for a pass whose rows outnumber a row block: a
-// prefill's hundreds of rows then reuse codes unpacked once per pass instead of once per row
-// block. The quad of k..k+3 of panel p lies at data + p * panel_bytes + 16 k (Q8_0's layout).
+// Weight codes unpacked to one byte each, for a pass over several row blocks: a prefill's
+// hundreds of rows then reuse codes unpacked once per pass instead of once per row block. The quad
+// of k..k+3 of panel p lies at data + p * panel_bytes + 16 k (Q8_0's layout).
 struct UnpackedCodes {
   uint8_t* data = nullptr;
   int64_t panel_bytes = 0;
@@ -467,7 +467,7 @@ struct Block32 {
       Block32Panels<Bits, Offset, HasMin, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols);
     }
   };
-  static Kernels Get() { return KernelsFor<K>(Bits == 5 ? UnpackGroups<Bits, 1> : nullptr); }
+  static constexpr Kernels kAll = KernelsFor<K>(Bits == 5 ? UnpackGroups<Bits, 1> : nullptr);
 };
 
 template <int Bits>
@@ -479,7 +479,7 @@ struct KQuant32 {
       K32Panels<Bits, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols);
     }
   };
-  static Kernels Get() { return KernelsFor<K>(Bits == 5 ? UnpackGroups<Bits, 8> : nullptr); }
+  static constexpr Kernels kAll = KernelsFor<K>(Bits == 5 ? UnpackGroups<Bits, 8> : nullptr);
 };
 
 struct Q6K {
@@ -496,27 +496,28 @@ struct Q6K {
       }
     }
   };
-  static Kernels Get() { return KernelsFor<K>(UnpackSixBit); }
+  static constexpr Kernels kAll = KernelsFor<K>(UnpackSixBit);
 };
 
-Kernels KernelsOf(DType dtype) {
+// The kernel tables are built at compile time: a call only picks one.
+const Kernels& KernelsOf(DType dtype) {
   switch (dtype) {
     case DType::kQ8_0:
-      return Block32<8, 128, false>::Get();
+      return Block32<8, 128, false>::kAll;
     case DType::kQ4_0:
-      return Block32<4, 8, false>::Get();
+      return Block32<4, 8, false>::kAll;
     case DType::kQ4_1:
-      return Block32<4, 0, true>::Get();
+      return Block32<4, 0, true>::kAll;
     case DType::kQ5_0:
-      return Block32<5, 16, false>::Get();
+      return Block32<5, 16, false>::kAll;
     case DType::kQ5_1:
-      return Block32<5, 0, true>::Get();
+      return Block32<5, 0, true>::kAll;
     case DType::kQ4_K:
-      return KQuant32<4>::Get();
+      return KQuant32<4>::kAll;
     case DType::kQ5_K:
-      return KQuant32<5>::Get();
+      return KQuant32<5>::kAll;
     default:
-      return Q6K::Get();
+      return Q6K::kAll;
   }
 }
 
@@ -546,17 +547,20 @@ int ActivationBlockFor(DType dtype) { return quant_layout::LayoutOf(dtype)->bloc
 
 void QuantMatmul(const PackedQuantMatrix& w, const QuantizedActivations& x, float* y, int ldy) {
   const Layout& layout = *quant_layout::LayoutOf(w.dtype);
-  const Kernels kernels = KernelsOf(w.dtype);
+  const Kernels& kernels = KernelsOf(w.dtype);
   const int m = x.rows();
-  // Few rows (decode) stream the weights from DRAM: one panel at a time reads them as one
-  // stream (two panels at once measured 10-40% slower there). Many rows are compute-bound.
+  // Few rows (decode) stream the weights from DRAM: one panel at a time keeps one weight
+  // stream per thread, as before pairs existed (DRAM-bound runs here swing 30-40% between
+  // rounds, too much to show pairs help or hurt there). Many rows are compute-bound.
   const int panels_per_pass = m >= kPairMinRows ? kMaxPanelBlock : 1;
   const int passes = (w.panels + panels_per_pass - 1) / panels_per_pass;
   const bool unpack = kernels.unpack != nullptr && m >= kUnpackMinRows;
   // Per thread: the codes of one pass, one byte each (16 k bytes per panel; in L2).
   const int64_t panel_bytes = int64_t{kQuantPanelColumns} * w.k;
   const int64_t pass_lines = kMaxPanelBlock * panel_bytes / 64;
-  std::vector<CacheLine> scratch(unpack ? omp_get_max_threads() * pass_lines : 0);
+  // (left uninitialised: every byte a pass reads, it has written)
+  const std::unique_ptr<CacheLine[]> scratch(
+      unpack ? new CacheLine[omp_get_max_threads() * pass_lines] : nullptr);
   // Static split: each thread streams one contiguous run of panel pairs; inside a pair, rows go
   // kMaxRowBlock at a time while its weights are hot in cache.
 #pragma omp parallel for schedule(static)

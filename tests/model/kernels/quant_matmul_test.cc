@@ -82,13 +82,13 @@ TEST_P(QuantKernelTest, MatmulMatchesTheQuantizedMathInDoublePrecision) {
   const Matrix m = MakeMatrix(dtype, n, k, 11);
   std::vector<float> w(static_cast<size_t>(n) * k);
   ToFloat(m.view, w.data());
+  absl::StatusOr<PackedQuantMatrix> packed = PackQuantMatrix(m.view, arena_);
+  ASSERT_TRUE(packed.ok()) << packed.status();
   // 7 rows: one panel per pass, packed codes; 40: panel pairs, codes unpacked per pass.
   for (const int rows : {7, 40}) {
     const std::vector<float> x = RandomRows(rows, k, 3);
     QuantizedActivations xq;
     xq.Quantize(x.data(), rows, k, block);
-    absl::StatusOr<PackedQuantMatrix> packed = PackQuantMatrix(m.view, arena_);
-    ASSERT_TRUE(packed.ok()) << packed.status();
     std::vector<float> y(static_cast<size_t>(rows) * n, -1.0f);
     QuantMatmul(*packed, xq, y.data(), n);
     for (int r = 0; r < rows; ++r) {
