@@ -3,7 +3,9 @@ textgen_test(kv_cache_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_
                                    ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_cache_prefix_test.cc
                                    ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_disk_tier_test.cc
              LIBS textgen_engine)
-textgen_test(ops_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/kernels/ops_test.cc LIBS textgen_engine)
+textgen_test(ops_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/kernels/ops_test.cc
+                              ${CMAKE_CURRENT_SOURCE_DIR}/model/kernels/expert_routing_test.cc
+             LIBS textgen_engine)
 
 add_executable(textgen-dump-logits ${CMAKE_CURRENT_SOURCE_DIR}/tools/dump_logits.cc)
 target_link_libraries(textgen-dump-logits PRIVATE textgen_engine textgen_loader textgen_warnings)

@@ -24,6 +24,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_freq_factors = true,
      .post_norms = false,
      .gemma = {},
+     .experts = {.allowed = true},  // Mixtral: expert_count > 0
      .norm_placement = NormPlacement::kBeforeSublayer,
      .encoder = false},
     {.architecture = Architecture::kGpt2,
@@ -40,6 +41,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_freq_factors = false,
      .post_norms = false,
      .gemma = {},
+     .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .encoder = false},
     // Qwen 2 / 2.5: Q, K, V biases; RoPE on halves (NeoX layout).
@@ -57,6 +59,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_freq_factors = false,
      .post_norms = false,
      .gemma = {},
+     .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .encoder = false},
     // Qwen 3: no biases; q and k RMS-normalized per head before RoPE; head size from key_length.
@@ -74,6 +77,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_freq_factors = false,
      .post_norms = false,
      .gemma = {},
+     .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .encoder = false},
     // Phi-3 / 3.5 mini: fused QKV and gate|up, NeoX RoPE, LongRoPE factors in 128k variants.
@@ -91,6 +95,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_freq_factors = true,
      .post_norms = false,
      .gemma = {},
+     .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .encoder = false},
     // Gemma 2: GeGLU, norms after each sublayer too, every other layer sliding (window 4096),
@@ -115,6 +120,7 @@ constexpr ArchitectureSpec kSpecs[] = {
                .default_final_logit_softcap = 30.0f,
                .local_rope_inherits_global = true,
                .layers_of_27b = 46},
+     .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .encoder = false},
     // Gemma 3: Gemma 2 with Q/K norms instead of attention softcapping; five sliding layers
@@ -139,6 +145,7 @@ constexpr ArchitectureSpec kSpecs[] = {
                .default_final_logit_softcap = 0.0f,
                .local_rope_inherits_global = false,
                .layers_of_27b = 62},
+     .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .encoder = false},
     // BERT (BGE, MiniLM, E5...): learned absolute positions and token types, post-norm
@@ -157,6 +164,7 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_freq_factors = false,
      .post_norms = false,
      .gemma = {},
+     .experts = {},
      .norm_placement = NormPlacement::kAfterResidual,
      .encoder = true},
     // nomic-embed-text: BERT's post-norm blocks with RoPE (NeoX) instead of learned positions,
@@ -175,11 +183,31 @@ constexpr ArchitectureSpec kSpecs[] = {
      .rope_freq_factors = false,
      .post_norms = false,
      .gemma = {},
+     .experts = {},
      .norm_placement = NormPlacement::kAfterResidual,
      .encoder = true},
+    // Qwen 3 MoE (30B-A3B, 235B-A22B, Coder): Qwen 3's attention, every feed-forward a mixture
+    // of experts.
+    {.architecture = Architecture::kQwen3Moe,
+     .name = "qwen3moe",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kNeox,
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = true,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .gemma = {},
+     .experts = {.allowed = true, .required = true, .width_divides_by_used = true},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .encoder = false},
 };
 
-static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kNomicBert) + 1,
+static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen3Moe) + 1,
               "one spec per Architecture, in enum order");
 
 }  // namespace

@@ -38,6 +38,16 @@ struct GemmaTraits {
   int layers_of_27b = 0;
 };
 
+// Whether a file may replace the dense feed-forward by a mixture of experts
+// ({arch}.expert_count > 0, ffn_gate_inp and the stacked ffn_{gate,up,down}_exps tensors).
+struct ExpertTraits {
+  bool allowed = false;   // Mixtral-style llama files
+  bool required = false;  // qwen3moe
+  // The expert width when expert_feed_forward_length is absent: feed_forward_length, divided by
+  // the experts used per token when true (qwen3moe, as llama.cpp does).
+  bool width_divides_by_used = false;
+};
+
 // Where a block's norms sit: before each sublayer, on its input (pre-norm decoders), or after
 // the residual add, on the sum (BERT's post-norm: x = norm(x + sublayer(x))).
 enum class NormPlacement { kBeforeSublayer, kAfterResidual };
@@ -59,6 +69,7 @@ struct ArchitectureSpec {
   bool post_norms;         // post_attention_norm / post_ffw_norm: RMSNorm of each sublayer's
                            // output before the residual add
   GemmaTraits gemma;       // embedding scale, sliding window, softcaps
+  ExpertTraits experts;    // mixture-of-experts feed-forward
   NormPlacement norm_placement;
   // Encoders: a LayerNorm of the summed embeddings (token_embd_norm), token-type embeddings
   // (token_types), attention over the whole input unless {arch}.attention.causal says so,

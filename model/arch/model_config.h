@@ -16,7 +16,8 @@ enum class Architecture {
   kGemma2,
   kGemma3,
   kBert,
-  kNomicBert
+  kNomicBert,
+  kQwen3Moe
 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
@@ -33,7 +34,7 @@ const char* PoolingName(Pooling pooling);
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   int dim = 0;         // model width (embedding length)
-  int hidden_dim = 0;  // MLP inner width
+  int hidden_dim = 0;  // MLP inner width (dense feed-forward)
   int n_layers = 0;
   int n_heads = 0;
   int n_kv_heads = 0;  // == n_heads without grouped-query attention
@@ -67,11 +68,20 @@ struct ModelConfig {
   // input ({arch}.attention.causal: BERT encoders), so an input is computed in one chunk.
   bool causal = true;
   int token_type_count = 0;  // rows of token_types.weight (encoders; row 0 is added)
+  // Mixture of experts (qwen3moe, Mixtral-style llama): each token's feed-forward is the sum of
+  // `experts_used` of the `experts` SwiGLU experts (each expert_hidden_dim wide) that a router
+  // picks for it, weighted by their renormalized router probabilities. 0 experts: dense.
+  int experts = 0;
+  int experts_used = 0;
+  int expert_hidden_dim = 0;
   // Embedding models say how to pool ({arch}.pooling_type); kNone for generative models.
   Pooling pooling = Pooling::kNone;
   std::string name;  // general.name or file stem, for logs and GetModelInfo
 
   int kv_dim() const { return n_kv_heads * head_dim; }
+  bool has_experts() const { return experts > 0; }
+  // The width of the feed-forward a token runs: an expert's, or the dense one's.
+  int ffn_width() const { return has_experts() ? expert_hidden_dim : hidden_dim; }
   bool is_sliding(int layer) const {
     return !sliding_window_layers.empty() && sliding_window_layers[layer];
   }

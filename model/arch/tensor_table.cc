@@ -24,6 +24,12 @@ TensorEntry Fused(std::string name, int layer, int64_t cols, bool vector, bool r
           TensorInit::kRandom, std::move(parts)};
 }
 
+// `experts` matrices [rows, cols] stacked in one 3-D tensor.
+TensorEntry Experts(std::string name, int layer, WeightSlot slot, int64_t experts, int64_t rows,
+                    int64_t cols) {
+  return {std::move(name), layer, rows, cols, true, TensorInit::kRandom, {{slot, rows}}, experts};
+}
+
 }  // namespace
 
 TensorLayout FileLayoutOf(const ArchitectureSpec& spec) {
@@ -68,17 +74,27 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   t.push_back(Vector(b + "attn_output.bias", l, kAttnOutputBias, dim, spec.output_bias));
   t.push_back(Vector(b + ffn_norm + ".weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
   t.push_back(Vector(b + ffn_norm + ".bias", l, kFfnNormBias, dim, layer_norm, TensorInit::kZeros));
-  if (layout.fused_gate_up) {
-    t.push_back(Fused(b + "ffn_up.weight", l, dim, false, true, {{kGate, hidden}, {kUp, hidden}}));
+  if (c.has_experts()) {
+    // The router is kept in f32 by llama.cpp's quantizer; the experts are as the file says.
+    const int64_t experts = c.experts, width = c.expert_hidden_dim;
+    t.push_back(Matrix(b + "ffn_gate_inp.weight", l, kRouter, experts, dim));
+    t.push_back(Experts(b + "ffn_gate_exps.weight", l, kGateExperts, experts, width, dim));
+    t.push_back(Experts(b + "ffn_up_exps.weight", l, kUpExperts, experts, width, dim));
+    t.push_back(Experts(b + "ffn_down_exps.weight", l, kDownExperts, experts, dim, width));
   } else {
-    if (spec.feed_forward != FeedForwardKind::kGelu) {
-      t.push_back(Matrix(b + "ffn_gate.weight", l, kGate, hidden, dim));
+    if (layout.fused_gate_up) {
+      t.push_back(
+          Fused(b + "ffn_up.weight", l, dim, false, true, {{kGate, hidden}, {kUp, hidden}}));
+    } else {
+      if (spec.feed_forward != FeedForwardKind::kGelu) {
+        t.push_back(Matrix(b + "ffn_gate.weight", l, kGate, hidden, dim));
+      }
+      t.push_back(Matrix(b + "ffn_up.weight", l, kUp, hidden, dim));
     }
-    t.push_back(Matrix(b + "ffn_up.weight", l, kUp, hidden, dim));
+    t.push_back(Vector(b + "ffn_up.bias", l, kUpBias, hidden, spec.output_bias));
+    t.push_back(Matrix(b + "ffn_down.weight", l, kDown, dim, hidden));
+    t.push_back(Vector(b + "ffn_down.bias", l, kDownBias, dim, spec.output_bias));
   }
-  t.push_back(Vector(b + "ffn_up.bias", l, kUpBias, hidden, spec.output_bias));
-  t.push_back(Matrix(b + "ffn_down.weight", l, kDown, dim, hidden));
-  t.push_back(Vector(b + "ffn_down.bias", l, kDownBias, dim, spec.output_bias));
   if (spec.post_norms) {
     t.push_back(
         Vector(b + "post_attention_norm.weight", l, kAttnPostNorm, dim, true, TensorInit::kOnes));

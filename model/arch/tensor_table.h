@@ -50,6 +50,11 @@ enum class WeightSlot : uint8_t {
   kDownBias,
   kAttnPostNorm,
   kFfnPostNorm,
+  // Per layer, mixture of experts: the router and the experts' matrices, one after another.
+  kRouter,
+  kGateExperts,
+  kUpExperts,
+  kDownExperts,
 };
 
 // What a random-weights model stores in a tensor: norm weights 1, norm biases 0, else noise.
@@ -65,14 +70,19 @@ struct TensorEntry {
   std::string name;  // as in the file: "blk.3.attn_qkv.weight"
   int layer;         // -1 for a tensor of the whole model
   // Row-major [rows, cols] (GGUF lists [cols, rows]); a vector is rows 1, its elements cols.
+  // Stacked experts' matrices: each expert's [rows, cols] (GGUF [cols, rows, experts]).
   int64_t rows;
   int64_t cols;
   bool required;  // optional tensors are shape-checked when present
   TensorInit init;
   // The weights it fills, in row order; one part covering everything when not fused.
   std::vector<TensorPart> parts;
+  // A 3-D tensor of this many [rows, cols] matrices, one per expert (its view has
+  // experts * rows rows); 1 for every other tensor.
+  int64_t experts = 1;
 
   bool is_vector() const { return rows == 1; }
+  int64_t total_rows() const { return experts * rows; }
 };
 
 // Which fusions a file uses. Files follow their architecture's (FileLayoutOf), though a llama

@@ -20,24 +20,27 @@ constexpr int64_t kMaxDim = 1 << 20;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxContext = 1 << 24;
 constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxExperts = 1024;  // llama.cpp's LLAMA_MAX_EXPERTS
 
 std::string DimsString(const GgufTensorInfo& t) {
   return absl::StrCat("[", absl::StrJoin(t.dims.begin(), t.dims.begin() + t.n_dims, ", "), "]");
 }
 
 // Looks tensors up by name and checks their shapes. Shapes are given as (rows, cols) of the
-// row-major matrix; GGUF stores them innermost-first, so the file says [cols, rows].
+// row-major matrix, times `experts` for a stack of experts' matrices; GGUF stores them
+// innermost-first, so the file says [cols, rows] (or [cols, rows, experts]).
 class TensorFetcher {
  public:
   explicit TensorFetcher(const GgufFile& file) : file_(file) {}
 
-  absl::StatusOr<TensorView> Required(const std::string& name, int64_t rows, int64_t cols) const {
+  absl::StatusOr<TensorView> Required(const std::string& name, int64_t rows, int64_t cols,
+                                      int64_t experts = 1) const {
     const GgufTensorInfo* t = file_.FindTensor(name);
     if (t == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat("missing tensor ", name, " (expected shape ", Expected(rows, cols), ")"));
+      return absl::NotFoundError(absl::StrCat("missing tensor ", name, " (expected shape ",
+                                              Expected(rows, cols, experts), ")"));
     }
-    return Check(*t, rows, cols);
+    return Check(*t, rows, cols, experts);
   }
 
   bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
@@ -46,23 +49,26 @@ class TensorFetcher {
   absl::StatusOr<TensorView> Optional(const std::string& name, int64_t rows, int64_t cols) const {
     const GgufTensorInfo* t = file_.FindTensor(name);
     if (t == nullptr) return TensorView{};
-    return Check(*t, rows, cols);
+    return Check(*t, rows, cols, 1);
   }
 
  private:
-  static std::string Expected(int64_t rows, int64_t cols) {
+  static std::string Expected(int64_t rows, int64_t cols, int64_t experts) {
+    if (experts > 1) return absl::StrCat("[", cols, ", ", rows, ", ", experts, "]");
     return rows == 1 ? absl::StrCat("[", cols, "]") : absl::StrCat("[", cols, ", ", rows, "]");
   }
 
-  absl::StatusOr<TensorView> Check(const GgufTensorInfo& t, int64_t rows, int64_t cols) const {
+  absl::StatusOr<TensorView> Check(const GgufTensorInfo& t, int64_t rows, int64_t cols,
+                                   int64_t experts) const {
     // Trailing dims of 1 are accepted ([64, 1] for a vector).
-    const bool ok = t.dims[0] == cols && t.dims[1] == rows && t.dims[2] == 1 && t.dims[3] == 1;
+    const bool ok =
+        t.dims[0] == cols && t.dims[1] == rows && t.dims[2] == experts && t.dims[3] == 1;
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, ": expected shape ",
-                                                     Expected(rows, cols), ", got ", DimsString(t),
-                                                     " (GGUF order, innermost first)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", t.name, ": expected shape ", Expected(rows, cols, experts),
+                       ", got ", DimsString(t), " (GGUF order, innermost first)"));
     }
-    return TensorView{t.dtype, rows, cols, file_.TensorData(t)};
+    return TensorView{t.dtype, experts * rows, cols, file_.TensorData(t)};
   }
 
   const GgufFile& file_;
@@ -149,6 +155,52 @@ absl::Status ReadGemmaConfig(const GgufFile& file, const ArchitectureSpec& spec,
   c.rope_freq_scale_local = gemma.local_rope_inherits_global ? c.rope_freq_scale : 1.0f;
   TEXTGEN_ASSIGN_OR_RETURN(c.rope_theta_local,
                            PositiveFloatOr(file, p + "rope.freq_base_swa", c.rope_theta_local));
+  return absl::OkStatus();
+}
+
+// The mixture of experts: how many, how many per token, how wide ({arch}.expert_*), as llama.cpp
+// reads them.
+absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec, ModelConfig& c) {
+  const std::string p = std::string(spec.name) + ".";
+  if (file.FindKey(p + "expert_count")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.experts, file.GetInt(p + "expert_count", 0, kMaxExperts));
+  }
+  if (c.experts == 0) {
+    if (spec.experts.required) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a ", spec.name, " model needs ", p, "expert_count > 0"));
+    }
+    return absl::OkStatus();
+  }
+  if (!spec.experts.allowed) {
+    return absl::UnimplementedError(absl::StrCat(
+        p, "expert_count is ", c.experts, ": a mixture of experts is not supported in ", spec.name,
+        " models (it is in llama and qwen3moe)"));
+  }
+  const GgufKv* used = file.FindKey(p + "expert_used_count");
+  if (used != nullptr && used->value.type == GgufType::kArray) {
+    return absl::UnimplementedError(absl::StrCat(
+        p,
+        "expert_used_count is an array: a different number of experts per layer is not "
+        "supported"));
+  }
+  if (used == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("a mixture-of-experts model needs ", p,
+                                                   "expert_used_count (experts per token)"));
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(c.experts_used, file.GetInt(p + "expert_used_count", 1, c.experts));
+  if (file.FindKey(p + "expert_feed_forward_length")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.expert_hidden_dim,
+                             file.GetInt(p + "expert_feed_forward_length", 1, kMaxDim));
+  } else {
+    c.expert_hidden_dim =
+        spec.experts.width_divides_by_used ? c.hidden_dim / c.experts_used : c.hidden_dim;
+    if (c.expert_hidden_dim <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no ", p, "expert_feed_forward_length, and ", p, "feed_forward_length ",
+                       c.hidden_dim, " / ", c.experts_used, " experts per token leaves no width"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -245,6 +297,7 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     c.norm_eps = static_cast<float>(eps);
   }
   if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
+  TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));
   c.causal = !spec.encoder;
   if (file.FindKey(p + "attention.causal")) {
     TEXTGEN_ASSIGN_OR_RETURN(c.causal, file.GetBool(p + "attention.causal"));
@@ -279,8 +332,9 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
 // Reads `entry` and fills the weights it holds, splitting a fused tensor into its parts.
 absl::Status ReadEntry(const TensorFetcher& f, const TensorEntry& entry, ModelWeights& w) {
   TEXTGEN_ASSIGN_OR_RETURN(const TensorView view,
-                           entry.required ? f.Required(entry.name, entry.rows, entry.cols)
-                                          : f.Optional(entry.name, entry.rows, entry.cols));
+                           entry.required
+                               ? f.Required(entry.name, entry.rows, entry.cols, entry.experts)
+                               : f.Optional(entry.name, entry.rows, entry.cols));
   if (view.empty()) return absl::OkStatus();
   if (entry.parts.size() == 1) {
     WeightOf(w, entry.layer, entry.parts[0].slot) = view;

@@ -19,6 +19,11 @@ TensorView RowsOf(const TensorView& matrix, int64_t begin, int64_t count) {
       static_cast<const uint8_t*>(matrix.data) + begin * BytesOf(matrix.dtype, matrix.cols)};
 }
 
+TensorView ExpertOf(const TensorView& stacked, int64_t experts, int64_t expert) {
+  const int64_t rows = stacked.rows / experts;
+  return RowsOf(stacked, expert * rows, rows);
+}
+
 size_t ByteSize(const TensorView& tensor) {
   return static_cast<size_t>(BytesOf(tensor.dtype, tensor.elements()));
 }
@@ -93,6 +98,14 @@ const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
       return l().attn_post_norm;
     case kFfnPostNorm:
       return l().ffn_post_norm;
+    case kRouter:
+      return l().router;
+    case kGateExperts:
+      return l().gate_experts;
+    case kUpExperts:
+      return l().up_experts;
+    case kDownExperts:
+      return l().down_experts;
   }
   std::abort();  // every slot is handled above
 }

@@ -49,6 +49,9 @@ void ToFloat(const TensorView& tensor, float* out);
 // Rows [begin, begin + count) of a matrix: a view, no copy.
 TensorView RowsOf(const TensorView& matrix, int64_t begin, int64_t count);
 
+// Expert `expert`'s matrix of a stack of `experts` (LayerWeights::gate_experts...): a view.
+TensorView ExpertOf(const TensorView& stacked, int64_t experts, int64_t expert);
+
 // The bytes `tensor` occupies.
 size_t ByteSize(const TensorView& tensor);
 
@@ -83,6 +86,12 @@ struct LayerWeights {
   TensorView b_down;          // [1, dim]       gpt2
   TensorView attn_post_norm;  // [1, dim]       gemma: RMSNorm of the attention output
   TensorView ffn_post_norm;   // [1, dim]       gemma: RMSNorm of the feed-forward output
+  // Mixture of experts (instead of w_gate, w_up, w_down): the router and each expert's
+  // matrices stacked, expert e's rows at [e * rows, (e + 1) * rows) (ExpertOf).
+  TensorView router;        // [experts, dim]
+  TensorView gate_experts;  // [experts * expert_hidden, dim]
+  TensorView up_experts;    // [experts * expert_hidden, dim]
+  TensorView down_experts;  // [experts * dim, expert_hidden]
 };
 
 struct ModelWeights {

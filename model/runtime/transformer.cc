@@ -50,6 +50,20 @@ void Transformer::Norm(const float* x, int rows, const std::vector<float>& w,
   }
 }
 
+absl::Status Transformer::DenseFeedForward(PreparedLayer& pl, const float* mlp_x, int rows) {
+  const ModelConfig& c = config_;
+  TEXTGEN_RETURN_IF_ERROR(pl.up->Run(mlp_x, rows, hidden_.data()));
+  const float* mlp_in = hidden_.data();
+  if (SpecOf(c.architecture).feed_forward == FeedForwardKind::kSwiGlu) {
+    ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
+    mlp_in = act_.data();
+  } else if (SpecOf(c.architecture).feed_forward == FeedForwardKind::kGeGlu) {
+    ops::GeluTanhMul(hidden_.data(), rows, c.hidden_dim, act_.data());
+    mlp_in = act_.data();
+  }
+  return pl.down->Run(mlp_in, rows, proj_.data());
+}
+
 absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache& cache) {
   const ModelConfig& c = config_;
   PreparedLayer& pl = layers_[layer];
@@ -88,7 +102,8 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   ops::AddInPlace(proj_.data(), n, x_.data());
   if (post_norm) Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, x_.data());
 
-  // MLP: x += W2 · (act(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2
+  // MLP: x += W2 · (act(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2,
+  // or the weighted sum of such SwiGLUs of the experts the router picks (mixture of experts)
   // (Gemma: the attention and MLP outputs are RMS-normalized before they are added; BERT:
   // the sum is normalized, as above)
   const float* mlp_x = x_.data();
@@ -96,16 +111,8 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
     mlp_x = xn_.data();
   }
-  TEXTGEN_RETURN_IF_ERROR(pl.up->Run(mlp_x, rows, hidden_.data()));
-  const float* mlp_in = hidden_.data();
-  if (SpecOf(c.architecture).feed_forward == FeedForwardKind::kSwiGlu) {
-    ops::SiluMul(hidden_.data(), rows, c.hidden_dim, act_.data());
-    mlp_in = act_.data();
-  } else if (SpecOf(c.architecture).feed_forward == FeedForwardKind::kGeGlu) {
-    ops::GeluTanhMul(hidden_.data(), rows, c.hidden_dim, act_.data());
-    mlp_in = act_.data();
-  }
-  TEXTGEN_RETURN_IF_ERROR(pl.down->Run(mlp_in, rows, proj_.data()));
+  TEXTGEN_RETURN_IF_ERROR(c.has_experts() ? ExpertFeedForward(pl, mlp_x, rows)
+                                          : DenseFeedForward(pl, mlp_x, rows));
   if (!pl.ffn_post_norm.empty()) {
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.ffn_post_norm.data(), c.norm_eps, proj_.data());
   }

@@ -56,6 +56,10 @@ struct PreparedLayer {
   std::unique_ptr<ops::LinearLayer> up;    // [dim] -> [2 hidden] gate|up (llama),
                                            //          [hidden] GELU(up + b) (gpt2)
   std::unique_ptr<ops::LinearLayer> down;  // [hidden] -> [dim]
+  // Mixture of experts, instead of up and down: the router, and each expert's gate|up and down.
+  std::unique_ptr<ops::LinearLayer> router;                    // [dim] -> [experts]
+  std::vector<std::unique_ptr<ops::LinearLayer>> expert_up;    // [dim] -> [2 width] gate|up
+  std::vector<std::unique_ptr<ops::LinearLayer>> expert_down;  // [width] -> [dim]
 };
 
 // The transformer math over a batch: embeddings, blocks, final norm, LM head. Owns the
@@ -99,6 +103,13 @@ class Transformer {
   void Norm(const float* x, int rows, const std::vector<float>& w, const std::vector<float>& b,
             float* out) const;
   absl::Status Block(int layer, const BatchPlan& plan, const KvCache& cache);
+  // The feed-forward of a dense block: proj_ = down(act(up(mlp_x))).
+  absl::Status DenseFeedForward(PreparedLayer& pl, const float* mlp_x, int rows);
+  // The mixture of experts (transformer_experts.cc): proj_ = each token's experts' outputs,
+  // weighted and summed.
+  absl::Status ExpertFeedForward(PreparedLayer& pl, const float* mlp_x, int rows);
+  absl::Status PrepareExperts(const LayerWeights& lw, const std::string& prefix, PreparedLayer& pl,
+                              int max_rows, WeightStaging& staging);
 
   ModelConfig config_;
   int max_rows_ = 0;
@@ -131,7 +142,18 @@ class Transformer {
   std::vector<float> hidden_;      // [rows, 2 hidden] (gate|up, or gelu(up))
   std::vector<float> act_;         // [rows, hidden] silu(gate) * up, or gelu(gate) * up
   std::vector<float> scores_;      // [threads, context] attention probabilities
-  std::vector<float> logits_;      // [rows wanted, vocab], grown on demand
+  // Mixture of experts: router scores, each token's experts and weights, the rows routed to
+  // one expert (in and out), and every (token, expert) output before the weighted sum.
+  std::vector<float> router_logits_;   // [rows, experts]
+  std::vector<int> selected_;          // [rows, used]
+  std::vector<float> expert_weights_;  // [rows, used]
+  std::vector<int> routed_;            // [rows * used] (token * used + rank), grouped by expert
+  std::vector<int> expert_starts_;     // [experts + 1] offsets into routed_
+  std::vector<int> expert_next_;       // [experts] where the next pair of each goes
+  std::vector<float> expert_in_;       // [rows, dim]
+  std::vector<float> expert_out_;      // [rows, dim]
+  std::vector<float> ranked_out_;      // [rows, used, dim]
+  std::vector<float> logits_;          // [rows wanted, vocab], grown on demand
 };
 
 }  // namespace textgen::model

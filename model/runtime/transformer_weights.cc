@@ -46,7 +46,7 @@ absl::Status CheckWeights(const ModelWeights& w, const ModelConfig& c) {
   const auto check = [&w](const TensorEntry& entry) {
     const TensorView& view = WeightOf(w, entry.layer, entry.parts.front().slot);
     if (view.empty() && !entry.required) return absl::OkStatus();
-    return Expect(view, entry.name, entry.rows, entry.cols);
+    return Expect(view, entry.name, entry.total_rows(), entry.cols);
   };
   const ArchitectureSpec& spec = Spec(c);
   for (const TensorEntry& entry : GlobalTensorTable(spec, c)) {
@@ -139,7 +139,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->q_dim_ = c.n_heads * c.head_dim;
   t->kv_dim_ = c.kv_dim();
   t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
-  const int widest = std::max({c.dim, t->q_dim_, c.hidden_dim});
+  const int widest = std::max({c.dim, t->q_dim_, c.ffn_width()});
   auto context =
       ops::OnednnContext::Create(options.threads, options.bf16, max_batch_tokens, widest);
   if (!context.ok()) return context.status();
@@ -166,8 +166,20 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->qkv_.resize(rows * t->qkv_dim_);
   t->att_.resize(rows * t->q_dim_);
   t->proj_.resize(rows * c.dim);
-  t->hidden_.resize(rows * 2 * c.hidden_dim);
-  if (IsGated(c)) t->act_.resize(rows * c.hidden_dim);
+  t->hidden_.resize(rows * 2 * c.ffn_width());
+  if (IsGated(c)) t->act_.resize(rows * c.ffn_width());
+  if (c.has_experts()) {
+    const size_t pairs = rows * c.experts_used;
+    t->router_logits_.resize(rows * c.experts);
+    t->selected_.resize(pairs);
+    t->expert_weights_.resize(pairs);
+    t->routed_.resize(pairs);
+    t->expert_starts_.resize(c.experts + 1);
+    t->expert_next_.resize(c.experts);
+    t->expert_in_.resize(rows * c.dim);
+    t->expert_out_.resize(rows * c.dim);
+    t->ranked_out_.resize(pairs * c.dim);
+  }
   t->scores_.resize(
       static_cast<size_t>(ops::AttentionScratchFloats(t->context_->threads(), c.context_length)));
   return t;
@@ -178,7 +190,8 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
   const int64_t kv_dim = c.kv_dim();
   const int64_t qkv_dim = q_dim + 2 * kv_dim;
-  const int64_t up_rows = (IsGated(c) ? 2 : 1) * int64_t{c.hidden_dim};
+  const int64_t width = c.ffn_width();
+  const int64_t up_rows = (IsGated(c) ? 2 : 1) * width;
   const int64_t weight_bytes = options.bf16 ? 2 : 4;
   // Each Linear: its packed size, and what staging it for oneDNN takes (none when quantized).
   int64_t packed = 0, layer_staging = 0;
@@ -200,12 +213,22 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
     const LayerWeights& lw = have_layers ? weights.layers[l] : kAbsent;
     add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim, c.dim);
     add({&lw.wo}, c.dim, q_dim);
-    if (IsGated(c)) {
+    if (c.has_experts()) {
+      add({&lw.router}, c.experts, c.dim);
+      for (int e = 0; e < c.experts; ++e) {
+        const TensorView gate = ExpertOf(lw.gate_experts, c.experts, e);
+        const TensorView up = ExpertOf(lw.up_experts, c.experts, e);
+        const TensorView down = ExpertOf(lw.down_experts, c.experts, e);
+        add({&gate, &up}, up_rows, c.dim);
+        add({&down}, c.dim, width);
+      }
+    } else if (IsGated(c)) {
       add({&lw.w_gate, &lw.w_up}, up_rows, c.dim);
+      add({&lw.w_down}, c.dim, width);
     } else {
       add({&lw.w_up}, up_rows, c.dim);
+      add({&lw.w_down}, c.dim, width);
     }
-    add({&lw.w_down}, c.dim, c.hidden_dim);
   }
   const bool lm_head = !Spec(c).encoder;
   const int64_t head = lm_head ? int64_t{c.vocab_size} * c.dim : 0;
@@ -220,8 +243,12 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   const int64_t rows = options.max_batch_tokens;
   const int64_t positions = Spec(c).learned_positions ? int64_t{c.context_length} * c.dim : 0;
   const int64_t threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  const int64_t activations = rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows +
-                                      c.hidden_dim + (lm_head ? c.vocab_size : 0)) +
+  // Experts: router scores, the routed rows in and out, and each (token, expert) output.
+  const int64_t experts = c.has_experts() ? c.experts + (2 + int64_t{c.experts_used}) * c.dim +
+                                                3 * int64_t{c.experts_used}
+                                          : 0;
+  const int64_t activations = rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows + width +
+                                      experts + (lm_head ? c.vocab_size : 0)) +
                               threads * c.context_length + positions;
   return weights_peak + activations * static_cast<int64_t>(sizeof(float));
 }
@@ -310,6 +337,10 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     if (!wo.ok()) return wo.status();
     pl.wo = std::move(*wo);
 
+    if (c.has_experts()) {
+      TEXTGEN_RETURN_IF_ERROR(PrepareExperts(lw, p, pl, max_rows, staging));
+      continue;
+    }
     // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
     auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, Vec(lw.b_up),
                                  2 * c.hidden_dim, c.dim, linear_act, max_rows, staging)

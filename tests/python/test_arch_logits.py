@@ -12,7 +12,12 @@ qwen3 (per-head Q/K RMSNorm before RoPE, head size from key_length, NeoX RoPE); 
 and gate|up, NeoX RoPE, LongRoPE's long factors and attention factor); gemma2 (GeGLU, norms after
 each sublayer, embedding scaled by sqrt(dim), attention and final-logit softcapping, sliding
 window on every other layer); gemma3 (Q/K norms, a per-layer pattern of sliding layers with their
-own RoPE base, linear RoPE scaling on the global ones, head size 256 in the quantized case).
+own RoPE base, linear RoPE scaling on the global ones, head size 256 in the quantized case);
+mixtures of experts: qwen3moe (Qwen 3's attention, 8 experts of which 2 run per token) and
+Mixtral-style llama (4 experts, 2 per token, the width from feed_forward_length), with routers
+that route unevenly (a hot last expert, cold ones) and two experts of identical router rows, so
+that their scores tie: the lower index wins, as in llama.cpp (asserted to happen at the top-k
+boundary at least once).
 
 The same files also go through llama.cpp itself (libllama, tests/reference/llamacpp_ref.c, F32 KV
 cache, flash attention off): f32 logits within 1e-4. Then 256-wide models of every architecture
@@ -96,9 +101,32 @@ def ggml_table_gelu(x):
     return torch.where(x <= -10, torch.zeros_like(x), torch.where(x >= 10, x, y))
 
 
-def forward(m, tokens, gelu=None):
+def moe_feed_forward(m, p, h, routing=None):
+    """A mixture of experts (softmax router, top-k with ties to the lower index, weights
+    renormalized as llama.cpp's build_moe_ffn does), each expert a SwiGLU. Appends each token's
+    probabilities, sorted, and their experts to `routing` (ties at the top-k boundary, tokens
+    routed to the last expert)."""
+    used = m["experts_used"]
+    probs = torch.softmax(h @ m[p + "ffn_gate_inp.weight"].T, -1)
+    ranked = torch.sort(probs, dim=-1, descending=True, stable=True)
+    if routing is not None:
+        routing.append(ranked)
+    chosen = ranked.indices[:, :used]
+    w = probs.gather(1, chosen)
+    w = w / w.sum(-1, keepdim=True).clamp(min=6.103515625e-5)
+    out = torch.zeros_like(h)
+    for t in range(h.shape[0]):
+        for j in range(used):
+            e = int(chosen[t, j])
+            g = h[t] @ m[p + "ffn_gate_exps.weight"][e].T
+            u = h[t] @ m[p + "ffn_up_exps.weight"][e].T
+            out[t] += w[t, j] * ((torch.nn.functional.silu(g) * u) @ m[p + "ffn_down_exps.weight"][e].T)
+    return out
+
+
+def forward(m, tokens, gelu=None, routing=None):
     """m: dict of float64 tensors and hyperparameters. Returns logits [T, vocab]. `gelu` replaces
-    the exact tanh GELU of GeGLU models."""
+    the exact tanh GELU of GeGLU models; `routing` collects mixtures' router probabilities."""
     T = len(tokens)
     H, KV, hd = m["heads"], m["kv_heads"], m["head_dim"]
     x = m["token_embd.weight"][tokens] * m.get("embd_scale", 1.0)
@@ -136,6 +164,9 @@ def forward(m, tokens, gelu=None):
             o = rms_norm(o, m[p + "post_attention_norm.weight"], m["eps"])
         x = x + o
         h = rms_norm(x, m[p + "ffn_norm.weight"], m["eps"])
+        if p + "ffn_gate_inp.weight" in m:
+            x = x + moe_feed_forward(m, p, h, routing)
+            continue
         if p + "ffn_gate.weight" in m:
             g, u = h @ m[p + "ffn_gate.weight"].T, h @ m[p + "ffn_up.weight"].T
         else:  # phi3: ffn_up holds gate | up
@@ -160,11 +191,11 @@ def forward(m, tokens, gelu=None):
 
 def hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta=10000.0, eps=1e-6,
                     window=0, sliding=None, attn_softcap=0.0, final_softcap=0.0,
-                    theta_local=None, freq_scale=1.0, **_):
+                    theta_local=None, freq_scale=1.0, experts_used=0, **_):
     """The forward's hyperparameters for a case (the weights come separately)."""
     m = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim, layers=layers, eps=eps,
-             theta=theta, rope_dim=head_dim,
-             neox=arch in ("qwen2", "qwen3", "phi3", "gemma2", "gemma3"))
+             theta=theta, rope_dim=head_dim, experts_used=experts_used,
+             neox=arch in ("qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3"))
     if arch.startswith("gemma"):
         m.update(embd_scale=dim ** 0.5, geglu=True, attn_softcap=attn_softcap,
                  final_softcap=final_softcap, window=window, sliding=sliding, freq_scale=freq_scale,
@@ -175,14 +206,16 @@ def hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta=10000.0,
 def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=False,
                qk_norm=False, rope_freqs=False, tied=False, theta=10000.0, eps=1e-6,
                long_rope=False, window=0, sliding=None, attn_softcap=0.0, final_softcap=0.0,
-               theta_local=None, freq_scale=1.0):
+               theta_local=None, freq_scale=1.0, experts=0, experts_used=0, expert_ffn=0):
     """Random f32 weights with enough spread that greedy choices are not ties; writes the GGUF
-    with gguf-py and returns (path, float64 model dict)."""
+    with gguf-py and returns (path, float64 model dict). With experts, the feed-forward is a
+    mixture: the last expert's router row is large (hot), the middle ones small (cold), and
+    experts 1 and 2 share their router row (their scores tie)."""
     g = torch.Generator().manual_seed(seed)
     rnd = lambda *shape, s=1.0: (torch.randn(*shape, generator=g, dtype=torch.float64) * s)
     gemma = arch.startswith("gemma")
     m = hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta, eps, window, sliding,
-                        attn_softcap, final_softcap, theta_local, freq_scale)
+                        attn_softcap, final_softcap, theta_local, freq_scale, experts_used)
     # Logits of a realistic spread (std ~3) whether or not the output is tied to the embedding
     # (Gemma scales the embedding by sqrt(dim) on the way in).
     t = {"token_embd.weight": rnd(VOCAB, dim, s=3 * dim ** -0.5 if tied else 1.0 / m.get(
@@ -202,9 +235,20 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
             t[p + "attn_k_norm.weight"] = 1 + rnd(head_dim, s=0.2)
         t[p + "attn_output.weight"] = rnd(dim, heads * head_dim, s=(heads * head_dim) ** -0.5)
         t[p + "ffn_norm.weight"] = 1 + rnd(dim, s=0.1)
-        t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
-        t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
-        t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
+        if experts:
+            scale = torch.ones(experts, 1, dtype=torch.float64)
+            scale[experts // 2:-1] = 0.3  # cold
+            scale[-1] = 2.5  # hot
+            router = rnd(experts, dim, s=2 * dim ** -0.5) * scale
+            router[2] = router[1]  # tied scores
+            t[p + "ffn_gate_inp.weight"] = router
+            t[p + "ffn_gate_exps.weight"] = rnd(experts, expert_ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_up_exps.weight"] = rnd(experts, expert_ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_down_exps.weight"] = rnd(experts, dim, expert_ffn, s=expert_ffn ** -0.5)
+        else:
+            t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
         if gemma:  # as large as the scaled embedding, so the output is not just an echo of it
             t[p + "post_attention_norm.weight"] = 6 + rnd(dim, s=0.5)
             t[p + "post_ffw_norm.weight"] = 6 + rnd(dim, s=0.5)
@@ -234,6 +278,11 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
     w.add_embedding_length(dim)
     w.add_block_count(layers)
     w.add_feed_forward_length(ffn)
+    if experts:
+        w.add_expert_count(experts)
+        w.add_expert_used_count(experts_used)
+        if arch != "llama":  # Mixtral's experts are feed_forward_length wide
+            w.add_expert_feed_forward_length(expert_ffn)
     w.add_head_count(heads)
     w.add_head_count_kv(kv_heads)
     w.add_rope_freq_base(theta)
@@ -332,13 +381,33 @@ CASES = {
         dict(arch="gemma3", dim=64, layers=3, heads=4, kv_heads=2, head_dim=32, ffn=128,
              tied=True, qk_norm=True, window=4, sliding=[True, False, True], theta=1000000.0,
              theta_local=10000.0, freq_scale=0.125, final_softcap=5.0),
+    # feed_forward_length 192 is the dense width a qwen3moe file carries; the experts' is 48.
+    "qwen3moe (8 experts, 2 per token, Q/K norm, key_length 32, NeoX)":
+        dict(arch="qwen3moe", dim=64, layers=2, heads=4, kv_heads=2, head_dim=32, ffn=192,
+             qk_norm=True, theta=1000000.0, experts=8, experts_used=2, expert_ffn=48),
+    "llama with experts (Mixtral: 4 experts, 2 per token, width from feed_forward_length)":
+        dict(arch="llama", dim=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=64,
+             experts=4, experts_used=2, expert_ffn=64),
 }
 tokens = [256, 17, 200, 5, 99, 211, 42, 7, 260, 3, 150, 77, 31, 298]
 failures = checks = 0
 for seed, (label, cfg) in enumerate(CASES.items()):
     path, m = make_model(seed=seed + 1, **cfg)
+    routing = []
     with torch.no_grad():
-        want = forward(m, tokens).numpy()
+        want = forward(m, tokens, routing=routing).numpy()
+    if routing:
+        # Tokens whose k-th and (k+1)-th probabilities tie: there the lower index must win.
+        used = cfg["experts_used"]
+        ranked = torch.cat([r.values for r in routing])
+        chosen = torch.cat([r.indices[:, :used] for r in routing])
+        boundary_ties = int((ranked[:, used - 1] == ranked[:, used]).sum())
+        to_last = int((chosen == cfg["experts"] - 1).any(1).sum())
+        ok = boundary_ties > 0 and to_last > 0
+        checks += 1
+        failures += 0 if ok else 1
+        print(f"{'ok  ' if ok else 'FAIL'} {label}: of {len(ranked)} routings, {boundary_ties} "
+              f"tie at the top-{used} boundary, {to_last} use the last expert")
     for mode in ("decode", "prefill"):
         try:
             got = dump(path, tokens, mode)
@@ -415,6 +484,12 @@ QUANT_CASES = {
     "gemma3": dict(arch="gemma3", dim=256, layers=2, heads=4, kv_heads=2, head_dim=256,
                    ffn=512, tied=True, qk_norm=True, window=6, sliding=[True, False],
                    theta=1000000.0, theta_local=10000.0),
+    # The router stays f32 (llama.cpp's quantizer never quantizes ffn_gate_inp); the experts
+    # are quantized like any matrix.
+    "qwen3moe": dict(arch="qwen3moe", dim=256, layers=2, heads=4, kv_heads=2, head_dim=64,
+                     ffn=768, qk_norm=True, experts=8, experts_used=2, expert_ffn=256),
+    "llama with experts": dict(arch="llama", dim=256, layers=2, heads=4, kv_heads=2, head_dim=64,
+                               ffn=256, experts=4, experts_used=2, expert_ffn=256),
 }
 qtokens = tokens + [12, 250, 199, 4, 66, 131, 17, 290, 9, 88]
 
@@ -489,4 +564,4 @@ for seed, (label, cfg) in enumerate(QUANT_CASES.items()):
               f"{len(clear)} positions with a clear margin" if agree else
               f"FAIL {label} {qname}: greedy differs where llama.cpp's margin is clear")
 print(f"{checks - failures}/{checks} checks passed")
-sys.exit(1 if failures or checks < 114 else 0)
+sys.exit(1 if failures or checks < 152 else 0)

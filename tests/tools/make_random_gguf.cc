@@ -19,14 +19,14 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: textgen-make-random-gguf --arch "
-    "llama|gpt2|qwen2|qwen3|phi3|gemma2|gemma3|bert|nomic-bert\n"
+    "llama|gpt2|qwen2|qwen3|qwen3moe|phi3|gemma2|gemma3|bert|nomic-bert\n"
     "         --preset stories15M|stories110M|tiny|bert-base\n"
     "         --dtype f32|f16|bf16|q8_0|q4_k_m --out FILE [--tokenizer tokenizer.bin] [--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
     "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
     "         [--vocab-from VOCAB.gguf [--add-control-tokens A,B,...]] [--chat-template "
     "FILE.jinja]\n"
-    "         [--pooling mean|cls|last]\n"
+    "         [--pooling mean|cls|last] [--experts N --experts-used N [--expert-hidden N]]\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -134,7 +134,10 @@ int main(int argc, char** argv) {
                                             {"kv-heads", &spec->n_kv_heads},
                                             {"vocab", &spec->vocab_size},
                                             {"context", &spec->context_length},
-                                            {"head-dim", &spec->head_dim}};
+                                            {"head-dim", &spec->head_dim},
+                                            {"experts", &spec->experts},
+                                            {"experts-used", &spec->experts_used},
+                                            {"expert-hidden", &spec->expert_hidden_dim}};
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
         key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template" ||

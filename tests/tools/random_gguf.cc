@@ -156,8 +156,8 @@ class TensorMaker {
                    const std::vector<float>& v) {
     // Vectors, and the tables llama.cpp's converter always keeps in f32 (it adds their rows to
     // f32 activations directly), stay f32.
-    const bool f32 =
-        dims.size() == 1 || name == "position_embd.weight" || name == "token_types.weight";
+    const bool f32 = dims.size() == 1 || name == "position_embd.weight" ||
+                     name == "token_types.weight" || absl::EndsWith(name, "ffn_gate_inp.weight");
     DType dtype = f32 ? DType::kF32 : dtype_;
     for (const auto& [suffix, override_dtype] : overrides_) {
       if (!f32 && absl::EndsWith(name, suffix)) dtype = override_dtype;
@@ -206,6 +206,13 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.vocab_size = s.vocab_size;
   c.context_length = s.context_length;
   c.token_type_count = kTokenTypes;
+  c.experts = s.experts;
+  c.experts_used = s.experts_used;
+  // As the loader derives it when expert_feed_forward_length is not written.
+  const bool divides = SpecOf(s.architecture).experts.width_divides_by_used;
+  c.expert_hidden_dim = s.expert_hidden_dim > 0         ? s.expert_hidden_dim
+                        : divides && s.experts_used > 0 ? s.hidden_dim / s.experts_used
+                                                        : s.hidden_dim;
   return c;
 }
 
@@ -218,6 +225,7 @@ absl::Status AddEntry(TensorMaker& m, const RandomModelSpec& s, const TensorEntr
   }
   std::vector<int64_t> dims = entry.is_vector() ? std::vector<int64_t>{entry.cols}
                                                 : std::vector<int64_t>{entry.cols, entry.rows};
+  if (entry.experts > 1) dims.push_back(entry.experts);
   switch (entry.init) {
     case TensorInit::kOnes:
       return m.Constant(entry.name, std::move(dims), 1.0f);
@@ -260,6 +268,14 @@ absl::Status ValidateSpec(const RandomModelSpec& s) {
   if (s.n_heads % s.n_kv_heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("n_heads ", s.n_heads, " must be a multiple of n_kv_heads ", s.n_kv_heads));
+  }
+  const ExpertTraits& experts = SpecOf(s.architecture).experts;
+  if (s.experts > 0 ? !experts.allowed || s.experts_used < 1 || s.experts_used > s.experts
+                    : experts.required) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        SpecOf(s.architecture).name, ": ", s.experts, " experts, ", s.experts_used,
+        " per token (a mixture of experts needs 1 <= used <= experts, in llama or qwen3moe; "
+        "qwen3moe needs one)"));
   }
   return absl::OkStatus();
 }
@@ -305,6 +321,9 @@ absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Arc
         absl::StrCat("unknown preset \"", preset, "\" (stories15M, stories110M, tiny, bert-base)"));
   }
   if (arch == Architecture::kGpt2 || SpecOf(arch).encoder) s.n_kv_heads = s.n_heads;
+  if (SpecOf(arch).experts.required) {
+    s.experts = 8, s.experts_used = 2, s.expert_hidden_dim = s.hidden_dim / 2;
+  }
   return s;
 }
 
@@ -456,6 +475,13 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     w.AddMetadata(p + "attention.layer_norm_rms_epsilon", GgufValue::Float32(1e-5f));
   }
   if (!gpt2) w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
+  if (spec.experts > 0) {
+    w.AddMetadata(p + "expert_count", GgufValue::Uint32(spec.experts));
+    w.AddMetadata(p + "expert_used_count", GgufValue::Uint32(spec.experts_used));
+    if (spec.expert_hidden_dim > 0) {
+      w.AddMetadata(p + "expert_feed_forward_length", GgufValue::Uint32(spec.expert_hidden_dim));
+    }
+  }
   if (spec.sliding_window > 0) {
     w.AddMetadata(p + "attention.sliding_window", GgufValue::Uint32(spec.sliding_window));
     // Local layers with their own RoPE base (Gemma 3 models carry one).

@@ -30,8 +30,14 @@ struct RandomModelSpec {
   // (Q4_K_M: Q6_K for attn_v, ffn_down and output) have.
   std::map<std::string, DType> dtype_overrides;
   uint64_t seed = 1;
-  bool tied_output = true;     // false: write an explicit output.weight
-  int sliding_window = 0;      // gemma2/gemma3: attention.sliding_window (0: key not written)
+  bool tied_output = true;  // false: write an explicit output.weight
+  int sliding_window = 0;   // gemma2/gemma3: attention.sliding_window (0: key not written)
+  // Mixture of experts (qwen3moe; llama as Mixtral): experts > 0 writes expert_count,
+  // expert_used_count, expert_feed_forward_length when expert_hidden_dim > 0 (else the loader
+  // derives the width), and the router and stacked experts instead of the dense feed-forward.
+  int experts = 0;
+  int experts_used = 0;
+  int expert_hidden_dim = 0;
   std::string tokenizer_path;  // llama2.c tokenizer.bin to embed; empty: synthetic vocab
   // A real vocabulary: the tokenizer.* metadata of a GGUF (e.g. llama.cpp's
   // ggml-vocab-qwen2.gguf), written as is; vocab_size must be its token count.
@@ -46,7 +52,8 @@ struct RandomModelSpec {
 // ffn_down and the output in Q6_K as llama.cpp's *_K_M files have them.
 RandomModelSpec QuantizedModelSpec(DType dtype, bool k_quant_mix);
 
-// "stories15M", "stories110M", "tiny" or "bert-base" (see the tool's --help).
+// "stories15M", "stories110M", "tiny" or "bert-base" (see the tool's --help); qwen3moe gets
+// 8 experts, 2 per token, each half the preset's hidden width.
 absl::StatusOr<RandomModelSpec> RandomModelPreset(const std::string& preset, Architecture arch);
 
 // A synthetic SentencePiece-style vocabulary: <unk>, <s>, </s>, 256 <0xXX> byte tokens, then

@@ -9,15 +9,16 @@ namespace textgen::model {
 namespace {
 
 constexpr Architecture kAll[] = {
-    Architecture::kLlama,  Architecture::kGpt2, Architecture::kQwen2,
-    Architecture::kQwen3,  Architecture::kPhi3, Architecture::kGemma2,
-    Architecture::kGemma3, Architecture::kBert, Architecture::kNomicBert};
+    Architecture::kLlama,     Architecture::kGpt2,    Architecture::kQwen2,  Architecture::kQwen3,
+    Architecture::kPhi3,      Architecture::kGemma2,  Architecture::kGemma3, Architecture::kBert,
+    Architecture::kNomicBert, Architecture::kQwen3Moe};
 
-ModelConfig Config() {
+ModelConfig Config(Architecture arch = Architecture::kLlama) {
   ModelConfig c;
   c.dim = 64, c.hidden_dim = 160, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
   c.head_dim = 16, c.rope_dim = 16, c.vocab_size = 300, c.context_length = 128;
   c.token_type_count = 2;
+  if (SpecOf(arch).experts.required) c.experts = 8, c.experts_used = 2, c.expert_hidden_dim = 48;
   return c;
 }
 
@@ -35,8 +36,8 @@ std::map<WeightSlot, int64_t> SlotElements(const std::vector<TensorEntry>& table
 }
 
 TEST(TensorTableTest, FusedAndUnfusedLayoutsFillTheSameWeights) {
-  const ModelConfig c = Config();
   for (Architecture arch : kAll) {
+    const ModelConfig c = Config(arch);
     const ArchitectureSpec& spec = SpecOf(arch);
     SCOPED_TRACE(spec.name);
     const auto fused = LayerTensorTable(spec, c, 1, {.fused_qkv = true, .fused_gate_up = true});
@@ -57,8 +58,8 @@ TEST(TensorTableTest, FusedAndUnfusedLayoutsFillTheSameWeights) {
 }
 
 TEST(TensorTableTest, NamesAreUniqueAndShapesFollowTheConfig) {
-  const ModelConfig c = Config();
   for (Architecture arch : kAll) {
+    const ModelConfig c = Config(arch);
     const ArchitectureSpec& spec = SpecOf(arch);
     SCOPED_TRACE(spec.name);
     std::set<std::string> names;
@@ -82,6 +83,16 @@ TEST(TensorTableTest, NamesAreUniqueAndShapesFollowTheConfig) {
       }
       if (entry.parts.front().slot == WeightSlot::kDown) {
         EXPECT_EQ(entry.cols, c.hidden_dim);
+      }
+      // Stacked experts: one [rows, cols] matrix per expert, the router one row per expert.
+      if (entry.parts.front().slot == WeightSlot::kDownExperts) {
+        EXPECT_EQ(entry.experts, c.experts);
+        EXPECT_EQ(entry.total_rows(), int64_t{c.experts} * c.dim);
+        EXPECT_EQ(entry.cols, c.expert_hidden_dim);
+      }
+      if (entry.parts.front().slot == WeightSlot::kRouter) {
+        EXPECT_EQ(entry.rows, c.experts);
+        EXPECT_EQ(entry.experts, 1);
       }
     }
     // The tensors before the layers are exactly the embeddings (and an encoder's norm of them).
@@ -109,6 +120,26 @@ TEST(TensorTableTest, RequiredTensorsFollowTheArchitecture) {
   EXPECT_TRUE(required(Architecture::kGemma2, WeightSlot::kFfnPostNorm));
   EXPECT_TRUE(required(Architecture::kGpt2, WeightSlot::kAttnNormBias));
   EXPECT_FALSE(required(Architecture::kGpt2, WeightSlot::kGate));
+}
+
+// With experts the dense feed-forward's tensors are replaced, in llama (Mixtral) as in qwen3moe.
+TEST(TensorTableTest, ExpertsReplaceTheDenseFeedForward) {
+  for (Architecture arch : {Architecture::kLlama, Architecture::kQwen3Moe}) {
+    ModelConfig c = Config(arch);
+    c.experts = 4, c.experts_used = 2, c.expert_hidden_dim = 32;
+    std::set<WeightSlot> slots;
+    for (const TensorEntry& entry : LayerTensorTable(SpecOf(arch), c, 0, TensorLayout{})) {
+      slots.insert(entry.parts.front().slot);
+    }
+    for (WeightSlot slot : {WeightSlot::kRouter, WeightSlot::kGateExperts, WeightSlot::kUpExperts,
+                            WeightSlot::kDownExperts}) {
+      EXPECT_TRUE(slots.contains(slot)) << ArchitectureName(arch);
+    }
+    for (WeightSlot slot : {WeightSlot::kGate, WeightSlot::kUp, WeightSlot::kDown,
+                            WeightSlot::kUpBias, WeightSlot::kDownBias}) {
+      EXPECT_FALSE(slots.contains(slot)) << ArchitectureName(arch);
+    }
+  }
 }
 
 }  // namespace

@@ -161,7 +161,7 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
-            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert)");
+            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe)");
 }
 
 // A tiny model of `arch` with extra metadata appended (later keys are read like any other).
@@ -189,6 +189,94 @@ TEST(GgufModelTest, EveryArchitectureLoadsItsOwnLayout) {
     EXPECT_EQ(l.q_norm.empty(), arch != Architecture::kQwen3);
     EXPECT_EQ(l.w_gate.rows, 160);  // phi3: the first half of the fused ffn_up
   }
+}
+
+// Mixtures of experts: the router and the experts' stacked 3-D tensors (GGUF [cols, rows,
+// experts]), each expert's matrix a view of its rows; the width from expert_feed_forward_length,
+// or as llama.cpp derives it without the key.
+TEST(GgufModelTest, MixturesOfExpertsLoadTheirRouterAndStackedExperts) {
+  auto spec = RandomModelPreset("tiny", Architecture::kQwen3Moe);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->experts, 8);
+  auto model = Build(BuildRandomModel(*spec)->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& c = model->config;
+  EXPECT_EQ(c.experts, 8);
+  EXPECT_EQ(c.experts_used, 2);
+  EXPECT_EQ(c.expert_hidden_dim, 80);
+  const LayerWeights& l = model->weights.layers[1];
+  EXPECT_TRUE(l.w_gate.empty() && l.w_up.empty() && l.w_down.empty());
+  EXPECT_EQ(l.router.dtype, DType::kF32);
+  EXPECT_EQ(l.router.rows, 8);
+  EXPECT_EQ(l.router.cols, 64);
+  EXPECT_EQ(l.gate_experts.rows, 8 * 80);
+  EXPECT_EQ(l.up_experts.cols, 64);
+  EXPECT_EQ(l.down_experts.rows, 8 * 64);
+  EXPECT_EQ(l.down_experts.cols, 80);
+  const TensorView last = ExpertOf(l.down_experts, 8, 7);
+  EXPECT_EQ(last.rows, 64);
+  EXPECT_EQ(static_cast<const uint8_t*>(last.data),
+            static_cast<const uint8_t*>(l.down_experts.data) + 7 * 64 * 80 * sizeof(float));
+
+  // Without expert_feed_forward_length: feed_forward_length / experts used (qwen3moe), or
+  // feed_forward_length itself (Mixtral-style llama).
+  spec->expert_hidden_dim = 0;
+  model = Build(BuildRandomModel(*spec)->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.expert_hidden_dim, 160 / 2);
+  auto mixtral = RandomModelPreset("tiny", Architecture::kLlama);
+  mixtral->experts = 4, mixtral->experts_used = 2;
+  model = Build(BuildRandomModel(*mixtral)->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.expert_hidden_dim, 160);
+  EXPECT_EQ(model->weights.layers[0].gate_experts.rows, 4 * 160);
+}
+
+TEST(GgufModelTest, BadExpertMetadataIsRefusedByName) {
+  // An architecture without experts.
+  auto model = BuildWith(Architecture::kQwen2, {{"qwen2.expert_count", GgufValue::Uint32(4)}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(model.status().message(),
+            "qwen2.expert_count is 4: a mixture of experts is not supported in qwen2 models (it "
+            "is in llama and qwen3moe)");
+  // Experts claimed without a count per token, with too many per token, or per layer.
+  model = BuildWith(Architecture::kLlama, {{"llama.expert_count", GgufValue::Uint32(4)}});
+  EXPECT_EQ(model.status().message(),
+            "a mixture-of-experts model needs llama.expert_used_count (experts per token)");
+  model = BuildWith(Architecture::kLlama, {{"llama.expert_count", GgufValue::Uint32(4)},
+                                           {"llama.expert_used_count", GgufValue::Uint32(5)}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), HasSubstr("llama.expert_used_count"));
+  EXPECT_THAT(model.status().message(), HasSubstr("5"));
+  model =
+      BuildWith(Architecture::kLlama, {{"llama.expert_count", GgufValue::Uint32(4)},
+                                       {"llama.expert_used_count", GgufValue::Int32Array({2, 2})}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(model.status().message(), HasSubstr("expert_used_count is an array"));
+  // A dense file that claims experts: the router is missing.
+  model = BuildWith(Architecture::kLlama, {{"llama.expert_count", GgufValue::Uint32(4)},
+                                           {"llama.expert_used_count", GgufValue::Uint32(2)}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(model.status().message(),
+            "missing tensor blk.0.ffn_gate_inp.weight (expected shape [64, 4])");
+
+  // qwen3moe without an expert count.
+  auto spec = RandomModelPreset("tiny", Architecture::kQwen3Moe);
+  std::string bytes = BuildRandomModel(*spec)->Serialize();
+  size_t pos = PosAfterString(bytes, "qwen3moe.expert_count");
+  ASSERT_NE(pos, std::string::npos);
+  bytes[pos - 1] = 'x';
+  EXPECT_EQ(Build(bytes).status().message(), "a qwen3moe model needs qwen3moe.expert_count > 0");
+  // Experts narrower than the file's stacked tensors: the 3-D shape is named.
+  bytes = BuildRandomModel(*spec)->Serialize();
+  pos = PosAfterString(bytes, "qwen3moe.expert_feed_forward_length");
+  ASSERT_NE(pos, std::string::npos);
+  Poke<uint32_t>(bytes, pos + 4, 40);  // after the value type: 80 -> 40
+  model = Build(bytes);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "tensor blk.0.ffn_gate_exps.weight: expected shape [64, 40, 8], got [64, 80, 8] "
+            "(GGUF order, innermost first)");
 }
 
 // Encoders: bidirectional unless the file says otherwise, token types and the embedding norm

@@ -252,22 +252,11 @@ TEST(BatchInvarianceTest, Stories260KF16KvCache) {
 // size that is not dim / heads where the architecture allows it).
 class ArchitectureInvarianceTest : public ::testing::TestWithParam<Architecture> {};
 
-TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
-  RandomModelSpec spec;
-  spec.architecture = GetParam();
-  if (spec.architecture != Architecture::kGpt2) spec.head_dim = 24;  // dim 64, 4 heads
-  // Gemma 3's head size: the wide AVX-512 attention path (one accumulator set) with a window.
-  if (spec.architecture == Architecture::kGemma3) spec.head_dim = 256;
-  if (spec.architecture == Architecture::kGpt2) spec.n_kv_heads = spec.n_heads;
-  spec.tied_output = false;
-  // A window shorter than most sequences below, so local layers really slide.
-  if (SpecOf(spec.architecture).gemma.enabled) spec.sliding_window = 6;
+void CheckArchitectureInvariance(const RandomModelSpec& spec, const std::string& name) {
   auto writer = BuildRandomModel(spec);
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::string path =
-      (std::filesystem::path(::testing::TempDir()) /
-       (std::string("invariance_") + ArchitectureName(spec.architecture) + ".gguf"))
-          .string();
+      (std::filesystem::path(::testing::TempDir()) / ("invariance_" + name + ".gguf")).string();
   ASSERT_TRUE(writer->WriteFile(path).ok());
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -279,14 +268,39 @@ TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
   if (ops::CpuHasBf16()) CheckChunkLogitsEqualDecode(*model, /*bf16=*/true);
 }
 
+TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
+  RandomModelSpec spec;
+  spec.architecture = GetParam();
+  if (spec.architecture != Architecture::kGpt2) spec.head_dim = 24;  // dim 64, 4 heads
+  // Gemma 3's head size: the wide AVX-512 attention path (one accumulator set) with a window.
+  if (spec.architecture == Architecture::kGemma3) spec.head_dim = 256;
+  if (spec.architecture == Architecture::kGpt2) spec.n_kv_heads = spec.n_heads;
+  spec.tied_output = false;
+  // A window shorter than most sequences below, so local layers really slide.
+  if (SpecOf(spec.architecture).gemma.enabled) spec.sliding_window = 6;
+  // Mixtures: the tokens of a batch share experts in changing groups.
+  if (SpecOf(spec.architecture).experts.required) {
+    spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
+  }
+  CheckArchitectureInvariance(spec, ArchitectureName(spec.architecture));
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                          ::testing::Values(Architecture::kLlama, Architecture::kGpt2,
                                            Architecture::kQwen2, Architecture::kQwen3,
                                            Architecture::kPhi3, Architecture::kGemma2,
-                                           Architecture::kGemma3),
+                                           Architecture::kGemma3, Architecture::kQwen3Moe),
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
                            return std::string(ArchitectureName(param_info.param));
                          });
+
+// Mixtral's layout: a llama file with experts, 4 of which the router picks 3 per token.
+TEST(MixtureInvarianceTest, LlamaWithExperts) {
+  RandomModelSpec spec;
+  spec.experts = 4, spec.experts_used = 3;
+  spec.tied_output = false;
+  CheckArchitectureInvariance(spec, "llama_experts");
+}
 
 // Encoders (bert, nomic-bert) return hidden states, not logits: each input's rows are bitwise
 // the same alone and next to other inputs (f32 and half KV, bf16 where the CPU has it), every
@@ -381,6 +395,7 @@ struct QuantMix {
   DType dtype;
   Architecture architecture = Architecture::kLlama;
   bool k_quant_mix = false;  // Q6_K for attn_v, ffn_down and output, as *_K_M files have
+  int experts = 0;           // a mixture: 8 experts 256 wide, 2 per token
 };
 
 class QuantizedInvarianceTest : public ::testing::TestWithParam<QuantMix> {};
@@ -390,6 +405,8 @@ TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
   const QuantMix mix = GetParam();
   RandomModelSpec spec = QuantizedModelSpec(mix.dtype, mix.k_quant_mix);
   spec.architecture = mix.architecture;
+  if (mix.experts > 0) spec.experts = mix.experts, spec.experts_used = 2;
+  spec.expert_hidden_dim = 256;
   auto writer = BuildRandomModel(spec);
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::string path = (std::filesystem::path(::testing::TempDir()) /
@@ -427,7 +444,11 @@ INSTANTIATE_TEST_SUITE_P(
                       QuantMix{"Q4_0", DType::kQ4_0}, QuantMix{"Q4_1", DType::kQ4_1},
                       QuantMix{"Q5_0", DType::kQ5_0}, QuantMix{"Q5_1", DType::kQ5_1},
                       // Q/K/V biases through the quantized layer's bias
-                      QuantMix{"qwen2_Q4_K_M", DType::kQ4_K, Architecture::kQwen2, true}),
+                      QuantMix{"qwen2_Q4_K_M", DType::kQ4_K, Architecture::kQwen2, true},
+                      // Experts quantized, the router in f32
+                      QuantMix{"qwen3moe_Q4_K_M", DType::kQ4_K, Architecture::kQwen3Moe, true, 8},
+                      QuantMix{"qwen3moe_Q8_0", DType::kQ8_0, Architecture::kQwen3Moe, false, 8},
+                      QuantMix{"llama_experts_Q6_K", DType::kQ6_K, Architecture::kLlama, false, 4}),
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
     });
@@ -459,6 +480,38 @@ TEST(EngineMemoryTest, CountsQuantizedWeightsAtTheirPackedSize) {
   EXPECT_GE(quantized, matrix_bytes);
   EXPECT_LT(quantized, matrix_bytes * 103 / 100 + (int64_t{1} << 20));
   EXPECT_GT(dequantized, 6 * matrix_bytes);  // f32 is ~7x Q4_K
+}
+
+// A mixture's experts are packed, every one of them (a token may route to any), at their
+// quantized size.
+TEST(EngineMemoryTest, CountsEveryExpertAtItsPackedSize) {
+  if (!ops::CpuSupportsQuantMatmul()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  RandomModelSpec spec = QuantizedModelSpec(DType::kQ4_K, /*k_quant_mix=*/true);
+  spec.architecture = Architecture::kQwen3Moe;
+  spec.experts = 16, spec.experts_used = 4, spec.expert_hidden_dim = 256;
+  auto writer = BuildRandomModel(spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "memory_experts_q4_k.gguf").string();
+  ASSERT_TRUE(writer->WriteFile(path).ok());
+  auto model = LoadModel(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  int64_t matrix_bytes = 0, expert_bytes = 0;
+  for (const LayerWeights& l : model->weights.layers) {
+    for (const TensorView* t : {&l.wq, &l.wk, &l.wv, &l.wo}) {
+      matrix_bytes += static_cast<int64_t>(ByteSize(*t));
+    }
+    for (const TensorView* t : {&l.gate_experts, &l.up_experts, &l.down_experts}) {
+      expert_bytes += static_cast<int64_t>(ByteSize(*t));
+    }
+    matrix_bytes += static_cast<int64_t>(ByteSize(l.router));  // f32, staged for oneDNN
+  }
+  matrix_bytes += expert_bytes + static_cast<int64_t>(ByteSize(model->weights.output));
+  TransformerOptions options{.threads = 1, .max_batch_tokens = 1};
+  const int64_t quantized = Transformer::MemoryNeeded(model->config, model->weights, options);
+  EXPECT_GT(expert_bytes, matrix_bytes / 2);
+  EXPECT_GE(quantized, matrix_bytes);
+  EXPECT_LT(quantized, matrix_bytes * 103 / 100 + (int64_t{1} << 20));
 }
 
 // A model that cannot fit is refused before any weight is packed, with the numbers and what

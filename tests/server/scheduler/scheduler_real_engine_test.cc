@@ -54,13 +54,22 @@ class MaxBatchObserver : public SchedulerObserver {
 
 // "stories260K" (the real model in ../shared), an architecture name: a random-weight model of
 // it written here (head size 24, not dim / heads, where the architecture allows it), or
-// "llama_Q4_K_M": a random quantized model with llama.cpp's Q4_K_M mix of types.
+// "llama_Q4_K_M": a random quantized model with llama.cpp's Q4_K_M mix of types; mixtures of
+// experts: "qwen3moe" (8 experts, 2 per token), "llama_experts" (Mixtral's layout: 4 experts,
+// 2 per token) and "qwen3moe_Q4_K_M" (quantized experts, f32 router).
 absl::StatusOr<std::string> ModelFor(const std::string& name) {
   if (name == "stories260K") return Stories260KPath();
   model::RandomModelSpec spec;
-  if (name == "llama_Q4_K_M") {
+  if (name == "llama_Q4_K_M" || name == "qwen3moe_Q4_K_M") {
     // A quantized mix as llama.cpp writes it, through the integer kernels.
     spec = model::QuantizedModelSpec(model::DType::kQ4_K, /*k_quant_mix=*/true);
+    if (name == "qwen3moe_Q4_K_M") {
+      spec.architecture = model::Architecture::kQwen3Moe;
+      spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 256;
+    }
+  } else if (name == "llama_experts") {
+    spec.experts = 4, spec.experts_used = 2;
+    spec.tied_output = false;
   } else {
     const model::ArchitectureSpec* arch = model::FindArchitecture(name);
     if (arch == nullptr) return absl::NotFoundError(name);
@@ -69,6 +78,8 @@ absl::StatusOr<std::string> ModelFor(const std::string& name) {
     if (arch->learned_positions) spec.n_kv_heads = spec.n_heads;
     spec.tied_output = false;
     if (arch->gemma.enabled) spec.sliding_window = 7;  // shorter than the prompts: it slides
+    if (arch->experts.required)
+      spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
   }
   spec.context_length = 512;
   absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
@@ -615,7 +626,8 @@ TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
-                                           "gemma2", "gemma3", "llama_Q4_K_M"),
+                                           "gemma2", "gemma3", "llama_Q4_K_M", "qwen3moe",
+                                           "llama_experts", "qwen3moe_Q4_K_M"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            return param_info.param;
                          });

@@ -1,0 +1,50 @@
+#include "model/kernels/expert_routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace textgen::model::ops {
+namespace {
+
+constexpr float kMinWeightSum = 6.103515625e-5f;  // 2^-14, llama.cpp's clamp
+
+}  // namespace
+
+void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
+                    float* weights) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = logits + static_cast<size_t>(r) * experts;
+    int* picks = selected + static_cast<size_t>(r) * used;
+    float* w = weights + static_cast<size_t>(r) * used;
+    // Softmax, then top-`used` by probability: equal logits can round to equal probabilities,
+    // so the choice is made on the probabilities, as llama.cpp makes it.
+    float max = row[0];
+    for (int e = 1; e < experts; ++e) max = std::max(max, row[e]);
+    double sum = 0;
+    for (int e = 0; e < experts; ++e) sum += std::exp(row[e] - max);
+    const float inverse = static_cast<float>(1.0 / sum);
+    const auto probability = [&](int e) { return std::exp(row[e] - max) * inverse; };
+    // Insertion of each expert into the sorted picks (used is small: 2-8 of up to 1024).
+    int filled = 0;
+    for (int e = 0; e < experts; ++e) {
+      const float p = probability(e);
+      if (filled == used && !(p > w[used - 1])) continue;
+      int at = filled < used ? filled++ : used - 1;
+      // Strictly greater moves ahead: among equals the earlier (lower) index stays first.
+      while (at > 0 && p > w[at - 1]) {
+        w[at] = w[at - 1];
+        picks[at] = picks[at - 1];
+        --at;
+      }
+      w[at] = p;
+      picks[at] = e;
+    }
+    float total = 0;
+    for (int i = 0; i < used; ++i) total += w[i];
+    total = std::max(total, kMinWeightSum);
+    for (int i = 0; i < used; ++i) w[i] /= total;
+  }
+}
+
+}  // namespace textgen::model::ops

@@ -1,0 +1,84 @@
+#include "model/kernels/expert_routing.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace textgen::model::ops {
+namespace {
+
+struct Routes {
+  std::vector<int> selected;
+  std::vector<float> weights;
+};
+
+Routes Route(const std::vector<float>& logits, int rows, int experts, int used) {
+  Routes r{std::vector<int>(static_cast<size_t>(rows) * used),
+           std::vector<float>(static_cast<size_t>(rows) * used)};
+  RouteToExperts(logits.data(), rows, experts, used, r.selected.data(), r.weights.data());
+  return r;
+}
+
+TEST(ExpertRoutingTest, PicksTheMostProbableExpertsBestFirstWithRenormalizedWeights) {
+  // Row 0: experts 3 > 0 > 2 > 1. Row 1: the last expert best, then 1.
+  const std::vector<float> logits = {1.0f, -2.0f, 0.5f,  3.0f,  //
+                                     0.0f, 2.0f,  -1.0f, 4.0f};
+  const Routes r = Route(logits, 2, 4, 2);
+  EXPECT_EQ(r.selected, (std::vector<int>{3, 0, 3, 1}));
+  // softmax then renormalized over the two picked = softmax over just those two logits
+  const double w30 = 1 / (1 + std::exp(1.0 - 3.0));
+  EXPECT_NEAR(r.weights[0], w30, 1e-6);
+  EXPECT_NEAR(r.weights[1], 1 - w30, 1e-6);
+  const double w31 = 1 / (1 + std::exp(2.0 - 4.0));
+  EXPECT_NEAR(r.weights[2], w31, 1e-6);
+  EXPECT_NEAR(r.weights[3], 1 - w31, 1e-6);
+}
+
+TEST(ExpertRoutingTest, TiesGoToTheLowerIndexAsInLlamaCpp) {
+  // Experts 1, 2 and 5 tie for the best score; 0 and 4 tie below them.
+  const std::vector<float> logits = {0.5f, 2.0f, 2.0f, -1.0f, 0.5f, 2.0f};
+  EXPECT_EQ(Route(logits, 1, 6, 2).selected, (std::vector<int>{1, 2}));
+  EXPECT_EQ(Route(logits, 1, 6, 4).selected, (std::vector<int>{1, 2, 5, 0}));
+  const Routes all = Route(logits, 1, 6, 6);
+  EXPECT_EQ(all.selected, (std::vector<int>{1, 2, 5, 0, 4, 3}));
+  EXPECT_EQ(all.weights[0], all.weights[1]);
+  float total = 0;
+  for (float w : all.weights) total += w;
+  EXPECT_NEAR(total, 1.0f, 1e-6);
+}
+
+TEST(ExpertRoutingTest, OneExpertPerTokenWeighsOne) {
+  const Routes one = Route({0.0f, 50.0f, -50.0f}, 1, 3, 1);
+  EXPECT_EQ(one.selected[0], 1);
+  EXPECT_EQ(one.weights[0], 1.0f);
+}
+
+TEST(ExpertRoutingTest, EachRowIsRoutedAloneAsInABatch) {
+  constexpr int kExperts = 128, kUsed = 8, kRows = 37;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logits(static_cast<size_t>(kRows) * kExperts);
+  for (float& x : logits) x = normal(rng);
+  const Routes batch = Route(logits, kRows, kExperts, kUsed);
+  for (int r = 0; r < kRows; ++r) {
+    const std::vector<float> row(logits.begin() + r * kExperts,
+                                 logits.begin() + (r + 1) * kExperts);
+    const Routes alone = Route(row, 1, kExperts, kUsed);
+    for (int k = 0; k < kUsed; ++k) {
+      EXPECT_EQ(alone.selected[k], batch.selected[r * kUsed + k]);
+      EXPECT_EQ(alone.weights[k], batch.weights[r * kUsed + k]);
+      // best first, and nothing left out scores higher than the last pick
+      if (k > 0) {
+        EXPECT_GE(row[alone.selected[k - 1]], row[alone.selected[k]]);
+      }
+    }
+    int better = 0;
+    for (float x : row) better += x > row[alone.selected[kUsed - 1]] ? 1 : 0;
+    EXPECT_EQ(better, kUsed - 1);
+  }
+}
+
+}  // namespace
+}  // namespace textgen::model::ops
