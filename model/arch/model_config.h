@@ -49,7 +49,10 @@ struct ModelConfig {
   // [rope_dim / 2] divisors of the rotation frequencies (GGUF rope_freqs.weight: Llama 3.1+
   // context extension); empty = none.
   std::vector<float> rope_freq_factors;
-  float rope_freq_scale = 1.0f;   // linear scaling: positions are multiplied by this
+  float rope_freq_scale = 1.0f;  // linear scaling: positions are multiplied by this
+  // YaRN (rope.scaling.type yarn): the context the model was trained at before it was scaled by
+  // 1 / rope_freq_scale (rope.scaling.original_context_length); 0 = no YaRN (ops::Rope).
+  int rope_yarn_original_context = 0;
   float rope_attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's attention scaling)
   // Layers that attend over a sliding window (Gemma: the rest attend over everything), with
   // their own RoPE base and scaling. Empty = every layer is global.

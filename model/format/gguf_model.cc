@@ -158,6 +158,27 @@ absl::Status ReadGemmaConfig(const GgufFile& file, const ArchitectureSpec& spec,
   return absl::OkStatus();
 }
 
+// YaRN's original context (default: the model's), as llama.cpp reads it. Its beta_fast and
+// beta_slow keys are read by llama.cpp for other architectures only (grok, mistral3), so the
+// defaults 32 and 1 hold here; DeepSeek's log multiplier is not supported.
+absl::Status ReadYarnConfig(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  c.rope_yarn_original_context = c.context_length;
+  const std::string key = p + "rope.scaling.original_context_length";
+  if (file.FindKey(key)) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.rope_yarn_original_context, file.GetInt(key, 1, kMaxContext));
+  }
+  if (file.FindKey(p + "rope.scaling.yarn_log_multiplier")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const double multiplier,
+                             file.GetFloat(p + "rope.scaling.yarn_log_multiplier"));
+    if (multiplier != 0) {
+      return absl::UnimplementedError(
+          absl::StrCat(p, "rope.scaling.yarn_log_multiplier ", multiplier,
+                       ": YaRN with a log multiplier (DeepSeek's) is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The mixture of experts: how many, how many per token, how wide ({arch}.expert_*), as llama.cpp
 // reads them.
 absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec, ModelConfig& c) {
@@ -266,7 +287,7 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     // Scaling that changes the rotation angles must not be ignored silently.
     if (file.FindKey(p + "rope.scaling.type")) {
       TEXTGEN_ASSIGN_OR_RETURN(const std::string type, file.GetString(p + "rope.scaling.type"));
-      if (type == "linear") {
+      if (type == "linear" || type == "yarn") {
         TEXTGEN_ASSIGN_OR_RETURN(const double factor, file.GetFloat(p + "rope.scaling.factor"));
         if (!(factor >= 1 && factor <= 1024)) {
           return absl::InvalidArgumentError(
@@ -274,9 +295,11 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
         }
         c.rope_freq_scale = static_cast<float>(1 / factor);
       } else if (type != "none") {
-        return absl::UnimplementedError(absl::StrCat(
-            p, "rope.scaling.type \"", type, "\" is not supported (supported: none, linear)"));
+        return absl::UnimplementedError(
+            absl::StrCat(p, "rope.scaling.type \"", type,
+                         "\" is not supported (supported: none, linear, yarn)"));
       }
+      if (type == "yarn") TEXTGEN_RETURN_IF_ERROR(ReadYarnConfig(file, p, c));
     }
     if (file.FindKey(p + "rope.scaling.attn_factor")) {
       TEXTGEN_ASSIGN_OR_RETURN(const double factor, file.GetFloat(p + "rope.scaling.attn_factor"));
@@ -297,6 +320,11 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     c.norm_eps = static_cast<float>(eps);
   }
   if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
+  if (c.rope_yarn_original_context > 0 && !c.sliding_window_layers.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(p, "rope.scaling.type yarn with sliding-window layers (", spec.name,
+                     ") is not supported: llama.cpp scales their attention by YaRN's factor too"));
+  }
   TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));
   c.causal = !spec.encoder;
   if (file.FindKey(p + "attention.causal")) {

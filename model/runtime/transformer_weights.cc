@@ -150,7 +150,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
     const int rope_dim = c.rope_dim > 0 ? c.rope_dim : c.head_dim;
     t->rope_ = std::make_unique<ops::Rope>(c.context_length, c.head_dim, rope_dim, c.rope_theta,
                                            c.rope_layout, c.rope_freq_factors, c.rope_freq_scale,
-                                           c.rope_attn_factor);
+                                           c.rope_attn_factor, c.rope_yarn_original_context);
     if (!c.sliding_window_layers.empty() &&
         (c.rope_theta_local != c.rope_theta || c.rope_freq_scale_local != c.rope_freq_scale)) {
       t->local_rope_ = std::make_unique<ops::Rope>(

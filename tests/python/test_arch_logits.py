@@ -30,6 +30,7 @@ textgen's per-token log-probabilities are compared with llama.cpp's on the same 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -57,13 +58,32 @@ def rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
-def rope(x, positions, theta, rope_dim, neox, factors=None, mscale=1.0, pscale=1.0):
+def yarn(rope_dim, theta, factor, original):
+    """YaRN as published (Hugging Face's _compute_yarn_parameters, beta_fast 32, beta_slow 1):
+    per pair, the share of the interpolated frequency (1 / factor) and of the original one, and
+    the attention factor that multiplies cos and sin."""
+    def correction(turns):
+        return rope_dim * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(theta))
+    low = max(math.floor(correction(32)), 0)
+    high = min(math.ceil(correction(1)), rope_dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = ((torch.arange(rope_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    extrapolation = 1 - ramp
+    return (1 / factor) * (1 - extrapolation) + extrapolation, 0.1 * math.log(factor) + 1
+
+
+def rope(x, positions, theta, rope_dim, neox, factors=None, mscale=1.0, pscale=1.0, yarn_scaling=None):
     """x [T, heads, head_dim]; rotates the first rope_dim dims of each head; cos and sin are
-    multiplied by mscale (LongRoPE's attention factor), positions by pscale (linear scaling)."""
+    multiplied by mscale (LongRoPE's attention factor), positions by pscale (linear scaling);
+    yarn_scaling = (factor, original context) replaces the linear scaling by YaRN's."""
     half = rope_dim // 2
     freqs = theta ** (-torch.arange(0, half, dtype=torch.float64) * 2 / rope_dim)
     if factors is not None:
         freqs = freqs / torch.as_tensor(factors, dtype=torch.float64)
+    if yarn_scaling is not None:
+        scales, attention = yarn(rope_dim, theta, *yarn_scaling)
+        freqs, mscale = freqs * scales, mscale * attention
     pos = torch.as_tensor(positions, dtype=torch.float64) * pscale
     ang = torch.outer(pos, freqs)[:, None, :]
     cos, sin = mscale * torch.cos(ang), mscale * torch.sin(ang)
@@ -151,7 +171,8 @@ def forward(m, tokens, gelu=None, routing=None):
             k = rms_norm(k, m[p + "attn_k_norm.weight"], m["eps"])
         rot = dict(theta=m["theta_local"] if sliding else m["theta"], rope_dim=m["rope_dim"],
                    neox=m["neox"], factors=m.get("rope_freqs"), mscale=m.get("attn_factor", 1.0),
-                   pscale=1.0 if sliding else m.get("freq_scale", 1.0))
+                   pscale=1.0 if sliding else m.get("freq_scale", 1.0),
+                   yarn_scaling=None if sliding else m.get("yarn"))
         q, k = rope(q, range(T), **rot), rope(k, range(T), **rot)
         k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
         att = torch.einsum("thd,shd->hts", q, k) * m.get("attn_scale", hd ** -0.5)
@@ -191,10 +212,10 @@ def forward(m, tokens, gelu=None, routing=None):
 
 def hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta=10000.0, eps=1e-6,
                     window=0, sliding=None, attn_softcap=0.0, final_softcap=0.0,
-                    theta_local=None, freq_scale=1.0, experts_used=0, **_):
+                    theta_local=None, freq_scale=1.0, experts_used=0, yarn=None, **_):
     """The forward's hyperparameters for a case (the weights come separately)."""
     m = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim, layers=layers, eps=eps,
-             theta=theta, rope_dim=head_dim, experts_used=experts_used,
+             theta=theta, rope_dim=head_dim, experts_used=experts_used, yarn=yarn,
              neox=arch in ("qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3"))
     if arch.startswith("gemma"):
         m.update(embd_scale=dim ** 0.5, geglu=True, attn_softcap=attn_softcap,
@@ -206,7 +227,8 @@ def hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta=10000.0,
 def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=False,
                qk_norm=False, rope_freqs=False, tied=False, theta=10000.0, eps=1e-6,
                long_rope=False, window=0, sliding=None, attn_softcap=0.0, final_softcap=0.0,
-               theta_local=None, freq_scale=1.0, experts=0, experts_used=0, expert_ffn=0):
+               theta_local=None, freq_scale=1.0, experts=0, experts_used=0, expert_ffn=0,
+               yarn=None, context=64):
     """Random f32 weights with enough spread that greedy choices are not ties; writes the GGUF
     with gguf-py and returns (path, float64 model dict). With experts, the feed-forward is a
     mixture: the last expert's router row is large (hot), the middle ones small (cold), and
@@ -215,7 +237,7 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
     rnd = lambda *shape, s=1.0: (torch.randn(*shape, generator=g, dtype=torch.float64) * s)
     gemma = arch.startswith("gemma")
     m = hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta, eps, window, sliding,
-                        attn_softcap, final_softcap, theta_local, freq_scale, experts_used)
+                        attn_softcap, final_softcap, theta_local, freq_scale, experts_used, yarn)
     # Logits of a realistic spread (std ~3) whether or not the output is tied to the embedding
     # (Gemma scales the embedding by sqrt(dim) on the way in).
     t = {"token_embd.weight": rnd(VOCAB, dim, s=3 * dim ** -0.5 if tied else 1.0 / m.get(
@@ -274,7 +296,7 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
     w = gguf.GGUFWriter(path, arch=arch)
     # Not the architecture's name: llama.cpp keys vocabulary quirks on general.name ("phi3").
     w.add_name(f"random weights {seed}")
-    w.add_context_length(64)
+    w.add_context_length(context)
     w.add_embedding_length(dim)
     w.add_block_count(layers)
     w.add_feed_forward_length(ffn)
@@ -297,6 +319,10 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
     if freq_scale != 1.0:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(1.0 / freq_scale)
+    if yarn is not None:
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(yarn[0])
+        w.add_rope_scaling_orig_ctx_len(yarn[1])
     if window:
         w.add_sliding_window(window)
         if sliding is not None and arch == "gemma3":  # as bools; gemma2 keeps its default
@@ -385,6 +411,15 @@ CASES = {
     "qwen3moe (8 experts, 2 per token, Q/K norm, key_length 32, NeoX)":
         dict(arch="qwen3moe", dim=64, layers=2, heads=4, kv_heads=2, head_dim=32, ffn=192,
              qk_norm=True, theta=1000000.0, experts=8, experts_used=2, expert_ffn=48),
+    # YaRN x4 from an original context of 4096 (16384 served): pairs 5-12 of 16 ramp from kept to
+    # interpolated, cos and sin scaled by 1 + 0.1 ln 4.
+    "qwen3moe with YaRN (factor 4, original context 4096)":
+        dict(arch="qwen3moe", dim=64, layers=2, heads=4, kv_heads=2, head_dim=32, ffn=192,
+             qk_norm=True, experts=8, experts_used=2, expert_ffn=48, yarn=(4.0, 4096),
+             context=16384),
+    "llama with YaRN (factor 8, original context 256, rope_freqs)":
+        dict(arch="llama", dim=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=96,
+             rope_freqs=True, yarn=(8.0, 256), context=2048),
     "llama with experts (Mixtral: 4 experts, 2 per token, width from feed_forward_length)":
         dict(arch="llama", dim=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=64,
              experts=4, experts_used=2, expert_ffn=64),
@@ -564,4 +599,4 @@ for seed, (label, cfg) in enumerate(QUANT_CASES.items()):
               f"{len(clear)} positions with a clear margin" if agree else
               f"FAIL {label} {qname}: greedy differs where llama.cpp's margin is clear")
 print(f"{checks - failures}/{checks} checks passed")
-sys.exit(1 if failures or checks < 152 else 0)
+sys.exit(1 if failures or checks < 159 else 0)

@@ -382,10 +382,36 @@ TEST(GgufModelTest, GemmaReadsSlidingWindowSoftcapsAndLocalRope) {
 
 TEST(GgufModelTest, UnsupportedOrBadRopeScalingIsNamed) {
   auto model =
-      BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("yarn")}});
+      BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("longrope")}});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(model.status().message(),
-            "llama.rope.scaling.type \"yarn\" is not supported (supported: none, linear)");
+  EXPECT_EQ(
+      model.status().message(),
+      "llama.rope.scaling.type \"longrope\" is not supported (supported: none, linear, yarn)");
+  // YaRN needs its factor; DeepSeek's log multiplier and sliding-window layers are refused.
+  model = BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("yarn")}});
+  EXPECT_THAT(model.status().message(), HasSubstr("llama.rope.scaling.factor"));
+  model = BuildWith(Architecture::kQwen3,
+                    {{"qwen3.rope.scaling.type", GgufValue::String("yarn")},
+                     {"qwen3.rope.scaling.factor", GgufValue::Float32(4)},
+                     {"qwen3.rope.scaling.yarn_log_multiplier", GgufValue::Float32(0.1f)}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(model.status().message(), HasSubstr("yarn_log_multiplier"));
+  model = BuildWith(Architecture::kGemma2, {{"gemma2.rope.scaling.type", GgufValue::String("yarn")},
+                                            {"gemma2.rope.scaling.factor", GgufValue::Float32(4)}});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(model.status().message(), HasSubstr("yarn with sliding-window layers"));
+  // The original context defaults to the model's, as in llama.cpp.
+  model = BuildWith(Architecture::kQwen3, {{"qwen3.rope.scaling.type", GgufValue::String("yarn")},
+                                           {"qwen3.rope.scaling.factor", GgufValue::Float32(4)}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.rope_freq_scale, 0.25f);
+  EXPECT_EQ(model->config.rope_yarn_original_context, 128);
+  model = BuildWith(Architecture::kQwen3,
+                    {{"qwen3.rope.scaling.type", GgufValue::String("yarn")},
+                     {"qwen3.rope.scaling.factor", GgufValue::Float32(4)},
+                     {"qwen3.rope.scaling.original_context_length", GgufValue::Uint32(32)}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.rope_yarn_original_context, 32);
   model =
       BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("linear")},
                                        {"llama.rope.scaling.factor", GgufValue::Float32(0.5f)}});

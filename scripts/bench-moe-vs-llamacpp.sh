@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Mixture of experts (#32): textgen against llama.cpp on the same Qwen3-30B-A3B-shaped
+# random-weight file (qwen3moe: dim 2048, 48 layers, 32 heads / 4 KV heads of 128, 128 experts
+# of width 768 of which 8 run per token, vocab 151936 from llama.cpp's Qwen 2 vocabulary,
+# untied output), written by textgen-make-random-gguf in llama.cpp's Q4_K_M type mix (Q4_K, with
+# Q6_K for attn_v and the output; the router f32): 17 GB. Every round runs, interleaved:
+#   - the DRAM read limit (textgen-bench-quant-matmul BM_ReadBandwidth, 2 threads);
+#   - decode, 1 stream: llama-bench tg64 (-p 0) and textgen-bench-engine --prompt 1 --gen 64;
+#   - prefill 128: llama-bench pp128 and textgen-bench-engine --prompt 128;
+#   - decode, 16 streams after 128-token prompts: llama-batched-bench's S_TG (generated tokens
+#     over the decode time) and textgen-bench-engine's decode batch 16 (the same);
+#   - textgen's peak RSS.
+# Then prints medians, ratios, and the 1-stream decode rates as a share of the read limit for
+# the bytes a token reads: every tensor but the stacked experts and the token embedding, plus
+# experts_used / experts of the experts (the active ones), plus one embedding row.
+# Usage: scripts/bench-moe-vs-llamacpp.sh [ROUNDS=3]
+#   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); LAYERS (default 48: fewer keeps
+#        each layer's shape and makes a smaller file).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+layers=${LAYERS:-48}
+source scripts/bench-common.sh
+require_tools "$L/llama-bench" "$L/llama-batched-bench" "$B/bin/textgen-bench-engine" \
+  "$B/bin/textgen-bench-quant-matmul" "$B/bin/textgen-make-random-gguf"
+vocab=$S/models/ggml-vocab-qwen2.gguf
+[[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
+suffix=$([[ $layers == 48 ]] && echo "" || echo "-${layers}l")
+f=$M/qwen3moe-30b-a3b-shape$suffix-q4_k_m.gguf
+[[ -f $f ]] || "$B/bin/textgen-make-random-gguf" --arch qwen3moe --preset tiny --dim 2048 \
+  --hidden 6144 --layers "$layers" --heads 32 --kv-heads 4 --head-dim 128 --experts 128 \
+  --experts-used 8 --expert-hidden 768 --context 4096 --dtype q4_k_m --untied \
+  --vocab-from "$vocab" --name qwen3-30b-a3b-shape --out "$f"
+
+log=$(mktemp)
+record() { echo "RESULT|$1|$2" | tee -a "$log"; }
+read_limit() {
+  "$B/bin/textgen-bench-quant-matmul" --benchmark_filter='BM_ReadBandwidth' \
+    --benchmark_repetitions=5 --benchmark_report_aggregates_only=false 2>/dev/null |
+    grep -o 'GB/s=[0-9.]*' | cut -d= -f2 | sort -g | tail -1
+}
+llama_bench() {  # -p P -n N: prints the t/s of the one test
+  "$L/llama-bench" -m "$f" -t 2 "$@" -r 3 2>/dev/null | awk -F'|' '/(pp|tg)[0-9]/ { split($(NF-1), a, "±"); print a[1] + 0 }'
+}
+llama_batched16() {
+  "$L/llama-batched-bench" -m "$f" -t 2 -c 8192 -npp 128 -ntg 64 -npl 16 2>/dev/null |
+    awk -F'|' '$4 + 0 == 16 && $8 + 0 > 0 { print $9 + 0 }'
+}
+
+for round in $(seq "$rounds"); do
+  printf '\n==== round %s (%s)\n' "$round" "$(date +%T)"
+  record "read GB/s" "$(read_limit)"
+  record "decode llama.cpp" "$(llama_bench -p 0 -n 64)"
+  record "decode textgen" "$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 1 \
+    --gen 64 --batches 1 | awk '/decode 1 sequence/ { print $4 }')"
+  record "prefill128 llama.cpp" "$(llama_bench -p 128 -n 0)"
+  record "decode16 llama.cpp" "$(llama_batched16)"
+  out=$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 128 --gen 64 --batches 16)
+  record "prefill128 textgen" "$(awk '/prefill 128 tokens/ { print $4 }' <<<"$out")"
+  record "decode16 textgen" "$(awk '/decode batch  16/ { print $4 }' <<<"$out")"
+  record "textgen peak RSS MiB" "$(awk '/peak RSS/ { print $3 }' <<<"$out")"
+done
+
+printf '\n==== summary: medians of %s rounds (%s)\n' "$rounds" "$f"
+PYTHONPATH=$S/gguf-py /usr/bin/python3 - "$log" "$f" <<'EOF'
+import os, statistics, sys
+import gguf
+values = {}
+for line in open(sys.argv[1]):
+    _, label, value = line.rstrip("\n").split("|")
+    if value:
+        values.setdefault(label, []).append(float(value))
+med = {k: statistics.median(v) for k, v in values.items()}
+reader = gguf.GGUFReader(sys.argv[2])
+field = lambda key: int(reader.fields[key].parts[-1][0])
+experts, used = field("qwen3moe.expert_count"), field("qwen3moe.expert_used_count")
+active = 0
+for t in reader.tensors:
+    if t.name.endswith("_exps.weight"):
+        active += t.n_bytes * used / experts
+    elif t.name == "token_embd.weight":
+        active += t.n_bytes / int(t.shape[-1])
+    else:
+        active += t.n_bytes
+read = med["read GB/s"]
+print(f"file {os.path.getsize(sys.argv[2]) / 2**30:.2f} GiB; a token reads {active / 1e9:.3f} GB "
+      f"({used} of {experts} experts); DRAM read limit {read} GB/s (runs {values['read GB/s']}): "
+      f"{read * 1e9 / active:.1f} tok/s")
+for what in ("decode", "prefill128", "decode16"):
+    ours, theirs = med[f"{what} textgen"], med[f"{what} llama.cpp"]
+    line = (f"{what:10s} textgen {ours:7.1f} (runs {values[what + ' textgen']})  llama.cpp "
+            f"{theirs:7.1f} (runs {values[what + ' llama.cpp']})  ratio {ours / theirs:.2f}x")
+    if what == "decode":
+        limit = read * 1e9 / active
+        line += f"  textgen at {100 * ours / limit:.0f}% of the read limit, llama.cpp {100 * theirs / limit:.0f}%"
+    print(line)
+print(f"textgen peak RSS {med['textgen peak RSS MiB']:.0f} MiB (runs {values['textgen peak RSS MiB']}), "
+      f"file {os.path.getsize(sys.argv[2]) / 2**20:.0f} MiB")
+EOF
+rm -f "$log"
