@@ -60,6 +60,9 @@ struct PreparedLayer {
   std::unique_ptr<ops::LinearLayer> router;                    // [dim] -> [experts]
   std::vector<std::unique_ptr<ops::LinearLayer>> expert_up;    // [dim] -> [2 width] gate|up
   std::vector<std::unique_ptr<ops::LinearLayer>> expert_down;  // [width] -> [dim]
+  // The same experts when every one runs the quantized kernels (then a step's experts run in
+  // one parallel region), else empty.
+  std::vector<ops::QuantizedLinear*> quantized_up, quantized_down;
 };
 
 // The transformer math over a batch: embeddings, blocks, final norm, LM head. Owns the
@@ -110,6 +113,11 @@ class Transformer {
   absl::Status ExpertFeedForward(PreparedLayer& pl, const float* mlp_x, int rows);
   absl::Status PrepareExperts(const LayerWeights& lw, const std::string& prefix, PreparedLayer& pl,
                               int max_rows, WeightStaging& staging);
+  // One of the experts' matrices (`layers`, quantized) for every expert with tokens, in one
+  // parallel region: each expert's rows of `in` (pairs grouped by expert, in_width wide) into
+  // the same rows of `out`.
+  absl::Status RunExperts(const std::vector<ops::QuantizedLinear*>& layers, const float* in,
+                          int in_width, float* out, int out_width);
 
   ModelConfig config_;
   int max_rows_ = 0;
@@ -142,18 +150,22 @@ class Transformer {
   std::vector<float> hidden_;      // [rows, 2 hidden] (gate|up, or gelu(up))
   std::vector<float> act_;         // [rows, hidden] silu(gate) * up, or gelu(gate) * up
   std::vector<float> scores_;      // [threads, context] attention probabilities
-  // Mixture of experts: router scores, each token's experts and weights, the rows routed to
-  // one expert (in and out), and every (token, expert) output before the weighted sum.
+  // Mixture of experts: router scores, each token's experts and weights, the (token, rank) pairs
+  // grouped by expert, and per pair its input row, gate|up, activation and output rows.
   std::vector<float> router_logits_;   // [rows, experts]
   std::vector<int> selected_;          // [rows, used]
   std::vector<float> expert_weights_;  // [rows, used]
   std::vector<int> routed_;            // [rows * used] (token * used + rank), grouped by expert
+  std::vector<int> grouped_at_;        // [rows * used] where each pair is in routed_
   std::vector<int> expert_starts_;     // [experts + 1] offsets into routed_
   std::vector<int> expert_next_;       // [experts] where the next pair of each goes
-  std::vector<float> expert_in_;       // [rows, dim]
-  std::vector<float> expert_out_;      // [rows, dim]
-  std::vector<float> ranked_out_;      // [rows, used, dim]
-  std::vector<float> logits_;          // [rows wanted, vocab], grown on demand
+  std::vector<float> expert_in_;       // [rows * used, dim]
+  std::vector<float> expert_hidden_;   // [rows * used, 2 width] gate|up
+  std::vector<float> expert_act_;      // [rows * used, width]
+  std::vector<float> expert_out_;      // [rows * used, dim]
+  std::vector<ops::QuantScratch> expert_scratch_;  // [experts] quantized inputs of RunMany
+  std::vector<ops::QuantizedLinear::Call> expert_calls_;
+  std::vector<float> logits_;  // [rows wanted, vocab], grown on demand
 };
 
 }  // namespace textgen::model

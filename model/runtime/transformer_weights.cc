@@ -166,19 +166,24 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->qkv_.resize(rows * t->qkv_dim_);
   t->att_.resize(rows * t->q_dim_);
   t->proj_.resize(rows * c.dim);
-  t->hidden_.resize(rows * 2 * c.ffn_width());
-  if (IsGated(c)) t->act_.resize(rows * c.ffn_width());
-  if (c.has_experts()) {
-    const size_t pairs = rows * c.experts_used;
+  if (!c.has_experts()) {
+    t->hidden_.resize(rows * 2 * c.hidden_dim);
+    if (IsGated(c)) t->act_.resize(rows * c.hidden_dim);
+  } else {
+    const size_t pairs = rows * c.experts_used, width = c.expert_hidden_dim;
     t->router_logits_.resize(rows * c.experts);
     t->selected_.resize(pairs);
     t->expert_weights_.resize(pairs);
     t->routed_.resize(pairs);
+    t->grouped_at_.resize(pairs);
     t->expert_starts_.resize(c.experts + 1);
     t->expert_next_.resize(c.experts);
-    t->expert_in_.resize(rows * c.dim);
-    t->expert_out_.resize(rows * c.dim);
-    t->ranked_out_.resize(pairs * c.dim);
+    t->expert_in_.resize(pairs * c.dim);
+    t->expert_hidden_.resize(pairs * 2 * width);
+    t->expert_act_.resize(pairs * width);
+    t->expert_out_.resize(pairs * c.dim);
+    t->expert_scratch_.resize(c.experts);
+    t->expert_calls_.reserve(c.experts);
   }
   t->scores_.resize(
       static_cast<size_t>(ops::AttentionScratchFloats(t->context_->threads(), c.context_length)));
@@ -192,6 +197,8 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   const int64_t qkv_dim = q_dim + 2 * kv_dim;
   const int64_t width = c.ffn_width();
   const int64_t up_rows = (IsGated(c) ? 2 : 1) * width;
+  // The dense feed-forward's gate|up and activation rows.
+  const int64_t dense_rows = c.has_experts() ? 0 : (IsGated(c) ? 3 : 1) * int64_t{c.hidden_dim};
   const int64_t weight_bytes = options.bf16 ? 2 : 4;
   // Each Linear: its packed size, and what staging it for oneDNN takes (none when quantized).
   int64_t packed = 0, layer_staging = 0;
@@ -243,12 +250,13 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   const int64_t rows = options.max_batch_tokens;
   const int64_t positions = Spec(c).learned_positions ? int64_t{c.context_length} * c.dim : 0;
   const int64_t threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  // Experts: router scores, the routed rows in and out, and each (token, expert) output.
-  const int64_t experts = c.has_experts() ? c.experts + (2 + int64_t{c.experts_used}) * c.dim +
-                                                3 * int64_t{c.experts_used}
-                                          : 0;
-  const int64_t activations = rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + up_rows + width +
-                                      experts + (lm_head ? c.vocab_size : 0)) +
+  // Experts: router scores, and per (token, expert) pair its indices, input, gate|up,
+  // activation and output rows.
+  const int64_t experts =
+      c.has_experts() ? c.experts + int64_t{c.experts_used} * (4 + 2 * int64_t{c.dim} + 3 * width)
+                      : 0;
+  const int64_t activations = rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + dense_rows + experts +
+                                      (lm_head ? c.vocab_size : 0)) +
                               threads * c.context_length + positions;
   return weights_peak + activations * static_cast<int64_t>(sizeof(float));
 }

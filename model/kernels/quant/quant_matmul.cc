@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "model/kernels/cpu_features.h"
 #include "model/kernels/quant/quant_layouts.h"
@@ -546,39 +547,87 @@ bool CpuSupportsQuantMatmul() {
 int ActivationBlockFor(DType dtype) { return quant_layout::LayoutOf(dtype)->block_elements; }
 
 void QuantMatmul(const PackedQuantMatrix& w, const QuantizedActivations& x, float* y, int ldy) {
-  const Layout& layout = *quant_layout::LayoutOf(w.dtype);
-  const Kernels& kernels = KernelsOf(w.dtype);
-  const int m = x.rows();
-  // Few rows (decode) stream the weights from DRAM: one panel at a time keeps one weight
-  // stream per thread, as before pairs existed (DRAM-bound runs here swing 30-40% between
-  // rounds, too much to show pairs help or hurt there). Many rows are compute-bound.
-  const int panels_per_pass = m >= kPairMinRows ? kMaxPanelBlock : 1;
-  const int passes = (w.panels + panels_per_pass - 1) / panels_per_pass;
-  const bool unpack = kernels.unpack != nullptr && m >= kUnpackMinRows;
-  // Per thread: the codes of one pass, one byte each (16 k bytes per panel; in L2).
-  const int64_t panel_bytes = int64_t{kQuantPanelColumns} * w.k;
-  const int64_t pass_lines = kMaxPanelBlock * panel_bytes / 64;
+  const QuantMatmulJob job{&w, &x, y, ldy};
+  QuantMatmuls({&job, 1});
+}
+
+void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
+  // Per job: few rows (decode) stream the weights from DRAM: one panel at a time keeps one
+  // weight stream per thread, as before pairs existed (DRAM-bound runs here swing 30-40%
+  // between rounds, too much to show pairs help or hurt there). Many rows are compute-bound.
+  struct Plan {
+    const Layout* layout;
+    const Kernels* kernels;
+    int panels_per_pass;
+    int passes;
+    bool unpack;
+    int64_t pass_cost;   // about the work of one pass: its panels times (its rows + a load)
+    int64_t first_cost;  // of the jobs' passes, costed one after another
+  };
+  std::vector<Plan> plans(jobs.size());
+  int64_t total_cost = 0, pass_lines = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const QuantMatmulJob& job = jobs[j];
+    const int m = job.x->rows();
+    Plan& plan = plans[j];
+    plan.layout = quant_layout::LayoutOf(job.w->dtype);
+    plan.kernels = &KernelsOf(job.w->dtype);
+    plan.panels_per_pass = m >= kPairMinRows ? kMaxPanelBlock : 1;
+    plan.passes = (job.w->panels + plan.panels_per_pass - 1) / plan.panels_per_pass;
+    plan.unpack = plan.kernels->unpack != nullptr && m >= kUnpackMinRows;
+    plan.pass_cost = int64_t{plan.panels_per_pass} * (m + 1);
+    plan.first_cost = total_cost;
+    total_cost += plan.passes * plan.pass_cost;
+    // Per thread: the codes of one pass, one byte each (16 k bytes per panel; in L2).
+    if (plan.unpack) {
+      pass_lines = std::max<int64_t>(pass_lines,
+                                     kMaxPanelBlock * int64_t{kQuantPanelColumns} * job.w->k / 64);
+    }
+  }
   // (left uninitialised: every byte a pass reads, it has written)
   const std::unique_ptr<CacheLine[]> scratch(
-      unpack ? new CacheLine[omp_get_max_threads() * pass_lines] : nullptr);
-  // Static split: each thread streams one contiguous run of panel pairs; inside a pair, rows go
-  // kMaxRowBlock at a time while its weights are hot in cache.
-#pragma omp parallel for schedule(static)
-  for (int pass = 0; pass < passes; ++pass) {
-    const int p0 = pass * panels_per_pass;
-    const int np = std::min(panels_per_pass, w.panels - p0);
-    const int last_cols = std::min(kQuantPanelColumns, w.n - (p0 + np - 1) * kQuantPanelColumns);
-    UnpackedCodes codes;
-    if (unpack) {
-      codes = {scratch[omp_get_thread_num() * pass_lines].bytes, panel_bytes};
-      for (int p = 0; p < np; ++p) kernels.unpack(w, layout, p0 + p, p, codes);
-    }
-    const std::array<RowTable, kMaxPanelBlock>& table = unpack ? kernels.unpacked : kernels.packed;
-    for (int r0 = 0; r0 < m; r0 += kMaxRowBlock) {
-      const int mr = std::min(kMaxRowBlock, m - r0);
-      table[np - 1][mr - 1](w, layout, p0, Rows{&x, r0}, codes,
-                            y + static_cast<int64_t>(r0) * ldy + p0 * kQuantPanelColumns, ldy,
-                            last_cols);
+      pass_lines > 0 ? new CacheLine[omp_get_max_threads() * pass_lines] : nullptr);
+  // Each thread streams one contiguous run of passes (of one job or of several in a row) of
+  // about equal work: jobs with more rows cost more per pass. Inside a panel pair, rows go
+  // kMaxRowBlock at a time while its weights are hot in cache. A pass computes its outputs
+  // alike whichever thread runs it and whatever else runs.
+#pragma omp parallel
+  {
+    const int threads = omp_get_num_threads(), thread = omp_get_thread_num();
+    const int64_t lo = total_cost * thread / threads, hi = total_cost * (thread + 1) / threads;
+    // The passes whose cost starts in [lo, hi).
+    const auto first_at = [](const Plan& plan, int64_t cost) {
+      const int64_t into = cost - plan.first_cost;
+      if (into <= 0) return 0;
+      return static_cast<int>(
+          std::min<int64_t>(plan.passes, (into + plan.pass_cost - 1) / plan.pass_cost));
+    };
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const QuantMatmulJob& job = jobs[j];
+      const Plan& plan = plans[j];
+      const PackedQuantMatrix& w = *job.w;
+      const int m = job.x->rows();
+      const int end = first_at(plan, hi);
+      for (int pass = first_at(plan, lo); pass < end; ++pass) {
+        const int p0 = pass * plan.panels_per_pass;
+        const int np = std::min(plan.panels_per_pass, w.panels - p0);
+        const int last_cols =
+            std::min(kQuantPanelColumns, w.n - (p0 + np - 1) * kQuantPanelColumns);
+        UnpackedCodes codes;
+        if (plan.unpack) {
+          codes = {scratch[thread * pass_lines].bytes, int64_t{kQuantPanelColumns} * w.k};
+          for (int p = 0; p < np; ++p) plan.kernels->unpack(w, *plan.layout, p0 + p, p, codes);
+        }
+        const std::array<RowTable, kMaxPanelBlock>& table =
+            plan.unpack ? plan.kernels->unpacked : plan.kernels->packed;
+        for (int r0 = 0; r0 < m; r0 += kMaxRowBlock) {
+          const int mr = std::min(kMaxRowBlock, m - r0);
+          table[np - 1][mr - 1](
+              w, *plan.layout, p0, Rows{job.x, r0}, codes,
+              job.y + static_cast<int64_t>(r0) * job.ldy + p0 * kQuantPanelColumns, job.ldy,
+              last_cols);
+        }
+      }
     }
   }
 }

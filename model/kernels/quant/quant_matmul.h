@@ -1,5 +1,7 @@
 #pragma once
 
+#include <span>
+
 #include "model/kernels/quant/packed_quant_matrix.h"
 #include "model/kernels/quant/quantized_activations.h"
 
@@ -35,5 +37,18 @@ int ActivationBlockFor(DType dtype);
 // x.block() ActivationBlockFor(w.dtype). Parallel over the OpenMP pool: threads take
 // contiguous runs of 16-column panels.
 void QuantMatmul(const PackedQuantMatrix& w, const QuantizedActivations& x, float* y, int ldy);
+
+// One QuantMatmul(*w, *x, y, ldy).
+struct QuantMatmulJob {
+  const PackedQuantMatrix* w;
+  const QuantizedActivations* x;
+  float* y;
+  int ldy;
+};
+
+// Several products in one parallel region (a mixture's experts for a decode step: a fork and a
+// join for all of them, the weight streams back to back): the passes of every job are split
+// over the threads as one run, and each output is computed exactly as QuantMatmul computes it.
+void QuantMatmuls(std::span<const QuantMatmulJob> jobs);
 
 }  // namespace textgen::model::ops

@@ -46,28 +46,51 @@ absl::StatusOr<std::unique_ptr<QuantizedLinear>> QuantizedLinear::Create(
 }
 
 absl::Status QuantizedLinear::Run(const float* x, int m, float* y) {
-  if (m < 1 || m > max_rows_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name_, ": rows must be in [1, ", max_rows_, "], got ", m));
+  const Call call{this, x, m, y};
+  return RunMany({&call, 1}, {scratch_, 1});
+}
+
+absl::Status QuantizedLinear::RunMany(std::span<const Call> calls,
+                                      std::span<QuantScratch> scratch) {
+  if (scratch.size() < calls.size()) {
+    return absl::InternalError(absl::StrCat("QuantizedLinear::RunMany: ", calls.size(),
+                                            " calls, scratch for ", scratch.size()));
   }
-  // Each activation layout at most once per call, however many parts want it.
-  bool quantized32 = false, quantized256 = false;
-  int col0 = 0;
-  for (const PackedQuantMatrix& part : parts_) {
-    const bool block256 = ActivationBlockFor(part.dtype) == 256;
-    QuantizedActivations& activations = block256 ? scratch_->block256 : scratch_->block32;
-    bool& done = block256 ? quantized256 : quantized32;
-    if (!done) {
-      activations.Quantize(x, m, k_, block256 ? 256 : 32);
-      done = true;
+  std::vector<QuantMatmulJob> jobs;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Call& call = calls[i];
+    const QuantizedLinear& layer = *call.layer;
+    if (call.m < 1 || call.m > layer.max_rows_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(layer.name_, ": rows must be in [1, ", layer.max_rows_, "], got ", call.m));
     }
-    QuantMatmul(part, activations, y + col0, n_);
-    col0 += part.n;
+    // Each activation layout at most once per call, however many parts want it.
+    bool quantized32 = false, quantized256 = false;
+    int col0 = 0;
+    for (const PackedQuantMatrix& part : layer.parts_) {
+      const bool block256 = ActivationBlockFor(part.dtype) == 256;
+      QuantizedActivations& activations = block256 ? scratch[i].block256 : scratch[i].block32;
+      bool& done = block256 ? quantized256 : quantized32;
+      if (!done) {
+        activations.Quantize(call.x, call.m, layer.k_, block256 ? 256 : 32);
+        done = true;
+      }
+      jobs.push_back({&part, &activations, call.y + col0, layer.n_});
+      col0 += part.n;
+    }
   }
-  if (!bias_.empty()) {
-    for (int r = 0; r < m; ++r) AddInPlace(bias_.data(), n_, y + static_cast<int64_t>(r) * n_);
+  QuantMatmuls(jobs);
+  for (const Call& call : calls) {
+    const QuantizedLinear& layer = *call.layer;
+    if (!layer.bias_.empty()) {
+      for (int r = 0; r < call.m; ++r) {
+        AddInPlace(layer.bias_.data(), layer.n_, call.y + static_cast<int64_t>(r) * layer.n_);
+      }
+    }
+    if (layer.act_ == LinearActivation::kGeluTanh) {
+      GeluTanh(call.y, static_cast<int64_t>(call.m) * layer.n_, call.y);
+    }
   }
-  if (act_ == LinearActivation::kGeluTanh) GeluTanh(y, static_cast<int64_t>(m) * n_, y);
   return absl::OkStatus();
 }
 

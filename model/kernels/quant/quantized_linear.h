@@ -37,6 +37,18 @@ class QuantizedLinear : public LinearLayer {
       LinearActivation act, int max_rows, HugePageArena& arena, QuantScratch& scratch);
 
   absl::Status Run(const float* x, int m, float* y) override;
+
+  // One layer's Run, for RunMany.
+  struct Call {
+    QuantizedLinear* layer;
+    const float* x;
+    int m;
+    float* y;
+  };
+  // The calls in one parallel region (a mixture's experts: one fork and join for all, the weight
+  // streams back to back), each output exactly what its Run gives. Call i's input is quantized
+  // into scratch[i] (the shared scratch holds one layer's input at a time).
+  static absl::Status RunMany(std::span<const Call> calls, std::span<QuantScratch> scratch);
   int n() const override { return n_; }
   int k() const override { return k_; }
   absl::StatusOr<std::string> ImplementationName(int m) override;

@@ -220,6 +220,55 @@ TEST(QuantizedLinearTest, MixedPartsFillAdjacentColumnsWithBias) {
   EXPECT_EQ((*layer)->Run(x.data(), 5, y.data()).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A mixture's experts run together (one parallel region) and each gives bitwise what it gives
+// alone: different types, row counts (one panel per pass, pairs, unpacked codes) and inputs.
+TEST(QuantizedLinearTest, RunManyGivesEachLayerItsOwnRunBitwise) {
+  if (!CpuSupportsQuantMatmul()) GTEST_SKIP() << "this CPU lacks AVX512-VNNI";
+  const int k = 512;
+  const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ5_K};
+  const int rows[] = {1, 9, 3, 20};
+  HugePageArena arena;
+  QuantScratch shared;
+  std::vector<Matrix> matrices;
+  std::vector<std::unique_ptr<QuantizedLinear>> layers;
+  for (int i = 0; i < 4; ++i) {
+    matrices.push_back(MakeMatrix(types[i], 48 + 16 * i, k, 10 + i));
+  }
+  for (int i = 0; i < 4; ++i) {
+    const TensorView* parts[] = {&matrices[i].view};
+    auto layer = QuantizedLinear::Create("expert", parts, nullptr, LinearActivation::kNone, 32,
+                                         arena, shared);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    layers.push_back(std::move(*layer));
+  }
+  std::vector<std::vector<float>> inputs, alone, together;
+  std::vector<QuantizedLinear::Call> calls;
+  for (int i = 0; i < 4; ++i) {
+    inputs.push_back(RandomRows(rows[i], k, 20 + i));
+    alone.emplace_back(static_cast<size_t>(rows[i]) * layers[i]->n());
+    together.emplace_back(alone.back().size());
+    ASSERT_TRUE(layers[i]->Run(inputs[i].data(), rows[i], alone[i].data()).ok());
+  }
+  for (int i = 0; i < 4; ++i) {
+    calls.push_back({layers[i].get(), inputs[i].data(), rows[i], together[i].data()});
+  }
+  std::vector<QuantScratch> scratch(4);
+  const int default_threads = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    ASSERT_TRUE(QuantizedLinear::RunMany(calls, scratch).ok());
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * sizeof(float)),
+                0)
+          << "layer " << i << " (" << DTypeName(types[i]) << ", " << rows[i] << " rows), "
+          << threads << " threads";
+    }
+  }
+  omp_set_num_threads(default_threads);
+  EXPECT_EQ(QuantizedLinear::RunMany(calls, std::span(scratch).first(3)).code(),
+            absl::StatusCode::kInternal);
+}
+
 TEST(QuantizedLinearTest, RefusesTypesWithoutAKernel) {
   std::vector<uint8_t> bytes(static_cast<size_t>(BytesOf(DType::kQ2_K, 16 * 256)));
   const TensorView q2{DType::kQ2_K, 16, 256, bytes.data()};
