@@ -16,7 +16,7 @@ constexpr BlockFormat kFormats[] = {
     {DType::kQ5_0, 6, "Q5_0", 32, 22},    {DType::kQ5_1, 7, "Q5_1", 32, 24},
     {DType::kQ2_K, 10, "Q2_K", 256, 84},  {DType::kQ3_K, 11, "Q3_K", 256, 110},
     {DType::kQ4_K, 12, "Q4_K", 256, 144}, {DType::kQ5_K, 13, "Q5_K", 256, 176},
-    {DType::kQ6_K, 14, "Q6_K", 256, 210},
+    {DType::kQ6_K, 14, "Q6_K", 256, 210}, {DType::kMXFP4, 39, "MXFP4", 32, 17},
 };
 
 float LoadHalf(const uint8_t* p) {
@@ -48,6 +48,19 @@ void DequantizeQ4_0(const uint8_t* b, float* y) {
   for (int j = 0; j < 16; ++j) {
     y[j] = d * static_cast<float>((qs[j] & 0x0F) - 8);
     y[j + 16] = d * static_cast<float>((qs[j] >> 4) - 8);
+  }
+}
+
+// MXFP4: e8m0 e, qs[16] e2m1 codes; x = 2^(e - 128) * value(q), the e2m1 values doubled and
+// the scale halved to match (ggml's kvalues_mxfp4 and GGML_E8M0_TO_FP32_HALF).
+constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+void DequantizeMXFP4(const uint8_t* b, float* y) {
+  const float d = E8m0ToFloatHalf(b[0]);
+  const uint8_t* qs = b + 1;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kMxfp4Values[qs[j] & 0x0F]);
+    y[j + 16] = d * static_cast<float>(kMxfp4Values[qs[j] >> 4]);
   }
 }
 
@@ -210,12 +223,22 @@ BlockDequantizer DequantizerOf(DType dtype) {
       return DequantizeQ5_K;
     case DType::kQ6_K:
       return DequantizeQ6_K;
+    case DType::kMXFP4:
+      return DequantizeMXFP4;
     default:
       return nullptr;  // the float types are converted element by element
   }
 }
 
 }  // namespace
+
+float E8m0ToFloatHalf(uint8_t e) {
+  // 2^(e - 128): the exponent field e - 1, or for e < 2 the subnormal 2^-128 or 2^-127.
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : (uint32_t{e} - 1) << 23;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
 
 void UnpackKQuantScaleMin(const uint8_t* p, int* scale, int* min) {
   for (int j = 0; j < 4; ++j) {
@@ -236,7 +259,7 @@ std::optional<BlockFormat> FindBlockFormat(uint32_t ggml_type) {
 }
 
 const char* SupportedTypeNames() {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4";
 }
 
 int64_t BytesOf(DType dtype, int64_t elements) {
@@ -270,7 +293,7 @@ void DequantizeToFloat(DType dtype, const uint8_t* src, int64_t elements, float*
   }
 }
 
-static_assert(std::size(kFormats) == static_cast<size_t>(DType::kQ6_K) + 1,
+static_assert(std::size(kFormats) == static_cast<size_t>(DType::kMXFP4) + 1,
               "one format per DType, in enum order");
 
 }  // namespace textgen::model

@@ -35,6 +35,10 @@ int64_t BytesOf(DType dtype, int64_t elements);
 // the 12 bytes at `packed`.
 void UnpackKQuantScaleMin(const uint8_t* packed, int* scale, int* min);
 
+// An MXFP4 block's scale: the e8m0 exponent `e` as 2^(e - 128) (half of 2^(e - 127): the
+// codes' values are doubled), as ggml's GGML_E8M0_TO_FP32_HALF.
+float E8m0ToFloatHalf(uint8_t e);
+
 // Converts `elements` values starting at `src` (block-aligned, may be unaligned in memory) to
 // f32, exactly as ggml / gguf-py's dequantizers compute them (same operations in the same order,
 // so the results are bit-identical).

@@ -24,6 +24,7 @@ enum class DType {
   kQ4_K,
   kQ5_K,
   kQ6_K,
+  kMXFP4,  // gpt-oss's experts: e2m1 codes with a power-of-two (e8m0) scale per 32
 };
 
 const char* DTypeName(DType dtype);

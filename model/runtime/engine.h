@@ -25,7 +25,7 @@ struct EngineOptions {
   // Matmuls of up to this many rows use the weight-streaming kernel (same results as
   // oneDNN, faster while reading the weights dominates); -1 keeps the measured default.
   int skinny_max_rows = -1;
-  // Keep quantized weights (Q4_0..Q8_0, Q4_K, Q5_K, Q6_K) quantized in memory and multiply
+  // Keep quantized weights (Q4_0..Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) quantized in memory and multiply
   // them with integer kernels on 8-bit activations (AVX512-VNNI; model/kernels/quant/), as
   // llama.cpp does. false dequantizes them once to the compute type (f32 or bf16) instead:
   // several times the memory, exact against an f32 reference of the dequantized weights.

@@ -41,7 +41,8 @@ struct Shape {
 constexpr Shape kShapes[] = {{"1b_qkv", 3072, 2048},       {"in_l2", 256, 2048, false},
                              {"1b_ffn_up", 16384, 2048},   {"1b_ffn_down", 2048, 8192},
                              {"1b_lm_head", 128256, 2048}, {"8b_ffn_down", 4096, 14336}};
-constexpr DType kTypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ5_K, DType::kQ4_0};
+constexpr DType kTypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0,
+                            DType::kQ5_K, DType::kQ4_0, DType::kMXFP4};
 
 void BM_QuantMatmul(benchmark::State& state) {
   const Shape shape = kShapes[state.range(0)];

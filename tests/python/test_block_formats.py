@@ -29,6 +29,7 @@ from gguf import GGMLQuantizationType as Q  # noqa: E402
 SCALE_OFFSETS = {
     Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0],
     Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
+    Q.MXFP4: [],  # an e8m0 exponent byte at 0, set below
 }
 ROWS = 24
 
@@ -48,6 +49,10 @@ for qtype, offsets in SCALE_OFFSETS.items():
         scales[1, 0] = np.frombuffer(np.uint16(0x0003).tobytes(), dtype=np.float16)[0]
         scales[2, 0] = np.float16(-65504)
         raw[:, :, off:off + 2] = scales.view(np.uint8).reshape(ROWS, blocks_per_row, 2)
+    if qtype == Q.MXFP4:
+        # Exponents around 2^0 (finite products), and the subnormal and extreme ends.
+        raw[:, :, 0] = rng.integers(110, 140, size=(ROWS, blocks_per_row), dtype=np.uint8)
+        raw[0, 0, 0], raw[1, 0, 0], raw[2, 0, 0], raw[3, 0, 0] = 0, 1, 2, 200
     raw = raw.reshape(ROWS, blocks_per_row * block_bytes)
     name = qtype.name.lower()
     writer.add_tensor(name, raw, raw_dtype=qtype)

@@ -120,6 +120,8 @@ uint32_t FileType(DType dtype) {
       return 17;  // Q5_K_M
     case DType::kQ6_K:
       return 18;
+    case DType::kMXFP4:
+      return 38;  // MXFP4_MOE
     default:
       return 0;
   }

@@ -5,6 +5,7 @@
 // typical weight is about `typical` in magnitude (random bytes there would be NaNs and
 // overflows, not weights).
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -25,6 +26,8 @@ inline std::vector<int> HalfFieldsOf(DType dtype) {
       return {0, 2};
     case DType::kQ6_K:
       return {208};
+    case DType::kMXFP4:
+      return {};  // an e8m0 exponent byte instead
     default:
       return {0};
   }
@@ -38,6 +41,7 @@ inline float TypicalCodeMagnitude(DType dtype) {
       return 64.0f;
     case DType::kQ4_0:
     case DType::kQ4_1:
+    case DType::kMXFP4:
       return 4.0f;
     case DType::kQ5_0:
     case DType::kQ5_1:
@@ -62,7 +66,13 @@ inline std::vector<uint8_t> RandomQuantBlocks(DType dtype, int64_t rows, int64_t
   const float d = typical / TypicalCodeMagnitude(dtype);
   std::uniform_real_distribution<float> scale(0.5f * d, 1.5f * d);
   const std::vector<int> fields = HalfFieldsOf(dtype);
+  // MXFP4: a power-of-two scale near d, one step either way.
+  const int exponent = 128 + static_cast<int>(std::lround(std::log2(d)));
   for (size_t block = 0; block < bytes.size() / f.block_bytes; ++block) {
+    if (dtype == DType::kMXFP4) {
+      bytes[block * f.block_bytes] =
+          static_cast<uint8_t>(exponent - 1 + static_cast<int>(rng() % 3));
+    }
     for (size_t i = 0; i < fields.size(); ++i) {
       // Q4_1/Q5_1 minimums are negative offsets (centring the codes); K-quant dmin is
       // subtracted, times a 6-bit minimum.

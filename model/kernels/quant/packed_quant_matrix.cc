@@ -16,7 +16,7 @@ using quant_layout::Layout;
 // One block of one row of W as integers: what the file stores, unpacked.
 struct DecodedBlock {
   uint8_t codes[256] = {};
-  uint16_t d = 0, m = 0;  // f16 bits: block scale; Q*_1 minimum or K-quant dmin
+  uint16_t d = 0, m = 0;  // f16 bits (MXFP4: the e8m0 byte): block scale; Q*_1 min, K dmin
   uint8_t scales[16] = {};
   uint8_t mins[8] = {};
 };
@@ -63,6 +63,13 @@ void Decode(DType dtype, const uint8_t* b, DecodedBlock& out) {
     case DType::kQ5_0:
       out.d = LoadU16(b);
       DecodeFiveBit(b + 6, LoadU32(b + 2), out.codes);
+      return;
+    case DType::kMXFP4:
+      out.d = b[0];
+      for (int j = 0; j < 16; ++j) {
+        out.codes[j] = b[1 + j] & 0x0F;
+        out.codes[j + 16] = b[1 + j] >> 4;
+      }
       return;
     case DType::kQ5_1:
       out.d = LoadU16(b);
@@ -149,7 +156,11 @@ void Encode(const Layout& l, const DecodedBlock& in, int col, uint8_t* block) {
   if (l.mins >= 0) {
     for (int s = 0; s < 8; ++s) block[l.mins + (s / 2) * 32 + col * 2 + s % 2] = in.mins[s];
   }
-  std::memcpy(block + l.d + col * 2, &in.d, 2);
+  if (l.scale_bytes == 1) {
+    block[l.d + col] = static_cast<uint8_t>(in.d);
+  } else {
+    std::memcpy(block + l.d + col * 2, &in.d, 2);
+  }
   if (l.m >= 0) std::memcpy(block + l.m + col * 2, &in.m, 2);
 }
 
@@ -218,10 +229,15 @@ float PackedWeightAt(const PackedQuantMatrix& w, int row, int col) {
     const uint8_t bits = block[l.plane + (e / 16) * kQuadBytes + c * 4 + e % 4];
     q |= ((bits >> (2 * ((e % 16) / 4))) & 3) << 4;
   }
-  uint16_t d_bits, m_bits = 0;
-  std::memcpy(&d_bits, block + l.d + c * 2, 2);
+  uint16_t d_bits = 0, m_bits = 0;
+  if (l.scale_bytes == 1) {
+    d_bits = block[l.d + c];
+  } else {
+    std::memcpy(&d_bits, block + l.d + c * 2, 2);
+  }
   if (l.m >= 0) std::memcpy(&m_bits, block + l.m + c * 2, 2);
-  const float d = HalfToFloat(d_bits);
+  const float d =
+      l.scale_bytes == 1 ? E8m0ToFloatHalf(static_cast<uint8_t>(d_bits)) : HalfToFloat(d_bits);
   const float m = HalfToFloat(m_bits);
   const auto qf = [](int v) { return static_cast<float>(v); };
   switch (w.dtype) {
@@ -244,6 +260,10 @@ float PackedWeightAt(const PackedQuantMatrix& w, int row, int col) {
     case DType::kQ6_K: {
       const float ds = d * qf(static_cast<int8_t>(block[l.scales + (e / 16) * 16 + c]));
       return ds * qf(q - 32);
+    }
+    case DType::kMXFP4: {
+      static constexpr int kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+      return d * qf(kValues[q]);
     }
     default:
       return 0.0f;

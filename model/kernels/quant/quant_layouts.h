@@ -12,14 +12,15 @@ namespace textgen::model::ops::quant_layout {
 inline constexpr int kQuadBytes = 64;  // 16 columns x 4 k: one VPDPBUSD operand
 
 struct Layout {
-  int block_elements;  // 32 or 256
-  int code_bits;       // 4, 5, 6 or 8
-  int plane;           // fifth-bit / high-bits plane (-1: none)
-  int scales;          // K-quants: sub-block scales [sub][16] (-1: none)
-  int mins;            // Q4_K/Q5_K: minimums [pair][16][2] (-1: none)
-  int d;               // f16 block scale [16]
-  int m;               // f16 Q*_1 minimum or K-quant dmin [16] (-1: none)
-  int bytes;           // whole block
+  int block_elements;   // 32 or 256
+  int code_bits;        // 4, 5, 6 or 8
+  int plane;            // fifth-bit / high-bits plane (-1: none)
+  int scales;           // K-quants: sub-block scales [sub][16] (-1: none)
+  int mins;             // Q4_K/Q5_K: minimums [pair][16][2] (-1: none)
+  int d;                // block scale [16]: f16, or MXFP4's e8m0 exponent bytes
+  int m;                // f16 Q*_1 minimum or K-quant dmin [16] (-1: none)
+  int bytes;            // whole block
+  int scale_bytes = 2;  // of each d: 2 (f16), 1 (e8m0)
 };
 
 // The code bytes (nibble or byte planes) always start at offset 0.
@@ -31,6 +32,8 @@ inline constexpr Layout kQ5_1{32, 5, 256, -1, -1, 320, 352, 384};
 inline constexpr Layout kQ4_K{256, 4, -1, 2048, 2176, 2304, 2336, 2368};
 inline constexpr Layout kQ5_K{256, 5, 2048, 2560, 2688, 2816, 2848, 2880};
 inline constexpr Layout kQ6_K{256, 6, 2048, 3072, -1, 3328, -1, 3360};
+// MXFP4 keeps its e2m1 nibbles (the kernel maps them to values) and its exponent bytes.
+inline constexpr Layout kMXFP4{32, 4, -1, -1, -1, 256, -1, 272, 1};
 
 // The layout of a packable type, or nullptr.
 inline const Layout* LayoutOf(DType dtype) {
@@ -51,6 +54,8 @@ inline const Layout* LayoutOf(DType dtype) {
       return &kQ5_K;
     case DType::kQ6_K:
       return &kQ6_K;
+    case DType::kMXFP4:
+      return &kMXFP4;
     default:
       return nullptr;
   }

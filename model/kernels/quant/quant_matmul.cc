@@ -253,9 +253,23 @@ TEXTGEN_VNNI void UnpackGroups(const PackedQuantMatrix& w, const Layout& l, int 
 TEXTGEN_VNNI void UnpackSixBit(const PackedQuantMatrix& w, const Layout& l, int p, int slot,
                                const UnpackedCodes& u);
 
-// ---- Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: 32-element blocks ----
+// 16 e8m0 exponent bytes as f32 2^(e - 128) (MXFP4's halved scales; exact, subnormals too).
+TEXTGEN_VNNI inline __m512 E8m0Halves(const uint8_t* p) {
+  const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm512_scalef_ps(_mm512_set1_ps(1.0f),
+                          _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
+}
 
-template <int Bits, int Offset, bool HasMin, bool Unpacked, int NP, int MR>
+// MXFP4's e2m1 nibble -> its doubled value + 12 (0..24, unsigned for VPDPBUSD; the kernel
+// subtracts 12 times the activations' sum), in every 128-bit lane for VPSHUFB.
+TEXTGEN_VNNI inline __m512i E2m1Table() {
+  return _mm512_broadcast_i32x4(
+      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+}
+
+// ---- Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4: 32-element blocks ----
+
+template <int Bits, int Offset, bool HasMin, bool E2m1, bool Unpacked, int NP, int MR>
 TEXTGEN_VNNI void Block32Panels(const PackedQuantMatrix& w, const Layout& l, int p0, Rows x,
                                 const UnpackedCodes& u, float* y, int ldy, int cols) {
   const int64_t stride = int64_t{w.blocks} * w.block_bytes;
@@ -284,13 +298,18 @@ TEXTGEN_VNNI void Block32Panels(const PackedQuantMatrix& w, const Layout& l, int
         } else {
           OctetCodes<Bits>(block + p * stride, o, plane[p], low[p], high[p]);
         }
+        if constexpr (E2m1) {
+          low[p] = _mm512_shuffle_epi8(E2m1Table(), low[p]);
+          high[p] = _mm512_shuffle_epi8(E2m1Table(), high[p]);
+        }
       }
       DotQuad<NP, MR>(low, x, 32 * b + 8 * o, 0, sum);
       DotQuad<NP, MR>(high, x, 32 * b + 8 * o + 4, 1, sum);
     }
     FoldChains<NP, MR>(sum);
     for (int p = 0; p < NP; ++p) {
-      const __m512 d = Halves(block + p * stride + l.d);
+      const __m512 d =
+          E2m1 ? E8m0Halves(block + p * stride + l.d) : Halves(block + p * stride + l.d);
       for (int r = 0; r < MR; ++r) {
         __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(sum[p][r]), d);
         if constexpr (HasMin) {
@@ -459,13 +478,13 @@ constexpr Kernels KernelsFor(UnpackFn unpack) {
   return {PanelKernels<Kernel, false>(), PanelKernels<Kernel, true>(), unpack};
 }
 
-template <int Bits, int Offset, bool HasMin>
+template <int Bits, int Offset, bool HasMin, bool E2m1 = false>
 struct Block32 {
   template <bool Unpacked, int NP, int MR>
   struct K {
     TEXTGEN_VNNI static void Run(const PackedQuantMatrix& w, const Layout& l, int p, Rows x,
                                  const UnpackedCodes& u, float* y, int ldy, int cols) {
-      Block32Panels<Bits, Offset, HasMin, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols);
+      Block32Panels<Bits, Offset, HasMin, E2m1, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols);
     }
   };
   static constexpr Kernels kAll = KernelsFor<K>(Bits == 5 ? UnpackGroups<Bits, 1> : nullptr);
@@ -517,6 +536,8 @@ const Kernels& KernelsOf(DType dtype) {
       return KQuant32<4>::kAll;
     case DType::kQ5_K:
       return KQuant32<5>::kAll;
+    case DType::kMXFP4:
+      return Block32<4, 12, false, true>::kAll;
     default:
       return Q6K::kAll;
   }

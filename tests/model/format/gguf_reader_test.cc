@@ -140,7 +140,7 @@ TEST(GgufReaderTest, RejectsUnsupportedTensorTypeByName) {
   EXPECT_THAT(file.status().message(),
               HasSubstr("tensor blk.0.ffn_norm.weight: ggml type IQ2_XXS (16) is not supported "
                         "(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, "
-                        "Q4_K, Q5_K, Q6_K)"));
+                        "Q4_K, Q5_K, Q6_K, MXFP4)"));
 }
 
 TEST(GgufReaderTest, RejectsRowsThatAreNotWholeBlocks) {

@@ -21,8 +21,8 @@
 namespace textgen::model::ops {
 namespace {
 
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                            DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kMXFP4};
 
 std::vector<float> RandomRows(int rows, int k, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -448,6 +448,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // Experts quantized, the router in f32
                       QuantMix{"qwen3moe_Q4_K_M", DType::kQ4_K, Architecture::kQwen3Moe, true, 8},
                       QuantMix{"qwen3moe_Q8_0", DType::kQ8_0, Architecture::kQwen3Moe, false, 8},
+                      QuantMix{"qwen3moe_MXFP4", DType::kMXFP4, Architecture::kQwen3Moe, false, 8},
                       QuantMix{"llama_experts_Q6_K", DType::kQ6_K, Architecture::kLlama, false, 4}),
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
