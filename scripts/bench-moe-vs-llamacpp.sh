@@ -62,15 +62,11 @@ for round in $(seq "$rounds"); do
 done
 
 printf '\n==== summary: medians of %s rounds (%s)\n' "$rounds" "$f"
-PYTHONPATH=$S/gguf-py /usr/bin/python3 - "$log" "$f" <<'EOF'
-import os, statistics, sys
+PYTHONPATH=$S/gguf-py:scripts/lib /usr/bin/python3 - "$log" "$f" <<'EOF'
+import os, sys
 import gguf
-values = {}
-for line in open(sys.argv[1]):
-    _, label, value = line.rstrip("\n").split("|")
-    if value:
-        values.setdefault(label, []).append(float(value))
-med = {k: statistics.median(v) for k, v in values.items()}
+from bench_results import read_results
+values, med = read_results(sys.argv[1])
 reader = gguf.GGUFReader(sys.argv[2])
 field = lambda key: int(reader.fields[key].parts[-1][0])
 experts, used = field("qwen3moe.expert_count"), field("qwen3moe.expert_used_count")

@@ -134,14 +134,10 @@ for round in $(seq "$rounds"); do
 done
 
 printf '\n==== summary: medians of %s rounds\n' "$rounds"
-/usr/bin/python3 - "$log" "$M" <<'EOF'
-import os, statistics, sys
-values = {}
-for line in open(sys.argv[1]):
-    _, label, value = line.rstrip("\n").split("|")
-    if value:
-        values.setdefault(label, []).append(float(value))
-med = {k: statistics.median(v) for k, v in values.items()}
+PYTHONPATH=scripts/lib /usr/bin/python3 - "$log" "$M" <<'EOF'
+import os, sys
+from bench_results import read_results
+values, med = read_results(sys.argv[1])
 read = med.get("read GB/s")
 print(f"DRAM read limit: {read} GB/s (runs: {values.get('read GB/s')})")
 for label in sorted(med):

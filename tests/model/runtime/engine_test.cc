@@ -223,6 +223,16 @@ void CheckChunkLogitsEqualDecode(const LoadedModel& model, bool bf16, bool kv_f1
   }
 }
 
+// A random-weight model of `spec`, written to the test's temp dir as NAME.gguf and loaded.
+absl::StatusOr<LoadedModel> WriteAndLoad(const RandomModelSpec& spec, const std::string& name) {
+  absl::StatusOr<GgufWriter> writer = BuildRandomModel(spec);
+  if (!writer.ok()) return writer.status();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / (name + ".gguf")).string();
+  if (absl::Status written = writer->WriteFile(path); !written.ok()) return written;
+  return LoadModel(path);
+}
+
 TEST(BatchInvarianceTest, Stories260KF32) {
   const std::string path = SharedModel("stories260K.gguf");
   TEXTGEN_REQUIRE_SHARED_FILE(path);
@@ -253,12 +263,7 @@ TEST(BatchInvarianceTest, Stories260KF16KvCache) {
 class ArchitectureInvarianceTest : public ::testing::TestWithParam<Architecture> {};
 
 void CheckArchitectureInvariance(const RandomModelSpec& spec, const std::string& name) {
-  auto writer = BuildRandomModel(spec);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / ("invariance_" + name + ".gguf")).string();
-  ASSERT_TRUE(writer->WriteFile(path).ok());
-  auto model = LoadModel(path);
+  auto model = WriteAndLoad(spec, "invariance_" + name);
   ASSERT_TRUE(model.ok()) << model.status();
   CheckBatchInvariance(*model, /*bf16=*/false);
   CheckBatchInvariance(*model, /*bf16=*/false, /*kv_f16=*/true);
@@ -312,14 +317,7 @@ TEST_P(EncoderTest, BidirectionalHiddenStatesSameAloneAndInABatch) {
   RandomModelSpec spec;
   spec.architecture = GetParam();
   spec.n_kv_heads = spec.n_heads;
-  auto writer = BuildRandomModel(spec);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) /
-       (std::string("encoder_") + ArchitectureName(spec.architecture) + ".gguf"))
-          .string();
-  ASSERT_TRUE(writer->WriteFile(path).ok());
-  auto model = LoadModel(path);
+  auto model = WriteAndLoad(spec, std::string("encoder_") + ArchitectureName(spec.architecture));
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_FALSE(model->config.causal);
   EXPECT_EQ(model->config.pooling, Pooling::kMean);
@@ -407,13 +405,7 @@ TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
   spec.architecture = mix.architecture;
   if (mix.experts > 0) spec.experts = mix.experts, spec.experts_used = 2;
   spec.expert_hidden_dim = 256;
-  auto writer = BuildRandomModel(spec);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  const std::string path = (std::filesystem::path(::testing::TempDir()) /
-                            (std::string("invariance_") + mix.name + ".gguf"))
-                               .string();
-  ASSERT_TRUE(writer->WriteFile(path).ok());
-  auto model = LoadModel(path);
+  auto model = WriteAndLoad(spec, std::string("invariance_") + mix.name);
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_EQ(model->weights.layers[0].wq.dtype, mix.dtype);
   {
@@ -459,12 +451,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(EngineMemoryTest, CountsQuantizedWeightsAtTheirPackedSize) {
   if (!ops::CpuSupportsQuantMatmul()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
   RandomModelSpec spec = QuantizedModelSpec(DType::kQ4_K, /*k_quant_mix=*/true);
-  auto writer = BuildRandomModel(spec);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / "memory_q4_k.gguf").string();
-  ASSERT_TRUE(writer->WriteFile(path).ok());
-  auto model = LoadModel(path);
+  auto model = WriteAndLoad(spec, "memory_q4_k");
   ASSERT_TRUE(model.ok()) << model.status();
   int64_t matrix_bytes = 0;
   for (const LayerWeights& l : model->weights.layers) {
@@ -490,12 +477,7 @@ TEST(EngineMemoryTest, CountsEveryExpertAtItsPackedSize) {
   RandomModelSpec spec = QuantizedModelSpec(DType::kQ4_K, /*k_quant_mix=*/true);
   spec.architecture = Architecture::kQwen3Moe;
   spec.experts = 16, spec.experts_used = 4, spec.expert_hidden_dim = 256;
-  auto writer = BuildRandomModel(spec);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / "memory_experts_q4_k.gguf").string();
-  ASSERT_TRUE(writer->WriteFile(path).ok());
-  auto model = LoadModel(path);
+  auto model = WriteAndLoad(spec, "memory_experts_q4_k");
   ASSERT_TRUE(model.ok()) << model.status();
   int64_t matrix_bytes = 0, expert_bytes = 0;
   for (const LayerWeights& l : model->weights.layers) {
