@@ -38,6 +38,12 @@ def _string(text):
 
 
 def set_chat_template(source, template):
+    return set_string(source, KEY, template)
+
+
+def set_string(source, key_to_set, value):
+    """`source` (GGUF bytes) with string metadata `key_to_set` set to `value` (replaced when
+    present, appended otherwise); everything else byte for byte."""
     if source[:4] != b"GGUF":
         raise ValueError("not a GGUF file")
     version, n_tensors, n_kv = struct.unpack_from("<IQQ", source, 4)
@@ -52,9 +58,9 @@ def set_chat_template(source, template):
         if key == "general.alignment":
             (alignment,) = struct.unpack_from("<I", source, pos + 4)
         pos = _skip_value(source, pos + 4, vtype)
-        if key != KEY:
+        if key != key_to_set:
             entries.append(source[start:pos])
-    entries.append(_string(KEY) + struct.pack("<I", _STRING) + _string(template))
+    entries.append(_string(key_to_set) + struct.pack("<I", _STRING) + _string(value))
     infos_start = pos
     for _ in range(n_tensors):
         (name_len,) = struct.unpack_from("<Q", source, pos)

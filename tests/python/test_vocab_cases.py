@@ -29,6 +29,7 @@ args = ap.parse_args()
 # per 150k-token vocabulary).
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "model", "training"))
 import gguf_reader  # noqa: E402
+from set_chat_template import set_string  # noqa: E402
 
 reference_dir = os.path.dirname(os.path.abspath(args.llamacpp))
 llamacpp_ref = os.path.join(reference_dir, "bin", "llamacpp-ref")
@@ -131,6 +132,38 @@ for path in files:
         print(f"FAIL {name}: ids differ from llama.cpp at {first} of {len(want_ids)}: "
               f"llama.cpp {want_ids[first:first + 5]} textgen {our_ids[first:first + 5]}")
         failures += 1
+
+# o200k: same ids as llama.cpp on real text and every test case of every vocabulary.
+with open(os.path.join(args.llamacpp, "models", "ggml-vocab-qwen2.gguf"), "rb") as f:
+    relabelled = set_string(f.read(), "tokenizer.ggml.pre", "gpt-4o")
+o200k_path = os.path.join(args.work, "vocab-qwen2-as-gpt-4o.gguf")
+with open(o200k_path, "wb") as f:
+    f.write(relabelled)
+all_cases = []
+for path in files:
+    if os.path.exists(path + ".inp"):
+        with open(path + ".inp", encoding="utf-8") as f:
+            all_cases += f.read().split("\n__ggml_vocab_test__\n")
+# Case changes inside words, contractions in both cases, digit runs, slashes after punctuation.
+o200k_text = (real_text + "\n" + "\n".join(all_cases) + "\nHTTPServer getHTTPResponse iPhone "
+              "XMLHttpRequest I'M HE'S they'RE 1234567 3.14159 a/b//c !!!//\n\n  x\r\n")
+text_path = os.path.join(args.work, "o200k.txt")
+with open(text_path, "w", encoding="utf-8") as f:
+    f.write(o200k_text)
+want = subprocess.run([llamacpp_ref, "tokenize", o200k_path, text_path], capture_output=True,
+                      text=True)
+ours = subprocess.run([tool, "--gguf", o200k_path, "--add-special"], input=o200k_text.encode(),
+                      capture_output=True)
+want_ids, our_ids = want.stdout.split(), ours.stdout.decode().split()
+same = want.returncode == 0 and ours.returncode == 0 and want_ids == our_ids
+first = next((i for i, (a, b) in enumerate(zip(want_ids, our_ids)) if a != b), None)
+print(f"{'ok  ' if same else 'FAIL'} gpt-4o pre-tokenizer (qwen2 vocabulary): "
+      f"{len(o200k_text.encode())} bytes -> {len(want_ids)} ids"
+      + (", same as llama.cpp" if same else
+         f", differ at {first}: llama.cpp {want_ids[first:first + 5] if first is not None else want_ids[-3:]} "
+         f"textgen {our_ids[first:first + 5] if first is not None else our_ids[-3:]} {want.stderr[-200:]} "
+         f"{ours.stderr.decode()[-200:]}"))
+failures += 0 if same else 1
 if matched_vocabs < 10:
     print(f"FAIL only {matched_vocabs} vocabularies matched (expected at least 10)")
     failures += 1
