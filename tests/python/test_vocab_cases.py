@@ -44,9 +44,38 @@ UNSUPPORTED = {
 }
 
 tool = os.path.join(args.bin, "textgen-tokenize")
+
+
+def same_ids_as_llamacpp(label, path, text):
+    """Tokenizes `text` as a prompt with the vocabulary at `path` through llama.cpp and textgen;
+    prints and returns whether the ids are the same."""
+    text_path = os.path.join(args.work, os.path.basename(path) + ".txt")
+    with open(text_path, "w", encoding="utf-8") as f:
+        f.write(text)
+    want = subprocess.run([llamacpp_ref, "tokenize", path, text_path], capture_output=True,
+                          text=True)
+    ours = subprocess.run([tool, "--gguf", path, "--add-special"], input=text.encode(),
+                          capture_output=True)
+    if want.returncode != 0 or ours.returncode != 0:
+        print(f"FAIL {label}: llama.cpp rc {want.returncode} {want.stderr[-300:]}; "
+              f"textgen rc {ours.returncode} {ours.stderr.decode()[-300:]}")
+        return False
+    want_ids, our_ids = want.stdout.split(), ours.stdout.decode().split()
+    first = next((i for i, (a, b) in enumerate(zip(want_ids, our_ids)) if a != b),
+                 None if len(want_ids) == len(our_ids) else min(len(want_ids), len(our_ids)))
+    if first is None:
+        print(f"ok   {label}: {len(text.encode())} bytes -> {len(want_ids)} ids, same as "
+              f"llama.cpp (first ids {' '.join(want_ids[:3])})")
+        return True
+    print(f"FAIL {label}: ids differ from llama.cpp at {first} of {len(want_ids)}: "
+          f"llama.cpp {want_ids[first:first + 5]} textgen {our_ids[first:first + 5]}")
+    return False
+
+
 files = sorted(glob.glob(os.path.join(args.llamacpp, "models", "ggml-vocab-*.gguf")))
 failures = 0
 matched_vocabs = 0
+all_cases = []  # every vocabulary's test texts, for the o200k check at the end
 for path in files:
     name = os.path.basename(path)[len("ggml-vocab-"):-len(".gguf")]
     if not os.path.exists(path + ".inp"):
@@ -54,6 +83,7 @@ for path in files:
         continue
     with open(path + ".inp", "rb") as f:
         inp = f.read()
+    all_cases += inp.decode("utf-8").split("\n__ggml_vocab_test__\n")
     with open(path + ".out", encoding="utf-8") as f:
         expected = [line.strip() for line in f.read().split("\n")]
     run = subprocess.run([tool, "--gguf", path, "--cases"], input=inp, capture_output=True)
@@ -110,28 +140,7 @@ for path in files:
                  f"differ: llama.cpp {want.stdout.split()[:12]} textgen "
                  f"{ours.stdout.decode().split()[:12]} {want.stderr[-200:]}"))
         failures += 0 if same else 1
-    text_path = os.path.join(args.work, name + ".txt")
-    with open(text_path, "w", encoding="utf-8") as f:
-        f.write(text)
-    want = subprocess.run([llamacpp_ref, "tokenize", path, text_path], capture_output=True,
-                          text=True)
-    ours = subprocess.run([tool, "--gguf", path, "--add-special"], input=text.encode(),
-                          capture_output=True)
-    if want.returncode != 0 or ours.returncode != 0:
-        print(f"FAIL {name}: llama.cpp rc {want.returncode} {want.stderr[-300:]}; "
-              f"textgen rc {ours.returncode} {ours.stderr.decode()[-300:]}")
-        failures += 1
-        continue
-    want_ids, our_ids = want.stdout.split(), ours.stdout.decode().split()
-    first = next((i for i, (a, b) in enumerate(zip(want_ids, our_ids)) if a != b),
-                 None if len(want_ids) == len(our_ids) else min(len(want_ids), len(our_ids)))
-    if first is None:
-        print(f"ok   {name}: {len(text.encode())} bytes -> {len(want_ids)} ids, same as llama.cpp "
-              f"(first ids {' '.join(want_ids[:3])})")
-    else:
-        print(f"FAIL {name}: ids differ from llama.cpp at {first} of {len(want_ids)}: "
-              f"llama.cpp {want_ids[first:first + 5]} textgen {our_ids[first:first + 5]}")
-        failures += 1
+    failures += 0 if same_ids_as_llamacpp(name, path, text) else 1
 
 # o200k: same ids as llama.cpp on real text and every test case of every vocabulary.
 with open(os.path.join(args.llamacpp, "models", "ggml-vocab-qwen2.gguf"), "rb") as f:
@@ -139,31 +148,11 @@ with open(os.path.join(args.llamacpp, "models", "ggml-vocab-qwen2.gguf"), "rb") 
 o200k_path = os.path.join(args.work, "vocab-qwen2-as-gpt-4o.gguf")
 with open(o200k_path, "wb") as f:
     f.write(relabelled)
-all_cases = []
-for path in files:
-    if os.path.exists(path + ".inp"):
-        with open(path + ".inp", encoding="utf-8") as f:
-            all_cases += f.read().split("\n__ggml_vocab_test__\n")
 # Case changes inside words, contractions in both cases, digit runs, slashes after punctuation.
 o200k_text = (real_text + "\n" + "\n".join(all_cases) + "\nHTTPServer getHTTPResponse iPhone "
               "XMLHttpRequest I'M HE'S they'RE 1234567 3.14159 a/b//c !!!//\n\n  x\r\n")
-text_path = os.path.join(args.work, "o200k.txt")
-with open(text_path, "w", encoding="utf-8") as f:
-    f.write(o200k_text)
-want = subprocess.run([llamacpp_ref, "tokenize", o200k_path, text_path], capture_output=True,
-                      text=True)
-ours = subprocess.run([tool, "--gguf", o200k_path, "--add-special"], input=o200k_text.encode(),
-                      capture_output=True)
-want_ids, our_ids = want.stdout.split(), ours.stdout.decode().split()
-same = want.returncode == 0 and ours.returncode == 0 and want_ids == our_ids
-first = next((i for i, (a, b) in enumerate(zip(want_ids, our_ids)) if a != b), None)
-print(f"{'ok  ' if same else 'FAIL'} gpt-4o pre-tokenizer (qwen2 vocabulary): "
-      f"{len(o200k_text.encode())} bytes -> {len(want_ids)} ids"
-      + (", same as llama.cpp" if same else
-         f", differ at {first}: llama.cpp {want_ids[first:first + 5] if first is not None else want_ids[-3:]} "
-         f"textgen {our_ids[first:first + 5] if first is not None else our_ids[-3:]} {want.stderr[-200:]} "
-         f"{ours.stderr.decode()[-200:]}"))
-failures += 0 if same else 1
+failures += 0 if same_ids_as_llamacpp("gpt-4o pre-tokenizer (qwen2 vocabulary)", o200k_path,
+                                      o200k_text) else 1
 if matched_vocabs < 10:
     print(f"FAIL only {matched_vocabs} vocabularies matched (expected at least 10)")
     failures += 1

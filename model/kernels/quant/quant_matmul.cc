@@ -14,8 +14,8 @@
 #include <cstring>
 #include <memory>
 #include <utility>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "model/kernels/cpu_features.h"
 #include "model/kernels/quant/quant_layouts.h"
 
@@ -585,7 +585,8 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
     int64_t pass_cost;   // about the work of one pass: its panels times (its rows + a load)
     int64_t first_cost;  // of the jobs' passes, costed one after another
   };
-  std::vector<Plan> plans(jobs.size());
+  // (inline: this runs for every product of every step; a mixture's experts fit)
+  absl::InlinedVector<Plan, 16> plans(jobs.size());
   int64_t total_cost = 0, pass_lines = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const QuantMatmulJob& job = jobs[j];

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "model/kernels/activations.h"
 #include "model/kernels/quant/quant_matmul.h"
@@ -56,7 +57,7 @@ absl::Status QuantizedLinear::RunMany(std::span<const Call> calls,
     return absl::InternalError(absl::StrCat("QuantizedLinear::RunMany: ", calls.size(),
                                             " calls, scratch for ", scratch.size()));
   }
-  std::vector<QuantMatmulJob> jobs;
+  absl::InlinedVector<QuantMatmulJob, 16> jobs;  // (no allocation per call)
   for (size_t i = 0; i < calls.size(); ++i) {
     const Call& call = calls[i];
     const QuantizedLinear& layer = *call.layer;
