@@ -17,22 +17,29 @@ namespace textgen::model {
 enum class NormKind { kRms, kLayer };
 
 // The feed-forward block: SwiGLU down(silu(gate(x)) * up(x)), GeGLU down(gelu_tanh(gate(x)) *
-// up(x)) (Gemma), or GPT-2's down(gelu_tanh(up(x) + b)) + b.
-enum class FeedForwardKind { kSwiGlu, kGeGlu, kGelu };
+// up(x)) (Gemma), GPT-2's down(gelu_tanh(up(x) + b)) + b, or gpt-oss's clamped SwiGLU
+// down(g * sigmoid(1.702 g) * (clamp(up(x), -7, 7) + 1)) with g = min(gate(x), 7).
+enum class FeedForwardKind { kSwiGlu, kGeGlu, kGelu, kSwiGluOai };
+
+// Which layers attend over a sliding window, with llama.cpp's defaults for keys a file may
+// leave out (attention.sliding_window, attention.sliding_window_pattern, rope.freq_base_swa).
+struct SlidingWindowTraits {
+  // Every n-th layer is global, the others slide (attention.sliding_window_pattern overrides);
+  // 0: the architecture has no sliding layers.
+  int pattern = 0;
+  // Window when attention.sliding_window is absent; 0: no sliding window without the key.
+  int default_window = 0;
+  // Local layers' RoPE when rope.freq_base_swa is absent: the global base and scaling (Gemma 2,
+  // gpt-oss), or base 10000 without scaling (Gemma 3).
+  bool local_rope_inherits_global = false;
+};
 
 // Gemma's extras, with llama.cpp's defaults for keys a file may leave out.
 struct GemmaTraits {
   bool enabled = false;
-  // Every n-th layer is global, the others slide (attention.sliding_window_pattern overrides).
-  int sliding_window_pattern = 0;
-  // Window when attention.sliding_window is absent; 0: no sliding window without the key.
-  int default_sliding_window = 0;
   // attn_logit_softcapping when absent; 0: attention scores are never capped.
   float default_attention_softcap = 0;
   float default_final_logit_softcap = 0;  // final_logit_softcapping when absent
-  // Local layers' RoPE when rope.freq_base_swa is absent: the global base and scaling (Gemma 2),
-  // or base 10000 without scaling (Gemma 3).
-  bool local_rope_inherits_global = false;
   // The 27B model scales q.k by 1/sqrt(dim / heads), not 1/sqrt(head_dim); llama.cpp tells it
   // by its layer count.
   int layers_of_27b = 0;
@@ -42,10 +49,15 @@ struct GemmaTraits {
 // ({arch}.expert_count > 0, ffn_gate_inp and the stacked ffn_{gate,up,down}_exps tensors).
 struct ExpertTraits {
   bool allowed = false;   // Mixtral-style llama files
-  bool required = false;  // qwen3moe
+  bool required = false;  // qwen3moe, gpt-oss
   // The expert width when expert_feed_forward_length is absent: feed_forward_length, divided by
   // the experts used per token when true (qwen3moe, as llama.cpp does).
   bool width_divides_by_used = false;
+  // The router and every expert's matrices carry biases (ffn_gate_inp.bias, ffn_*_exps.bias).
+  bool biases = false;
+  // How the chosen experts are weighted: a softmax over their router logits (gpt-oss), else
+  // their softmax probabilities over all experts, renormalized to sum to 1.
+  bool softmax_over_chosen = false;
 };
 
 // Where a block's norms sit: before each sublayer, on its input (pre-norm decoders), or after
@@ -68,8 +80,14 @@ struct ArchitectureSpec {
                            // rope_factors_long/short.weight (LongRoPE)
   bool post_norms;         // post_attention_norm / post_ffw_norm: RMSNorm of each sublayer's
                            // output before the residual add
-  GemmaTraits gemma;       // embedding scale, sliding window, softcaps
-  ExpertTraits experts;    // mixture-of-experts feed-forward
+  // attn_sinks.weight: one learned logit per head that joins the softmax of its scores (the
+  // head may attend to nothing); gpt-oss.
+  bool attention_sinks;
+  // The pre-feed-forward norm's tensor name: ffn_norm, or post_attention_norm (gpt-oss).
+  const char* ffn_norm_name;
+  SlidingWindowTraits sliding;
+  GemmaTraits gemma;     // embedding scale, softcaps
+  ExpertTraits experts;  // mixture-of-experts feed-forward
   NormPlacement norm_placement;
   // Encoders: a LayerNorm of the summed embeddings (token_embd_norm), token-type embeddings
   // (token_types), attention over the whole input unless {arch}.attention.causal says so,

@@ -17,7 +17,8 @@ enum class Architecture {
   kGemma3,
   kBert,
   kNomicBert,
-  kQwen3Moe
+  kQwen3Moe,
+  kGptOss
 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
@@ -54,8 +55,8 @@ struct ModelConfig {
   // 1 / rope_freq_scale (rope.scaling.original_context_length); 0 = no YaRN (ops::Rope).
   int rope_yarn_original_context = 0;
   float rope_attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's attention scaling)
-  // Layers that attend over a sliding window (Gemma: the rest attend over everything), with
-  // their own RoPE base and scaling. Empty = every layer is global.
+  // Layers that attend over a sliding window (Gemma, gpt-oss: the rest attend over everything),
+  // with their own RoPE base and scaling. Empty = every layer is global.
   std::vector<bool> sliding_window_layers;  // [n_layers]
   int sliding_window = 0;                   // positions a local layer sees, itself included
   float rope_theta_local = 10000.0f;
@@ -71,9 +72,9 @@ struct ModelConfig {
   // input ({arch}.attention.causal: BERT encoders), so an input is computed in one chunk.
   bool causal = true;
   int token_type_count = 0;  // rows of token_types.weight (encoders; row 0 is added)
-  // Mixture of experts (qwen3moe, Mixtral-style llama): each token's feed-forward is the sum of
-  // `experts_used` of the `experts` SwiGLU experts (each expert_hidden_dim wide) that a router
-  // picks for it, weighted by their renormalized router probabilities. 0 experts: dense.
+  // Mixture of experts (qwen3moe, gpt-oss, Mixtral-style llama): each token's feed-forward is
+  // the sum of `experts_used` of the `experts` gated experts (each expert_hidden_dim wide) that a
+  // router picks for it, weighted as the architecture says (ExpertTraits). 0 experts: dense.
   int experts = 0;
   int experts_used = 0;
   int expert_hidden_dim = 0;

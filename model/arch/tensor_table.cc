@@ -48,7 +48,7 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   // layer output; they fill the same slots as a pre-norm block's two norms.
   const bool post = spec.norm_placement == NormPlacement::kAfterResidual;
   const std::string attn_norm = post ? "attn_output_norm" : "attn_norm";
-  const std::string ffn_norm = post ? "layer_output_norm" : "ffn_norm";
+  const std::string ffn_norm = post ? "layer_output_norm" : spec.ffn_norm_name;
   std::vector<TensorEntry> t;
   t.push_back(Vector(b + attn_norm + ".weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
   t.push_back(
@@ -70,6 +70,9 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
     t.push_back(Vector(b + "attn_q_norm.weight", l, kQNorm, c.head_dim, true, TensorInit::kOnes));
     t.push_back(Vector(b + "attn_k_norm.weight", l, kKNorm, c.head_dim, true, TensorInit::kOnes));
   }
+  if (spec.attention_sinks) {
+    t.push_back(Vector(b + "attn_sinks.weight", l, kAttnSinks, c.n_heads, true));
+  }
   t.push_back(Matrix(b + "attn_output.weight", l, kAttnOutput, dim, q_dim));
   t.push_back(Vector(b + "attn_output.bias", l, kAttnOutputBias, dim, spec.output_bias));
   t.push_back(Vector(b + ffn_norm + ".weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
@@ -81,6 +84,13 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
     t.push_back(Experts(b + "ffn_gate_exps.weight", l, kGateExperts, experts, width, dim));
     t.push_back(Experts(b + "ffn_up_exps.weight", l, kUpExperts, experts, width, dim));
     t.push_back(Experts(b + "ffn_down_exps.weight", l, kDownExperts, experts, dim, width));
+    if (spec.experts.biases) {
+      // GGUF [width, experts]: a bias row per expert.
+      t.push_back(Vector(b + "ffn_gate_inp.bias", l, kRouterBias, experts, true));
+      t.push_back(Matrix(b + "ffn_gate_exps.bias", l, kGateExpertsBias, experts, width));
+      t.push_back(Matrix(b + "ffn_up_exps.bias", l, kUpExpertsBias, experts, width));
+      t.push_back(Matrix(b + "ffn_down_exps.bias", l, kDownExpertsBias, experts, dim));
+    }
   } else {
     if (layout.fused_gate_up) {
       t.push_back(

@@ -55,6 +55,12 @@ enum class WeightSlot : uint8_t {
   kGateExperts,
   kUpExperts,
   kDownExperts,
+  // Per layer, gpt-oss: each head's attention sink; the router's and the experts' biases.
+  kAttnSinks,
+  kRouterBias,
+  kGateExpertsBias,
+  kUpExpertsBias,
+  kDownExpertsBias,
 };
 
 // What a random-weights model stores in a tensor: norm weights 1, norm biases 0, else noise.

@@ -90,7 +90,8 @@ absl::StatusOr<TensorView> VectorSlice(const TensorView& v, const std::string& n
 // Which layers slide: attention.sliding_window_pattern as a period n (every n-th layer, the
 // last of each period, is global) or as one bool per layer; else the architecture's period.
 absl::StatusOr<std::vector<bool>> ReadSlidingLayers(const GgufFile& file, const std::string& p,
-                                                    const GemmaTraits& gemma, int n_layers) {
+                                                    const SlidingWindowTraits& traits,
+                                                    int n_layers) {
   const std::string key = p + "attention.sliding_window_pattern";
   std::vector<bool> sliding(static_cast<size_t>(n_layers));
   const GgufKv* kv = file.FindKey(key);
@@ -104,7 +105,7 @@ absl::StatusOr<std::vector<bool>> ReadSlidingLayers(const GgufFile& file, const 
     for (int l = 0; l < n_layers; ++l) sliding[l] = std::get<bool>((*flags)[l].data);
     return sliding;
   }
-  int64_t period = gemma.sliding_window_pattern;
+  int64_t period = traits.pattern;
   if (kv != nullptr) {
     TEXTGEN_ASSIGN_OR_RETURN(period, file.GetInt(key, 0, kMaxLayers));
   }
@@ -125,7 +126,7 @@ absl::StatusOr<float> PositiveFloatOr(const GgufFile& file, const std::string& k
   return static_cast<float>(value);
 }
 
-// Gemma's embedding scale, attention scale, softcaps and sliding window, with llama.cpp's
+// Gemma's embedding scale, attention scale and softcaps, with llama.cpp's
 // defaults (the architecture's traits) for keys the file leaves out.
 absl::Status ReadGemmaConfig(const GgufFile& file, const ArchitectureSpec& spec, ModelConfig& c) {
   const GemmaTraits& gemma = spec.gemma;
@@ -144,15 +145,24 @@ absl::Status ReadGemmaConfig(const GgufFile& file, const ArchitectureSpec& spec,
         c.final_logit_softcap,
         PositiveFloatOr(file, p + "final_logit_softcapping", gemma.default_final_logit_softcap));
   }
-  int64_t window = gemma.default_sliding_window;
+  return absl::OkStatus();
+}
+
+// Which layers slide and over how many positions, and their RoPE, with llama.cpp's defaults (the
+// architecture's traits) for keys the file leaves out.
+absl::Status ReadSlidingWindowConfig(const GgufFile& file, const ArchitectureSpec& spec,
+                                     ModelConfig& c) {
+  const SlidingWindowTraits& traits = spec.sliding;
+  const std::string p = std::string(spec.name) + ".";
+  int64_t window = traits.default_window;
   if (file.FindKey(p + "attention.sliding_window")) {
     TEXTGEN_ASSIGN_OR_RETURN(window, file.GetInt(p + "attention.sliding_window", 0, kMaxContext));
   }
   if (window == 0) return absl::OkStatus();  // every layer global
   c.sliding_window = static_cast<int>(window);
-  TEXTGEN_ASSIGN_OR_RETURN(c.sliding_window_layers, ReadSlidingLayers(file, p, gemma, c.n_layers));
-  c.rope_theta_local = gemma.local_rope_inherits_global ? c.rope_theta : 10000.0f;
-  c.rope_freq_scale_local = gemma.local_rope_inherits_global ? c.rope_freq_scale : 1.0f;
+  TEXTGEN_ASSIGN_OR_RETURN(c.sliding_window_layers, ReadSlidingLayers(file, p, traits, c.n_layers));
+  c.rope_theta_local = traits.local_rope_inherits_global ? c.rope_theta : 10000.0f;
+  c.rope_freq_scale_local = traits.local_rope_inherits_global ? c.rope_freq_scale : 1.0f;
   TEXTGEN_ASSIGN_OR_RETURN(c.rope_theta_local,
                            PositiveFloatOr(file, p + "rope.freq_base_swa", c.rope_theta_local));
   return absl::OkStatus();
@@ -196,7 +206,7 @@ absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec
   if (!spec.experts.allowed) {
     return absl::UnimplementedError(absl::StrCat(
         p, "expert_count is ", c.experts, ": a mixture of experts is not supported in ", spec.name,
-        " models (it is in llama and qwen3moe)"));
+        " models (it is in llama, qwen3moe and gpt-oss)"));
   }
   const GgufKv* used = file.FindKey(p + "expert_used_count");
   if (used != nullptr && used->value.type == GgufType::kArray) {
@@ -320,11 +330,7 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     c.norm_eps = static_cast<float>(eps);
   }
   if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
-  if (c.rope_yarn_original_context > 0 && !c.sliding_window_layers.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat(p, "rope.scaling.type yarn with sliding-window layers (", spec.name,
-                     ") is not supported: llama.cpp scales their attention by YaRN's factor too"));
-  }
+  if (spec.sliding.pattern > 0) TEXTGEN_RETURN_IF_ERROR(ReadSlidingWindowConfig(file, spec, c));
   TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));
   c.causal = !spec.encoder;
   if (file.FindKey(p + "attention.causal")) {

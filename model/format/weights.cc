@@ -106,6 +106,16 @@ const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
       return l().up_experts;
     case kDownExperts:
       return l().down_experts;
+    case kAttnSinks:
+      return l().attn_sinks;
+    case kRouterBias:
+      return l().router_bias;
+    case kGateExpertsBias:
+      return l().gate_experts_bias;
+    case kUpExpertsBias:
+      return l().up_experts_bias;
+    case kDownExpertsBias:
+      return l().down_experts_bias;
   }
   std::abort();  // every slot is handled above
 }

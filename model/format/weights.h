@@ -77,7 +77,8 @@ struct LayerWeights {
   TensorView bq, bk, bv;      // [1, out]       gpt2, qwen2 (optional in llama)
   TensorView q_norm, k_norm;  // [1, head_dim]  qwen3: per-head RMSNorm before RoPE
   TensorView wo;              // [dim, n_heads * head_dim]
-  TensorView bo;              // [1, dim]       gpt2
+  TensorView bo;              // [1, dim]       gpt2, gpt-oss
+  TensorView attn_sinks;      // [1, n_heads]   gpt-oss: each head's sink logit
   TensorView ffn_norm;        // [1, dim]
   TensorView ffn_norm_bias;   // [1, dim]       gpt2
   TensorView w_gate;          // [hidden, dim]  llama (SwiGLU gate, "w1")
@@ -93,6 +94,11 @@ struct LayerWeights {
   TensorView gate_experts;  // [experts * expert_hidden, dim]
   TensorView up_experts;    // [experts * expert_hidden, dim]
   TensorView down_experts;  // [experts * dim, expert_hidden]
+  // Their biases (gpt-oss), a row per expert.
+  TensorView router_bias;        // [1, experts]
+  TensorView gate_experts_bias;  // [experts, expert_hidden]
+  TensorView up_experts_bias;    // [experts, expert_hidden]
+  TensorView down_experts_bias;  // [experts, dim]
 };
 
 struct ModelWeights {

@@ -20,6 +20,10 @@ void GeluTanh(const float* x, int64_t n, float* out);
 // of SiluMul.
 void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out);
 
+// gpt-oss's clamped SwiGLU, the layout of SiluMul: with g = min(gate, 7) and u = clamp(up, -7, 7),
+// out[r, i] = g * sigmoid(1.702 g) * (u + 1).
+void SwiGluOaiMul(const float* gate_up, int rows, int hidden, float* out);
+
 // x[i] = cap * tanh(x[i] / cap) (Gemma's logit softcapping).
 void SoftCap(float* x, int64_t n, float cap);
 

@@ -17,15 +17,18 @@
 namespace textgen::model::ops {
 namespace {
 
-// Turns raw scores [0, n_pos) into probabilities divided by their sum (in place). Cloned for
-// AVX-512: without it the exp has no vector floor (SSE2) and runs scalar.
-TEXTGEN_SIMD_CLONES void Softmax(float* scores, int n_pos, float max_score) {
+// Turns raw scores [0, n_pos) into probabilities divided by their sum (in place); a sink logit
+// (null: none) counts in the sum without a score of its own. Cloned for AVX-512: without it the
+// exp has no vector floor (SSE2) and runs scalar.
+TEXTGEN_SIMD_CLONES void Softmax(float* scores, int n_pos, float max_score, const float* sink) {
+  if (sink != nullptr) max_score = std::max(max_score, *sink);
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int j = 0; j < n_pos; ++j) {
     scores[j] = FastExp(scores[j] - max_score);
     sum += scores[j];
   }
+  if (sink != nullptr) sum += FastExp(*sink - max_score);
   const float inv_sum = 1.0f / sum;
 #pragma omp simd
   for (int j = 0; j < n_pos; ++j) scores[j] *= inv_sum;
@@ -59,7 +62,12 @@ struct RowSpan {
   int n_pos = 0;
   float scale = 1.0f;
   float softcap = 0.0f;
+  const float* sinks = nullptr;  // the sink logit of each head attended, or null
 };
+
+const float* SinkOf(const RowSpan& span, int head) {
+  return span.sinks == nullptr ? nullptr : span.sinks + head;
+}
 
 // softcap * tanh(s / softcap) over scores [first, n_pos); returns their new maximum.
 float CapScores(float* scores, const RowSpan& span) {
@@ -88,7 +96,7 @@ TEXTGEN_INLINE void AttendRowPortable(const float* q, std::byte* const* blocks,
     max_score = std::max(max_score, scores[j]);
   }
   if (span.softcap > 0) max_score = CapScores(scores, span);
-  Softmax(scores + span.first, span.n_pos - span.first, max_score);
+  Softmax(scores + span.first, span.n_pos - span.first, max_score, SinkOf(span, 0));
   for (int d = 0; d < hd; ++d) out[d] = 0.0f;
   for (int j = span.first; j < span.n_pos; ++j) {
     const T* v = reinterpret_cast<const T*>(blocks[j / bt]) + v_base + (j % bt) * hd;
@@ -262,7 +270,7 @@ TEXTGEN_AVX512 void AttendHeadsAvx512(const float* q, std::byte* const* blocks,
   for (int h = 0; h < HG; ++h) {
     float* head_scores = scores + h * scores_stride;
     if (span.softcap > 0) max_score[h] = CapScores(head_scores, span);
-    Softmax(head_scores + span.first, span.n_pos - span.first, max_score[h]);
+    Softmax(head_scores + span.first, span.n_pos - span.first, max_score[h], SinkOf(span, h));
     AddValuesAvx512<NV, kHalf>(blocks, v_base, span, head_scores, out + h * 16 * NV);
   }
 }
@@ -275,7 +283,9 @@ void AttendHeadsPortable(const float* q, std::byte* const* blocks, const PagedKv
                          int64_t k_base, int64_t v_base, const RowSpan& span, float* scores,
                          int scores_stride, float* out) {
   for (int h = 0; h < HG; ++h) {
-    kAttendRow(q + h * layout.head_dim, blocks, layout, k_base, v_base, span, scores,
+    RowSpan head_span = span;
+    head_span.sinks = SinkOf(span, h);
+    kAttendRow(q + h * layout.head_dim, blocks, layout, k_base, v_base, head_span, scores,
                out + h * layout.head_dim);
   }
 }
@@ -437,7 +447,8 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
       const RowSpan span{.first = scoring.window > 0 ? std::max(0, n_pos - scoring.window) : 0,
                          .n_pos = n_pos,
                          .scale = scale,
-                         .softcap = scoring.softcap};
+                         .softcap = scoring.softcap,
+                         .sinks = scoring.sinks == nullptr ? nullptr : scoring.sinks + first_head};
       attend_heads[heads - 1](q + row * q_stride + first_head * hd, c.blocks, layout,
                               layout.k_offset + g * layout.head_stride,
                               layout.v_offset + g * layout.head_stride, span, my_scores,

@@ -44,6 +44,9 @@ struct AttentionScoring {
   float softcap = 0.0f;
   int window = 0;
   bool causal = true;
+  // [n_heads] or null: head h's sink logit s_h joins its softmax (unscaled) as one more score
+  // with no value, so p_j = exp(s_j) / (exp(s_h) + sum_i exp(s_i)) (gpt-oss).
+  const float* sinks = nullptr;
 };
 
 // Floats of scratch PagedAttention needs as `scores` for `threads` threads.

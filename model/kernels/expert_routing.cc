@@ -9,14 +9,49 @@ namespace {
 
 constexpr float kMinWeightSum = 6.103515625e-5f;  // 2^-14, llama.cpp's clamp
 
+// The `used` highest of `score(e)` over the experts, best first, into picks / kept; among equal
+// scores the lower index stays first.
+template <typename Score>
+void TopExperts(int experts, int used, Score score, int* picks, float* kept) {
+  // Insertion of each expert into the sorted picks (used is small: 2-8 of up to 1024).
+  int filled = 0;
+  for (int e = 0; e < experts; ++e) {
+    const float p = score(e);
+    if (filled == used && !(p > kept[used - 1])) continue;
+    int at = filled < used ? filled++ : used - 1;
+    // Strictly greater moves ahead: among equals the earlier (lower) index stays first.
+    while (at > 0 && p > kept[at - 1]) {
+      kept[at] = kept[at - 1];
+      picks[at] = picks[at - 1];
+      --at;
+    }
+    kept[at] = p;
+    picks[at] = e;
+  }
+}
+
 }  // namespace
 
 void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
-                    float* weights) {
+                    float* weights, ExpertWeighting weighting) {
   for (int r = 0; r < rows; ++r) {
     const float* row = logits + static_cast<size_t>(r) * experts;
     int* picks = selected + static_cast<size_t>(r) * used;
     float* w = weights + static_cast<size_t>(r) * used;
+    if (weighting == ExpertWeighting::kSoftmaxOfChosen) {
+      // Top-`used` by logit, then a softmax over the chosen logits (the first is their maximum).
+      TopExperts(
+          experts, used, [&](int e) { return row[e]; }, picks, w);
+      const float max = w[0];
+      float sum = 0;
+      for (int i = 0; i < used; ++i) {
+        w[i] = std::exp(w[i] - max);
+        sum += w[i];
+      }
+      const float inverse = 1.0f / sum;
+      for (int i = 0; i < used; ++i) w[i] *= inverse;
+      continue;
+    }
     // Softmax, then top-`used` by probability: equal logits can round to equal probabilities,
     // so the choice is made on the probabilities, as llama.cpp makes it.
     float max = row[0];
@@ -24,22 +59,8 @@ void RouteToExperts(const float* logits, int rows, int experts, int used, int* s
     double sum = 0;
     for (int e = 0; e < experts; ++e) sum += std::exp(row[e] - max);
     const float inverse = static_cast<float>(1.0 / sum);
-    const auto probability = [&](int e) { return std::exp(row[e] - max) * inverse; };
-    // Insertion of each expert into the sorted picks (used is small: 2-8 of up to 1024).
-    int filled = 0;
-    for (int e = 0; e < experts; ++e) {
-      const float p = probability(e);
-      if (filled == used && !(p > w[used - 1])) continue;
-      int at = filled < used ? filled++ : used - 1;
-      // Strictly greater moves ahead: among equals the earlier (lower) index stays first.
-      while (at > 0 && p > w[at - 1]) {
-        w[at] = w[at - 1];
-        picks[at] = picks[at - 1];
-        --at;
-      }
-      w[at] = p;
-      picks[at] = e;
-    }
+    TopExperts(
+        experts, used, [&](int e) { return std::exp(row[e] - max) * inverse; }, picks, w);
     float total = 0;
     for (int i = 0; i < used; ++i) total += w[i];
     total = std::max(total, kMinWeightSum);

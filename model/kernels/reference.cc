@@ -69,7 +69,7 @@ float GeluTanh(float x) {
 
 void Attention(const float* q, const float* k, const float* v, int t_rows, int start_pos,
                int n_heads, int n_kv_heads, int head_dim, float* out, float scale, float softcap,
-               int window) {
+               int window, const float* sinks) {
   const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
   const int group = n_heads / n_kv_heads;
   const double score_scale = scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
@@ -89,7 +89,8 @@ void Attention(const float* q, const float* k, const float* v, int t_rows, int s
         if (softcap > 0) att[j] = softcap * std::tanh(att[j] / softcap);
         max_s = std::max(max_s, att[j]);
       }
-      double sum = 0;
+      if (sinks != nullptr) max_s = std::max(max_s, static_cast<double>(sinks[h]));
+      double sum = sinks != nullptr ? std::exp(sinks[h] - max_s) : 0.0;
       for (int j = first; j < n_pos; ++j) sum += att[j] = std::exp(att[j] - max_s);
       for (int d = 0; d < head_dim; ++d) {
         double acc = 0;

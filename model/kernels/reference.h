@@ -26,9 +26,10 @@ float GeluTanh(float x);
 // Causal attention of T query rows (positions start_pos..start_pos+T-1) over contiguous
 // K, V [start_pos + T, n_kv_heads * head_dim]; q and out are [T, n_heads * head_dim].
 // Scores are q.k * scale (0: 1/sqrt(head_dim)), capped to softcap * tanh(s / softcap) when
-// softcap > 0; with window > 0 a row at position p sees only positions > p - window.
+// softcap > 0; with window > 0 a row at position p sees only positions > p - window; sinks
+// ([n_heads] or null) add exp(sinks[h]) to head h's softmax denominator.
 void Attention(const float* q, const float* k, const float* v, int t_rows, int start_pos,
                int n_heads, int n_kv_heads, int head_dim, float* out, float scale = 0,
-               float softcap = 0, int window = 0);
+               float softcap = 0, int window = 0, const float* sinks = nullptr);
 
 }  // namespace textgen::model::ops::reference

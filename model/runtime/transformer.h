@@ -49,7 +49,8 @@ struct PreparedLayer {
   std::vector<float> q_norm, k_norm;       // [head_dim] (qwen3, gemma3), else empty
   std::vector<float> attn_post_norm;       // [dim] (gemma), else empty
   std::vector<float> ffn_post_norm;        // [dim] (gemma), else empty
-  ops::AttentionScoring scoring;           // scale, softcap, sliding window
+  std::vector<float> attn_sinks;           // [n_heads] (gpt-oss), else empty
+  ops::AttentionScoring scoring;           // scale, softcap, sliding window, sinks
   const ops::Rope* rope = nullptr;         // this layer's (global or local) RoPE
   std::unique_ptr<ops::LinearLayer> qkv;   // [dim] -> [q_dim + 2 kv_dim] (+bias)
   std::unique_ptr<ops::LinearLayer> wo;    // [q_dim] -> [dim]

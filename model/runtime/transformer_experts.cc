@@ -1,4 +1,5 @@
-// Transformer, part 3: the mixture-of-experts feed-forward (qwen3moe, Mixtral-style llama).
+// Transformer, part 3: the mixture-of-experts feed-forward (qwen3moe, gpt-oss, Mixtral-style
+// llama).
 // Each token runs the few experts its router picks; the tokens of a batch are grouped by expert
 // so that every expert's weights are read once per step, whatever number of its tokens.
 
@@ -7,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "model/arch/architectures.h"
 #include "model/base/status_macros.h"
 #include "model/kernels/activations.h"
 #include "model/kernels/expert_routing.h"
@@ -25,21 +27,31 @@ absl::Status Transformer::PrepareExperts(const LayerWeights& lw, const std::stri
                                          PreparedLayer& pl, int max_rows, WeightStaging& staging) {
   const ModelConfig& c = config_;
   const int width = c.expert_hidden_dim;
-  TEXTGEN_ASSIGN_OR_RETURN(pl.router,
-                           MakeLinear(prefix + "ffn_gate_inp", {&lw.router}, {}, c.experts, c.dim,
-                                      ops::LinearActivation::kNone, max_rows, staging));
+  std::vector<float> router_bias(lw.router_bias.elements());
+  if (!router_bias.empty()) ToFloat(lw.router_bias, router_bias.data());
+  TEXTGEN_ASSIGN_OR_RETURN(
+      pl.router, MakeLinear(prefix + "ffn_gate_inp", {&lw.router}, router_bias, c.experts, c.dim,
+                            ops::LinearActivation::kNone, max_rows, staging));
+  // Expert e's biases (gpt-oss), row e of each bias matrix: gate|up as its matmul's outputs.
+  const bool biased = !lw.gate_experts_bias.empty();
+  std::vector<float> up_bias(biased ? 2 * width : 0), down_bias(biased ? c.dim : 0);
   pl.expert_up.resize(c.experts);
   pl.expert_down.resize(c.experts);
   for (int e = 0; e < c.experts; ++e) {
     const TensorView gate = ExpertOf(lw.gate_experts, c.experts, e);
     const TensorView up = ExpertOf(lw.up_experts, c.experts, e);
     const TensorView down = ExpertOf(lw.down_experts, c.experts, e);
+    if (biased) {
+      ToFloat(RowsOf(lw.gate_experts_bias, e, 1), up_bias.data());
+      ToFloat(RowsOf(lw.up_experts_bias, e, 1), up_bias.data() + width);
+      ToFloat(RowsOf(lw.down_experts_bias, e, 1), down_bias.data());
+    }
     const std::string name = absl::StrCat(prefix, "expert.", e, ".");
-    TEXTGEN_ASSIGN_OR_RETURN(pl.expert_up[e],
-                             MakeLinear(name + "ffn_gate_up", {&gate, &up}, {}, 2 * width, c.dim,
-                                        ops::LinearActivation::kNone, max_rows, staging));
+    TEXTGEN_ASSIGN_OR_RETURN(
+        pl.expert_up[e], MakeLinear(name + "ffn_gate_up", {&gate, &up}, up_bias, 2 * width, c.dim,
+                                    ops::LinearActivation::kNone, max_rows, staging));
     TEXTGEN_ASSIGN_OR_RETURN(pl.expert_down[e],
-                             MakeLinear(name + "ffn_down", {&down}, {}, c.dim, width,
+                             MakeLinear(name + "ffn_down", {&down}, down_bias, c.dim, width,
                                         ops::LinearActivation::kNone, max_rows, staging));
     auto* up_kernel = dynamic_cast<ops::QuantizedLinear*>(pl.expert_up[e].get());
     auto* down_kernel = dynamic_cast<ops::QuantizedLinear*>(pl.expert_down[e].get());
@@ -71,9 +83,15 @@ absl::Status Transformer::ExpertFeedForward(PreparedLayer& pl, const float* mlp_
   const ModelConfig& c = config_;
   const int experts = c.experts, used = c.experts_used, width = c.expert_hidden_dim;
   const size_t dim = static_cast<size_t>(c.dim);
+  const ArchitectureSpec& spec = SpecOf(c.architecture);
   TEXTGEN_RETURN_IF_ERROR(pl.router->Run(mlp_x, rows, router_logits_.data()));
-  ops::RouteToExperts(router_logits_.data(), rows, experts, used, selected_.data(),
-                      expert_weights_.data());
+  ops::RouteToExperts(
+      router_logits_.data(), rows, experts, used, selected_.data(), expert_weights_.data(),
+      spec.experts.softmax_over_chosen ? ops::ExpertWeighting::kSoftmaxOfChosen
+                                       : ops::ExpertWeighting::kRenormalizedSoftmax);
+  // The experts' gate|up to their activation: SwiGLU, or gpt-oss's clamped one.
+  const auto activate =
+      spec.feed_forward == FeedForwardKind::kSwiGluOai ? ops::SwiGluOaiMul : ops::SiluMul;
 
   // Group the (token, rank) pairs by expert, tokens in batch order (a counting sort).
   std::fill(expert_starts_.begin(), expert_starts_.end(), 0);
@@ -104,7 +122,7 @@ absl::Status Transformer::ExpertFeedForward(PreparedLayer& pl, const float* mlp_
     gather(0, pairs, 0);
     TEXTGEN_RETURN_IF_ERROR(
         RunExperts(pl.quantized_up, expert_in_.data(), c.dim, hidden, 2 * width));
-    ops::SiluMul(hidden, pairs, width, act);
+    activate(hidden, pairs, width, act);
     TEXTGEN_RETURN_IF_ERROR(RunExperts(pl.quantized_down, act, width, expert_out_.data(), c.dim));
   } else {
     for (int e = 0; e < experts; ++e) {
@@ -112,7 +130,7 @@ absl::Status Transformer::ExpertFeedForward(PreparedLayer& pl, const float* mlp_
       if (count == 0) continue;
       gather(begin, count, 0);
       TEXTGEN_RETURN_IF_ERROR(pl.expert_up[e]->Run(expert_in_.data(), count, hidden));
-      ops::SiluMul(hidden, count, width, act);
+      activate(hidden, count, width, act);
       TEXTGEN_RETURN_IF_ERROR(pl.expert_down[e]->Run(act, count, expert_out_.data() + begin * dim));
     }
   }

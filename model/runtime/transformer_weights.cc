@@ -155,7 +155,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
         (c.rope_theta_local != c.rope_theta || c.rope_freq_scale_local != c.rope_freq_scale)) {
       t->local_rope_ = std::make_unique<ops::Rope>(
           c.context_length, c.head_dim, rope_dim, c.rope_theta_local, c.rope_layout,
-          c.rope_freq_factors, c.rope_freq_scale_local, c.rope_attn_factor);
+          c.rope_freq_factors, c.rope_freq_scale_local, c.rope_attn_factor,
+          c.rope_yarn_original_context);  // llama.cpp's YaRN applies to every layer
     }
   }
   TEXTGEN_RETURN_IF_ERROR(t->PrepareWeights(weights, max_batch_tokens));
@@ -313,10 +314,13 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
       pl.ffn_post_norm = Vec(lw.ffn_post_norm);
     }
     const bool sliding = c.is_sliding(l);
-    pl.scoring = ops::AttentionScoring{.scale = c.attention_scale,
-                                       .softcap = c.attention_softcap,
-                                       .window = sliding ? c.sliding_window : 0,
-                                       .causal = c.causal};
+    pl.attn_sinks = Vec(lw.attn_sinks);
+    pl.scoring =
+        ops::AttentionScoring{.scale = c.attention_scale,
+                              .softcap = c.attention_softcap,
+                              .window = sliding ? c.sliding_window : 0,
+                              .causal = c.causal,
+                              .sinks = pl.attn_sinks.empty() ? nullptr : pl.attn_sinks.data()};
     pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
     if (spec.qk_norm) {
       pl.q_norm = Vec(lw.q_norm);

@@ -17,7 +17,9 @@ mixtures of experts: qwen3moe (Qwen 3's attention, 8 experts of which 2 run per 
 Mixtral-style llama (4 experts, 2 per token, the width from feed_forward_length), with routers
 that route unevenly (a hot last expert, cold ones) and two experts of identical router rows, so
 that their scores tie: the lower index wins, as in llama.cpp (asserted to happen at the top-k
-boundary at least once).
+boundary at least once); gpt-oss (a learned sink logit per head in the softmax, Q/K/V and output
+biases, every other layer sliding, experts with biases weighted by a softmax over the chosen
+router logits, the clamped SwiGLU with gates large enough to clamp, YaRN x32 on every layer).
 
 The same files also go through llama.cpp itself (libllama, tests/reference/llamacpp_ref.c, F32 KV
 cache, flash attention off): f32 logits within 1e-4. Then 256-wide models of every architecture
@@ -123,24 +125,39 @@ def ggml_table_gelu(x):
 
 def moe_feed_forward(m, p, h, routing=None):
     """A mixture of experts (softmax router, top-k with ties to the lower index, weights
-    renormalized as llama.cpp's build_moe_ffn does), each expert a SwiGLU. Appends each token's
-    probabilities, sorted, and their experts to `routing` (ties at the top-k boundary, tokens
-    routed to the last expert)."""
+    renormalized as llama.cpp's build_moe_ffn does), each expert a SwiGLU. gpt-oss (m["oai"], as
+    its reference implementation): the router and experts have biases, the top-k of the logits
+    are weighted by a softmax over them, and each expert is the clamped SwiGLU
+    g * sigmoid(1.702 g) * (clamp(u, -7, 7) + 1), g = min(gate, 7). Appends each token's
+    scores, sorted, and their experts to `routing` (ties at the top-k boundary, tokens routed to
+    the last expert)."""
     used = m["experts_used"]
-    probs = torch.softmax(h @ m[p + "ffn_gate_inp.weight"].T, -1)
-    ranked = torch.sort(probs, dim=-1, descending=True, stable=True)
+    oai = m.get("oai", False)
+    bias = (lambda name, e=None: (m[p + name] if e is None else m[p + name][e]) if oai else 0.0)
+    logits = h @ m[p + "ffn_gate_inp.weight"].T + bias("ffn_gate_inp.bias")
+    scores = logits if oai else torch.softmax(logits, -1)
+    ranked = torch.sort(scores, dim=-1, descending=True, stable=True)
     if routing is not None:
         routing.append(ranked)
     chosen = ranked.indices[:, :used]
-    w = probs.gather(1, chosen)
-    w = w / w.sum(-1, keepdim=True).clamp(min=6.103515625e-5)
+    if oai:
+        w = torch.softmax(ranked.values[:, :used], -1)
+    else:
+        w = scores.gather(1, chosen)
+        w = w / w.sum(-1, keepdim=True).clamp(min=6.103515625e-5)
     out = torch.zeros_like(h)
     for t in range(h.shape[0]):
         for j in range(used):
             e = int(chosen[t, j])
-            g = h[t] @ m[p + "ffn_gate_exps.weight"][e].T
-            u = h[t] @ m[p + "ffn_up_exps.weight"][e].T
-            out[t] += w[t, j] * ((torch.nn.functional.silu(g) * u) @ m[p + "ffn_down_exps.weight"][e].T)
+            g = h[t] @ m[p + "ffn_gate_exps.weight"][e].T + bias("ffn_gate_exps.bias", e)
+            u = h[t] @ m[p + "ffn_up_exps.weight"][e].T + bias("ffn_up_exps.bias", e)
+            if oai:
+                g = g.clamp(max=7.0)
+                act = g * torch.sigmoid(1.702 * g) * (u.clamp(-7.0, 7.0) + 1)
+            else:
+                act = torch.nn.functional.silu(g) * u
+            f = act @ m[p + "ffn_down_exps.weight"][e].T + bias("ffn_down_exps.bias", e)
+            out[t] += w[t, j] * f
     return out
 
 
@@ -169,22 +186,33 @@ def forward(m, tokens, gelu=None, routing=None):
         if p + "attn_q_norm.weight" in m:
             q = rms_norm(q, m[p + "attn_q_norm.weight"], m["eps"])
             k = rms_norm(k, m[p + "attn_k_norm.weight"], m["eps"])
-        rot = dict(theta=m["theta_local"] if sliding else m["theta"], rope_dim=m["rope_dim"],
+        # Sliding layers: their own base without scaling (Gemma), or the global RoPE (gpt-oss).
+        own = sliding and not m.get("oai")
+        rot = dict(theta=m["theta_local"] if own else m["theta"], rope_dim=m["rope_dim"],
                    neox=m["neox"], factors=m.get("rope_freqs"), mscale=m.get("attn_factor", 1.0),
-                   pscale=1.0 if sliding else m.get("freq_scale", 1.0),
-                   yarn_scaling=None if sliding else m.get("yarn"))
+                   pscale=1.0 if own else m.get("freq_scale", 1.0),
+                   yarn_scaling=None if own else m.get("yarn"))
         q, k = rope(q, range(T), **rot), rope(k, range(T), **rot)
         k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
         att = torch.einsum("thd,shd->hts", q, k) * m.get("attn_scale", hd ** -0.5)
         if m.get("attn_softcap"):  # Gemma 2
             att = m["attn_softcap"] * torch.tanh(att / m["attn_softcap"])
         att = att + (local_mask if sliding else mask)
-        o = torch.einsum("hts,shd->thd", torch.softmax(att, -1), v).reshape(T, H * hd)
+        if p + "attn_sinks.weight" in m:  # gpt-oss: a sink logit per head joins the softmax
+            sinks = m[p + "attn_sinks.weight"].reshape(H, 1, 1).expand(H, T, 1)
+            probs = torch.softmax(torch.cat([att, sinks], -1), -1)[..., :-1]
+        else:
+            probs = torch.softmax(att, -1)
+        o = torch.einsum("hts,shd->thd", probs, v).reshape(T, H * hd)
         o = o @ m[p + "attn_output.weight"].T
-        if p + "post_attention_norm.weight" in m:  # Gemma: the sublayer's output is normalized
+        if p + "attn_output.bias" in m:
+            o = o + m[p + "attn_output.bias"]
+        if m.get("geglu"):  # Gemma: the sublayer's output is normalized
             o = rms_norm(o, m[p + "post_attention_norm.weight"], m["eps"])
         x = x + o
-        h = rms_norm(x, m[p + "ffn_norm.weight"], m["eps"])
+        # gpt-oss names its feed-forward norm post_attention_norm.
+        h = rms_norm(x, m[p + ("post_attention_norm.weight" if m.get("oai") else "ffn_norm.weight")],
+                     m["eps"])
         if p + "ffn_gate_inp.weight" in m:
             x = x + moe_feed_forward(m, p, h, routing)
             continue
@@ -216,7 +244,10 @@ def hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta=10000.0,
     """The forward's hyperparameters for a case (the weights come separately)."""
     m = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim, layers=layers, eps=eps,
              theta=theta, rope_dim=head_dim, experts_used=experts_used, yarn=yarn,
-             neox=arch in ("qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3"))
+             neox=arch in ("qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "gpt-oss"))
+    if arch == "gpt-oss":  # every other layer slides, with the global RoPE (YaRN included)
+        m.update(oai=True, window=window, sliding=[l % 2 == 0 for l in range(layers)],
+                 theta_local=theta)
     if arch.startswith("gemma"):
         m.update(embd_scale=dim ** 0.5, geglu=True, attn_softcap=attn_softcap,
                  final_softcap=final_softcap, window=window, sliding=sliding, freq_scale=freq_scale,
@@ -228,7 +259,7 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
                qk_norm=False, rope_freqs=False, tied=False, theta=10000.0, eps=1e-6,
                long_rope=False, window=0, sliding=None, attn_softcap=0.0, final_softcap=0.0,
                theta_local=None, freq_scale=1.0, experts=0, experts_used=0, expert_ffn=0,
-               yarn=None, context=64):
+               yarn=None, context=64, expert_gain=4.0):
     """Random f32 weights with enough spread that greedy choices are not ties; writes the GGUF
     with gguf-py and returns (path, float64 model dict). With experts, the feed-forward is a
     mixture: the last expert's router row is large (hot), the middle ones small (cold), and
@@ -236,6 +267,7 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
     g = torch.Generator().manual_seed(seed)
     rnd = lambda *shape, s=1.0: (torch.randn(*shape, generator=g, dtype=torch.float64) * s)
     gemma = arch.startswith("gemma")
+    oai = arch == "gpt-oss"
     m = hyperparameters(arch, dim, layers, heads, kv_heads, head_dim, theta, eps, window, sliding,
                         attn_softcap, final_softcap, theta_local, freq_scale, experts_used, yarn)
     # Logits of a realistic spread (std ~3) whether or not the output is tied to the embedding
@@ -248,15 +280,19 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
         t[p + "attn_q.weight"] = rnd(heads * head_dim, dim, s=dim ** -0.5)
         t[p + "attn_k.weight"] = rnd(kv_heads * head_dim, dim, s=dim ** -0.5)
         t[p + "attn_v.weight"] = rnd(kv_heads * head_dim, dim, s=dim ** -0.5)
-        if bias:
+        if bias or oai:
             t[p + "attn_q.bias"] = rnd(heads * head_dim, s=0.3)
             t[p + "attn_k.bias"] = rnd(kv_heads * head_dim, s=0.3)
             t[p + "attn_v.bias"] = rnd(kv_heads * head_dim, s=0.3)
         if qk_norm:
             t[p + "attn_q_norm.weight"] = 1 + rnd(head_dim, s=0.2)
             t[p + "attn_k_norm.weight"] = 1 + rnd(head_dim, s=0.2)
+        if oai:  # sinks about as large as the scores, some far above
+            t[p + "attn_sinks.weight"] = rnd(heads, s=1.5)
         t[p + "attn_output.weight"] = rnd(dim, heads * head_dim, s=(heads * head_dim) ** -0.5)
-        t[p + "ffn_norm.weight"] = 1 + rnd(dim, s=0.1)
+        if oai:
+            t[p + "attn_output.bias"] = rnd(dim, s=0.3)
+        t[p + ("post_attention_norm.weight" if oai else "ffn_norm.weight")] = 1 + rnd(dim, s=0.1)
         if experts:
             scale = torch.ones(experts, 1, dtype=torch.float64)
             scale[experts // 2:-1] = 0.3  # cold
@@ -267,6 +303,18 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
             t[p + "ffn_gate_exps.weight"] = rnd(experts, expert_ffn, dim, s=dim ** -0.5)
             t[p + "ffn_up_exps.weight"] = rnd(experts, expert_ffn, dim, s=dim ** -0.5)
             t[p + "ffn_down_exps.weight"] = rnd(experts, dim, expert_ffn, s=expert_ffn ** -0.5)
+            if oai:
+                # Gates and ups of std ~expert_gain, so the clamps at 7 bite; biases on
+                # everything, the router's equal for the two tied experts.
+                t[p + "ffn_gate_exps.weight"] *= expert_gain
+                t[p + "ffn_up_exps.weight"] *= expert_gain
+                t[p + "ffn_down_exps.weight"] /= expert_gain
+                router_bias = rnd(experts, s=0.5)
+                router_bias[2] = router_bias[1]
+                t[p + "ffn_gate_inp.bias"] = router_bias
+                t[p + "ffn_gate_exps.bias"] = rnd(experts, expert_ffn, s=0.5)
+                t[p + "ffn_up_exps.bias"] = rnd(experts, expert_ffn, s=0.5)
+                t[p + "ffn_down_exps.bias"] = rnd(experts, dim, s=0.3)
         else:
             t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
             t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
@@ -325,7 +373,7 @@ def make_model(arch, seed, dim, layers, heads, kv_heads, head_dim, ffn, bias=Fal
         w.add_rope_scaling_orig_ctx_len(yarn[1])
     if window:
         w.add_sliding_window(window)
-        if sliding is not None and arch == "gemma3":  # as bools; gemma2 keeps its default
+        if sliding is not None and arch == "gemma3":  # as bools; gemma2, gpt-oss keep defaults
             w.add_sliding_window_pattern(list(sliding))
     if theta_local is not None:
         w.add_rope_freq_base_swa(theta_local)
@@ -423,6 +471,16 @@ CASES = {
     "llama with experts (Mixtral: 4 experts, 2 per token, width from feed_forward_length)":
         dict(arch="llama", dim=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=64,
              experts=4, experts_used=2, expert_ffn=64),
+    # Sinks, biases, the clamped SwiGLU and softmax-over-chosen weights; layer 0 slides over 5.
+    "gpt-oss (attention sinks and biases, window 5 on even layers, 8 experts with biases, 2 per "
+    "token, clamped SwiGLU)":
+        dict(arch="gpt-oss", dim=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=48,
+             theta=150000.0, window=5, experts=8, experts_used=2, expert_ffn=48),
+    # As the real models: YaRN x32 from 4096 on every layer, sliding ones included.
+    "gpt-oss with YaRN (factor 32, original context 4096), head size 32 != 64/4":
+        dict(arch="gpt-oss", dim=64, layers=3, heads=4, kv_heads=2, head_dim=32, ffn=48,
+             theta=150000.0, window=4, experts=4, experts_used=2, expert_ffn=48,
+             yarn=(32.0, 4096), context=131072),
 }
 tokens = [256, 17, 200, 5, 99, 211, 42, 7, 260, 3, 150, 77, 31, 298]
 failures = checks = 0
@@ -527,6 +585,11 @@ QUANT_CASES = {
                      ffn=768, qk_norm=True, experts=8, experts_used=2, expert_ffn=256),
     "llama with experts": dict(arch="llama", dim=256, layers=2, heads=4, kv_heads=2, head_dim=64,
                                ffn=256, experts=4, experts_used=2, expert_ffn=256),
+    # Gates and ups of std 1.5 (the clamps bite now and then): at 4, as in the f32 cases, a
+    # routing flipped by 8-bit activations moves logits by several units for llama.cpp as for
+    # textgen, and the comparison measures the flips, not the quantization.
+    "gpt-oss": dict(arch="gpt-oss", dim=256, layers=2, heads=4, kv_heads=2, head_dim=64, ffn=256,
+                    window=6, experts=8, experts_used=2, expert_ffn=256, expert_gain=1.5),
 }
 qtokens = tokens + [12, 250, 199, 4, 66, 131, 17, 290, 9, 88]
 
@@ -545,7 +608,8 @@ def dequantized_model(path, cfg):
         m["rope_freqs"] = m["rope_factors_long.weight"].reshape(-1)
         m["attn_factor"] = 1.19
     for name in list(m):
-        if isinstance(m[name], torch.Tensor) and name.endswith(("norm.weight", ".bias")):
+        vector = name.endswith(("norm.weight", ".bias", "sinks.weight")) and "_exps." not in name
+        if isinstance(m[name], torch.Tensor) and vector:
             m[name] = m[name].reshape(-1)
     return m
 for seed, (label, cfg) in enumerate(QUANT_CASES.items()):
@@ -602,4 +666,4 @@ for seed, (label, cfg) in enumerate(QUANT_CASES.items()):
               f"{len(clear)} positions with a clear margin" if agree else
               f"FAIL {label} {qname}: greedy differs where llama.cpp's margin is clear")
 print(f"{checks - failures}/{checks} checks passed")
-sys.exit(1 if failures or checks < 165 else 0)
+sys.exit(1 if failures or checks < 191 else 0)

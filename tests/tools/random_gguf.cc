@@ -156,10 +156,11 @@ class TensorMaker {
   }
   absl::Status Add(const std::string& name, std::vector<int64_t> dims,
                    const std::vector<float>& v) {
-    // Vectors, and the tables llama.cpp's converter always keeps in f32 (it adds their rows to
-    // f32 activations directly), stay f32.
-    const bool f32 = dims.size() == 1 || name == "position_embd.weight" ||
-                     name == "token_types.weight" || absl::EndsWith(name, "ffn_gate_inp.weight");
+    // Vectors and biases (the experts' are 2-D), and the tables llama.cpp's converter always
+    // keeps in f32 (it adds their rows to f32 activations directly), stay f32.
+    const bool f32 = dims.size() == 1 || absl::EndsWith(name, ".bias") ||
+                     name == "position_embd.weight" || name == "token_types.weight" ||
+                     absl::EndsWith(name, "ffn_gate_inp.weight");
     DType dtype = f32 ? DType::kF32 : dtype_;
     for (const auto& [suffix, override_dtype] : overrides_) {
       if (!f32 && absl::EndsWith(name, suffix)) dtype = override_dtype;
@@ -276,8 +277,8 @@ absl::Status ValidateSpec(const RandomModelSpec& s) {
                     : experts.required) {
     return absl::InvalidArgumentError(absl::StrCat(
         SpecOf(s.architecture).name, ": ", s.experts, " experts, ", s.experts_used,
-        " per token (a mixture of experts needs 1 <= used <= experts, in llama or qwen3moe; "
-        "qwen3moe needs one)"));
+        " per token (a mixture of experts needs 1 <= used <= experts, in llama, qwen3moe or "
+        "gpt-oss; qwen3moe and gpt-oss need one)"));
   }
   return absl::OkStatus();
 }

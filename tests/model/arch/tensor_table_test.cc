@@ -9,9 +9,9 @@ namespace textgen::model {
 namespace {
 
 constexpr Architecture kAll[] = {
-    Architecture::kLlama,     Architecture::kGpt2,    Architecture::kQwen2,  Architecture::kQwen3,
-    Architecture::kPhi3,      Architecture::kGemma2,  Architecture::kGemma3, Architecture::kBert,
-    Architecture::kNomicBert, Architecture::kQwen3Moe};
+    Architecture::kLlama,     Architecture::kGpt2,     Architecture::kQwen2,  Architecture::kQwen3,
+    Architecture::kPhi3,      Architecture::kGemma2,   Architecture::kGemma3, Architecture::kBert,
+    Architecture::kNomicBert, Architecture::kQwen3Moe, Architecture::kGptOss};
 
 ModelConfig Config(Architecture arch = Architecture::kLlama) {
   ModelConfig c;
@@ -140,6 +140,29 @@ TEST(TensorTableTest, ExpertsReplaceTheDenseFeedForward) {
       EXPECT_FALSE(slots.contains(slot)) << ArchitectureName(arch);
     }
   }
+}
+
+// gpt-oss's extras: a sink per head, biases on the router and every expert matrix (a row per
+// expert), and the feed-forward's norm under the name llama.cpp's converter gives it.
+TEST(TensorTableTest, GptOssHasSinksExpertBiasesAndItsNormName) {
+  const ModelConfig c = Config(Architecture::kGptOss);
+  std::map<std::string, const TensorEntry*> by_name;
+  const std::vector<TensorEntry> table =
+      LayerTensorTable(SpecOf(Architecture::kGptOss), c, 1, TensorLayout{});
+  for (const TensorEntry& entry : table) by_name[entry.name] = &entry;
+  ASSERT_TRUE(by_name.contains("blk.1.attn_sinks.weight"));
+  EXPECT_EQ(by_name["blk.1.attn_sinks.weight"]->cols, c.n_heads);
+  EXPECT_TRUE(by_name["blk.1.attn_sinks.weight"]->required);
+  ASSERT_TRUE(by_name.contains("blk.1.post_attention_norm.weight"));
+  EXPECT_EQ(by_name["blk.1.post_attention_norm.weight"]->parts.front().slot, WeightSlot::kFfnNorm);
+  EXPECT_FALSE(by_name.contains("blk.1.ffn_norm.weight"));
+  EXPECT_TRUE(by_name["blk.1.attn_output.bias"]->required);
+  ASSERT_TRUE(by_name.contains("blk.1.ffn_down_exps.bias"));
+  const TensorEntry& down_bias = *by_name["blk.1.ffn_down_exps.bias"];
+  EXPECT_EQ(down_bias.rows, c.experts);
+  EXPECT_EQ(down_bias.cols, c.dim);
+  EXPECT_EQ(by_name["blk.1.ffn_gate_exps.bias"]->cols, c.expert_hidden_dim);
+  EXPECT_EQ(by_name["blk.1.ffn_gate_inp.bias"]->cols, c.experts);
 }
 
 }  // namespace

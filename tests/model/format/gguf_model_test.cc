@@ -161,7 +161,7 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
-            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe)");
+            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe, gpt-oss)");
 }
 
 // A tiny model of `arch` with extra metadata appended (later keys are read like any other).
@@ -238,7 +238,7 @@ TEST(GgufModelTest, BadExpertMetadataIsRefusedByName) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "qwen2.expert_count is 4: a mixture of experts is not supported in qwen2 models (it "
-            "is in llama and qwen3moe)");
+            "is in llama, qwen3moe and gpt-oss)");
   // Experts claimed without a count per token, with too many per token, or per layer.
   model = BuildWith(Architecture::kLlama, {{"llama.expert_count", GgufValue::Uint32(4)}});
   EXPECT_EQ(model.status().message(),
@@ -387,7 +387,7 @@ TEST(GgufModelTest, UnsupportedOrBadRopeScalingIsNamed) {
   EXPECT_EQ(
       model.status().message(),
       "llama.rope.scaling.type \"longrope\" is not supported (supported: none, linear, yarn)");
-  // YaRN needs its factor; DeepSeek's log multiplier and sliding-window layers are refused.
+  // YaRN needs its factor; DeepSeek's log multiplier is refused.
   model = BuildWith(Architecture::kLlama, {{"llama.rope.scaling.type", GgufValue::String("yarn")}});
   EXPECT_THAT(model.status().message(), HasSubstr("llama.rope.scaling.factor"));
   model = BuildWith(Architecture::kQwen3,
@@ -396,10 +396,12 @@ TEST(GgufModelTest, UnsupportedOrBadRopeScalingIsNamed) {
                      {"qwen3.rope.scaling.yarn_log_multiplier", GgufValue::Float32(0.1f)}});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(model.status().message(), HasSubstr("yarn_log_multiplier"));
+  // Sliding-window layers take YaRN too (llama.cpp scales every layer's RoPE alike).
   model = BuildWith(Architecture::kGemma2, {{"gemma2.rope.scaling.type", GgufValue::String("yarn")},
                                             {"gemma2.rope.scaling.factor", GgufValue::Float32(4)}});
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(model.status().message(), HasSubstr("yarn with sliding-window layers"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.rope_yarn_original_context, 128);
+  EXPECT_FALSE(model->config.sliding_window_layers.empty());
   // The original context defaults to the model's, as in llama.cpp.
   model = BuildWith(Architecture::kQwen3, {{"qwen3.rope.scaling.type", GgufValue::String("yarn")},
                                            {"qwen3.rope.scaling.factor", GgufValue::Float32(4)}});

@@ -14,10 +14,12 @@ struct Routes {
   std::vector<float> weights;
 };
 
-Routes Route(const std::vector<float>& logits, int rows, int experts, int used) {
+Routes Route(const std::vector<float>& logits, int rows, int experts, int used,
+             ExpertWeighting weighting = ExpertWeighting::kRenormalizedSoftmax) {
   Routes r{std::vector<int>(static_cast<size_t>(rows) * used),
            std::vector<float>(static_cast<size_t>(rows) * used)};
-  RouteToExperts(logits.data(), rows, experts, used, r.selected.data(), r.weights.data());
+  RouteToExperts(logits.data(), rows, experts, used, r.selected.data(), r.weights.data(),
+                 weighting);
   return r;
 }
 
@@ -47,6 +49,25 @@ TEST(ExpertRoutingTest, TiesGoToTheLowerIndexAsInLlamaCpp) {
   float total = 0;
   for (float w : all.weights) total += w;
   EXPECT_NEAR(total, 1.0f, 1e-6);
+}
+
+// gpt-oss: the same experts by logit, weighted by a softmax over the chosen logits only (the
+// values computed independently here); ties still go to the lower index.
+TEST(ExpertRoutingTest, SoftmaxOfChosenPicksByLogitAndWeighsByTheirSoftmax) {
+  const std::vector<float> logits = {1.0f, -2.0f, 0.5f, 3.0f, 2.5f,  //
+                                     0.0f, 4.0f,  4.0f, 1.0f, 4.0f};
+  const Routes r = Route(logits, 2, 5, 3, ExpertWeighting::kSoftmaxOfChosen);
+  EXPECT_EQ(r.selected, (std::vector<int>{3, 4, 0, 1, 2, 4}));
+  const double e3 = std::exp(3.0), e25 = std::exp(2.5), e1 = std::exp(1.0);
+  EXPECT_NEAR(r.weights[0], e3 / (e3 + e25 + e1), 1e-6);
+  EXPECT_NEAR(r.weights[1], e25 / (e3 + e25 + e1), 1e-6);
+  EXPECT_NEAR(r.weights[2], e1 / (e3 + e25 + e1), 1e-6);
+  for (int k = 3; k < 6; ++k) EXPECT_EQ(r.weights[k], r.weights[3]);  // three equal logits
+  EXPECT_NEAR(r.weights[3], 1.0 / 3, 1e-6);
+  // The choice agrees with the renormalized weighting's; large logits do not overflow.
+  EXPECT_EQ(Route(logits, 2, 5, 3).selected, r.selected);
+  const Routes big = Route({1000.0f, 999.0f, -1000.0f}, 1, 3, 2, ExpertWeighting::kSoftmaxOfChosen);
+  EXPECT_NEAR(big.weights[0], 1 / (1 + std::exp(-1.0)), 1e-6);
 }
 
 TEST(ExpertRoutingTest, OneExpertPerTokenWeighsOne) {

@@ -336,6 +336,33 @@ TEST(ActivationsTest, GeluTanhMulMatchesReference) {
   }
 }
 
+// gpt-oss's clamped SwiGLU against the formula in double: gates and ups of std 10, so both
+// clamps (gate above 7, up outside [-7, 7]) are crossed, and one value worked by hand.
+TEST(ActivationsTest, SwiGluOaiMulClampsAsTheReferenceModel) {
+  const int rows = 4, hidden = 700;
+  const auto gu = Random(rows * 2 * hidden, 17, 10.0f);
+  std::vector<float> got(rows * hidden);
+  SwiGluOaiMul(gu.data(), rows, hidden, got.data());
+  int clamped_gates = 0, clamped_ups = 0;
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < hidden; ++i) {
+      const double gate = gu[r * 2 * hidden + i], up = gu[r * 2 * hidden + hidden + i];
+      clamped_gates += gate > 7 ? 1 : 0;
+      clamped_ups += std::fabs(up) > 7 ? 1 : 0;
+      const double g = std::min(gate, 7.0), u = std::clamp(up, -7.0, 7.0);
+      const double want = g / (1 + std::exp(-1.702 * g)) * (u + 1);
+      ASSERT_NEAR(got[r * hidden + i], want, 1e-5 + 2e-6 * std::fabs(want)) << gate << " " << up;
+    }
+  }
+  EXPECT_GT(clamped_gates, 100);
+  EXPECT_GT(clamped_ups, 200);
+  // gate 2, up -9: 2 * sigmoid(3.404) * (clamp(-9, -7, 7) + 1) = 1.93566 * -6 = -11.61395
+  const float pair[] = {2.0f, -9.0f};
+  float one;
+  SwiGluOaiMul(pair, 1, 1, &one);
+  EXPECT_NEAR(one, -11.61395f, 1e-4f);
+}
+
 TEST(ActivationsTest, ConvertToBf16RoundsToNearestEven) {
   const float in[] = {1.0f, 1.00390625f /* halfway: 1 + 2^-8 */, 1.01171875f /* 1 + 3*2^-8 */,
                       -2.5f, NAN};
@@ -420,6 +447,9 @@ PagedKvLayout BlockLayout(int n_kv, int hd, int bt, bool f16) {
                        .f16 = f16};
 }
 
+// A sink logit per head (6 heads): below, near and far above typical scores.
+constexpr float kSinks[6] = {-2.0f, 0.0f, 0.5f, 4.0f, -30.0f, 1.5f};
+
 class PagedAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
@@ -478,7 +508,7 @@ TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
     reference::Attention(q.data() + chunks[s].first_row * q_dim, full_k[s].data(), full_v[s].data(),
                          seqs[s].n, seqs[s].start, n_heads, n_kv, hd,
                          want.data() + chunks[s].first_row * q_dim, scoring.scale, scoring.softcap,
-                         scoring.window);
+                         scoring.window, scoring.sinks);
   }
   ExpectNear(got, want, 1e-5f, 1e-5f);
 }
@@ -528,7 +558,11 @@ INSTANTIATE_TEST_SUITE_P(
         // a block and inside the chunk, softcaps, a scale.
         AttentionCase{64, 16, false, {0.3f, 3.0f, 5}}, AttentionCase{128, 16, true, {0, 0, 20}},
         AttentionCase{8, 4, false, {0, 2.0f, 3}}, AttentionCase{256, 16, false, {0, 2.0f, 7}},
-        AttentionCase{48, 16, true, {0.25f, 1.5f, 0}}, AttentionCase{192, 16, true, {0, 0, 9}}));
+        AttentionCase{48, 16, true, {0.25f, 1.5f, 0}}, AttentionCase{192, 16, true, {0, 0, 9}},
+        // gpt-oss: a sink logit per head, with and without a sliding window.
+        AttentionCase{64, 16, false, {0, 0, 0, true, kSinks}},
+        AttentionCase{64, 16, true, {0, 0, 5, true, kSinks}},
+        AttentionCase{8, 4, false, {0, 0, 3, true, kSinks}}));
 
 }  // namespace
 }  // namespace textgen::model::ops

@@ -282,7 +282,7 @@ TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
   if (spec.architecture == Architecture::kGpt2) spec.n_kv_heads = spec.n_heads;
   spec.tied_output = false;
   // A window shorter than most sequences below, so local layers really slide.
-  if (SpecOf(spec.architecture).gemma.enabled) spec.sliding_window = 6;
+  if (SpecOf(spec.architecture).sliding.pattern > 0) spec.sliding_window = 6;
   // Mixtures: the tokens of a batch share experts in changing groups.
   if (SpecOf(spec.architecture).experts.required) {
     spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
@@ -294,9 +294,12 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                          ::testing::Values(Architecture::kLlama, Architecture::kGpt2,
                                            Architecture::kQwen2, Architecture::kQwen3,
                                            Architecture::kPhi3, Architecture::kGemma2,
-                                           Architecture::kGemma3, Architecture::kQwen3Moe),
+                                           Architecture::kGemma3, Architecture::kQwen3Moe,
+                                           Architecture::kGptOss),
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
-                           return std::string(ArchitectureName(param_info.param));
+                           std::string name = ArchitectureName(param_info.param);
+                           std::erase(name, '-');
+                           return name;
                          });
 
 // Mixtral's layout: a llama file with experts, 4 of which the router picks 3 per token.
@@ -441,7 +444,10 @@ INSTANTIATE_TEST_SUITE_P(
                       QuantMix{"qwen3moe_Q4_K_M", DType::kQ4_K, Architecture::kQwen3Moe, true, 8},
                       QuantMix{"qwen3moe_Q8_0", DType::kQ8_0, Architecture::kQwen3Moe, false, 8},
                       QuantMix{"qwen3moe_MXFP4", DType::kMXFP4, Architecture::kQwen3Moe, false, 8},
-                      QuantMix{"llama_experts_Q6_K", DType::kQ6_K, Architecture::kLlama, false, 4}),
+                      QuantMix{"llama_experts_Q6_K", DType::kQ6_K, Architecture::kLlama, false, 4},
+                      // gpt-oss's file: MXFP4 everywhere here (llama.cpp's keeps the rest Q8_0),
+                      // biases through the quantized experts
+                      QuantMix{"gptoss_MXFP4", DType::kMXFP4, Architecture::kGptOss, false, 8}),
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
     });

@@ -55,8 +55,8 @@ class MaxBatchObserver : public SchedulerObserver {
 // "stories260K" (the real model in ../shared), an architecture name: a random-weight model of
 // it written here (head size 24, not dim / heads, where the architecture allows it), or
 // "llama_Q4_K_M": a random quantized model with llama.cpp's Q4_K_M mix of types; mixtures of
-// experts: "qwen3moe" (8 experts, 2 per token), "llama_experts" (Mixtral's layout: 4 experts,
-// 2 per token) and "qwen3moe_Q4_K_M" (quantized experts, f32 router).
+// experts: "qwen3moe" and "gpt-oss" (8 experts, 2 per token), "llama_experts" (Mixtral's layout:
+// 4 experts, 2 per token) and "qwen3moe_Q4_K_M" (quantized experts, f32 router).
 absl::StatusOr<std::string> ModelFor(const std::string& name) {
   if (name == "stories260K") return Stories260KPath();
   model::RandomModelSpec spec;
@@ -77,7 +77,7 @@ absl::StatusOr<std::string> ModelFor(const std::string& name) {
     spec.head_dim = arch->learned_positions ? 0 : 24;
     if (arch->learned_positions) spec.n_kv_heads = spec.n_heads;
     spec.tied_output = false;
-    if (arch->gemma.enabled) spec.sliding_window = 7;  // shorter than the prompts: it slides
+    if (arch->sliding.pattern > 0) spec.sliding_window = 7;  // shorter than the prompts
     if (arch->experts.required)
       spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
   }
@@ -627,9 +627,11 @@ TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
                                            "gemma2", "gemma3", "llama_Q4_K_M", "qwen3moe",
-                                           "llama_experts", "qwen3moe_Q4_K_M"),
+                                           "llama_experts", "qwen3moe_Q4_K_M", "gpt-oss"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           return param_info.param;
+                           std::string name = param_info.param;
+                           std::erase(name, '-');
+                           return name;
                          });
 
 }  // namespace
