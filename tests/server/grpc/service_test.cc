@@ -704,8 +704,12 @@ TEST_F(ServiceTest, DrainClosesTheListenerAndLetsRunningStreamsFinish) {
   fresh_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   auto fresh_reader = fresh->Generate(&fresh_context, TextRequest("new client"));
   EXPECT_EQ(ReadAll(*fresh_reader).status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  // On the existing channel the call races the server's GOAWAY: refused as UNAVAILABLE, or
+  // CANCELLED when it went out on the old connection just before (seen in a loaded ctest run);
+  // never accepted.
   StreamResult refused = GenerateExpectingNoSubmit(TextRequest("again"));
-  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(refused.status.error_code(),
+              ::testing::AnyOf(grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::CANCELLED));
 
   // The running request still completes, then the drain ends.
   running.sink->Push(Finished(FinishReason::kLength, 3, 0));
