@@ -23,6 +23,7 @@ target_link_libraries(textgen_jinja
 add_library(textgen_chat STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_output_parser.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_template.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/harmony_reply_parser.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/json_value.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_call_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_polyfill.cc

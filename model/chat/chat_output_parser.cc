@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/chat/harmony_reply_parser.h"
 #include "nlohmann/json.hpp"
 
 namespace textgen::model {
@@ -183,9 +184,18 @@ ChatOutputParser::ChatOutputParser(ChatOutputOptions options)
       markup_(MarkupOf(options_.format)),
       tags_(CallTags(options_.format)),
       mode_(options_.reasoning && options_.starts_in_reasoning ? Mode::kReasoning : Mode::kStart),
-      id_state_(options_.id_seed ^ 0x9E3779B97F4A7C15ull) {}
+      id_state_(options_.id_seed ^ 0x9E3779B97F4A7C15ull) {
+  if (options_.format == ToolCallFormat::kHarmony) {
+    harmony_ = std::make_unique<HarmonyReplyParser>(options_, [this] { return NextId(); });
+  }
+}
+
+ChatOutputParser::~ChatOutputParser() = default;
+ChatOutputParser::ChatOutputParser(ChatOutputParser&&) noexcept = default;
+ChatOutputParser& ChatOutputParser::operator=(ChatOutputParser&&) noexcept = default;
 
 ChatOutputDelta ChatOutputParser::Feed(std::string_view text) {
+  if (harmony_ != nullptr) return harmony_->Feed(text);
   pending_.append(text);
   ChatOutputDelta out;
   Process(out, /*final=*/false);
@@ -193,9 +203,23 @@ ChatOutputDelta ChatOutputParser::Feed(std::string_view text) {
 }
 
 ChatOutputDelta ChatOutputParser::Finish() {
+  if (harmony_ != nullptr) return harmony_->Finish();
   ChatOutputDelta out;
   Process(out, /*final=*/true);
   return out;
+}
+
+const std::vector<ParsedToolCall>& ChatOutputParser::tool_calls() const {
+  return harmony_ != nullptr ? harmony_->tool_calls() : calls_;
+}
+int ChatOutputParser::malformed_calls() const {
+  return harmony_ != nullptr ? harmony_->malformed_calls() : malformed_;
+}
+const std::string& ChatOutputParser::content() const {
+  return harmony_ != nullptr ? harmony_->content() : content_;
+}
+const std::string& ChatOutputParser::reasoning() const {
+  return harmony_ != nullptr ? harmony_->reasoning() : reasoning_;
 }
 
 size_t ChatOutputParser::HoldBack(std::string_view tag) const {

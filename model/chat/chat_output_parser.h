@@ -15,12 +15,14 @@
 //     tool; otherwise that text is content;
 //   - a call's stream starts once its name is read (its id, the name), then its arguments
 //     as they arrive; arguments written as a JSON string are sent decoded, once whole;
+//   - harmony (gpt-oss): channels and recipients, read by HarmonyReplyParser;
 //   - a call whose first delta went out (its declared name was read) stays a call as
 //     streamed, arguments as they arrived, even when the reply is cut off or its JSON breaks
 //     (then `malformed_calls` counts it and the rest of the call, up to its closing tag or the
 //     end of the reply, is dropped); a call that never names a declared tool is dropped and
 //     counted when it had a tag, and is content again when it was bare JSON.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,19 +66,24 @@ struct ChatOutputOptions {
   uint64_t id_seed = 0;
 };
 
+class HarmonyReplyParser;
+
 class ChatOutputParser {
  public:
   explicit ChatOutputParser(ChatOutputOptions options);
+  ~ChatOutputParser();
+  ChatOutputParser(ChatOutputParser&&) noexcept;
+  ChatOutputParser& operator=(ChatOutputParser&&) noexcept;
 
   ChatOutputDelta Feed(std::string_view text);
   // The reply ended: releases what was held back.
   ChatOutputDelta Finish();
 
   // Calls read so far (complete ones, and after Finish a cut-off last one).
-  const std::vector<ParsedToolCall>& tool_calls() const { return calls_; }
-  int malformed_calls() const { return malformed_; }
-  const std::string& content() const { return content_; }
-  const std::string& reasoning() const { return reasoning_; }
+  const std::vector<ParsedToolCall>& tool_calls() const;
+  int malformed_calls() const;
+  const std::string& content() const;
+  const std::string& reasoning() const;
 
  private:
   enum class Mode {
@@ -153,6 +160,7 @@ class ChatOutputParser {
   bool drop_leading_space_ = false;  // after the reasoning's closing tag
   std::string bare_json_;            // kBareJson: the text read so far
   uint64_t id_state_;
+  std::unique_ptr<HarmonyReplyParser> harmony_;  // the harmony format reads the reply instead
 };
 
 }  // namespace textgen::model

@@ -6,11 +6,12 @@
 namespace textgen::model {
 namespace {
 
-constexpr std::array<std::pair<ToolCallFormat, const char*>, 5> kNames = {{
+constexpr std::array<std::pair<ToolCallFormat, const char*>, 6> kNames = {{
     {ToolCallFormat::kHermes, "hermes"},
     {ToolCallFormat::kLlama3Json, "llama3-json"},
     {ToolCallFormat::kMistral, "mistral"},
     {ToolCallFormat::kPhi4Mini, "phi4-mini"},
+    {ToolCallFormat::kHarmony, "harmony"},
     {ToolCallFormat::kGenericJson, "generic-json"},
 }};
 
@@ -36,6 +37,7 @@ std::optional<ToolCallFormat> ToolCallFormatFromName(std::string_view name) {
 
 ToolCallFormat DetectToolCallFormat(std::string_view source) {
   // Most specific markers first: a Hermes-style template may mention JSON "parameters".
+  if (Has(source, "<|channel|>") && Has(source, "<|message|>")) return ToolCallFormat::kHarmony;
   if (Has(source, "<tool_call>")) return ToolCallFormat::kHermes;
   if (Has(source, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
   // Phi-4-mini's own template lists the tools between <|tool|> and <|/tool|> and renders no
@@ -77,6 +79,7 @@ ToolCallMarkup MarkupOf(ToolCallFormat format) {
       m.array_open = "<|tool_call|>";
       m.array_close = "<|/tool_call|>";
       break;
+    case ToolCallFormat::kHarmony:  // a call is a message to the tool (HarmonyReplyParser)
     case ToolCallFormat::kGenericJson:
       break;
   }

@@ -11,6 +11,8 @@
 //   mistral       [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...] (the tag
 //                 is a control token in Tekken vocabularies; ids are 9 letters and digits)
 //   phi4-mini     <|tool_call|>[{"name": ..., "arguments": {...}}]<|/tool_call|>
+//   harmony       <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}
+//                 (gpt-oss: a message to the tool; reasoning in the analysis channel)
 //   generic-json  {"name": ..., "arguments": {...}} or an array of them, as the whole reply,
 //                 for templates without a format of their own
 
@@ -20,7 +22,7 @@
 
 namespace textgen::model {
 
-enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kPhi4Mini, kGenericJson };
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kPhi4Mini, kHarmony, kGenericJson };
 
 const char* ToolCallFormatName(ToolCallFormat format);
 std::optional<ToolCallFormat> ToolCallFormatFromName(std::string_view name);

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,8 @@ constexpr const char* kEndOfGenerationTexts[] = {
     "<|eot_id|>",
     "<|im_end|>",
     "<|end|>",
+    "<|return|>",  // gpt-oss (harmony): the final answer is done
+    "<|call|>",    // gpt-oss (harmony): a tool call is done
     "<end_of_turn>",
     "<|endoftext|>",
     "</s>",
@@ -79,6 +82,31 @@ int FindByText(const TokenizerData& data, const char* const (&texts)[N]) {
     }
   }
   return -1;
+}
+
+// gpt-oss's harmony format (o200k_harmony: a vocabulary with <|return|> and <|call|>): a reply
+// is a series of messages, <|start|>assistant<|channel|>analysis<|message|>...<|end|>, so <|end|>
+// ends a message, not the generation, and the structure tokens are printed for the chat output
+// parser to split channels and tool calls (llama.cpp does the same).
+void MarkHarmonyTokens(TokenizerData& data) {
+  const auto id_of = [&data](std::string_view text) {
+    for (size_t id = 0; id < data.tokens.size(); ++id) {
+      if (data.tokens[id] == text) return static_cast<int>(id);
+    }
+    return -1;
+  };
+  if (id_of("<|return|>") < 0 || id_of("<|call|>") < 0) return;
+  const auto print = [&data](int id) {
+    if (id >= 0 && !data.token_types.empty()) data.token_types[id] = TokenizerData::kUserDefined;
+  };
+  const int end = id_of("<|end|>");
+  if (end >= 0) {
+    std::erase(data.end_of_generation_ids, end);
+    print(end);
+  }
+  for (const char* text : {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>"}) {
+    print(id_of(text));
+  }
 }
 
 // EOS, end-of-turn, end-of-message and FIM-separator ids (from their keys or texts), and every
@@ -120,6 +148,7 @@ absl::Status DeriveEndOfGeneration(const GgufFile& file, TokenizerData& data) {
       make_control(static_cast<int>(id));
     }
   }
+  MarkHarmonyTokens(data);
   return absl::OkStatus();
 }
 

@@ -197,6 +197,7 @@ std::string LazyTrigger(model::ToolCallFormat format) {
     case model::ToolCallFormat::kPhi4Mini:
       return model::MarkupOf(format).array_open;
     case model::ToolCallFormat::kLlama3Json:
+    case model::ToolCallFormat::kHarmony:  // its calls are messages, not a tagged JSON
     case model::ToolCallFormat::kGenericJson:
       return "";
   }
@@ -255,6 +256,13 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
                                  "\" is not one of the request's tools"));
     }
     callable = {*it};
+  }
+  if (format.tool_calls == model::ToolCallFormat::kHarmony) {
+    // The call would be a harmony message header, then JSON: not yet expressible as one
+    // constraint; refused rather than offered without the guarantee.
+    return FieldError(absl::StatusCode::kUnimplemented, "tool_choice",
+                      "forcing a call (required or a named function) is not supported with "
+                      "gpt-oss's harmony format; use \"auto\"");
   }
   if (compiler == nullptr) {
     return FieldError(absl::StatusCode::kUnimplemented, "tool_choice",

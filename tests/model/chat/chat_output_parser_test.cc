@@ -255,6 +255,55 @@ TEST(ChatOutputParserTest, MalformedRepliesHaveDocumentedResults) {
   EXPECT_EQ(p.calls[0].arguments, "{}");
 }
 
+// gpt-oss's harmony messages: the analysis channel is reasoning, final (and commentary without a
+// recipient: a preamble) is content, a message to functions.NAME is a call; <|end|> closes a
+// message and is never text; <|return|> and <|call|> end the reply as tokens (no text).
+TEST(ChatOutputParserTest, HarmonyChannelsAndCalls) {
+  const ChatOutputOptions options = Options(ToolCallFormat::kHarmony);
+  Parsed p = RunEverySplit(options,
+                           "<|channel|>analysis<|message|>User wants weather.<|end|>"
+                           "<|start|>assistant<|channel|>final<|message|>It is sunny in Paris.");
+  EXPECT_EQ(p.reasoning, "User wants weather.");
+  EXPECT_EQ(p.content, "It is sunny in Paris.");
+  EXPECT_TRUE(p.calls.empty());
+  // A preamble, then a call with <|constrain|>, the recipient after the channel.
+  p = RunEverySplit(options,
+                    "<|channel|>analysis<|message|>Need a tool.<|end|>"
+                    "<|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>"
+                    "<|start|>assistant<|channel|>commentary to=functions.get_weather "
+                    "<|constrain|>json<|message|>{\"city\":\"Paris\"}");
+  EXPECT_EQ(p.reasoning, "Need a tool.");
+  EXPECT_EQ(p.content, "Checking.");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_TRUE(p.calls[0].id.starts_with("call_"));
+  // The recipient before the channel, right after the prompt's "<|start|>assistant".
+  p = RunEverySplit(options, " to=functions.add<|channel|>commentary json<|message|>{\"a\": 1}");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "add");
+  EXPECT_EQ(p.calls[0].arguments, R"({"a": 1})");
+  EXPECT_EQ(p.content, "");
+  // A message to a tool that was not declared is dropped and counted.
+  p = RunEverySplit(options,
+                    "<|channel|>commentary to=functions.rm_rf <|constrain|>json"
+                    "<|message|>{}<|end|><|start|>assistant<|channel|>final<|message|>ok");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.malformed, 1);
+  EXPECT_EQ(p.content, "ok");
+  // Without tools offered, a call is not read either.
+  p = RunEverySplit(Options(ToolCallFormat::kHarmony, {}),
+                    "<|channel|>commentary to=functions.add<|message|>{}");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, "");
+  // Text outside the format is content; a header cut off by the end of the reply is nothing.
+  p = RunEverySplit(options, "Hello <|end|> there");
+  EXPECT_EQ(p.content, "Hello <|end|> there");
+  p = RunEverySplit(options, "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|chan");
+  EXPECT_EQ(p.reasoning, "hm");
+  EXPECT_EQ(p.content, "");
+}
+
 TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
   EXPECT_EQ(DetectToolCallFormat("... <tool_call>\\n ..."), ToolCallFormat::kHermes);
   EXPECT_EQ(DetectToolCallFormat("{{ '[TOOL_CALLS][' }}"), ToolCallFormat::kMistral);
@@ -262,9 +311,11 @@ TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
   EXPECT_EQ(DetectToolCallFormat("<|start_header_id|> ... \"parameters\": "),
             ToolCallFormat::kLlama3Json);
   EXPECT_EQ(DetectToolCallFormat("{{ messages }}"), ToolCallFormat::kGenericJson);
+  EXPECT_EQ(DetectToolCallFormat("<|start|>assistant<|channel|>final<|message|>"),
+            ToolCallFormat::kHarmony);
   for (ToolCallFormat f :
        {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
-        ToolCallFormat::kPhi4Mini, ToolCallFormat::kGenericJson}) {
+        ToolCallFormat::kPhi4Mini, ToolCallFormat::kHarmony, ToolCallFormat::kGenericJson}) {
     EXPECT_EQ(ToolCallFormatFromName(ToolCallFormatName(f)), f);
   }
   EXPECT_FALSE(ToolCallFormatFromName("xml").has_value());
@@ -363,7 +414,11 @@ INSTANTIATE_TEST_SUITE_P(
                       TemplateCase{"mistralai-Mistral-Nemo-Instruct-2407.jinja",
                                    ToolCallFormat::kMistral,
                                    "</s>",
-                                   {"</s>"}}),
+                                   {"</s>"}},
+                      TemplateCase{"openai-gpt-oss-120b.jinja",
+                                   ToolCallFormat::kHarmony,
+                                   "<|return|>",
+                                   {"<|call|>", "<|return|>"}}),
     [](const ::testing::TestParamInfo<TemplateCase>& param) {
       std::string name = param.param.file.substr(0, param.param.file.find(".jinja"));
       for (char& ch : name) {

@@ -2,6 +2,7 @@
 // the gpt2 QKV split, and precise errors for missing or mis-shaped tensors.
 #include "model/format/gguf_model.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "gmock/gmock.h"
@@ -515,6 +516,43 @@ TEST(GgufModelTest, Stories15MShapedFileLoads) {
   const double mean = sum / e.size();
   EXPECT_NEAR(std::sqrt(sum_sq / e.size() - mean * mean), 0.02, 0.001);
   std::filesystem::remove(path);
+}
+
+// gpt-oss's harmony vocabulary: <|return|> and <|call|> end a generation, <|end|> (which ends a
+// message inside a reply) does not, and the structure tokens are printed (user-defined, as
+// llama.cpp retypes them) so that the reply's channels can be parsed; <|endoftext|> stays EOS.
+TEST(GgufModelTest, HarmonyVocabularyEndsOnReturnAndCallAndPrintsItsStructure) {
+  auto spec = RandomModelPreset("tiny", Architecture::kGptOss);
+  ASSERT_TRUE(spec.ok());
+  const std::vector<std::string> harmony = {"<|start|>",  "<|channel|>", "<|message|>",  "<|end|>",
+                                            "<|return|>", "<|call|>",    "<|constrain|>"};
+  auto vocab = SyntheticGpt2Vocab(spec->vocab_size - static_cast<int>(harmony.size()));
+  ASSERT_TRUE(vocab.ok());
+  for (const std::string& text : harmony) {
+    vocab->tokens.push_back(text);
+    vocab->token_types.push_back(TokenizerData::kControl);  // as the real file types them
+  }
+  const int first = spec->vocab_size - static_cast<int>(harmony.size());
+  spec->vocab_metadata = {
+      {"tokenizer.ggml.model", GgufValue::String("gpt2")},
+      {"tokenizer.ggml.pre", GgufValue::String("gpt-4o")},
+      {"tokenizer.ggml.tokens", GgufValue::StringArray(vocab->tokens)},
+      {"tokenizer.ggml.token_type", GgufValue::Int32Array(vocab->token_types)},
+      {"tokenizer.ggml.merges", GgufValue::StringArray(vocab->merges)},
+      {"tokenizer.ggml.eos_token_id", GgufValue::Uint32(static_cast<uint32_t>(vocab->eos_id))},
+      // The real file's end-of-turn key names <|end|>: the harmony rule overrides it too.
+      {"tokenizer.ggml.eot_token_id", GgufValue::Uint32(static_cast<uint32_t>(first + 3))}};
+  auto model = Build(BuildRandomModel(*spec)->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TokenizerData& t = model->tokenizer;
+  std::vector<int> eog = t.end_of_generation_ids;
+  std::sort(eog.begin(), eog.end());
+  eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+  EXPECT_EQ(eog, (std::vector<int>{vocab->eos_id, first + 4, first + 5}));
+  for (int i : {0, 1, 2, 3, 6}) {
+    EXPECT_EQ(t.token_types[first + i], TokenizerData::kUserDefined) << harmony[i];
+  }
+  EXPECT_EQ(t.token_types[first + 4], TokenizerData::kControl);
 }
 
 TEST(GgufModelTest, EmbedsTheRealLlama2Vocabulary) {

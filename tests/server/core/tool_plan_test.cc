@@ -65,6 +65,27 @@ TEST(ToolPlanTest, AutoOffersTheToolsAndReadsCallsWithoutConstraining) {
   EXPECT_FALSE(plan->reply.parse_tool_calls);
 }
 
+// gpt-oss's harmony: auto offers the tools and reads calls, with no tag-triggered grammar (a call
+// is a message header, not a tagged JSON); a forced call is refused by name rather than given
+// without its guarantee.
+TEST(ToolPlanTest, HarmonyReadsCallsAndRefusesToForceOne) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<ToolPlan> plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO),
+                                            Format(model::ToolCallFormat::kHarmony), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->offer_tools);
+  EXPECT_TRUE(plan->reply.parse_tool_calls);
+  EXPECT_EQ(plan->reply.format, model::ToolCallFormat::kHarmony);
+  EXPECT_FALSE(plan->constraint.has_value());
+  EXPECT_EQ(plan->constraint_trigger, "");
+  for (const auto& [mode, name] : {std::pair{v1::ToolChoice::TOOL_CHOICE_REQUIRED, ""},
+                                   std::pair{v1::ToolChoice::TOOL_CHOICE_FUNCTION, "add"}}) {
+    plan = PlanTools(Request(mode, name), Format(model::ToolCallFormat::kHarmony), &compiler);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_TRUE(absl::StrContains(plan.status().message(), "harmony")) << plan.status();
+  }
+}
+
 TEST(ToolPlanTest, RequiredCallsAreConstrainedInEachFormat) {
   model::ConstraintCompiler compiler({});
   // Hermes: tagged calls, several in a row when parallel calls are on.
