@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Mixture of experts (#32): textgen against llama.cpp on the same Qwen3-30B-A3B-shaped
-# random-weight file (qwen3moe: dim 2048, 48 layers, 32 heads / 4 KV heads of 128, 128 experts
-# of width 768 of which 8 run per token, vocab 151936 from llama.cpp's Qwen 2 vocabulary,
-# untied output), written by textgen-make-random-gguf in llama.cpp's Q4_K_M type mix (Q4_K, with
-# Q6_K for attn_v and the output; the router f32): 17 GB. Every round runs, interleaved:
+# Mixture of experts (#32): textgen against llama.cpp on the same random-weight file in a real
+# model's shape, written by textgen-make-random-gguf (SHAPE):
+#   qwen3-30b-a3b (default): qwen3moe, dim 2048, 48 layers, 32 heads / 4 KV heads of 128, 128
+#     experts of width 768 of which 8 run per token, vocab 151936 from llama.cpp's Qwen 2
+#     vocabulary, untied output, in llama.cpp's Q4_K_M type mix (Q4_K, with Q6_K for attn_v and
+#     the output; the router f32): 17 GB;
+#   gpt-oss-20b: gpt-oss, dim 2880, 24 layers, 64 heads / 8 KV heads of 64, 32 experts of width
+#     2880 of which 4 run per token, every other layer sliding over 128, vocab 201088, untied, in
+#     llama.cpp's MXFP4_MOE mix (experts MXFP4, the rest Q8_0; router and biases f32): 12 GB.
+# Every round runs, interleaved:
 #   - the DRAM read limit (textgen-bench-quant-matmul BM_ReadBandwidth, 2 threads);
 #   - decode, 1 stream: llama-bench tg64 (-p 0) and textgen-bench-engine --prompt 1 --gen 64;
 #   - prefill 128: llama-bench pp128 and textgen-bench-engine --prompt 128;
@@ -13,24 +18,37 @@
 # Then prints medians, ratios, and the 1-stream decode rates as a share of the read limit for
 # the bytes a token reads: every tensor but the stacked experts and the token embedding, plus
 # experts_used / experts of the experts (the active ones), plus one embedding row.
-# Usage: scripts/bench-moe-vs-llamacpp.sh [ROUNDS=3]
-#   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); LAYERS (default 48: fewer keeps
-#        each layer's shape and makes a smaller file).
+# Usage: [SHAPE=qwen3-30b-a3b|gpt-oss-20b] scripts/bench-moe-vs-llamacpp.sh [ROUNDS=3]
+#   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); LAYERS (default: the model's; fewer
+#        keeps each layer's shape and makes a smaller file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
-layers=${LAYERS:-48}
+shape=${SHAPE:-qwen3-30b-a3b}
 source scripts/bench-common.sh
 require_tools "$L/llama-bench" "$L/llama-batched-bench" "$B/bin/textgen-bench-engine" \
   "$B/bin/textgen-bench-quant-matmul" "$B/bin/textgen-make-random-gguf"
-vocab=$S/models/ggml-vocab-qwen2.gguf
-[[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
-suffix=$([[ $layers == 48 ]] && echo "" || echo "-${layers}l")
-f=$M/qwen3moe-30b-a3b-shape$suffix-q4_k_m.gguf
-[[ -f $f ]] || "$B/bin/textgen-make-random-gguf" --arch qwen3moe --preset tiny --dim 2048 \
-  --hidden 6144 --layers "$layers" --heads 32 --kv-heads 4 --head-dim 128 --experts 128 \
-  --experts-used 8 --expert-hidden 768 --context 4096 --dtype q4_k_m --untied \
-  --vocab-from "$vocab" --name qwen3-30b-a3b-shape --out "$f"
+case $shape in
+  qwen3-30b-a3b)
+    layers=${LAYERS:-48}
+    vocab=$S/models/ggml-vocab-qwen2.gguf
+    [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
+    suffix=$([[ $layers == 48 ]] && echo "" || echo "-${layers}l")
+    f=$M/qwen3moe-30b-a3b-shape$suffix-q4_k_m.gguf
+    make=(--arch qwen3moe --preset tiny --dim 2048 --hidden 6144 --layers "$layers" --heads 32
+      --kv-heads 4 --head-dim 128 --experts 128 --experts-used 8 --expert-hidden 768
+      --context 4096 --dtype q4_k_m --untied --vocab-from "$vocab" --name qwen3-30b-a3b-shape) ;;
+  gpt-oss-20b)
+    layers=${LAYERS:-24}
+    suffix=$([[ $layers == 24 ]] && echo "" || echo "-${layers}l")
+    f=$M/gpt-oss-20b-shape$suffix-mxfp4_moe.gguf
+    make=(--arch gpt-oss --preset tiny --dim 2880 --hidden 2880 --layers "$layers" --heads 64
+      --kv-heads 8 --head-dim 64 --experts 32 --experts-used 4 --expert-hidden 2880
+      --sliding-window 128 --context 4096 --vocab 201088 --dtype mxfp4_moe --untied
+      --name gpt-oss-20b-shape) ;;
+  *) echo "SHAPE must be qwen3-30b-a3b or gpt-oss-20b" >&2; exit 1 ;;
+esac
+[[ -f $f ]] || "$B/bin/textgen-make-random-gguf" "${make[@]}" --out "$f"
 
 log=$(mktemp)
 record() { echo "RESULT|$1|$2" | tee -a "$log"; }
@@ -68,11 +86,13 @@ import gguf
 from bench_results import read_results
 values, med = read_results(sys.argv[1])
 reader = gguf.GGUFReader(sys.argv[2])
-field = lambda key: int(reader.fields[key].parts[-1][0])
-experts, used = field("qwen3moe.expert_count"), field("qwen3moe.expert_used_count")
+field = lambda key: reader.fields[key].parts[-1]
+arch = bytes(field("general.architecture")).decode()
+experts = int(field(arch + ".expert_count")[0])
+used = int(field(arch + ".expert_used_count")[0])
 active = 0
 for t in reader.tensors:
-    if t.name.endswith("_exps.weight"):
+    if t.name.endswith(("_exps.weight", "_exps.bias")):
         active += t.n_bytes * used / experts
     elif t.name == "token_embd.weight":
         active += t.n_bytes / int(t.shape[-1])

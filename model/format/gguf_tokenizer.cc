@@ -87,7 +87,9 @@ int FindByText(const TokenizerData& data, const char* const (&texts)[N]) {
 // gpt-oss's harmony format (o200k_harmony: a vocabulary with <|return|> and <|call|>): a reply
 // is a series of messages, <|start|>assistant<|channel|>analysis<|message|>...<|end|>, so <|end|>
 // ends a message, not the generation, and the structure tokens are printed for the chat output
-// parser to split channels and tool calls (llama.cpp does the same).
+// parser to split channels and tool calls, as llama.cpp does. llama.cpp makes them user-defined
+// for that, which lets user text produce them (a user message could forge an assistant turn);
+// here they stay control tokens that are printed.
 void MarkHarmonyTokens(TokenizerData& data) {
   const auto id_of = [&data](std::string_view text) {
     for (size_t id = 0; id < data.tokens.size(); ++id) {
@@ -97,7 +99,9 @@ void MarkHarmonyTokens(TokenizerData& data) {
   };
   if (id_of("<|return|>") < 0 || id_of("<|call|>") < 0) return;
   const auto print = [&data](int id) {
-    if (id >= 0 && !data.token_types.empty()) data.token_types[id] = TokenizerData::kUserDefined;
+    if (id < 0) return;
+    if (!data.token_types.empty()) data.token_types[id] = TokenizerData::kControl;
+    data.printed_control_ids.push_back(id);
   };
   const int end = id_of("<|end|>");
   if (end >= 0) {
@@ -107,6 +111,7 @@ void MarkHarmonyTokens(TokenizerData& data) {
   for (const char* text : {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>"}) {
     print(id_of(text));
   }
+  std::sort(data.printed_control_ids.begin(), data.printed_control_ids.end());
 }
 
 // EOS, end-of-turn, end-of-message and FIM-separator ids (from their keys or texts), and every

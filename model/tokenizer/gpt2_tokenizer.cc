@@ -213,7 +213,11 @@ void Gpt2Tokenizer::EncodeChunk(std::string_view chunk, std::vector<int>* ids) c
 }
 
 std::string Gpt2Tokenizer::TokenBytes(int id, int previous_id) const {
-  if (id < 0 || id >= vocab_size() || TokenType(id) == TokenizerData::kControl) return "";
+  if (id < 0 || id >= vocab_size()) return "";
+  if (TokenType(id) == TokenizerData::kControl &&
+      !std::binary_search(data_.printed_control_ids.begin(), data_.printed_control_ids.end(), id)) {
+    return "";
+  }
   return bytes_[id];
 }
 

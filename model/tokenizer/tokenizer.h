@@ -31,7 +31,8 @@ class Tokenizer {
                                                    std::span<const TextRange> untrusted) const = 0;
 
   // The raw bytes token `id` stands for when it follows `previous_id` (SentencePiece drops
-  // the leading space of the first piece after BOS). Control tokens decode to "".
+  // the leading space of the first piece after BOS). Control tokens decode to "", but those
+  // of TokenizerData::printed_control_ids.
   virtual std::string TokenBytes(int id, int previous_id) const = 0;
 
   // Decodes a whole id sequence to text (bytes joined; may hold invalid UTF-8 only if the

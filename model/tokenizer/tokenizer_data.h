@@ -49,6 +49,10 @@ struct TokenizerData {
   // Special tokens after which whitespace is dropped when they are found in text, ascending
   // (llama.cpp's RSTRIP attribute: all of Phi-3's but <unk>, <s>, <|endoftext|>).
   std::vector<int> rstrip_ids;
+  // Control tokens that decoding still prints (byte-level BPE vocabularies): gpt-oss's harmony
+  // structure, which the chat reply parser reads. Ascending. Being control tokens, user text
+  // can never produce them.
+  std::vector<int> printed_control_ids;
 };
 
 // Checks what every tokenizer needs of `data`: a non-empty vocabulary of at most 2^24

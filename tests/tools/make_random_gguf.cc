@@ -19,7 +19,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: textgen-make-random-gguf --arch "
-    "llama|gpt2|qwen2|qwen3|qwen3moe|phi3|gemma2|gemma3|bert|nomic-bert\n"
+    "llama|gpt2|qwen2|qwen3|qwen3moe|gpt-oss|phi3|gemma2|gemma3|bert|nomic-bert\n"
     "         --preset stories15M|stories110M|tiny|bert-base\n"
     "         --dtype f32|f16|bf16|q8_0|q4_k_m|mxfp4_moe --out FILE [--tokenizer tokenizer.bin] "
     "[--seed N]\n"

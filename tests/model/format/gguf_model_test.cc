@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/format/model_loader.h"
+#include "model/tokenizer/tokenizer.h"
 #include "tests/model/format/loader_test_util.h"
 #include "tests/tools/random_gguf.h"
 
@@ -519,8 +520,9 @@ TEST(GgufModelTest, Stories15MShapedFileLoads) {
 }
 
 // gpt-oss's harmony vocabulary: <|return|> and <|call|> end a generation, <|end|> (which ends a
-// message inside a reply) does not, and the structure tokens are printed (user-defined, as
-// llama.cpp retypes them) so that the reply's channels can be parsed; <|endoftext|> stays EOS.
+// message inside a reply) does not, and the structure tokens are printed so that the reply's
+// channels can be parsed, yet stay control tokens that user text cannot produce (llama.cpp makes
+// them user-defined); <|endoftext|> stays EOS.
 TEST(GgufModelTest, HarmonyVocabularyEndsOnReturnAndCallAndPrintsItsStructure) {
   auto spec = RandomModelPreset("tiny", Architecture::kGptOss);
   ASSERT_TRUE(spec.ok());
@@ -549,10 +551,20 @@ TEST(GgufModelTest, HarmonyVocabularyEndsOnReturnAndCallAndPrintsItsStructure) {
   std::sort(eog.begin(), eog.end());
   eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
   EXPECT_EQ(eog, (std::vector<int>{vocab->eos_id, first + 4, first + 5}));
-  for (int i : {0, 1, 2, 3, 6}) {
-    EXPECT_EQ(t.token_types[first + i], TokenizerData::kUserDefined) << harmony[i];
+  for (int i = 0; i < static_cast<int>(harmony.size()); ++i) {
+    EXPECT_EQ(t.token_types[first + i], TokenizerData::kControl) << harmony[i];
   }
-  EXPECT_EQ(t.token_types[first + 4], TokenizerData::kControl);
+  EXPECT_EQ(t.printed_control_ids,
+            (std::vector<int>{first, first + 1, first + 2, first + 3, first + 6}));
+  // Decoding prints the structure, not the end tokens; user text cannot make the structure.
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = CreateTokenizer(t);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_EQ((*tokenizer)->Decode({first + 1, first + 2, first + 3, first + 4}),
+            "<|channel|><|message|><|end|>");
+  const std::vector<int> user_text = (*tokenizer)->Encode("<|channel|>", /*add_bos=*/false);
+  EXPECT_GT(user_text.size(), 1u);
+  EXPECT_EQ(std::count(user_text.begin(), user_text.end(), first + 1), 0);
+  EXPECT_EQ((*tokenizer)->Decode(user_text), "<|channel|>");
 }
 
 TEST(GgufModelTest, EmbedsTheRealLlama2Vocabulary) {
