@@ -177,6 +177,29 @@ std::string ChatOutputParser::CallReader::TakeArguments() {
   return out;
 }
 
+size_t HoldBackFrom(std::string_view text, std::string_view tag) {
+  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
+    if (text.substr(text.size() - n) == tag.substr(0, n)) return text.size() - n;
+  }
+  return text.size();
+}
+
+std::string NextToolCallId(ToolCallFormat format, uint64_t& state) {
+  static constexpr char kAlphabet[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  const int length = format == ToolCallFormat::kMistral ? 9 : 24;
+  std::string id = format == ToolCallFormat::kMistral ? "" : "call_";
+  for (int i = 0; i < length; ++i) {
+    // splitmix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    id += kAlphabet[z % 62];
+  }
+  return id;
+}
+
 // ---- ChatOutputParser ----
 
 ChatOutputParser::ChatOutputParser(ChatOutputOptions options)
@@ -186,7 +209,7 @@ ChatOutputParser::ChatOutputParser(ChatOutputOptions options)
       mode_(options_.reasoning && options_.starts_in_reasoning ? Mode::kReasoning : Mode::kStart),
       id_state_(options_.id_seed ^ 0x9E3779B97F4A7C15ull) {
   if (options_.format == ToolCallFormat::kHarmony) {
-    harmony_ = std::make_unique<HarmonyReplyParser>(options_, [this] { return NextId(); });
+    harmony_ = std::make_unique<HarmonyReplyParser>(options_, id_state_);
   }
 }
 
@@ -223,13 +246,7 @@ const std::string& ChatOutputParser::reasoning() const {
 }
 
 size_t ChatOutputParser::HoldBack(std::string_view tag) const {
-  const size_t longest = std::min(pending_.size(), tag.size() - 1);
-  for (size_t n = longest; n > 0; --n) {
-    if (std::string_view(pending_).substr(pending_.size() - n) == tag.substr(0, n)) {
-      return pending_.size() - n;
-    }
-  }
-  return pending_.size();
+  return HoldBackFrom(pending_, tag);
 }
 
 void ChatOutputParser::FlushText(size_t end, std::string& sink) {
@@ -237,21 +254,7 @@ void ChatOutputParser::FlushText(size_t end, std::string& sink) {
   pending_.erase(0, end);
 }
 
-std::string ChatOutputParser::NextId() {
-  static constexpr char kAlphabet[] =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  const int length = options_.format == ToolCallFormat::kMistral ? 9 : 24;
-  std::string id = options_.format == ToolCallFormat::kMistral ? "" : "call_";
-  for (int i = 0; i < length; ++i) {
-    // splitmix64
-    uint64_t z = (id_state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    id += kAlphabet[z % 62];
-  }
-  return id;
-}
+std::string ChatOutputParser::NextId() { return NextToolCallId(options_.format, id_state_); }
 
 void ChatOutputParser::StartCall() {
   call_.emplace(markup_.arguments_key);

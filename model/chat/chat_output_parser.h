@@ -22,6 +22,8 @@
 //     end of the reply, is dropped); a call that never names a declared tool is dropped and
 //     counted when it had a tag, and is content again when it was bare JSON.
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +67,14 @@ struct ChatOutputOptions {
   // from this seed so a seeded request gets the same ids.
   uint64_t id_seed = 0;
 };
+
+// Helpers shared by the reply parsers.
+// Where the longest suffix of `text` that is a proper prefix of `tag` starts (text.size() when
+// none): that much must be held back, it may still become the tag.
+size_t HoldBackFrom(std::string_view text, std::string_view tag);
+// The next call id drawn from `state` (splitmix64): "call_" and 24 letters and digits, or 9
+// letters and digits for mistral.
+std::string NextToolCallId(ToolCallFormat format, uint64_t& state);
 
 class HarmonyReplyParser;
 

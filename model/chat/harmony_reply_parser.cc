@@ -1,7 +1,6 @@
 #include "model/chat/harmony_reply_parser.h"
 
 #include <algorithm>
-#include <utility>
 
 namespace textgen::model {
 namespace {
@@ -22,20 +21,10 @@ std::string_view Word(std::string_view text) {
   return text.substr(0, end);
 }
 
-// Where the longest suffix of `text` that is a proper prefix of `tag` starts (text.size() when
-// none): that much must be held back, it may still become the tag.
-size_t HoldBack(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return text.size() - n;
-  }
-  return text.size();
-}
-
 }  // namespace
 
-HarmonyReplyParser::HarmonyReplyParser(const ChatOutputOptions& options,
-                                       std::function<std::string()> next_id)
-    : options_(options), next_id_(std::move(next_id)) {}
+HarmonyReplyParser::HarmonyReplyParser(const ChatOutputOptions& options, uint64_t id_state)
+    : options_(options), id_state_(id_state) {}
 
 ChatOutputDelta HarmonyReplyParser::Feed(std::string_view text) {
   pending_.append(text);
@@ -94,7 +83,7 @@ void HarmonyReplyParser::StartMessage(std::string_view header, ChatOutputDelta& 
     return;
   }
   sink_ = Sink::kCall;
-  calls_.push_back({next_id_(), name, ""});
+  calls_.push_back({NextToolCallId(options_.format, id_state_), name, ""});
   out.tool_calls.push_back(
       {static_cast<int>(calls_.size()) - 1, calls_.back().id, calls_.back().name, ""});
 }
@@ -161,9 +150,9 @@ void HarmonyReplyParser::Process(ChatOutputDelta& out, bool final) {
           mode_ = Mode::kHeader;
           continue;
         }
-        const size_t settled = final
-                                   ? pending_.size()
-                                   : std::min(HoldBack(pending_, kEnd), HoldBack(pending_, kStart));
+        const size_t settled =
+            final ? pending_.size()
+                  : std::min(HoldBackFrom(pending_, kEnd), HoldBackFrom(pending_, kStart));
         Emit(std::string_view(pending_).substr(0, settled), out);
         pending_.erase(0, settled);
         return;

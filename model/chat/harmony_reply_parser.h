@@ -14,7 +14,7 @@
 // functions.NAME is a call of NAME with the message as its arguments. A reply with no harmony
 // header at all is content. Not thread-safe: one per reply (ChatOutputParser owns it).
 
-#include <functional>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,9 +25,9 @@ namespace textgen::model {
 
 class HarmonyReplyParser {
  public:
-  // Calls are read when `parse_tool_calls` and their name is one of `tool_names`; `next_id`
-  // gives each call its id.
-  HarmonyReplyParser(const ChatOutputOptions& options, std::function<std::string()> next_id);
+  // Calls are read when `parse_tool_calls` and their name is one of `tool_names`; their ids
+  // are drawn from `id_state` (NextToolCallId).
+  HarmonyReplyParser(const ChatOutputOptions& options, uint64_t id_state);
 
   ChatOutputDelta Feed(std::string_view text);
   ChatOutputDelta Finish();
@@ -50,7 +50,7 @@ class HarmonyReplyParser {
   static bool CouldBeHeader(std::string_view text);
 
   ChatOutputOptions options_;
-  std::function<std::string()> next_id_;
+  uint64_t id_state_;
   Mode mode_ = Mode::kHeader;
   Sink sink_ = Sink::kContent;
   bool header_seen_ = false;

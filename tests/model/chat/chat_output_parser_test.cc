@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -302,6 +303,16 @@ TEST(ChatOutputParserTest, HarmonyChannelsAndCalls) {
   p = RunEverySplit(options, "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|chan");
   EXPECT_EQ(p.reasoning, "hm");
   EXPECT_EQ(p.content, "");
+  // A parser moved in the middle of a reply carries on, its call ids from the same seed.
+  ChatOutputParser first(options);
+  first.Feed("<|channel|>commentary to=functions.add<|message|>{\"a\"");
+  ChatOutputParser moved = std::move(first);
+  moved.Feed(": 2}");
+  moved.Finish();
+  ASSERT_EQ(moved.tool_calls().size(), 1u);
+  EXPECT_EQ(moved.tool_calls()[0].arguments, R"({"a": 2})");
+  const Parsed same = Feed(options, "<|channel|>commentary to=functions.add<|message|>{}");
+  EXPECT_EQ(moved.tool_calls()[0].id, same.final_calls.at(0).id);
 }
 
 TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
