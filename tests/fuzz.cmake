@@ -38,6 +38,7 @@ if(TEXTGEN_FUZZ)
   # The chat reply parser (content, reasoning, tool calls), whole against in pieces.
   add_executable(textgen-fuzz-reply ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/chat_output_fuzz.cc
                  ${CMAKE_SOURCE_DIR}/model/chat/chat_output_parser.cc
+                 ${CMAKE_SOURCE_DIR}/model/chat/harmony_reply_parser.cc
                  ${CMAKE_SOURCE_DIR}/model/chat/tool_call_format.cc)
   target_link_libraries(textgen-fuzz-reply PRIVATE nlohmann_json::nlohmann_json)
   # KV block files read back from --kv-cache-dir (which replicas share: untrusted).

@@ -54,7 +54,6 @@ bool HarmonyReplyParser::CouldBeHeader(std::string_view text) {
 }
 
 void HarmonyReplyParser::StartMessage(std::string_view header, ChatOutputDelta& out) {
-  header_seen_ = true;
   std::string_view channel, recipient;
   if (const size_t at = header.find(kChannel); at != std::string_view::npos) {
     channel = Word(header.substr(at + kChannel.size()));
@@ -116,27 +115,28 @@ void HarmonyReplyParser::Process(ChatOutputDelta& out, bool final) {
         pending_.clear();
         return;
       case Mode::kHeader: {
+        // A header starts like one and ends with <|message|> within kMaxHeaderBytes. Each test
+        // reads only the text up to where it decides, so the reply is read the same whatever
+        // pieces it comes in.
         const size_t at = pending_.find(kMessage);
+        const bool header =
+            CouldBeHeader(pending_) &&
+            (at != std::string::npos ? at <= kMaxHeaderBytes
+                                     : pending_.size() < kMaxHeaderBytes + kMessage.size());
+        if (!header) {
+          // Text outside the format (from the start, or after a message): content.
+          sink_ = Sink::kContent;
+          mode_ = Mode::kPlain;
+          continue;
+        }
         if (at != std::string::npos) {
           StartMessage(std::string_view(pending_).substr(0, at), out);
           pending_.erase(0, at + kMessage.size());
           mode_ = Mode::kBody;
           continue;
         }
-        if (!CouldBeHeader(pending_) || pending_.size() > kMaxHeaderBytes) {
-          // Text outside the format: content, if the reply had no message before it.
-          if (header_seen_) {
-            pending_.clear();
-            return;
-          }
-          sink_ = Sink::kContent;
-          mode_ = Mode::kPlain;
-          continue;
-        }
-        if (final) {
-          // A header cut off by the end of the reply carries no text.
-          pending_.clear();
-        }
+        // A header cut off by the end of the reply carries no text.
+        if (final) pending_.clear();
         return;
       }
       case Mode::kBody: {

@@ -11,8 +11,9 @@
 // (the recipient may also come before the channel: "<|start|>assistant to=functions.NAME
 // <|channel|>commentary json<|message|>"). The analysis channel is reasoning; final, and
 // commentary without a recipient (a preamble to the user), are content; a message to
-// functions.NAME is a call of NAME with the message as its arguments. A reply with no harmony
-// header at all is content. Not thread-safe: one per reply (ChatOutputParser owns it).
+// functions.NAME is a call of NAME with the message as its arguments. Text outside the format
+// (no header where one should start) is content, to the end of the reply. Not thread-safe: one per
+// reply (ChatOutputParser owns it).
 
 #include <cstdint>
 #include <string>
@@ -53,7 +54,6 @@ class HarmonyReplyParser {
   uint64_t id_state_;
   Mode mode_ = Mode::kHeader;
   Sink sink_ = Sink::kContent;
-  bool header_seen_ = false;
   std::string pending_;
   std::string content_;
   std::string reasoning_;

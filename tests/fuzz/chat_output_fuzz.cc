@@ -1,6 +1,7 @@
 // libFuzzer target over the chat reply parser (what a model writes is untrusted too: a prompt
-// can make it write anything). Byte 0 picks the format, whether tools are declared, reasoning
-// tags and a prompt that ends inside them; byte 1 a split step; the rest is the reply. The
+// can make it write anything). Byte 0 picks the format (bits 0-2), whether tools are declared,
+// reasoning tags and a prompt that ends inside them (bits 3-5); byte 1 a split step; the rest is
+// the reply. The
 // reply is parsed whole and in pieces of the step's sizes: the two must agree exactly
 // (content, reasoning, calls and their ids, malformed count), deltas must come in order (a
 // call's first delta with its id, then its arguments), and every call must name a declared
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,11 +60,11 @@ Result Parse(const ChatOutputOptions& options, std::string_view text, size_t ste
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  constexpr ToolCallFormat kFormats[] = {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json,
-                                         ToolCallFormat::kMistral, ToolCallFormat::kPhi4Mini,
-                                         ToolCallFormat::kGenericJson};
+  constexpr ToolCallFormat kFormats[] = {ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json,
+                                         ToolCallFormat::kMistral,     ToolCallFormat::kPhi4Mini,
+                                         ToolCallFormat::kGenericJson, ToolCallFormat::kHarmony};
   ChatOutputOptions options;
-  options.format = kFormats[data[0] % 5];
+  options.format = kFormats[(data[0] & 0x07) % std::size(kFormats)];
   options.parse_tool_calls = (data[0] & 0x08) == 0;
   if (options.parse_tool_calls) options.tool_names = {"get_weather", "add", "a"};
   if (data[0] & 0x10) options.reasoning = textgen::model::ReasoningTags{"<think>", "</think>"};

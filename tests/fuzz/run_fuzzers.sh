@@ -90,17 +90,20 @@ PY
 }
 
 seed_reply() {
-  # Replies as the formats write them (byte 0: format, tools, tags; byte 1: split step).
+  # Replies as the formats write them (byte 0: format in bits 0-2, no tools 0x08, <think> tags
+  # 0x10, the prompt ending inside them 0x20; byte 1: split step).
   local corpus=$1
   printf '\x00\x03Sure.<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>' \
     > "$corpus/hermes"
-  printf '\x11\x05<think>hm</think>\n\n<tool_call>\n{"name": "a", "arguments": "{}"}\n</tool_call>' \
+  printf '\x10\x05<think>hm</think>\n\n<tool_call>\n{"name": "a", "arguments": "{}"}\n</tool_call>' \
     > "$corpus/hermes_think"
   printf '\x01\x02{"name": "get_weather", "parameters": {"city": "Oslo"}}' > "$corpus/llama3"
   printf '\x02\x07[TOOL_CALLS][{"name": "add", "arguments": {"a": 1}, "id": "abcDEF123"}]' \
     > "$corpus/mistral"
   printf '\x03\x04<|tool_call|>[{"name": "a", "arguments": {}}]<|/tool_call|>' > "$corpus/phi4"
-  printf '\x24\x01still thinking</think> done' > "$corpus/in_reasoning"
+  printf '\x30\x01still thinking</think> done' > "$corpus/in_reasoning"
+  printf '\x05\x03<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}' \
+    > "$corpus/harmony"
 }
 
 seed_kvblock() {

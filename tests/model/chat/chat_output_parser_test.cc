@@ -297,9 +297,14 @@ TEST(ChatOutputParserTest, HarmonyChannelsAndCalls) {
                     "<|channel|>commentary to=functions.add<|message|>{}");
   EXPECT_TRUE(p.calls.empty());
   EXPECT_EQ(p.content, "");
-  // Text outside the format is content; a header cut off by the end of the reply is nothing.
+  // Text outside the format is content (to the end, tags included); a header cut off by the end
+  // of the reply is nothing.
   p = RunEverySplit(options, "Hello <|end|> there");
   EXPECT_EQ(p.content, "Hello <|end|> there");
+  p = RunEverySplit(options, "<x<|channel|>final<|message|>hi");
+  EXPECT_EQ(p.content, "<x<|channel|>final<|message|>hi");
+  p = RunEverySplit(options, "<|channel|>final<|message|>a<|end|>b<|start|>assistant<|message|>c");
+  EXPECT_EQ(p.content, "ab<|start|>assistant<|message|>c");
   p = RunEverySplit(options, "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|chan");
   EXPECT_EQ(p.reasoning, "hm");
   EXPECT_EQ(p.content, "");
