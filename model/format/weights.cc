@@ -13,6 +13,14 @@ void ToFloat(const TensorView& tensor, float* out) {
   DequantizeToFloat(tensor.dtype, static_cast<const uint8_t*>(tensor.data), tensor.elements(), out);
 }
 
+std::vector<float> ToFloatVector(const TensorView& tensor) {
+  std::vector<float> v;
+  if (tensor.empty()) return v;
+  v.resize(tensor.elements());
+  ToFloat(tensor, v.data());
+  return v;
+}
+
 TensorView RowsOf(const TensorView& matrix, int64_t begin, int64_t count) {
   return TensorView{
       matrix.dtype, count, matrix.cols,

@@ -46,6 +46,8 @@ struct TensorView {
 
 // Converts `tensor` to f32 into `out` (tensor.elements() floats). Works for every DType.
 void ToFloat(const TensorView& tensor, float* out);
+// The same into a new vector; empty for an absent (empty) view.
+std::vector<float> ToFloatVector(const TensorView& tensor);
 
 // Rows [begin, begin + count) of a matrix: a view, no copy.
 TensorView RowsOf(const TensorView& matrix, int64_t begin, int64_t count);

@@ -27,11 +27,9 @@ absl::Status Transformer::PrepareExperts(const LayerWeights& lw, const std::stri
                                          PreparedLayer& pl, int max_rows, WeightStaging& staging) {
   const ModelConfig& c = config_;
   const int width = c.expert_hidden_dim;
-  std::vector<float> router_bias(lw.router_bias.elements());
-  if (!router_bias.empty()) ToFloat(lw.router_bias, router_bias.data());
   TEXTGEN_ASSIGN_OR_RETURN(
-      pl.router, MakeLinear(prefix + "ffn_gate_inp", {&lw.router}, router_bias, c.experts, c.dim,
-                            ops::LinearActivation::kNone, max_rows, staging));
+      pl.router, MakeLinear(prefix + "ffn_gate_inp", {&lw.router}, ToFloatVector(lw.router_bias),
+                            c.experts, c.dim, ops::LinearActivation::kNone, max_rows, staging));
   // Expert e's biases (gpt-oss), row e of each bias matrix: gate|up as its matmul's outputs.
   const bool biased = !lw.gate_experts_bias.empty();
   std::vector<float> up_bias(biased ? 2 * width : 0), down_bias(biased ? c.dim : 0);

@@ -65,15 +65,6 @@ absl::Status CheckWeights(const ModelWeights& w, const ModelConfig& c) {
   return absl::OkStatus();
 }
 
-// Dequantizes a [1, n] tensor (or returns an empty vector when absent).
-std::vector<float> Vec(const TensorView& t) {
-  std::vector<float> v;
-  if (t.empty()) return v;
-  v.resize(t.elements());
-  ToFloat(t, v.data());
-  return v;
-}
-
 // Whether `parts` become one QuantizedLinear (kept quantized) rather than a oneDNN Linear.
 bool UsesQuantizedKernels(bool enabled, std::initializer_list<const TensorView*> parts) {
   return enabled && ops::QuantizedLinear::Supports(
@@ -291,15 +282,15 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   TEXTGEN_RETURN_IF_ERROR(CheckWeights(w, c));
   // Read in place, a row per token: a copy would be the biggest tensor in f32.
   token_embedding_ = w.token_embedding;
-  if (spec.learned_positions) position_embedding_ = Vec(w.position_embedding);
+  if (spec.learned_positions) position_embedding_ = ToFloatVector(w.position_embedding);
   if (!w.token_types.empty()) {
     token_type_row_.resize(c.dim);
     ToFloat(RowsOf(w.token_types, 0, 1), token_type_row_.data());
   }
-  embedding_norm_ = Vec(w.embedding_norm);
-  embedding_norm_bias_ = Vec(w.embedding_norm_bias);
-  output_norm_ = Vec(w.output_norm);
-  output_norm_bias_ = Vec(w.output_norm_bias);
+  embedding_norm_ = ToFloatVector(w.embedding_norm);
+  embedding_norm_bias_ = ToFloatVector(w.embedding_norm_bias);
+  output_norm_ = ToFloatVector(w.output_norm);
+  output_norm_bias_ = ToFloatVector(w.output_norm_bias);
 
   const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   WeightStaging staging(context_->bf16(), storage_.get());
@@ -310,11 +301,11 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     PreparedLayer& pl = layers_[l];
     const std::string p = absl::StrCat("blk.", l, ".");
     if (spec.post_norms) {
-      pl.attn_post_norm = Vec(lw.attn_post_norm);
-      pl.ffn_post_norm = Vec(lw.ffn_post_norm);
+      pl.attn_post_norm = ToFloatVector(lw.attn_post_norm);
+      pl.ffn_post_norm = ToFloatVector(lw.ffn_post_norm);
     }
     const bool sliding = c.is_sliding(l);
-    pl.attn_sinks = Vec(lw.attn_sinks);
+    pl.attn_sinks = ToFloatVector(lw.attn_sinks);
     pl.scoring =
         ops::AttentionScoring{.scale = c.attention_scale,
                               .softcap = c.attention_softcap,
@@ -323,13 +314,13 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
                               .sinks = pl.attn_sinks.empty() ? nullptr : pl.attn_sinks.data()};
     pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
     if (spec.qk_norm) {
-      pl.q_norm = Vec(lw.q_norm);
-      pl.k_norm = Vec(lw.k_norm);
+      pl.q_norm = ToFloatVector(lw.q_norm);
+      pl.k_norm = ToFloatVector(lw.k_norm);
     }
-    pl.attn_norm = Vec(lw.attn_norm);
-    pl.attn_norm_bias = Vec(lw.attn_norm_bias);
-    pl.ffn_norm = Vec(lw.ffn_norm);
-    pl.ffn_norm_bias = Vec(lw.ffn_norm_bias);
+    pl.attn_norm = ToFloatVector(lw.attn_norm);
+    pl.attn_norm_bias = ToFloatVector(lw.attn_norm_bias);
+    pl.ffn_norm = ToFloatVector(lw.ffn_norm);
+    pl.ffn_norm_bias = ToFloatVector(lw.ffn_norm_bias);
 
     // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
     bias.clear();
@@ -344,7 +335,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
     if (!qkv.ok()) return qkv.status();
     pl.qkv = std::move(*qkv);
 
-    auto wo = MakeLinear(p + "attn_output", {&lw.wo}, Vec(lw.bo), c.dim, q_dim_,
+    auto wo = MakeLinear(p + "attn_output", {&lw.wo}, ToFloatVector(lw.bo), c.dim, q_dim_,
                          ops::LinearActivation::kNone, max_rows, staging);
     if (!wo.ok()) return wo.status();
     pl.wo = std::move(*wo);
@@ -354,15 +345,15 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
       continue;
     }
     // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
-    auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, Vec(lw.b_up),
+    auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, ToFloatVector(lw.b_up),
                                  2 * c.hidden_dim, c.dim, linear_act, max_rows, staging)
-                    : MakeLinear(p + "ffn_up", {&lw.w_up}, Vec(lw.b_up), c.hidden_dim, c.dim,
-                                 linear_act, max_rows, staging);
+                    : MakeLinear(p + "ffn_up", {&lw.w_up}, ToFloatVector(lw.b_up), c.hidden_dim,
+                                 c.dim, linear_act, max_rows, staging);
     if (!up.ok()) return up.status();
     pl.up = std::move(*up);
 
-    auto down = MakeLinear(p + "ffn_down", {&lw.w_down}, Vec(lw.b_down), c.dim, c.hidden_dim,
-                           ops::LinearActivation::kNone, max_rows, staging);
+    auto down = MakeLinear(p + "ffn_down", {&lw.w_down}, ToFloatVector(lw.b_down), c.dim,
+                           c.hidden_dim, ops::LinearActivation::kNone, max_rows, staging);
     if (!down.ok()) return down.status();
     pl.down = std::move(*down);
   }
