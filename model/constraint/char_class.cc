@@ -106,7 +106,7 @@ std::optional<uint32_t> DecodeHex(std::string_view text, size_t& pos, int digits
 
 namespace {
 
-using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;
+using ByteRanges = Utf8Shape;
 
 // Splits [lo, hi] (one encoded length, no surrogates) until each piece is a product of byte
 // ranges, then appends those.
@@ -170,6 +170,16 @@ std::string JsonEscape(uint32_t cp) {
 }
 
 }  // namespace
+
+const std::vector<Utf8Shape>& MultibyteUtf8Shapes() {
+  static const std::vector<Utf8Shape>* const shapes = [] {
+    auto* out = new std::vector<Utf8Shape>;
+    Utf8Ranges(0x80, 0xD7FF, *out);
+    Utf8Ranges(0xE000, kMaxCodepoint, *out);
+    return out;
+  }();
+  return *shapes;
+}
 
 Symbol CharSymbol(GrammarBuilder& builder, const CodepointSet& set, TextContext context) {
   CodepointSet raw;

@@ -47,6 +47,12 @@ void AppendUtf8(uint32_t cp, std::string& out);
 // The code point whose UTF-8 encoding starts at text[pos], advancing pos past it; nullopt
 // (pos unchanged) when the bytes there are not UTF-8. The regex and GBNF parsers read with it.
 std::optional<uint32_t> DecodeUtf8(std::string_view text, size_t& pos);
+// The UTF-8 encodings of every non-ASCII scalar value as sequences of byte ranges (a lead
+// range, then one range per continuation byte; lead ranges are disjoint): the shapes a
+// multi-byte character takes in strictly valid UTF-8.
+using Utf8Shape = std::vector<std::pair<uint8_t, uint8_t>>;
+const std::vector<Utf8Shape>& MultibyteUtf8Shapes();
+
 // `digits` hex digits at text[pos] as a code point, advancing pos past them; nullopt when
 // they are not all there or name a value past kMaxCodepoint.
 std::optional<uint32_t> DecodeHex(std::string_view text, size_t& pos, int digits);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "model/constraint/char_class.h"
 
 namespace textgen::model {
 
@@ -133,7 +134,39 @@ int32_t GrammarMatcher::StepClass(int32_t set, int byte_class) {
   return result;
 }
 
+void GrammarMatcher::StepAllClasses(int32_t set) {
+  // The state a byte leads to depends only on which of the set's stacks accept it, so classes
+  // that the same stacks accept share one step (inside a string most classes do).
+  if (sets_[set].size() > 64) return;  // StepClass, class by class
+  std::vector<uint64_t> signatures(static_cast<size_t>(byte_classes_), 0);
+  {
+    const std::vector<int32_t>& stacks = sets_[set];  // before any step grows sets_
+    for (int c = 0; c < byte_classes_; ++c) {
+      for (size_t k = 0; k < stacks.size(); ++k) {
+        const int32_t node = stacks[k];
+        if (node != kAccept &&
+            grammar_->byte_set(grammar_->at(nodes_[node].position).index).Has(class_byte_[c])) {
+          signatures[c] |= uint64_t{1} << k;
+        }
+      }
+    }
+  }
+  std::vector<std::pair<uint64_t, int32_t>> by_signature;
+  const size_t row = static_cast<size_t>(set) * static_cast<size_t>(byte_classes_);
+  for (int c = 0; c < byte_classes_; ++c) {
+    const uint64_t signature = signatures[c];
+    auto it = std::find_if(by_signature.begin(), by_signature.end(),
+                           [&](const auto& entry) { return entry.first == signature; });
+    if (it == by_signature.end()) {
+      by_signature.emplace_back(signature, StepClass(set, c));  // may grow sets_
+    } else if (transitions_[row + static_cast<size_t>(c)] == kUnknown) {
+      transitions_[row + static_cast<size_t>(c)] = it->second;
+    }
+  }
+}
+
 void GrammarMatcher::ComputeUniform(int32_t set) {
+  StepAllClasses(set);
   std::vector<std::pair<int32_t, int>> weights;  // successor, bytes leading there
   for (int c = 0; c < byte_classes_; ++c) {
     const int32_t next = StepClass(set, c);
@@ -183,6 +216,90 @@ ByteSet GrammarMatcher::Run(int32_t set, int length) {
   return run;
 }
 
+bool GrammarMatcher::MultibyteLeadsTo(int32_t set, int32_t to) {
+  // Depth first over each shape's ranges, one byte per class present in a range.
+  struct Frame {
+    int32_t state;
+    size_t shape;
+    size_t at;
+  };
+  const std::vector<Utf8Shape>& shapes = MultibyteUtf8Shapes();
+  std::vector<Frame> work;
+  for (size_t shape = 0; shape < shapes.size(); ++shape) work.push_back({set, shape, 0});
+  while (!work.empty()) {
+    const Frame f = work.back();
+    work.pop_back();
+    if (f.at == shapes[f.shape].size()) {
+      if (f.state != to) return false;
+      continue;
+    }
+    const auto [lo, hi] = shapes[f.shape][f.at];
+    uint64_t seen[4] = {};  // classes already followed in this range
+    for (int b = lo; b <= hi; ++b) {
+      const int byte_class = grammar_->byte_class(static_cast<uint8_t>(b));
+      if ((seen[byte_class >> 6] >> (byte_class & 63)) & 1) continue;
+      seen[byte_class >> 6] |= uint64_t{1} << (byte_class & 63);
+      const int32_t next = StepClass(f.state, byte_class);
+      if (next < 0) return false;
+      work.push_back({next, f.shape, f.at + 1});
+    }
+  }
+  return true;
+}
+
+bool GrammarMatcher::FirstCharFits(int32_t set, const ByteSet& below) const {
+  // Every character below must be able to come first: a cheap test that spares building the
+  // chain of a state (a literal's, say) that takes no subtree by characters.
+  static const ByteSet kLeads = ByteSet::Range(0xC2, 0xF4);
+  ByteSet ascii = below;
+  ascii.words[2] = ascii.words[3] = 0;
+  const bool has_multibyte = (below.words[2] | below.words[3]) != 0;
+  return ascii.SubsetOf(first_bytes_[set]) &&
+         (!has_multibyte || kLeads.SubsetOf(first_bytes_[set]));
+}
+
+const GrammarMatcher::CharChain& GrammarMatcher::Chain(int32_t set, int length) {
+  if (!uniform_[set].chain_started) {
+    CharChain& chain = uniform_[set].chain;
+    chain.ascii.push_back(ByteSet::Range(0, 0x7F));
+    chain.multibyte.push_back(1);
+    chain.state.push_back(set);
+    uniform_[set].chain_started = true;
+  }
+  // Extended only as far as asked: each new entry may create states.
+  length = std::min(length, kMaxRun);
+  while (!uniform_[set].chain.ended &&
+         static_cast<int>(uniform_[set].chain.state.size()) <= length) {
+    const int32_t from = uniform_[set].chain.state.back();
+    if (!uniform_[from].known) ComputeUniform(from);
+    const int32_t to = uniform_[from].successor;
+    if (to >= 0 && uniform_[from].multibyte < 0) {
+      const bool leads = MultibyteLeadsTo(from, to);  // may grow uniform_
+      uniform_[from].multibyte = leads ? 1 : 0;
+    }
+    CharChain& chain = uniform_[set].chain;  // the steps above may have grown uniform_
+    ByteSet ascii;
+    bool multibyte = false;
+    if (to >= 0) {
+      ascii = uniform_[from].bytes;
+      ascii &= chain.ascii.back();
+      multibyte = chain.multibyte.back() && uniform_[from].multibyte == 1;
+    }
+    if (ascii.Empty() && !multibyte) {
+      chain.ended = true;
+      break;
+    }
+    chain.ascii.push_back(ascii);
+    chain.multibyte.push_back(multibyte ? 1 : 0);
+    chain.state.push_back(to);
+    if (to == set && chain.state.size() == 2) {
+      chain.loops = true;
+      chain.ended = true;
+    }
+  }
+  return uniform_[set].chain;
+}
+
 bool GrammarMatcher::Accept(std::string_view bytes) {
   int32_t set = state_;
   for (char c : bytes) {
@@ -220,7 +337,7 @@ void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed
     }
   }
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
-  const std::vector<TokenTrie::Subtree>& subtrees = trie.subtrees();
+  const std::vector<ByteSet>& subtree_bytes = trie.subtree_bytes();
   const std::vector<int32_t>& order = trie.order();
   const auto mark = [&](int32_t begin, int32_t end) {
     for (int32_t k = begin; k < end; ++k) {
@@ -228,25 +345,81 @@ void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed
       allowed[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
   };
+  const Grammar& grammar = *grammar_;
   depth_sets_.assign(static_cast<size_t>(trie.max_depth()) + 1, -1);
   depth_sets_[0] = state_;
-  const int32_t n = static_cast<int32_t>(nodes.size());
+  const int32_t n = static_cast<int32_t>(nodes.size()) - 1;  // the sentinel is not walked
   for (int32_t i = 1; i < n;) {
     const TokenTrie::Node& node = nodes[i];
-    const int32_t set = Step(depth_sets_[node.depth - 1], node.byte);
+    // Step inline: the transition is nearly always memoized already.
+    const int32_t from = depth_sets_[node.depth - 1];
+    const int byte_class = grammar.byte_class(node.byte);
+    int32_t set = transitions_[static_cast<size_t>(from) * static_cast<size_t>(byte_classes_) +
+                               static_cast<size_t>(byte_class)];
+    if (set == kUnknown) set = StepClass(from, byte_class);
     if (set < 0) {
       i = node.end;
       continue;
     }
-    mark(node.own_begin, node.own_end);
+    const int32_t next_begin = nodes[i + 1].own_begin;
+    mark(node.own_begin, next_begin);
     if (node.end == i + 1) {
       ++i;
       continue;
     }
     // A state that accepts every run of the subtree's bytes accepts the whole subtree.
-    const TokenTrie::Subtree& below = subtrees[i];
-    if (below.bytes.SubsetOf(first_bytes_[set]) && below.bytes.SubsetOf(Run(set, below.height))) {
-      mark(node.own_end, below.tokens_end);
+    const ByteSet& below = subtree_bytes[i];
+    bool whole = below.SubsetOf(first_bytes_[set]) && below.SubsetOf(Run(set, node.height));
+    if (!whole && (node.flags & TokenTrie::kWholeCharsBelow) && FirstCharFits(set, below)) {
+      // By characters: the longest prefix length c every token below may take, then either
+      // all of the subtree (its tokens are at most c characters long) or its tokens of at most
+      // c characters, when no longer one can go on from where c characters lead.
+      const CharChain& chain = Chain(set, node.chars);
+      const bool has_multibyte = (below.words[2] | below.words[3]) != 0;
+      ByteSet ascii = below;
+      ascii.words[2] = ascii.words[3] = 0;
+      const auto fits = [&](size_t j) {
+        return ascii.SubsetOf(chain.ascii[j]) && (!has_multibyte || chain.multibyte[j]);
+      };
+      const int want = node.chars;
+      int c = 0;
+      if (chain.loops) {
+        c = fits(1) ? want : 0;
+      } else {
+        int lo = 0;  // fits(lo); the entries only shrink with j
+        int hi = std::min(want, static_cast<int>(chain.state.size()) - 1);
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (fits(static_cast<size_t>(mid))) {
+            lo = mid;
+          } else {
+            hi = mid - 1;
+          }
+        }
+        c = lo;
+      }
+      if (c >= want) {
+        whole = true;
+      } else if (c > 0) {
+        ByteSet next = below;
+        next &= first_bytes_[chain.state[static_cast<size_t>(c)]];
+        if (next.Empty()) {
+          const std::vector<uint16_t>& token_chars = trie.order_chars();
+          const int limit = trie.path_chars()[static_cast<size_t>(i)] + c;
+          const int32_t tokens_end = nodes[node.end].own_begin;
+          for (int32_t k = next_begin; k < tokens_end; ++k) {
+            if (token_chars[k] <= limit) {
+              const int32_t id = order[k];
+              allowed[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+            }
+          }
+          i = node.end;
+          continue;
+        }
+      }
+    }
+    if (whole) {
+      mark(next_begin, nodes[node.end].own_begin);
       i = node.end;
       continue;
     }

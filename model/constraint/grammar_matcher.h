@@ -70,6 +70,26 @@ class GrammarMatcher {
   // The bytes B such that every string of 1..`length` bytes from B is accepted from `set`
   // (exact when B leads to one state; a sufficient test, so masks never depend on it).
   ByteSet Run(int32_t set, int length);
+  // Where whole characters lead from `set` along its uniform successors: entry j says which
+  // characters the first j may be (ASCII bytes, and whether any multi-byte character) so that
+  // each is accepted, and the state they reach. Sufficient like Run, but by characters: inside
+  // a string, multi-byte characters pass through states of their own, so no byte run covers
+  // them, and a bounded string's chain ends where its length does.
+  struct CharChain {
+    std::vector<ByteSet> ascii;
+    std::vector<uint8_t> multibyte;
+    std::vector<int32_t> state;
+    bool loops = false;  // the first character leads back to `set`: every length is like 1
+    bool ended = false;  // no entry can follow the last
+  };
+  // Whether the characters of a subtree with bytes `below` may all come first from `set`.
+  bool FirstCharFits(int32_t set, const ByteSet& below) const;
+  // The chain of `set`, extended to `length` characters where it goes that far.
+  const CharChain& Chain(int32_t set, int length);
+  // Whether every multi-byte character leads from `set` to `to`, each prefix accepted.
+  bool MultibyteLeadsTo(int32_t set, int32_t to);
+  // Computes every transition of `set` not known yet.
+  void StepAllClasses(int32_t set);
   // The state most bytes lead to from `set`, and those bytes.
   void ComputeUniform(int32_t set);
   void Fail(absl::Status status);
@@ -92,6 +112,9 @@ class GrammarMatcher {
     ByteSet bytes;
     uint64_t runs_known = 0;  // bit h: runs[h] is known
     std::vector<ByteSet> runs;
+    int8_t multibyte = -1;  // MultibyteLeadsTo(set, successor); -1: not computed
+    bool chain_started = false;
+    CharChain chain;
   };
   std::vector<Uniform> uniform_;
   std::vector<int32_t> depth_sets_;   // FillMask scratch

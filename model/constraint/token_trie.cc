@@ -3,7 +3,37 @@
 #include <algorithm>
 #include <numeric>
 
+#include "model/constraint/char_class.h"
+
 namespace textgen::model {
+namespace {
+
+// Where a byte string stands in strict UTF-8: on a character boundary (0), invalid (-1), or
+// 1 + 4 * shape + the continuation byte expected next.
+constexpr int kBoundary = 0;
+constexpr int kInvalid = -1;
+
+int Utf8Step(int state, uint8_t byte) {
+  const std::vector<Utf8Shape>& shapes = MultibyteUtf8Shapes();
+  if (state == kInvalid) return kInvalid;
+  if (state == kBoundary) {
+    if (byte < 0x80) return kBoundary;
+    for (size_t shape = 0; shape < shapes.size(); ++shape) {
+      if (byte >= shapes[shape][0].first && byte <= shapes[shape][0].second) {
+        return 1 + static_cast<int>(shape) * 4 + 1;
+      }
+    }
+    return kInvalid;
+  }
+  const int shape = (state - 1) / 4;
+  const int at = (state - 1) % 4;
+  const auto [lo, hi] = shapes[static_cast<size_t>(shape)][static_cast<size_t>(at)];
+  if (byte < lo || byte > hi) return kInvalid;
+  return at + 1 == static_cast<int>(shapes[static_cast<size_t>(shape)].size()) ? kBoundary
+                                                                               : state + 1;
+}
+
+}  // namespace
 
 std::shared_ptr<const TokenTrie> TokenTrie::Build(const Tokenizer& tokenizer) {
   std::vector<std::string> bytes(static_cast<size_t>(tokenizer.vocab_size()));
@@ -20,23 +50,24 @@ std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> t
   trie->token_bytes_ = std::move(token_bytes);
   const std::vector<std::string>& bytes = trie->token_bytes_;
   std::vector<int32_t>& order = trie->order_;
+  // A token longer than a node's depth can count (no real vocabulary comes near) is left
+  // out: a constraint then never allows it.
+  constexpr size_t kMaxTokenBytes = 65535;
   for (int32_t id = 0; id < static_cast<int32_t>(bytes.size()); ++id) {
-    if (!bytes[id].empty()) order.push_back(id);
+    if (!bytes[id].empty() && bytes[id].size() <= kMaxTokenBytes) order.push_back(id);
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int32_t a, int32_t b) { return bytes[a] < bytes[b]; });
 
   std::vector<Node>& nodes = trie->nodes_;
-  std::vector<Subtree>& subtrees = trie->subtrees_;
   std::vector<int32_t> parent;
-  nodes.push_back({0, 0, 0, 0, 0});
-  subtrees.push_back({0, 0, {}});
+  std::vector<int32_t> heights;  // unclamped, while building
+  nodes.push_back({0, 0, 0, 0, 0, 0, 0});
   parent.push_back(-1);
   std::vector<int32_t> path = {0};  // path[d] = node at depth d
-  const auto close_to = [&](size_t depth, int32_t k) {
+  const auto close_to = [&](size_t depth) {
     while (path.size() > depth + 1) {
       nodes[path.back()].end = static_cast<int32_t>(nodes.size());
-      subtrees[path.back()].tokens_end = k;
       path.pop_back();
     }
   };
@@ -47,15 +78,13 @@ std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> t
     if (previous != nullptr) {
       while (lcp < b.size() && lcp < previous->size() && b[lcp] == (*previous)[lcp]) ++lcp;
     }
-    close_to(lcp, k);
-    if (previous != nullptr && lcp == b.size()) {
-      nodes[path.back()].own_end = k + 1;  // same bytes as the previous token
-    } else {
+    close_to(lcp);
+    // Same bytes as the previous token: it joins that node's own tokens, which end where the
+    // next node's begin.
+    if (previous == nullptr || lcp != b.size()) {
       for (size_t d = lcp + 1; d <= b.size(); ++d) {
-        const bool last = d == b.size();
-        nodes.push_back(
-            {0, k, last ? k + 1 : k, static_cast<int32_t>(d), static_cast<uint8_t>(b[d - 1])});
-        subtrees.push_back({0, 0, {}});
+        // Tokens sort before their extensions, so a new node's first token is k.
+        nodes.push_back({0, k, static_cast<uint16_t>(d), static_cast<uint8_t>(b[d - 1]), 0, 0, 0});
         parent.push_back(path.back());
         path.push_back(static_cast<int32_t>(nodes.size()) - 1);
       }
@@ -63,14 +92,46 @@ std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> t
     trie->max_depth_ = std::max(trie->max_depth_, static_cast<int>(b.size()));
     previous = &b;
   }
-  close_to(0, static_cast<int32_t>(order.size()));
+  close_to(0);
   nodes[0].end = static_cast<int32_t>(nodes.size());
-  subtrees[0].tokens_end = static_cast<int32_t>(order.size());
-  for (int32_t i = static_cast<int32_t>(nodes.size()) - 1; i > 0; --i) {
-    Subtree& p = subtrees[parent[i]];
-    p.bytes.Add(nodes[i].byte);
-    p.bytes |= subtrees[i].bytes;
-    p.height = std::max(p.height, subtrees[i].height + 1);
+  const int32_t real_nodes = static_cast<int32_t>(nodes.size());
+  nodes.push_back({real_nodes + 1, static_cast<int32_t>(order.size()), 0, 0, 0, 0, 0});  // sentinel
+  trie->subtree_bytes_.resize(nodes.size());
+  heights.assign(nodes.size(), 0);
+  // UTF-8 state after each node's bytes (parents precede children in preorder), then, bottom
+  // up, whether everything below continues it validly and how many characters it spans.
+  std::vector<int> utf8(nodes.size(), kBoundary);
+  for (int32_t i = 1; i < real_nodes; ++i) utf8[i] = Utf8Step(utf8[parent[i]], nodes[i].byte);
+  std::vector<int32_t> chars(nodes.size(), 0);
+  trie->path_chars_.assign(nodes.size(), 0);
+  for (int32_t i = 1; i < real_nodes; ++i) {
+    const bool starts_char = utf8[parent[i]] == kBoundary;
+    trie->path_chars_[i] = static_cast<uint16_t>(
+        std::min(trie->path_chars_[parent[i]] + (starts_char ? 1 : 0), 65535));
+  }
+  std::vector<char> valid_below(nodes.size(), 1);
+  for (int32_t i = real_nodes - 1; i > 0; --i) {
+    const int32_t up = parent[i];
+    trie->subtree_bytes_[up].Add(nodes[i].byte);
+    trie->subtree_bytes_[up] |= trie->subtree_bytes_[i];
+    heights[up] = std::max(heights[up], heights[i] + 1);
+    const bool starts_char = utf8[up] == kBoundary;
+    chars[up] = std::max(chars[up], chars[i] + (starts_char ? 1 : 0));
+    if (utf8[i] == kInvalid || !valid_below[i]) valid_below[up] = 0;
+  }
+  // A token's characters are those of the deepest node it spells (tokens are node paths).
+  trie->order_chars_.assign(order.size(), 0);
+  for (int32_t i = 1; i < real_nodes; ++i) {
+    for (int32_t k = nodes[i].own_begin; k < nodes[i + 1].own_begin; ++k) {
+      trie->order_chars_[k] = trie->path_chars_[i];
+    }
+  }
+  for (int32_t i = 0; i < real_nodes; ++i) {
+    nodes[i].height = static_cast<uint8_t>(std::min(heights[i], 255));
+    nodes[i].chars = static_cast<uint8_t>(std::min(chars[i], 255));
+    if (utf8[i] == kBoundary && valid_below[i] && chars[i] <= 255) {
+      nodes[i].flags |= kWholeCharsBelow;
+    }
   }
   return trie;
 }

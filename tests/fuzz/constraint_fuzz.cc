@@ -1,7 +1,7 @@
 // libFuzzer targets over the constraint compilers: the input is a schema (TEXTGEN_FUZZ_SCHEMA)
 // or a GBNF grammar (otherwise), then NUL, then bytes fed to a matcher of what compiled. Any
 // input must give a grammar or a clean refusal, and the matcher must never fail on its own
-// (a limit) for these small inputs.
+// (a limit) for these small inputs; every mask must equal the brute-force one.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,18 +15,33 @@
 
 namespace {
 
-// A small vocabulary: every byte and a few multi-byte pieces.
+// A small vocabulary: every byte, JSON pieces, and multi-byte UTF-8 pieces (whole, partial,
+// closing a string, invalid), so masks take every path of the trie walk.
 std::shared_ptr<const textgen::model::TokenTrie> Vocabulary() {
   static const auto* trie = [] {
     std::vector<std::string> tokens;
     for (int b = 0; b < 256; ++b) tokens.push_back(std::string(1, static_cast<char>(b)));
-    for (const char* t : {"{\"", "\":", "\"", ", \"", "true", "null", "12", "ab", "\n  "}) {
+    for (const char* t :
+         {"{\"",    "\":",      "\"",   ", \"",      "true",     "null",        "12",
+          "ab",     "\n  ",     "é",    "éé",        "aé",       "ab\"",        "日本",
+          "日本\"", "abcdefgh", "\xC3", "a\xE2\x82", "\xC0\x80", "\xED\xA0\x80"}) {
       tokens.push_back(t);
     }
     return new std::shared_ptr<const textgen::model::TokenTrie>(
         textgen::model::TokenTrie::FromBytes(tokens));
   }();
   return *trie;
+}
+
+// Every token whose bytes the matcher accepts one by one: what FillMask must equal (unless a
+// limit tripped on the way, after which nothing is allowed).
+void CheckMask(textgen::model::GrammarMatcher& matcher, const std::vector<uint64_t>& mask) {
+  const textgen::model::TokenTrie& trie = *Vocabulary();
+  std::vector<uint64_t> brute(mask.size());
+  for (int id = 0; id < trie.vocab_size(); ++id) {
+    if (matcher.CanAccept(trie.token_bytes(id))) brute[id / 64] |= uint64_t{1} << (id % 64);
+  }
+  if (matcher.status().ok() && brute != mask) __builtin_trap();
 }
 
 }  // namespace
@@ -49,9 +64,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   textgen::model::GrammarMatcher matcher(shared);
   std::vector<uint64_t> mask((Vocabulary()->vocab_size() + 63) / 64);
   matcher.FillMask(*Vocabulary(), mask);
+  CheckMask(matcher, mask);
   for (size_t i = 0; i < feed.size() && i < 64; ++i) {
     if (!matcher.Accept(feed.substr(i, 1))) break;
-    if (i % 8 == 0) matcher.FillMask(*Vocabulary(), mask);
+    if (i % 8 == 0) {
+      matcher.FillMask(*Vocabulary(), mask);
+      CheckMask(matcher, mask);
+    }
   }
   (void)matcher.complete();
   return 0;

@@ -323,16 +323,20 @@ TEST(GrammarMatcherTest, LongTokensInBoundedStringsMatchBruteForce) {
 TEST(GrammarMatcherTest, MasksEqualBruteForceAlongRandomWalks) {
   // A small vocabulary with single bytes, words, JSON punctuation and multi-byte UTF-8.
   std::vector<std::string> vocab = {
-      "",     "\"",   "{",        "}",    "{\"",  "\":",  ",\"",      "\": \"", " ",
-      "\n",   "  ",   "a",        "ab",   "abc",  "name", "\"name\"", "1",      "12",
-      "0",    "-",    ".",        "e",    "true", "null", "[",        "]",      "é",
-      "\xC3", "\xA9", "\xE2\x82", "\xAC", "\\",   "\\n",  "\\\"",     "x\"",    "\"}"};
+      "", "\"", "{", "}", "{\"", "\":", ",\"", "\": \"", " ", "\n", "  ", "a", "ab", "abc", "name",
+      "\"name\"", "1", "12", "0", "-", ".", "e", "true", "null", "[", "]", "é", "\xC3", "\xA9",
+      "\xE2\x82", "\xAC", "\\", "\\n", "\\\"", "x\"", "\"}",
+      // Subtrees judged by characters: whole ones, ones longer than a bounded string's rest,
+      // ones that close the string, and invalid UTF-8 (an overlong form, a surrogate).
+      "éé", "éa", "aé", "abé\"", "éééé", "abcdefgh", "日本語", "日本\"", "é\\n", "ab\"}",
+      "\xC0\x80", "\xED\xA0\x80", "a\xC3"};
   for (int b = 0; b < 256; ++b) vocab.push_back(std::string(1, static_cast<char>(b)));
   auto trie = TokenTrie::FromBytes(vocab);
   const std::vector<std::string> schemas = {
       R"({"type":"object","properties":{"name":{"type":"string","maxLength":4},"n":{"type":"integer","minimum":-5,"maximum":300}},"required":["name"]})",
       R"({"type":"array","items":{"anyOf":[{"type":"number"},{"type":"boolean"},{"type":"null"}]}})",
-      R"({"type":"string","pattern":"é+\\d"})"};
+      R"({"type":"string","pattern":"é+\\d"})",
+      R"({"type":"array","items":{"type":"string","minLength":1,"maxLength":6}})"};
   std::mt19937 rng(7);
   for (const std::string& schema : schemas) {
     auto g = Schema(schema);
