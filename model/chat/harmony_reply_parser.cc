@@ -5,10 +5,10 @@
 namespace textgen::model {
 namespace {
 
-constexpr std::string_view kStart = "<|start|>";
-constexpr std::string_view kChannel = "<|channel|>";
-constexpr std::string_view kMessage = "<|message|>";
-constexpr std::string_view kEnd = "<|end|>";
+constexpr std::string_view kStart = HarmonyTags::kStart;
+constexpr std::string_view kChannel = HarmonyTags::kChannel;
+constexpr std::string_view kMessage = HarmonyTags::kMessage;
+constexpr std::string_view kEnd = HarmonyTags::kEnd;
 // A header longer than this is not one (the model is writing text without the format).
 constexpr size_t kMaxHeaderBytes = 512;
 

@@ -59,4 +59,15 @@ struct ToolCallMarkup {
 };
 ToolCallMarkup MarkupOf(ToolCallFormat format);
 
+// gpt-oss's harmony tags (control tokens in its vocabulary, printed). A message is
+// <|start|>ROLE<|channel|>CHANNEL[ to=RECIPIENT][ <|constrain|>TYPE]<|message|>TEXT<|end|>; the
+// reply parser reads them and a forced call's constraint writes them.
+struct HarmonyTags {
+  static constexpr std::string_view kStart = "<|start|>";
+  static constexpr std::string_view kChannel = "<|channel|>";
+  static constexpr std::string_view kMessage = "<|message|>";
+  static constexpr std::string_view kEnd = "<|end|>";
+  static constexpr std::string_view kConstrain = "<|constrain|>";
+};
+
 }  // namespace textgen::model

@@ -52,10 +52,17 @@ absl::StatusOr<CompiledConstraint> ConstraintCompiler::Compile(const ConstraintS
         "the ", ConstraintKindName(spec.kind), " is ", spec.text.size(),
         " bytes, over the limit of ", limits_.max_text_bytes, " (--max-constraint-bytes)"));
   }
+  // Every field, each length-prefixed so no two specs share a key.
   const JsonFraming& f = spec.framing;
-  std::string key = absl::StrCat(static_cast<int>(spec.kind), ":", f.before.size(), ":", f.before,
-                                 f.after.size(), ":", f.after, f.separator.size(), ":", f.separator,
-                                 f.max_documents, ":", spec.text);
+  std::string key = absl::StrCat(static_cast<int>(spec.kind), ":", f.max_documents, ":",
+                                 f.max_leading_whitespace, ":", f.max_sections, ":");
+  for (const std::string* part :
+       {&f.before, &f.after, &f.separator, &f.section_open, &f.section_close}) {
+    absl::StrAppend(&key, part->size(), ":", *part);
+  }
+  absl::StrAppend(&key, f.before_branch.size(), ":");
+  for (const std::string& part : f.before_branch) absl::StrAppend(&key, part.size(), ":", part);
+  absl::StrAppend(&key, spec.text);
   {
     absl::MutexLock lock(&mu_);
     if (auto it = index_.find(key); it != index_.end()) {

@@ -109,8 +109,29 @@ class SchemaCompiler {
         {Sequence{}, Lit(" "), {GrammarBuilder::Ref(newlines), GrammarBuilder::Ref(indentation)}});
   }
 
+  // The document: the root schema, or with before_branch each branch of its anyOf after its
+  // own text.
+  absl::StatusOr<int> Body(const JsonFraming& framing) {
+    if (framing.before_branch.empty()) return Schema(root_, "", 0);
+    const auto branches = root_.is_object() ? root_.find("anyOf") : root_.end();
+    if (!root_.is_object() || branches == root_.end() || !branches->is_array() ||
+        branches->size() != framing.before_branch.size()) {
+      return Refuse("/anyOf", absl::StrCat("must have one branch per framed text (",
+                                           framing.before_branch.size(), ")"));
+    }
+    std::vector<Sequence> alternatives;
+    for (size_t i = 0; i < framing.before_branch.size(); ++i) {
+      absl::StatusOr<int> branch = Schema((*branches)[i], absl::StrCat("/anyOf/", i), 1);
+      if (!branch.ok()) return branch.status();
+      Sequence alternative = Lit(framing.before_branch[i]);
+      alternative.push_back(GrammarBuilder::Ref(*branch));
+      alternatives.push_back(std::move(alternative));
+    }
+    return b_.RuleOf("branches", std::move(alternatives));
+  }
+
   absl::StatusOr<Grammar> Compile(const JsonFraming& framing) {
-    absl::StatusOr<int> rule = Schema(root_, "", 0);
+    absl::StatusOr<int> rule = Body(framing);
     if (!rule.ok()) return rule.status();
     int root = *rule;
     if (framing != JsonFraming{}) {
@@ -121,6 +142,16 @@ class SchemaCompiler {
       more.insert(more.end(), document.begin(), document.end());
       const int rest = b_.Repeat("more-documents", more, 0, std::max(framing.max_documents, 1) - 1);
       document.push_back(GrammarBuilder::Ref(rest));
+      if (framing.max_sections > 0) {
+        CodepointSet any;
+        any.Add(0, kMaxCodepoint);
+        const int text = b_.Repeat("section-text", {CharSymbol(b_, any, TextContext::kRaw)}, 0, -1);
+        Sequence section = Lit(framing.section_open);
+        section.push_back(GrammarBuilder::Ref(text));
+        for (const Symbol& s : Lit(framing.section_close)) section.push_back(s);
+        const int sections = b_.Repeat("sections", section, 0, framing.max_sections);
+        document.insert(document.begin(), GrammarBuilder::Ref(sections));
+      }
       if (framing.max_leading_whitespace > 0) {
         ByteSet space = ByteSet::Single(' ');
         space.Add('\n');

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/constraint/grammar.h"
@@ -41,6 +42,15 @@ struct JsonFraming {
   std::string separator;
   int max_documents = 1;
   int max_leading_whitespace = 0;  // spaces or newlines allowed before the first document
+  // Up to max_sections free-text sections before the first document, each section_open, any
+  // UTF-8 text, then section_close (a reasoning model's thinking before its answer).
+  std::string section_open;
+  std::string section_close;
+  int max_sections = 0;
+  // When not empty, one entry per branch of the root schema's anyOf: a document of branch i
+  // is before, before_branch[i], then the branch (a call whose header names its tool outside
+  // the JSON).
+  std::vector<std::string> before_branch;
   bool operator==(const JsonFraming&) const = default;
 };
 

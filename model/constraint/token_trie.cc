@@ -40,9 +40,22 @@ std::shared_ptr<const TokenTrie> TokenTrie::Build(const Tokenizer& tokenizer) {
   // As text mid-stream: a SentencePiece piece keeps its leading space (no BOS before it).
   const int not_at_start = tokenizer.vocab_size();
   for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    if (!tokenizer.IsControl(id)) bytes[id] = tokenizer.TokenBytes(id, not_at_start);
+    bytes[id] = tokenizer.TokenBytes(id, not_at_start);
+    if (tokenizer.IsControl(id)) {
+      if (!bytes[id].empty()) bytes[id] = ControlTokenBytes(bytes[id]);
+    } else if (bytes[id].find(kControlMark) != std::string::npos) {
+      // A byte token 0xFF (or a piece holding one): no grammar's UTF-8 text accepts it, and
+      // left in it could spell the mark of a control token.
+      bytes[id].clear();
+    }
   }
   return FromBytes(std::move(bytes));
+}
+
+std::string TokenTrie::ControlTokenBytes(std::string_view text) {
+  std::string bytes(1, kControlMark);
+  bytes.append(text);
+  return bytes;
 }
 
 std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> token_bytes) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/constraint/grammar.h"
@@ -36,8 +37,15 @@ class TokenTrie {
   // The node's bytes end on a character boundary and every path below is a prefix of
   // strictly valid UTF-8: a walk may then judge the subtree by characters, not bytes.
   static constexpr uint8_t kWholeCharsBelow = 1;
-  // Every token with bytes (control tokens have none and are never in a mask).
+  // Every token with bytes. Control tokens have none and are never in a mask, but those the
+  // tokenizer prints (harmony's <|channel|>, ...) are spelled ControlTokenBytes(text): a
+  // grammar allows one only where it writes it that way, never as text.
   static std::shared_ptr<const TokenTrie> Build(const Tokenizer& tokenizer);
+  // A printed control token's bytes in the trie: its text after a 0xFF byte, which no UTF-8
+  // text (so no JSON, regex or GBNF text) contains, and which Build leaves out of every other
+  // token (a byte token 0xFF could otherwise spell the mark).
+  static std::string ControlTokenBytes(std::string_view text);
+  static constexpr char kControlMark = '\xFF';
   // From explicit token bytes (tests); empty strings are left out.
   static std::shared_ptr<const TokenTrie> FromBytes(std::vector<std::string> token_bytes);
 

@@ -1,10 +1,13 @@
 #include "server/core/chat_validation.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "model/base/status_macros.h"
 #include "model/chat/jinja/interpreter.h"
 #include "model/tokenizer/utf8.h"
 #include "server/core/field_error.h"
+#include "server/core/harmony_framing.h"
 #include "server/core/tool_plan.h"
 
 namespace textgen::server {
@@ -98,10 +101,20 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
   absl::StatusOr<const model::ChatTemplate*> chat_template =
       templates.Find(request.template_name());
   if (!chat_template.ok()) return chat_template.status();
-  const RequestFields fields{request.request_id(), request.session_id(), request.sampling(),
-                             request.stopping(),   request.output(),     request.constraint()};
+  const model::ReplyFormat& format = templates.reply_format(request.template_name());
+  std::optional<model::JsonFraming> json_framing;
+  if (format.tool_calls == model::ToolCallFormat::kHarmony) {
+    json_framing = HarmonyFraming();
+    json_framing->before = HarmonyFinalHeader();
+  }
+  const RequestFields fields{request.request_id(),
+                             request.session_id(),
+                             request.sampling(),
+                             request.stopping(),
+                             request.output(),
+                             request.constraint(),
+                             json_framing ? &*json_framing : nullptr};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
-    const model::ReplyFormat& format = templates.reply_format(request.template_name());
     absl::StatusOr<ToolPlan> tools = PlanTools(request, format, options.constraints);
     if (!tools.ok()) return tools.status();
     absl::StatusOr<model::ChatInput> input = ToChatInput(

@@ -9,6 +9,7 @@ add_library(textgen_server_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/field_error.cc
   ${CMAKE_CURRENT_LIST_DIR}/session_routing.cc
   ${CMAKE_CURRENT_LIST_DIR}/tokenize.cc
+  ${CMAKE_CURRENT_LIST_DIR}/harmony_framing.cc
   ${CMAKE_CURRENT_LIST_DIR}/tool_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/validation.cc
 )

@@ -11,6 +11,7 @@
 #include "model/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 #include "server/core/field_error.h"
+#include "server/core/harmony_framing.h"
 
 namespace textgen::server {
 namespace {
@@ -125,10 +126,9 @@ absl::Status CheckToolMessages(const v1::ChatRequest& request) {
   return absl::OkStatus();
 }
 
-// One call of `tool` as a JSON Schema object: its name, then its arguments.
-Ordered CallSchema(const Tool& tool, int index, const model::ToolCallMarkup& markup,
-                   Ordered& defs) {
-  // The parameters go under $defs so their own "#..." references still resolve.
+// Puts `tool`'s parameters under $defs (so their own "#..." references still resolve) and
+// returns the reference to them.
+std::string AddParameters(const Tool& tool, int index, Ordered& defs) {
   const std::string home = StrCat("#/$defs/tool", index);
   std::function<void(Ordered&)> rebase = [&](Ordered& node) {
     if (node.is_object()) {
@@ -146,6 +146,13 @@ Ordered CallSchema(const Tool& tool, int index, const model::ToolCallMarkup& mar
   Ordered parameters = tool.parameters;
   rebase(parameters);
   defs[StrCat("tool", index)] = std::move(parameters);
+  return home;
+}
+
+// One call of `tool` as a JSON Schema object: its name, then its arguments.
+Ordered CallSchema(const Tool& tool, int index, const model::ToolCallMarkup& markup,
+                   Ordered& defs) {
+  const std::string home = AddParameters(tool, index, defs);
   Ordered properties = Ordered::object();
   properties["name"] = Ordered{{"const", tool.name}};
   properties[markup.arguments_key] = Ordered{{"$ref", home}};
@@ -176,9 +183,15 @@ model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::Tool
     schema = call;
     if (after_open_tag) {
       // "<tool_call>" was written: "\n{...}\n</tool_call>", then more calls or the end.
-      spec.framing = {"\n", markup.call_close, "\n<tool_call>", max_calls};
+      spec.framing.before = "\n";
+      spec.framing.after = markup.call_close;
+      spec.framing.separator = "\n<tool_call>";
+      spec.framing.max_documents = max_calls;
     } else if (!markup.call_open.empty()) {
-      spec.framing = {markup.call_open, markup.call_close, "\n", max_calls};
+      spec.framing.before = markup.call_open;
+      spec.framing.after = markup.call_close;
+      spec.framing.separator = "\n";
+      spec.framing.max_documents = max_calls;
     }
   }
   schema["$defs"] = std::move(defs);
@@ -187,6 +200,26 @@ model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::Tool
 }
 
 // The tag after which a format's call starts: hermes "<tool_call>" (plain text), Mistral's
+// gpt-oss's harmony: a call is a message to the tool (harmony_framing.h), and <|call|> ends the
+// generation, so a reply holds one call.
+model::ConstraintSpec HarmonyCallConstraint(const std::vector<Tool>& tools) {
+  using Tags = model::HarmonyTags;
+  Ordered defs = Ordered::object();
+  Ordered branches = Ordered::array();
+  model::JsonFraming framing = HarmonyFraming();
+  framing.before = StrCat(HarmonyTag(Tags::kChannel), "commentary to=functions.");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    branches.push_back(Ordered{{"$ref", AddParameters(tools[i], static_cast<int>(i), defs)}});
+    framing.before_branch.push_back(StrCat(tools[i].name, " ", HarmonyTag(Tags::kConstrain), "json",
+                                           HarmonyTag(Tags::kMessage)));
+  }
+  model::ConstraintSpec spec;
+  spec.kind = model::ConstraintKind::kJsonSchema;
+  spec.text = Ordered{{"anyOf", std::move(branches)}, {"$defs", std::move(defs)}}.dump();
+  spec.framing = std::move(framing);
+  return spec;
+}
+
 // "[TOOL_CALLS]" and Phi-4-mini's "<|tool_call|>" (control tokens in their vocabularies, then
 // the calls' JSON array); "" for formats without one.
 std::string LazyTrigger(model::ToolCallFormat format) {
@@ -257,17 +290,14 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
     }
     callable = {*it};
   }
-  if (format.tool_calls == model::ToolCallFormat::kHarmony) {
-    // The call would be a harmony message header, then JSON: not yet expressible as one
-    // constraint; refused rather than offered without the guarantee.
-    return FieldError(absl::StatusCode::kUnimplemented, "tool_choice",
-                      "forcing a call (required or a named function) is not supported with "
-                      "gpt-oss's harmony format; use \"auto\"");
-  }
   if (compiler == nullptr) {
     return FieldError(absl::StatusCode::kUnimplemented, "tool_choice",
                       "forcing a call needs output constraints, which are not enabled on this "
                       "server");
+  }
+  if (format.tool_calls == model::ToolCallFormat::kHarmony) {
+    plan.constraint = HarmonyCallConstraint(callable);
+    return plan;
   }
   const bool single = choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION || !parallel ||
                       format.tool_calls == model::ToolCallFormat::kLlama3Json;

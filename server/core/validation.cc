@@ -268,20 +268,24 @@ absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& id
 }
 
 // Compiles the output constraint (from the compiler's cache when it has seen it before).
-absl::Status ValidateConstraint(const v1::OutputConstraint& in, const ValidationOptions& options,
-                                ConstraintParams& out) {
+absl::Status ValidateConstraint(const v1::OutputConstraint& in, const model::JsonFraming* framing,
+                                const ValidationOptions& options, ConstraintParams& out) {
   model::ConstraintSpec spec;
   const char* field = "";
   switch (in.kind_case()) {
     case v1::OutputConstraint::KIND_NOT_SET:
       return absl::OkStatus();
     case v1::OutputConstraint::kJsonSchema:
-      spec = {model::ConstraintKind::kJsonSchema, in.json_schema(), {}};
+      spec = {model::ConstraintKind::kJsonSchema, in.json_schema(),
+              framing ? *framing : model::JsonFraming{}};
       field = "constraint.json_schema";
       break;
     case v1::OutputConstraint::kJsonObject:
       if (!in.json_object()) return absl::OkStatus();
-      spec = {model::ConstraintKind::kJsonObject, "", {}};
+      // Framed, any object is the schema that says so (the JSON-object grammar has no frame).
+      spec = framing ? model::ConstraintSpec{model::ConstraintKind::kJsonSchema,
+                                             R"({"type":"object"})", *framing}
+                     : model::ConstraintSpec{model::ConstraintKind::kJsonObject, "", {}};
       field = "constraint.json_object";
       break;
     case v1::OutputConstraint::kRegex:
@@ -370,7 +374,8 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const RequestFields& fields,
   out.output.echo = output.echo();
   out.sampling.top_logprobs = out.output.top_logprobs;
 
-  TEXTGEN_RETURN_IF_ERROR(ValidateConstraint(fields.constraint, options, out.constraint));
+  TEXTGEN_RETURN_IF_ERROR(
+      ValidateConstraint(fields.constraint, fields.json_framing, options, out.constraint));
 
   // The prompt last: tokenizing is the expensive part, do it only for otherwise-valid requests.
   TEXTGEN_RETURN_IF_ERROR(build_prompt(out));

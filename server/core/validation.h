@@ -92,6 +92,9 @@ struct RequestFields {
   const v1::StoppingCriteria& stopping;
   const v1::OutputOptions& output;
   const v1::OutputConstraint& constraint;
+  // Where a JSON output constraint (json_schema, json_object) sits in the reply when not at its
+  // start (harmony: in the final message, after the model's analysis); null: the whole reply.
+  const model::JsonFraming* json_framing = nullptr;
 };
 // Fills ValidatedRequest::prompt_tokens (and prompt_text) or says why it cannot.
 using PromptBuilder = std::function<absl::Status(ValidatedRequest&)>;

@@ -1,6 +1,6 @@
 # Sourced by the e2e wrappers that need chat models: make_chat_model MAKE_GGUF LLAMACPP_DIR
 # FAMILY CONTEXT OUT [TEMPLATE] writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5,
-# qwen3, llama3.1, mistral-nemo or phi4-mini) with its real vocabulary and chat template from
+# qwen3, llama3.1, mistral-nemo, phi4-mini or gpt-oss) with its real vocabulary and chat template from
 # llama.cpp's source (TEMPLATE: a template file of the family's own from elsewhere).
 make_chat_model() {
   _models=$2/models
@@ -21,6 +21,11 @@ make_chat_model() {
     phi4-mini)
       _arch=llama _vocab=ggml-vocab-llama-bpe.gguf _template=
       _extra="<|system|>,<|user|>,<|assistant|>,<|end|>,<|tool|>,<|/tool|>,<|tool_call|>,<|/tool_call|>" ;;
+    # Nor gpt-oss's o200k_harmony vocabulary: Llama 3's, with the harmony tags as control tokens
+    # (as o200k_harmony holds them).
+    gpt-oss)
+      _arch=gpt-oss _vocab=ggml-vocab-llama-bpe.gguf _template=openai-gpt-oss-120b.jinja
+      _extra="<|start|>,<|channel|>,<|message|>,<|end|>,<|return|>,<|call|>,<|constrain|>" ;;
     *) echo "make_chat_model: unknown family $3" >&2; return 2 ;;
   esac
   "$1" --arch "$_arch" --preset tiny --dtype f32 --context "$4" --name "$3-random" \

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3, Llama 3.1, Mistral-Nemo and
-# Phi-4-mini layouts (their real vocabularies and chat templates, from llama.cpp's source;
-# Mistral's and Phi-4-mini's special tokens added to Llama 3's vocabulary; Phi-4-mini's template
-# from Hugging Face's @huggingface/ollama-utils npm package), the server's HTTP API, the
+# Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3, Llama 3.1, Mistral-Nemo,
+# Phi-4-mini and gpt-oss layouts (their real vocabularies and chat templates, from llama.cpp's
+# source; Mistral's, Phi-4-mini's and harmony's special tokens added to Llama 3's vocabulary;
+# Phi-4-mini's template from Hugging Face's @huggingface/ollama-utils npm package), the
+# server's HTTP API, the
 # official `openai` npm client (calls, streams, runTools) and `ajv` validating every call's
 # arguments. Installs the npm packages into WORK_DIR once.
 # Exit 77 = skipped (no node, or the npm registry unreachable), with the reason printed.
@@ -20,6 +21,7 @@ make_chat_model "$make_gguf" "$llamacpp" llama3.1 4096 "$work/llama.gguf"
 make_chat_model "$make_gguf" "$llamacpp" mistral-nemo 4096 "$work/mistral-nemo.gguf"
 make_chat_model "$make_gguf" "$llamacpp" phi4-mini 4096 "$work/phi4-mini.gguf" \
   "$work/phi4-mini.jinja"
+make_chat_model "$make_gguf" "$llamacpp" gpt-oss 4096 "$work/gpt-oss.gguf"
 NODE_PATH="$work/node_modules" exec node "$here/tool_calls_test.js" "$server" \
   "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/llama.gguf" "$work/mistral-nemo.gguf" \
-  "$work/phi4-mini.gguf"
+  "$work/phi4-mini.gguf" "$work/gpt-oss.gguf"

@@ -53,8 +53,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view feed = nul == std::string_view::npos ? "" : input.substr(nul + 1);
   textgen::model::GrammarLimits small{.max_positions = 200000};
 #ifdef TEXTGEN_FUZZ_SCHEMA
+  // A feed that opens with the control-token mark frames the document as a harmony reply does
+  // (free-text sections behind marked tags, then a marked header).
+  textgen::model::JsonFraming framing;
+  if (!feed.empty() && feed[0] == '\xFF') {
+    framing.section_open = "\xFF<s>";
+    framing.section_close = "\xFF</s>";
+    framing.max_sections = 2;
+    framing.before = "\xFF<h>";
+  }
   auto grammar = textgen::model::CompileJsonSchema(
-      source, textgen::model::JsonSchemaLimits{.max_length_bound = 256, .grammar = small});
+      source, textgen::model::JsonSchemaLimits{.max_length_bound = 256, .grammar = small}, framing);
 #else
   auto grammar = textgen::model::ParseGbnf(
       source, textgen::model::GbnfLimits{.max_repeat = 256, .grammar = small});

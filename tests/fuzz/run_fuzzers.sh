@@ -87,6 +87,9 @@ for path in sorted(glob.glob(os.path.join(suite, "*.json"))):
             open(os.path.join(corpus, "schema_%d" % n), "wb").write(data)
             n += 1
 PY
+  # A framed reply (the fuzzer frames documents whose feed opens with 0xFF).
+  printf '{"type":"object","properties":{"a":{"type":"integer"}}}\0\377<s>think\377</s>\377<h>{"a": 1}' \
+    > "$corpus/framed"
 }
 
 seed_reply() {

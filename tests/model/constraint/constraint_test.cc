@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "model/constraint/json_schema.h"
 #include "model/constraint/regex.h"
 #include "model/constraint/token_trie.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace textgen::model {
 namespace {
@@ -384,6 +387,107 @@ TEST(ConstraintCompilerTest, CachesByContentAndNamesItsLimits) {
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(absl::StrContains(huge.status().message(), "(--max-grammar-symbols)"))
       << huge.status();
+}
+
+// Specs that differ in any part of their framing compile to different grammars, never one
+// taken from the cache for the other.
+TEST(ConstraintCompilerTest, EveryPartOfTheFramingIsPartOfTheKey) {
+  ConstraintCompiler compiler({});
+  ConstraintSpec base{ConstraintKind::kJsonSchema,
+                      R"({"anyOf":[{"type":"integer"},{"type":"boolean"}]})"};
+  std::vector<ConstraintSpec> specs(7, base);
+  specs[1].framing.max_leading_whitespace = 4;
+  // Marked as control tokens are (text cannot hold 0xFF), so a section's text cannot close it.
+  specs[2].framing.section_open = "\xFF<t>";
+  specs[2].framing.section_close = "\xFF</t>";
+  specs[2].framing.max_sections = 1;
+  specs[3] = specs[2];
+  specs[3].framing.max_sections = 2;
+  specs[4].framing.before_branch = {"i:", "b:"};
+  specs[5].framing.before_branch = {"i:", "c:"};
+  specs[6].framing.before = "x";
+  for (const ConstraintSpec& spec : specs) {
+    absl::StatusOr<CompiledConstraint> compiled = compiler.Compile(spec);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    EXPECT_FALSE(compiled->from_cache);
+  }
+  // And what they accept: sections of any text before the document, a branch after its text.
+  const auto accepts = [&](const ConstraintSpec& spec, std::string_view text) {
+    GrammarMatcher m(compiler.Compile(spec)->grammar);
+    return m.Accept(text) && m.complete();
+  };
+  EXPECT_TRUE(accepts(specs[2], "\xFF<t>any «text» {</t>\xFF</t>12"));
+  EXPECT_TRUE(accepts(specs[3], "\xFF<t>a\xFF</t>\xFF<t>b\xFF</t>true"));
+  EXPECT_FALSE(accepts(specs[2], "\xFF<t>a\xFF</t>\xFF<t>b\xFF</t>true"));
+  EXPECT_TRUE(accepts(specs[2], "12"));
+  EXPECT_TRUE(accepts(specs[4], "i:12"));
+  EXPECT_TRUE(accepts(specs[4], "b:true"));
+  EXPECT_FALSE(accepts(specs[4], "i:true"));
+  EXPECT_FALSE(accepts(specs[4], "b:12"));
+  ConstraintSpec mismatched = specs[4];
+  mismatched.framing.before_branch = {"only one"};
+  EXPECT_EQ(compiler.Compile(mismatched).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A tokenizer of explicit pieces, some of them control tokens (printed or not).
+class PieceTokenizer : public Tokenizer {
+ public:
+  PieceTokenizer(std::vector<std::string> pieces, std::vector<int> control,
+                 std::vector<int> printed)
+      : pieces_(std::move(pieces)), control_(std::move(control)), printed_(std::move(printed)) {}
+  std::vector<int> Encode(std::string_view, bool) const override { return {}; }
+  std::vector<int> EncodeWithSpecialTokens(std::string_view, bool,
+                                           std::span<const TextRange>) const override {
+    return {};
+  }
+  std::string TokenBytes(int id, int) const override {
+    if (IsControl(id) && std::find(printed_.begin(), printed_.end(), id) == printed_.end()) {
+      return "";
+    }
+    return pieces_[id];
+  }
+  bool IsControl(int id) const override {
+    return std::find(control_.begin(), control_.end(), id) != control_.end();
+  }
+  int vocab_size() const override { return static_cast<int>(pieces_.size()); }
+  int bos_id() const override { return -1; }
+  int eos_id() const override { return 3; }
+  const std::vector<int>& end_of_generation_ids() const override { return eog_; }
+  std::string TokenText(int id) const override { return pieces_[id]; }
+
+ private:
+  std::vector<std::string> pieces_;
+  std::vector<int> control_, printed_;
+  std::vector<int> eog_ = {3};
+};
+
+// Printed control tokens (harmony's tags) enter the trie behind the 0xFF mark, so a grammar
+// allows one only where it spells it so; text, byte tokens 0xFF included, never writes it.
+TEST(TokenTrieTest, PrintedControlTokensAreSpelledApartFromText) {
+  const PieceTokenizer tokenizer(
+      {"<|channel|>", "<|", "channel|>", "<|return|>", "\xFF", "a\xFF", "x"},
+      /*control=*/{0, 3}, /*printed=*/{0});
+  auto trie = TokenTrie::Build(tokenizer);
+  EXPECT_EQ(trie->token_bytes(0), TokenTrie::ControlTokenBytes("<|channel|>"));
+  EXPECT_EQ(trie->token_bytes(0), "\xFF<|channel|>");
+  EXPECT_EQ(trie->token_bytes(3), "");  // an end token, not printed
+  EXPECT_EQ(trie->token_bytes(4), "");  // would spell the mark
+  EXPECT_EQ(trie->token_bytes(5), "");
+  EXPECT_EQ(trie->token_bytes(1), "<|");
+  const auto mask = [&](const ConstraintSpec& spec) {
+    ConstraintCompiler compiler({});
+    GrammarMatcher m(compiler.Compile(spec)->grammar);
+    std::vector<uint64_t> bits(1);
+    m.FillMask(*trie, bits);
+    return bits[0];
+  };
+  // Inside a JSON string "<|channel|>" is text: only the text tokens may write it.
+  ConstraintSpec string{ConstraintKind::kRegex, "<\\|channel\\|>x"};
+  EXPECT_EQ(mask(string), uint64_t{1} << 1);
+  // Spelled as the trie spells it, only the control token.
+  ConstraintSpec tag{ConstraintKind::kJsonSchema, R"({"type":"integer"})"};
+  tag.framing.before = TokenTrie::ControlTokenBytes("<|channel|>");
+  EXPECT_EQ(mask(tag), uint64_t{1} << 0);
 }
 
 }  // namespace

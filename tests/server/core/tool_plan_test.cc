@@ -66,9 +66,8 @@ TEST(ToolPlanTest, AutoOffersTheToolsAndReadsCallsWithoutConstraining) {
 }
 
 // gpt-oss's harmony: auto offers the tools and reads calls, with no tag-triggered grammar (a call
-// is a message header, not a tagged JSON); a forced call is refused by name rather than given
-// without its guarantee.
-TEST(ToolPlanTest, HarmonyReadsCallsAndRefusesToForceOne) {
+// is a message header, not a tagged JSON).
+TEST(ToolPlanTest, HarmonyAutoReadsCallsWithoutConstraining) {
   model::ConstraintCompiler compiler({});
   absl::StatusOr<ToolPlan> plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO),
                                             Format(model::ToolCallFormat::kHarmony), &compiler);
@@ -78,12 +77,62 @@ TEST(ToolPlanTest, HarmonyReadsCallsAndRefusesToForceOne) {
   EXPECT_EQ(plan->reply.format, model::ToolCallFormat::kHarmony);
   EXPECT_FALSE(plan->constraint.has_value());
   EXPECT_EQ(plan->constraint_trigger, "");
-  for (const auto& [mode, name] : {std::pair{v1::ToolChoice::TOOL_CHOICE_REQUIRED, ""},
-                                   std::pair{v1::ToolChoice::TOOL_CHOICE_FUNCTION, "add"}}) {
-    plan = PlanTools(Request(mode, name), Format(model::ToolCallFormat::kHarmony), &compiler);
-    EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_TRUE(absl::StrContains(plan.status().message(), "harmony")) << plan.status();
-  }
+}
+
+// A forced harmony call is a commentary message to the tool, after at most three analysis
+// messages; its tags must be the control tokens (spelled as the trie spells them), never text,
+// and its arguments the named tool's.
+TEST(ToolPlanTest, HarmonyForcedCallIsAMessageToTheTool) {
+  model::ConstraintCompiler compiler({});
+  const auto tag = [](std::string_view text) { return model::TokenTrie::ControlTokenBytes(text); };
+  const auto call = [&](const std::string& name, const std::string& arguments) {
+    return tag("<|channel|>") + "commentary to=functions." + name + " " + tag("<|constrain|>") +
+           "json" + tag("<|message|>") + arguments;
+  };
+  const std::string analysis = tag("<|channel|>") + "analysis" + tag("<|message|>") +
+                               "Need weather. «Oslo» <|end|> as text" + tag("<|end|>") +
+                               tag("<|start|>") + "assistant";
+  absl::StatusOr<ToolPlan> required = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED),
+                                                Format(model::ToolCallFormat::kHarmony), &compiler);
+  ASSERT_TRUE(required.ok()) << required.status();
+  EXPECT_EQ(required->constraint_trigger, "");  // from the first token
+  EXPECT_TRUE(Accepts(compiler, *required, call("get_weather", R"({"city":"Oslo"})")));
+  EXPECT_TRUE(Accepts(compiler, *required, call("add", R"({"a":1,"b":2})")));
+  EXPECT_TRUE(Accepts(compiler, *required, analysis + call("add", R"({"a":1,"b":2})")));
+  EXPECT_TRUE(Accepts(compiler, *required,
+                      analysis + analysis + analysis + call("add", R"({"a":1,"b":2})")));
+  EXPECT_FALSE(
+      Accepts(compiler, *required,
+              analysis + analysis + analysis + analysis + call("add", R"({"a":1,"b":2})")));
+  // The other tool's arguments, an undeclared tool, a second call, the tags as text, no call.
+  EXPECT_FALSE(Accepts(compiler, *required, call("add", R"({"city":"Oslo"})")));
+  EXPECT_FALSE(Accepts(compiler, *required, call("get_time", R"({})")));
+  EXPECT_FALSE(Accepts(compiler, *required,
+                       call("add", R"({"a":1,"b":2})") + call("add", R"({"a":1,"b":2})")));
+  EXPECT_FALSE(Accepts(
+      compiler, *required,
+      R"(<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a":1,"b":2})"));
+  EXPECT_FALSE(Accepts(compiler, *required, analysis));
+  EXPECT_FALSE(
+      Accepts(compiler, *required, tag("<|channel|>") + "final" + tag("<|message|>") + "hi"));
+
+  absl::StatusOr<ToolPlan> named = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_FUNCTION, "add"),
+                                             Format(model::ToolCallFormat::kHarmony), &compiler);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_TRUE(Accepts(compiler, *named, call("add", R"({"a":1,"b":2})")));
+  EXPECT_FALSE(Accepts(compiler, *named, call("get_weather", R"({"city":"Oslo"})")));
+
+  // And the plan reads such a reply back as the call (the tags printed as the model's text).
+  model::ChatOutputParser parser(required->reply);
+  parser.Feed(R"(<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant)"
+              R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>)"
+              R"({"city":"Oslo"})");
+  parser.Finish();
+  ASSERT_EQ(parser.tool_calls().size(), 1u);
+  EXPECT_EQ(parser.tool_calls()[0].name, "get_weather");
+  EXPECT_EQ(parser.tool_calls()[0].arguments, R"({"city":"Oslo"})");
+  EXPECT_EQ(parser.reasoning(), "Need weather.");
+  EXPECT_EQ(parser.malformed_calls(), 0);
 }
 
 TEST(ToolPlanTest, RequiredCallsAreConstrainedInEachFormat) {
