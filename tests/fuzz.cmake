@@ -59,6 +59,7 @@ if(TEXTGEN_FUZZ)
                    ${CMAKE_SOURCE_DIR}/server/core/chat_validation.cc
                    ${CMAKE_SOURCE_DIR}/server/core/chat_templates.cc
                    ${CMAKE_SOURCE_DIR}/server/core/field_error.cc
+                   ${CMAKE_SOURCE_DIR}/server/core/harmony_framing.cc
                    ${CMAKE_SOURCE_DIR}/server/core/tool_plan.cc
                    ${CMAKE_SOURCE_DIR}/server/core/embedding.cc
                    ${CMAKE_SOURCE_DIR}/server/http/api_error.cc
