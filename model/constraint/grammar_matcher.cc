@@ -247,13 +247,10 @@ bool GrammarMatcher::MultibyteLeadsTo(int32_t set, int32_t to) {
   return true;
 }
 
-bool GrammarMatcher::FirstCharFits(int32_t set, const ByteSet& below) const {
+bool GrammarMatcher::FirstCharFits(int32_t set, const ByteSet& ascii, bool has_multibyte) const {
   // Every character below must be able to come first: a cheap test that spares building the
   // chain of a state (a literal's, say) that takes no subtree by characters.
   static const ByteSet kLeads = ByteSet::Range(0xC2, 0xF4);
-  ByteSet ascii = below;
-  ascii.words[2] = ascii.words[3] = 0;
-  const bool has_multibyte = (below.words[2] | below.words[3]) != 0;
   return ascii.SubsetOf(first_bytes_[set]) &&
          (!has_multibyte || kLeads.SubsetOf(first_bytes_[set]));
 }
@@ -370,14 +367,15 @@ void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed
     // A state that accepts every run of the subtree's bytes accepts the whole subtree.
     const ByteSet& below = subtree_bytes[i];
     bool whole = below.SubsetOf(first_bytes_[set]) && below.SubsetOf(Run(set, node.height));
-    if (!whole && (node.flags & TokenTrie::kWholeCharsBelow) && FirstCharFits(set, below)) {
+    const bool has_multibyte = (below.words[2] | below.words[3]) != 0;
+    ByteSet ascii = below;
+    ascii.words[2] = ascii.words[3] = 0;
+    if (!whole && (node.flags & TokenTrie::kWholeCharsBelow) &&
+        FirstCharFits(set, ascii, has_multibyte)) {
       // By characters: the longest prefix length c every token below may take, then either
       // all of the subtree (its tokens are at most c characters long) or its tokens of at most
       // c characters, when no longer one can go on from where c characters lead.
       const CharChain& chain = Chain(set, node.chars);
-      const bool has_multibyte = (below.words[2] | below.words[3]) != 0;
-      ByteSet ascii = below;
-      ascii.words[2] = ascii.words[3] = 0;
       const auto fits = [&](size_t j) {
         return ascii.SubsetOf(chain.ascii[j]) && (!has_multibyte || chain.multibyte[j]);
       };

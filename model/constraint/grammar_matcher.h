@@ -82,8 +82,9 @@ class GrammarMatcher {
     bool loops = false;  // the first character leads back to `set`: every length is like 1
     bool ended = false;  // no entry can follow the last
   };
-  // Whether the characters of a subtree with bytes `below` may all come first from `set`.
-  bool FirstCharFits(int32_t set, const ByteSet& below) const;
+  // Whether the characters of a subtree (its ASCII bytes, and whether it has other bytes) may
+  // all come first from `set`.
+  bool FirstCharFits(int32_t set, const ByteSet& ascii, bool has_multibyte) const;
   // The chain of `set`, extended to `length` characters where it goes that far.
   const CharChain& Chain(int32_t set, int length);
   // Whether every multi-byte character leads from `set` to `to`, each prefix accepted.

@@ -103,10 +103,7 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
   if (!chat_template.ok()) return chat_template.status();
   const model::ReplyFormat& format = templates.reply_format(request.template_name());
   std::optional<model::JsonFraming> json_framing;
-  if (format.tool_calls == model::ToolCallFormat::kHarmony) {
-    json_framing = HarmonyFraming();
-    json_framing->before = HarmonyFinalHeader();
-  }
+  if (format.tool_calls == model::ToolCallFormat::kHarmony) json_framing = HarmonyFinalFraming();
   const RequestFields fields{request.request_id(),
                              request.session_id(),
                              request.sampling(),

@@ -6,11 +6,14 @@
 
 namespace textgen::server {
 
+namespace {
+
 using Tags = model::HarmonyTags;
 
 std::string HarmonyTag(std::string_view tag) { return model::TokenTrie::ControlTokenBytes(tag); }
 
-model::JsonFraming HarmonyFraming() {
+// The analysis messages that may come first; the caller sets what follows them.
+model::JsonFraming AnalysesFirst() {
   model::JsonFraming framing;
   framing.section_open =
       absl::StrCat(HarmonyTag(Tags::kChannel), "analysis", HarmonyTag(Tags::kMessage));
@@ -20,8 +23,22 @@ model::JsonFraming HarmonyFraming() {
   return framing;
 }
 
-std::string HarmonyFinalHeader() {
-  return absl::StrCat(HarmonyTag(Tags::kChannel), "final", HarmonyTag(Tags::kMessage));
+}  // namespace
+
+model::JsonFraming HarmonyFinalFraming() {
+  model::JsonFraming framing = AnalysesFirst();
+  framing.before = absl::StrCat(HarmonyTag(Tags::kChannel), "final", HarmonyTag(Tags::kMessage));
+  return framing;
+}
+
+model::JsonFraming HarmonyCallFraming(const std::vector<std::string>& tools) {
+  model::JsonFraming framing = AnalysesFirst();
+  framing.before = absl::StrCat(HarmonyTag(Tags::kChannel), "commentary to=functions.");
+  for (const std::string& name : tools) {
+    framing.before_branch.push_back(
+        absl::StrCat(name, " ", HarmonyTag(Tags::kConstrain), "json", HarmonyTag(Tags::kMessage)));
+  }
+  return framing;
 }
 
 }  // namespace textgen::server

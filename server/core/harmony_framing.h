@@ -11,7 +11,7 @@
 // never text, can write them.
 
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include "model/constraint/json_schema.h"
 
@@ -19,13 +19,11 @@ namespace textgen::server {
 
 inline constexpr int kMaxHarmonyAnalyses = 3;
 
-// `tag` (a harmony control token's text) as a constraint writes it.
-std::string HarmonyTag(std::string_view tag);
+// An output format's JSON as the final message.
+model::JsonFraming HarmonyFinalFraming();
 
-// The analysis messages that may come first; the caller sets what follows them.
-model::JsonFraming HarmonyFraming();
-
-// The final message's header, before an output format's JSON.
-std::string HarmonyFinalHeader();
+// A call of one of `tools` as a commentary message to it: the framing of a schema whose anyOf
+// holds each tool's arguments, in this order.
+model::JsonFraming HarmonyCallFraming(const std::vector<std::string>& tools);
 
 }  // namespace textgen::server

@@ -203,16 +203,14 @@ model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::Tool
 // gpt-oss's harmony: a call is a message to the tool (harmony_framing.h), and <|call|> ends the
 // generation, so a reply holds one call.
 model::ConstraintSpec HarmonyCallConstraint(const std::vector<Tool>& tools) {
-  using Tags = model::HarmonyTags;
   Ordered defs = Ordered::object();
   Ordered branches = Ordered::array();
-  model::JsonFraming framing = HarmonyFraming();
-  framing.before = StrCat(HarmonyTag(Tags::kChannel), "commentary to=functions.");
+  std::vector<std::string> names;
   for (size_t i = 0; i < tools.size(); ++i) {
     branches.push_back(Ordered{{"$ref", AddParameters(tools[i], static_cast<int>(i), defs)}});
-    framing.before_branch.push_back(StrCat(tools[i].name, " ", HarmonyTag(Tags::kConstrain), "json",
-                                           HarmonyTag(Tags::kMessage)));
+    names.push_back(tools[i].name);
   }
+  model::JsonFraming framing = HarmonyCallFraming(names);
   model::ConstraintSpec spec;
   spec.kind = model::ConstraintKind::kJsonSchema;
   spec.text = Ordered{{"anyOf", std::move(branches)}, {"$defs", std::move(defs)}}.dump();
