@@ -111,6 +111,11 @@ StreamOutcome ReadStream(grpc::ClientReader<v1::GenerateResponse>& reader,
 
 class FaultTest : public ::testing::Test {
  protected:
+  // An idle gRPC C++ client reads its socket only when its backup poller runs (every 5 s by
+  // default), so the server's drain, which waits for every connection to close after GOAWAY,
+  // would wait that long for this process's idle channel. Read before gRPC initializes.
+  static void SetUpTestSuite() { setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", 1); }
+
   // Starts the server, or restarts it on the same model.
   void Start(std::vector<std::string> flags) {
     if (model_.empty()) model_ = MakeModel();
@@ -153,9 +158,9 @@ class FaultTest : public ::testing::Test {
 };
 
 // A 2,000-token prompt prefills in 16-token chunks (125 steps). The client leaves a few chunks
-// in; its KV must be free within one engine step of the cancel being seen, long before the
-// prefill would have ended.
-TEST_F(FaultTest, ClientGoneDuringALongPrefillFreesItsKvWithinAStep) {
+// in; its KV must be free a few engine steps after the cancel, long before the prefill would
+// have ended.
+TEST_F(FaultTest, ClientGoneDuringALongPrefillFreesItsKvWithinAFewSteps) {
   Start({"--max-batch-tokens", "16"});
   grpc::ClientContext context;
   auto reader = stub_->Generate(&context, Request(2000, 8, 1));
@@ -188,8 +193,11 @@ TEST_F(FaultTest, ClientGoneDuringALongPrefillFreesItsKvWithinAStep) {
   std::cout << "KV freed " << steps_when_free - steps_at_cancel << " steps and "
             << absl::ToDoubleMilliseconds(absl::Now() - cancelled_at) << " ms after the cancel, "
             << steps_at_cancel - steps_at_admission << " prefill steps in\n";
-  // The step that was running when the cancel arrived may finish; the next one drops it.
-  EXPECT_LE(steps_when_free - steps_at_cancel, 2);
+  // The step that was running when the cancel arrived may finish; the next one drops it. The
+  // cancel itself crosses a socket to a server that shares two cores with other tests, and a
+  // step here takes about 5 ms, so a few steps may pass before the server sees it (CI once
+  // counted 3); the prefill would have taken 125.
+  EXPECT_LE(steps_when_free - steps_at_cancel, 8);
   EXPECT_LT(steps_when_free - steps_at_admission, 2000 / 16) << "the prefill ran to its end";
   EXPECT_EQ(ReadStream(*reader).status.error_code(), grpc::StatusCode::CANCELLED);
   const absl::Time counted_by = absl::Now() + absl::Seconds(5);

@@ -254,6 +254,7 @@ TEST(ServerThreadsTest, OnlyTheEngineThreadHasAnOpenMpPool) {
   EXPECT_EQ(names["textgen-engine"], 2) << "the engine thread and its one OpenMP worker";
   EXPECT_EQ(names["textgen-load"], 0) << "the loading thread ended and took its pool along";
   EXPECT_EQ(names["textgen-server"], 1) << "the main thread alone: no OpenMP pool of its own";
+  stub.reset();  // closes the connection, which the drain would otherwise wait for
   EXPECT_EQ(server.Stop(), 0);
 }
 
