@@ -169,6 +169,34 @@ std::string JsonEscape(uint32_t cp) {
   }
 }
 
+// The alternatives that spell exactly `texts` (sorted, distinct), texts with a common first
+// byte sharing it: a state then holds one parse stack per distinct next byte, not one per
+// text (JSON's 34 escapes all begin with a backslash).
+std::vector<Sequence> PrefixTree(GrammarBuilder& builder, std::vector<std::string> texts) {
+  std::vector<Sequence> alternatives;
+  for (size_t i = 0; i < texts.size();) {
+    if (texts[i].empty()) {
+      alternatives.push_back({});
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < texts.size() && !texts[end].empty() && texts[end][0] == texts[i][0]) ++end;
+    Sequence sequence = {builder.Bytes(ByteSet::Single(static_cast<uint8_t>(texts[i][0])))};
+    if (end - i == 1) {
+      const Sequence rest = builder.Literal(std::string_view(texts[i]).substr(1));
+      sequence.insert(sequence.end(), rest.begin(), rest.end());
+    } else {
+      std::vector<std::string> rests;
+      for (size_t k = i; k < end; ++k) rests.push_back(texts[k].substr(1));
+      sequence.push_back(GrammarBuilder::Ref(builder.RuleOf("escape", PrefixTree(builder, rests))));
+    }
+    alternatives.push_back(std::move(sequence));
+    i = end;
+  }
+  return alternatives;
+}
+
 }  // namespace
 
 const std::vector<Utf8Shape>& MultibyteUtf8Shapes() {
@@ -226,17 +254,40 @@ Symbol CharSymbol(GrammarBuilder& builder, const CodepointSet& set, TextContext 
   }
   std::vector<Sequence> alternatives;
   ByteSet single;
+  // Multi-byte characters end in runs of any continuation byte: one rule per run length,
+  // shared, so that after a lead byte the state says only how many bytes are left, whatever
+  // the lead (7 states per position in a string instead of 18).
+  const ByteSet continuation = ByteSet::Range(0x80, 0xBF);
+  std::vector<int> tails;  // tails[n - 1]: n continuation bytes
   for (const ByteRanges& r : sequences) {
     if (r.size() == 1) {
       single.AddRange(r[0].first, r[0].second);
       continue;
     }
+    size_t tail_from = r.size();
+    while (tail_from > 1 &&
+           ByteSet::Range(r[tail_from - 1].first, r[tail_from - 1].second) == continuation) {
+      --tail_from;
+    }
     Sequence seq;
-    for (auto [a, b] : r) seq.push_back(builder.Bytes(ByteSet::Range(a, b)));
+    for (size_t k = 0; k < tail_from; ++k) {
+      seq.push_back(builder.Bytes(ByteSet::Range(r[k].first, r[k].second)));
+    }
+    if (const size_t tail = r.size() - tail_from; tail > 0) {
+      while (tails.size() < tail) {
+        // Nested, so that n bytes left is one state however the character began.
+        Sequence bytes = {builder.Bytes(continuation)};
+        if (!tails.empty()) bytes.push_back(GrammarBuilder::Ref(tails.back()));
+        tails.push_back(builder.RuleOf("continuation", {std::move(bytes)}));
+      }
+      seq.push_back(GrammarBuilder::Ref(tails[tail - 1]));
+    }
     alternatives.push_back(std::move(seq));
   }
   if (!single.Empty()) alternatives.insert(alternatives.begin(), {builder.Bytes(single)});
-  for (const std::string& e : escapes) alternatives.push_back(builder.Literal(e));
+  std::sort(escapes.begin(), escapes.end());
+  escapes.erase(std::unique(escapes.begin(), escapes.end()), escapes.end());
+  for (Sequence& escape : PrefixTree(builder, escapes)) alternatives.push_back(std::move(escape));
   const int rule = builder.RuleOf("char", std::move(alternatives));
   if (set.Empty()) builder.AllowEmpty(rule);
   return GrammarBuilder::Ref(rule);
