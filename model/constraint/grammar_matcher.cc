@@ -15,6 +15,21 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, MatcherLi
     int b = 0;
     while (!bytes.Has(static_cast<uint8_t>(b))) ++b;
     class_byte_.push_back(static_cast<uint8_t>(b));
+    ByteSet plain = bytes;
+    plain &= TokenTrie::PlainAsciiBytes();
+    if (!plain.Empty()) plain_classes_.push_back(c);
+    all_classes_.push_back(c);
+  }
+  // The byte classes of each range of each multi-byte UTF-8 shape.
+  for (const Utf8Shape& shape : MultibyteUtf8Shapes()) {
+    std::vector<std::vector<int>>& ranges = shape_classes_.emplace_back();
+    for (const auto& [lo, hi] : shape) {
+      std::vector<int>& classes = ranges.emplace_back();
+      for (int b = lo; b <= hi; ++b) {
+        const int c = grammar_->byte_class(static_cast<uint8_t>(b));
+        if (std::find(classes.begin(), classes.end(), c) == classes.end()) classes.push_back(c);
+      }
+    }
   }
   nodes_.push_back({-1, -1});  // kAccept
   std::vector<int32_t> start;
@@ -119,9 +134,10 @@ int32_t GrammarMatcher::StepClass(int32_t set, int byte_class) {
   const uint8_t byte = class_byte_[byte_class];
   int32_t result = -1;
   if (first_bytes_[set].Has(byte)) {
-    std::vector<int32_t> next;
-    // Copy: Expand may grow sets_.
-    const std::vector<int32_t> stacks = sets_[set];
+    std::vector<int32_t>& next = step_scratch_;
+    next.clear();
+    // Expand grows nodes_, never sets_ (InternSet below does).
+    const std::vector<int32_t>& stacks = sets_[set];
     for (int32_t node : stacks) {
       if (node == kAccept) continue;
       const Node n = nodes_[node];
@@ -134,27 +150,30 @@ int32_t GrammarMatcher::StepClass(int32_t set, int byte_class) {
   return result;
 }
 
-void GrammarMatcher::StepAllClasses(int32_t set) {
+void GrammarMatcher::StepAllClasses(int32_t set) { StepClasses(set, all_classes_); }
+
+void GrammarMatcher::StepClasses(int32_t set, const std::vector<int>& classes) {
   // The state a byte leads to depends only on which of the set's stacks accept it, so classes
   // that the same stacks accept share one step (inside a string most classes do).
   if (sets_[set].size() > 64) return;  // StepClass, class by class
-  std::vector<uint64_t> signatures(static_cast<size_t>(byte_classes_), 0);
+  std::vector<uint64_t> signatures(classes.size(), 0);
   {
     const std::vector<int32_t>& stacks = sets_[set];  // before any step grows sets_
-    for (int c = 0; c < byte_classes_; ++c) {
+    for (size_t i = 0; i < classes.size(); ++i) {
       for (size_t k = 0; k < stacks.size(); ++k) {
         const int32_t node = stacks[k];
-        if (node != kAccept &&
-            grammar_->byte_set(grammar_->at(nodes_[node].position).index).Has(class_byte_[c])) {
-          signatures[c] |= uint64_t{1} << k;
+        if (node != kAccept && grammar_->byte_set(grammar_->at(nodes_[node].position).index)
+                                   .Has(class_byte_[classes[i]])) {
+          signatures[i] |= uint64_t{1} << k;
         }
       }
     }
   }
   std::vector<std::pair<uint64_t, int32_t>> by_signature;
   const size_t row = static_cast<size_t>(set) * static_cast<size_t>(byte_classes_);
-  for (int c = 0; c < byte_classes_; ++c) {
-    const uint64_t signature = signatures[c];
+  for (size_t i = 0; i < classes.size(); ++i) {
+    const int c = classes[i];
+    const uint64_t signature = signatures[i];
     auto it = std::find_if(by_signature.begin(), by_signature.end(),
                            [&](const auto& entry) { return entry.first == signature; });
     if (it == by_signature.end()) {
@@ -217,31 +236,41 @@ ByteSet GrammarMatcher::Run(int32_t set, int length) {
 }
 
 bool GrammarMatcher::MultibyteLeadsTo(int32_t set, int32_t to) {
-  // Depth first over each shape's ranges, one byte per class present in a range.
+  if (uniform_[set].multibyte_checked_to == to) return uniform_[set].multibyte_leads;
+  const bool leads = MultibyteLeadsToUncached(set, to);  // may grow uniform_
+  uniform_[set].multibyte_checked_to = to;
+  uniform_[set].multibyte_leads = leads;
+  return leads;
+}
+
+bool GrammarMatcher::MultibyteLeadsToUncached(int32_t set, int32_t to) {
+  // Depth first over each shape's ranges, one step per class present in a range; shapes
+  // converge (after a lead byte a state says only how many bytes are left), so each
+  // (state, shape, byte) is followed once.
   struct Frame {
     int32_t state;
-    size_t shape;
-    size_t at;
+    uint16_t shape;
+    uint16_t at;
+    bool operator==(const Frame&) const = default;
   };
-  const std::vector<Utf8Shape>& shapes = MultibyteUtf8Shapes();
-  std::vector<Frame> work;
-  for (size_t shape = 0; shape < shapes.size(); ++shape) work.push_back({set, shape, 0});
+  std::vector<Frame> work, seen;
+  for (size_t shape = 0; shape < shape_classes_.size(); ++shape) {
+    work.push_back({set, static_cast<uint16_t>(shape), 0});
+  }
   while (!work.empty()) {
     const Frame f = work.back();
     work.pop_back();
-    if (f.at == shapes[f.shape].size()) {
+    const std::vector<std::vector<int>>& ranges = shape_classes_[f.shape];
+    if (f.at == ranges.size()) {
       if (f.state != to) return false;
       continue;
     }
-    const auto [lo, hi] = shapes[f.shape][f.at];
-    uint64_t seen[4] = {};  // classes already followed in this range
-    for (int b = lo; b <= hi; ++b) {
-      const int byte_class = grammar_->byte_class(static_cast<uint8_t>(b));
-      if ((seen[byte_class >> 6] >> (byte_class & 63)) & 1) continue;
-      seen[byte_class >> 6] |= uint64_t{1} << (byte_class & 63);
+    if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
+    seen.push_back(f);
+    for (int byte_class : ranges[f.at]) {
       const int32_t next = StepClass(f.state, byte_class);
       if (next < 0) return false;
-      work.push_back({next, f.shape, f.at + 1});
+      work.push_back({next, f.shape, static_cast<uint16_t>(f.at + 1)});
     }
   }
   return true;
@@ -270,17 +299,14 @@ const GrammarMatcher::CharChain& GrammarMatcher::Chain(int32_t set, int length) 
     const int32_t from = uniform_[set].chain.state.back();
     if (!uniform_[from].known) ComputeUniform(from);
     const int32_t to = uniform_[from].successor;
-    if (to >= 0 && uniform_[from].multibyte < 0) {
-      const bool leads = MultibyteLeadsTo(from, to);  // may grow uniform_
-      uniform_[from].multibyte = leads ? 1 : 0;
-    }
+    const bool leads = to >= 0 && MultibyteLeadsTo(from, to);  // may grow uniform_
     CharChain& chain = uniform_[set].chain;  // the steps above may have grown uniform_
     ByteSet ascii;
     bool multibyte = false;
     if (to >= 0) {
       ascii = uniform_[from].bytes;
       ascii &= chain.ascii.back();
-      multibyte = chain.multibyte.back() && uniform_[from].multibyte == 1;
+      multibyte = chain.multibyte.back() && leads;
     }
     if (ascii.Empty() && !multibyte) {
       chain.ended = true;
@@ -295,6 +321,74 @@ const GrammarMatcher::CharChain& GrammarMatcher::Chain(int32_t set, int length) 
     }
   }
   return uniform_[set].chain;
+}
+
+const GrammarMatcher::PlainRuns& GrammarMatcher::Plain(int32_t set, int multibyte_chars) {
+  if (uniform_[set].plain.known && uniform_[set].plain.multibyte_chars == multibyte_chars) {
+    return uniform_[set].plain;
+  }
+  // Follow plain ASCII characters while each leads to one state: a bounded string's chain of
+  // states, or a loop.
+  std::vector<int32_t>& chain = plain_chain_;  // chain[j]: the state after j characters
+  chain.assign(1, set);
+  bool loops = false;
+  while (static_cast<int>(chain.size()) <= TokenTrie::kMaxPlainChars) {
+    const int32_t at = chain.back();
+    const size_t row = static_cast<size_t>(at) * static_cast<size_t>(byte_classes_);
+    if (std::any_of(plain_classes_.begin(), plain_classes_.end(), [&](int c) {
+          return transitions_[row + static_cast<size_t>(c)] == kUnknown;
+        })) {
+      StepClasses(at, plain_classes_);  // one step per stack signature
+    }
+    int32_t next = -1;
+    for (int c : plain_classes_) {
+      const int32_t to = transitions_[row + static_cast<size_t>(c)];
+      if (to < 0 || (next >= 0 && to != next)) {
+        next = -1;
+        break;
+      }
+      next = to;
+    }
+    if (next < 0) break;
+    if (next == at) {
+      loops = true;
+      break;
+    }
+    chain.push_back(next);
+  }
+  const int taken = static_cast<int>(chain.size()) - 1;
+  const auto takes_none_after = [&](const ByteSet& bytes) {
+    ByteSet after = first_bytes_[chain.back()];
+    after &= bytes;
+    return after.Empty();
+  };
+  // Exact only where no such character can follow the run (a longer token is then refused);
+  // otherwise the walk judges the slice's tokens too.
+  PlainRuns runs;
+  runs.known = true;
+  runs.multibyte_chars = multibyte_chars;
+  if (loops || taken == TokenTrie::kMaxPlainChars) {
+    runs.ascii = TokenTrie::kMaxPlainChars;
+  } else if (taken > 0 && takes_none_after(TokenTrie::PlainAsciiBytes())) {
+    runs.ascii = taken;
+  }
+  // Multi-byte characters must follow the same chain, as far as the slice's longest token.
+  if (runs.ascii > 0 && multibyte_chars > 0) {
+    const int checked = loops ? taken + 1 : std::min(taken, multibyte_chars);
+    bool follow = true;
+    for (int j = 0; j < checked && follow; ++j) {
+      const int32_t to = j + 1 < static_cast<int>(chain.size()) ? chain[j + 1] : chain.back();
+      follow = MultibyteLeadsTo(chain[j], to);  // may add states; `chain` is ours alone
+    }
+    static const ByteSet kLeads = ByteSet::Range(0xC2, 0xF4);
+    if (follow && (loops || taken >= multibyte_chars)) {
+      runs.multibyte = multibyte_chars;
+    } else if (follow && takes_none_after(kLeads)) {
+      runs.multibyte = taken;
+    }
+  }
+  uniform_[set].plain = runs;  // the steps above may have grown uniform_
+  return uniform_[set].plain;
 }
 
 bool GrammarMatcher::Accept(std::string_view bytes) {
@@ -333,6 +427,31 @@ void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed
       return;
     }
   }
+  const TokenTrie* walked = &trie;
+  if (trie.rest() != nullptr) {
+    const PlainRuns runs = Plain(state_, trie.max_plain_multibyte_chars());
+    const auto add = [&](std::span<const uint64_t> slice) {
+      for (size_t w = 0; w < allowed.size(); ++w) allowed[w] |= slice[w];
+    };
+    if (runs.ascii > 0) {
+      add(trie.plain_ascii_up_to(runs.ascii));
+      walked = trie.rest_with_multibyte();
+      if (runs.multibyte > 0) {
+        add(trie.plain_multibyte_up_to(runs.multibyte));
+        walked = trie.rest();
+      }
+    }
+  }
+  Walk(*walked, allowed);
+  if (static_cast<int>(masks_.size()) >= limits_.cached_masks && !masks_.empty()) {
+    masks_.erase(masks_.begin());
+  }
+  if (limits_.cached_masks > 0) {
+    masks_.push_back({state_, std::vector<uint64_t>(allowed.begin(), allowed.end())});
+  }
+}
+
+void GrammarMatcher::Walk(const TokenTrie& trie, std::span<uint64_t> allowed) {
   const std::vector<TokenTrie::Node>& nodes = trie.nodes();
   const std::vector<ByteSet>& subtree_bytes = trie.subtree_bytes();
   const std::vector<int32_t>& order = trie.order();
@@ -423,12 +542,6 @@ void GrammarMatcher::FillMask(const TokenTrie& trie, std::span<uint64_t> allowed
     }
     depth_sets_[node.depth] = set;
     ++i;
-  }
-  if (static_cast<int>(masks_.size()) >= limits_.cached_masks && !masks_.empty()) {
-    masks_.erase(masks_.begin());
-  }
-  if (limits_.cached_masks > 0) {
-    masks_.push_back({state_, std::vector<uint64_t>(allowed.begin(), allowed.end())});
   }
 }
 

@@ -87,10 +87,25 @@ class GrammarMatcher {
   bool FirstCharFits(int32_t set, const ByteSet& ascii, bool has_multibyte) const;
   // The chain of `set`, extended to `length` characters where it goes that far.
   const CharChain& Chain(int32_t set, int length);
-  // Whether every multi-byte character leads from `set` to `to`, each prefix accepted.
+  // Whether every multi-byte character leads from `set` to `to`, each prefix accepted (the
+  // last answer per `set` is kept: callers ask about its one successor).
   bool MultibyteLeadsTo(int32_t set, int32_t to);
-  // Computes every transition of `set` not known yet.
+  bool MultibyteLeadsToUncached(int32_t set, int32_t to);
+  // How many plain characters `set` takes in a row, each leading to one state, when no plain
+  // character can follow them (kMaxPlainChars when any number can): the trie's plain slices
+  // up to that many characters are then allowed exactly (TokenTrie). 0: not exactly known.
+  struct PlainRuns {
+    bool known = false;
+    int8_t multibyte_chars = 0;  // the slice's longest token when `multibyte` was computed
+    int8_t ascii = 0;
+    int8_t multibyte = 0;
+  };
+  const PlainRuns& Plain(int32_t set, int multibyte_chars);
+  // Marks the tokens of `trie` that `state_` allows.
+  void Walk(const TokenTrie& trie, std::span<uint64_t> allowed);
+  // Computes every transition of `set` (of `classes`) not known yet.
   void StepAllClasses(int32_t set);
+  void StepClasses(int32_t set, const std::vector<int>& classes);
   // The state most bytes lead to from `set`, and those bytes.
   void ComputeUniform(int32_t set);
   void Fail(absl::Status status);
@@ -104,6 +119,8 @@ class GrammarMatcher {
   absl::flat_hash_map<std::vector<int32_t>, int32_t> set_ids_;
   int byte_classes_;
   std::vector<uint8_t> class_byte_;   // one byte of each class
+  std::vector<int> all_classes_;      // 0 .. byte_classes_ - 1
+  std::vector<int> plain_classes_;    // the classes with a plain byte
   std::vector<int32_t> transitions_;  // set * byte_classes_ + class -> set (-1: not allowed)
   int64_t set_entries_ = 0;           // stacks over all sets (for max_state_bytes)
   std::vector<ByteSet> first_bytes_;
@@ -113,12 +130,18 @@ class GrammarMatcher {
     ByteSet bytes;
     uint64_t runs_known = 0;  // bit h: runs[h] is known
     std::vector<ByteSet> runs;
-    int8_t multibyte = -1;  // MultibyteLeadsTo(set, successor); -1: not computed
     bool chain_started = false;
+    PlainRuns plain;
+    int32_t multibyte_checked_to = kUnknown;  // MultibyteLeadsTo's last question
+    bool multibyte_leads = false;
     CharChain chain;
   };
   std::vector<Uniform> uniform_;
-  std::vector<int32_t> depth_sets_;   // FillMask scratch
+  std::vector<int32_t> depth_sets_;    // FillMask scratch
+  std::vector<int32_t> plain_chain_;   // Plain scratch
+  std::vector<int32_t> step_scratch_;  // StepClass scratch
+  // Per multi-byte UTF-8 shape, per byte range, the byte classes in it.
+  std::vector<std::vector<std::vector<int>>> shape_classes_;
   std::vector<int32_t> expand_work_;  // Expand's stack
   struct CachedMask {
     int32_t set;

@@ -59,6 +59,64 @@ std::string TokenTrie::ControlTokenBytes(std::string_view text) {
 }
 
 std::shared_ptr<const TokenTrie> TokenTrie::FromBytes(std::vector<std::string> token_bytes) {
+  std::shared_ptr<TokenTrie> trie = Nodes(std::move(token_bytes));
+  trie->SplitPlainSlices();
+  return trie;
+}
+
+const ByteSet& TokenTrie::PlainAsciiBytes() {
+  static const ByteSet kPlain =
+      ByteSet::Range(0x20, 0x7E).Minus(ByteSet::Single('"')).Minus(ByteSet::Single('\\'));
+  return kPlain;
+}
+
+void TokenTrie::SplitPlainSlices() {
+  const size_t words = (static_cast<size_t>(vocab_size()) + 63) / 64;
+  const auto rows = static_cast<size_t>(kMaxPlainChars);
+  plain_ascii_.assign(rows * words, 0);
+  plain_multibyte_.assign(rows * words, 0);
+  std::vector<std::string> rest = token_bytes_;
+  std::vector<std::string> rest_with_multibyte = token_bytes_;
+  for (int id = 0; id < vocab_size(); ++id) {
+    const std::string& bytes = token_bytes_[id];
+    if (bytes.empty()) continue;
+    // Whole characters, each plain ASCII or a strictly valid multi-byte one.
+    int utf8 = kBoundary;
+    int chars = 0;
+    bool plain = true, multibyte = false;
+    for (char c : bytes) {
+      const auto byte = static_cast<uint8_t>(c);
+      if (utf8 == kBoundary) {
+        ++chars;
+        if (byte < 0x80 && !PlainAsciiBytes().Has(byte)) plain = false;
+        multibyte = multibyte || byte >= 0x80;
+      }
+      utf8 = Utf8Step(utf8, byte);
+      if (utf8 == kInvalid) plain = false;
+      if (!plain) break;
+    }
+    if (!plain || utf8 != kBoundary || chars > kMaxPlainChars) continue;
+    std::vector<uint64_t>& slice = multibyte ? plain_multibyte_ : plain_ascii_;
+    slice[static_cast<size_t>(chars - 1) * words + static_cast<size_t>(id) / 64] |= uint64_t{1}
+                                                                                    << (id % 64);
+    rest[id].clear();
+    if (multibyte) {
+      max_plain_multibyte_chars_ = std::max(max_plain_multibyte_chars_, chars);
+    } else {
+      rest_with_multibyte[id].clear();
+    }
+  }
+  for (std::vector<uint64_t>* slice : {&plain_ascii_, &plain_multibyte_}) {
+    for (size_t row = 1; row < rows; ++row) {
+      for (size_t w = 0; w < words; ++w)
+        (*slice)[row * words + w] |= (*slice)[(row - 1) * words + w];
+    }
+  }
+  rest_ = Nodes(std::move(rest));
+  rest_with_multibyte_ = Nodes(std::move(rest_with_multibyte));
+}
+
+std::shared_ptr<TokenTrie> TokenTrie::Nodes(std::vector<std::string> token_bytes) {
   auto trie = std::make_shared<TokenTrie>();
   trie->token_bytes_ = std::move(token_bytes);
   const std::vector<std::string>& bytes = trie->token_bytes_;

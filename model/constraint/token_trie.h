@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,32 @@ class TokenTrie {
   // From explicit token bytes (tests); empty strings are left out.
   static std::shared_ptr<const TokenTrie> FromBytes(std::vector<std::string> token_bytes);
 
+  // Two slices of plain tokens, marked without a walk. Inside a string nearly every token is
+  // allowed and a walk would visit most of the trie, but a state that takes any L plain
+  // characters in a row (each to one state), and none after them, allows exactly the slice's
+  // tokens of at most L characters. Plain: printable ASCII other than '"' and '\\' (what a JSON
+  // string takes as itself, and most free text), and multi-byte characters.
+  // - ASCII: tokens of plain ASCII bytes only, at most kMaxPlainChars;
+  // - multi-byte: tokens of plain characters with at least one multi-byte character, at most
+  //   kMaxPlainChars characters (apart: their test needs the state's multi-byte steps).
+  // A walk then covers only `rest()` (neither slice) or `rest_with_multibyte()` (not ASCII).
+  static constexpr int kMaxPlainChars = 48;
+  static const ByteSet& PlainAsciiBytes();
+  // The ASCII slice's tokens of 1..`chars` characters, one bit per token id (ceil(vocab / 64)
+  // words).
+  std::span<const uint64_t> plain_ascii_up_to(int chars) const { return Row(plain_ascii_, chars); }
+  // The multi-byte slice's tokens of 1..`chars` characters, `chars` at most
+  // max_plain_multibyte_chars().
+  std::span<const uint64_t> plain_multibyte_up_to(int chars) const {
+    return Row(plain_multibyte_, chars);
+  }
+  // The most characters in a token of the multi-byte slice (0: the slice is empty).
+  int max_plain_multibyte_chars() const { return max_plain_multibyte_chars_; }
+  // The tries of every token outside both slices, and outside the ASCII one, with the same
+  // ids; null for those tries themselves.
+  const TokenTrie* rest() const { return rest_.get(); }
+  const TokenTrie* rest_with_multibyte() const { return rest_with_multibyte_.get(); }
+
   // The nodes in preorder, the root first and the sentinel last.
   const std::vector<Node>& nodes() const { return nodes_; }
   // Per node, the bytes on the edges below it: read only where a walk considers taking a
@@ -73,6 +100,19 @@ class TokenTrie {
   std::vector<uint16_t> path_chars_;
   std::vector<std::string> token_bytes_;
   int max_depth_ = 0;
+  // Rows of ceil(vocab / 64) words, row L - 1 holding the tokens of at most L characters.
+  std::vector<uint64_t> plain_ascii_;
+  std::vector<uint64_t> plain_multibyte_;
+  int max_plain_multibyte_chars_ = 0;
+  std::shared_ptr<const TokenTrie> rest_;
+  std::shared_ptr<const TokenTrie> rest_with_multibyte_;
+
+  std::span<const uint64_t> Row(const std::vector<uint64_t>& rows, int chars) const {
+    const size_t words = (static_cast<size_t>(vocab_size()) + 63) / 64;
+    return {rows.data() + static_cast<size_t>(chars - 1) * words, words};
+  }
+  static std::shared_ptr<TokenTrie> Nodes(std::vector<std::string> token_bytes);
+  void SplitPlainSlices();
 };
 
 }  // namespace textgen::model

@@ -323,6 +323,54 @@ TEST(GrammarMatcherTest, LongTokensInBoundedStringsMatchBruteForce) {
   }
 }
 
+// Where a state's run of plain characters stops, the slices are exact only if no plain
+// character can follow; these grammars end runs every way (a bound, another state taking plain
+// characters, ASCII only, a loop, several states for different plain bytes), with plain
+// tokens of every length in both slices and past their cap.
+TEST(GrammarMatcherTest, PlainSlicesMatchBruteForceWhereverARunStops) {
+  std::vector<std::string> vocab = {"\"", "x",    "x\"",  "é\"",      "\\",
+                                    "\n", "\x7F", "\xC3", "a\xE2\x82"};
+  std::string ascii, multibyte;
+  for (int n = 1; n <= 52; ++n) {
+    ascii += static_cast<char>('a' + n % 7);
+    multibyte += n % 3 == 0 ? "日" : (n % 3 == 1 ? "é" : "q");
+    vocab.push_back(ascii);
+    vocab.push_back(multibyte);
+    vocab.push_back(ascii + "\"");
+    vocab.push_back(std::string(static_cast<size_t>(n), 'x'));
+  }
+  for (int b = 0x20; b < 0x7F; ++b) vocab.push_back(std::string(1, static_cast<char>(b)));
+  auto trie = TokenTrie::FromBytes(vocab);
+  const std::vector<std::string> grammars = {
+      R"(root ::= [^"\\]{0,9} "\"")",                 // bounded, any character
+      R"(root ::= [^"\\]* "\"")",                     // a loop
+      R"(root ::= [ !#-[\]-~]{2,7} "\"")",            // plain ASCII only
+      R"(root ::= [a-z ]{0,4} "x"{0,3} "\"")",        // after the run, another plain byte
+      R"(root ::= [^"\\]{0,3} [a-c]* "\"")",          // after the run, a loop of some bytes
+      R"(root ::= ("ab" | [c-z]) [^"\\]{0,5} "\"")",  // plain bytes to different states
+      R"(root ::= [^"\\]{3} "é" "\"")",               // after the run, a multi-byte one
+      R"(root ::= [^"\\]{0,60} "\"")"};               // past the slices' cap
+  std::mt19937 rng(11);
+  for (const std::string& source : grammars) {
+    auto g = Shared(ParseGbnf(source, {}));
+    ASSERT_NE(g, nullptr) << source;
+    for (int walk = 0; walk < 6; ++walk) {
+      GrammarMatcher m(g);
+      for (int step = 0; step < 12; ++step) {
+        std::vector<uint64_t> mask((trie->vocab_size() + 63) / 64);
+        m.FillMask(*trie, mask);
+        ASSERT_EQ(mask, BruteForceMask(m, *trie)) << source << " walk " << walk << " step " << step;
+        std::vector<int> allowed;
+        for (int id = 0; id < trie->vocab_size(); ++id) {
+          if ((mask[id / 64] >> (id % 64)) & 1) allowed.push_back(id);
+        }
+        if (allowed.empty()) break;
+        ASSERT_TRUE(m.Accept(trie->token_bytes(allowed[rng() % allowed.size()])));
+      }
+    }
+  }
+}
+
 TEST(GrammarMatcherTest, MasksEqualBruteForceAlongRandomWalks) {
   // A small vocabulary with single bytes, words, JSON punctuation and multi-byte UTF-8.
   std::vector<std::string> vocab = {
@@ -460,6 +508,54 @@ class PieceTokenizer : public Tokenizer {
   std::vector<int> control_, printed_;
   std::vector<int> eog_ = {3};
 };
+
+// The slices hold whole plain characters by count; everything else stays in the walked tries.
+TEST(TokenTrieTest, PlainSlicesHoldWholePlainCharactersByCount) {
+  const std::vector<std::string> vocab = {"ab",
+                                          "a b",
+                                          "a\"",
+                                          "a\\",
+                                          "\t",
+                                          "\x7F",
+                                          "é",
+                                          "aé日",
+                                          "\xC3",
+                                          "\xC3\xA9\xC3",
+                                          "\xED\xA0\x80",
+                                          std::string(48, 'z'),
+                                          std::string(49, 'z'),
+                                          "",
+                                          "~"};
+  auto trie = TokenTrie::FromBytes(vocab);
+  const auto has = [](std::span<const uint64_t> bits, int id) {
+    return ((bits[static_cast<size_t>(id) / 64] >> (id % 64)) & 1) != 0;
+  };
+  const auto ids = [&](std::span<const uint64_t> bits) {
+    std::vector<int> out;
+    for (int id = 0; id < trie->vocab_size(); ++id) {
+      if (has(bits, id)) out.push_back(id);
+    }
+    return out;
+  };
+  EXPECT_EQ(ids(trie->plain_ascii_up_to(1)), (std::vector<int>{14}));
+  EXPECT_EQ(ids(trie->plain_ascii_up_to(3)), (std::vector<int>{0, 1, 14}));
+  EXPECT_EQ(ids(trie->plain_ascii_up_to(TokenTrie::kMaxPlainChars)),
+            (std::vector<int>{0, 1, 11, 14}));
+  EXPECT_EQ(ids(trie->plain_multibyte_up_to(1)), (std::vector<int>{6}));
+  EXPECT_EQ(trie->max_plain_multibyte_chars(), 3);
+  EXPECT_EQ(ids(trie->plain_multibyte_up_to(3)), (std::vector<int>{6, 7}));
+  // The walked tries: neither slice (quote, backslash, controls, partial or invalid UTF-8, too
+  // long), and that plus the multi-byte slice.
+  const auto spelled = [](const TokenTrie& t) {
+    std::vector<int> out(t.order().begin(), t.order().end());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(spelled(*trie->rest()), (std::vector<int>{2, 3, 4, 5, 8, 9, 10, 12}));
+  EXPECT_EQ(spelled(*trie->rest_with_multibyte()),
+            (std::vector<int>{2, 3, 4, 5, 6, 7, 8, 9, 10, 12}));
+  EXPECT_EQ(trie->rest()->rest(), nullptr);
+}
 
 // Printed control tokens (harmony's tags) enter the trie behind the 0xFF mark, so a grammar
 // allows one only where it spells it so; text, byte tokens 0xFF included, never writes it.
