@@ -11,7 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -76,18 +79,38 @@ double Percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   std::string vocab, only;
+  std::vector<std::string> grammars;
   int walks = 20, steps = 256;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--vocab")) vocab = argv[i + 1];
     if (!std::strcmp(argv[i], "--walks")) walks = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--schema")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--grammar")) grammars.push_back(argv[i + 1]);
   }
   if (vocab.empty()) {
     std::fprintf(stderr,
                  "usage: textgen-bench-constraint --vocab FILE.gguf [--walks N] [--steps N] "
-                 "[--schema NAME]\n");
+                 "[--schema NAME] [--grammar FILE.gbnf]...\n"
+                 "  --grammar: GBNF files measured instead of the built-in schemas\n");
     return 2;
+  }
+  std::vector<Case> cases = Cases();
+  std::vector<std::string> names;  // the cases' names point into it
+  if (!grammars.empty()) {
+    cases.clear();
+    names.reserve(grammars.size());
+    for (const std::string& path : grammars) {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) {
+        std::fprintf(stderr, "cannot read %s\n", path.c_str());
+        return 1;
+      }
+      std::stringstream text;
+      text << in.rdbuf();
+      names.push_back(std::filesystem::path(path).filename().string());
+      cases.push_back({names.back().c_str(), {ConstraintKind::kGrammar, text.str()}});
+    }
   }
   auto data = textgen::model::ReadGgufVocabularyFile(vocab);
   if (!data.ok()) {
@@ -102,7 +125,7 @@ int main(int argc, char** argv) {
   const double trie_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   std::printf("{\"vocab\": %d, \"trie_nodes\": %zu, \"trie_build_ms\": %.1f}\n", trie->vocab_size(),
               trie->nodes().size(), trie_ms);
-  for (const Case& c : Cases()) {
+  for (const Case& c : cases) {
     if (!only.empty() && only != c.name) continue;
     textgen::model::ConstraintCompiler compiler({});
     const auto c0 = Clock::now();
