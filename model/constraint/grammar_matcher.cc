@@ -7,6 +7,15 @@
 #include "model/constraint/char_class.h"
 
 namespace textgen::model {
+namespace {
+
+// The bytes that begin a multi-byte UTF-8 character.
+const ByteSet& LeadBytes() {
+  static const ByteSet kLeads = ByteSet::Range(0xC2, 0xF4);
+  return kLeads;
+}
+
+}  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, MatcherLimits limits)
     : grammar_(std::move(grammar)), limits_(limits), byte_classes_(grammar_->byte_class_count()) {
@@ -279,9 +288,8 @@ bool GrammarMatcher::MultibyteLeadsToUncached(int32_t set, int32_t to) {
 bool GrammarMatcher::FirstCharFits(int32_t set, const ByteSet& ascii, bool has_multibyte) const {
   // Every character below must be able to come first: a cheap test that spares building the
   // chain of a state (a literal's, say) that takes no subtree by characters.
-  static const ByteSet kLeads = ByteSet::Range(0xC2, 0xF4);
   return ascii.SubsetOf(first_bytes_[set]) &&
-         (!has_multibyte || kLeads.SubsetOf(first_bytes_[set]));
+         (!has_multibyte || LeadBytes().SubsetOf(first_bytes_[set]));
 }
 
 const GrammarMatcher::CharChain& GrammarMatcher::Chain(int32_t set, int length) {
@@ -380,10 +388,9 @@ const GrammarMatcher::PlainRuns& GrammarMatcher::Plain(int32_t set, int multibyt
       const int32_t to = j + 1 < static_cast<int>(chain.size()) ? chain[j + 1] : chain.back();
       follow = MultibyteLeadsTo(chain[j], to);  // may add states; `chain` is ours alone
     }
-    static const ByteSet kLeads = ByteSet::Range(0xC2, 0xF4);
     if (follow && (loops || taken >= multibyte_chars)) {
       runs.multibyte = multibyte_chars;
-    } else if (follow && takes_none_after(kLeads)) {
+    } else if (follow && takes_none_after(LeadBytes())) {
       runs.multibyte = taken;
     }
   }

@@ -108,8 +108,9 @@ void TokenTrie::SplitPlainSlices() {
   }
   for (std::vector<uint64_t>* slice : {&plain_ascii_, &plain_multibyte_}) {
     for (size_t row = 1; row < rows; ++row) {
-      for (size_t w = 0; w < words; ++w)
+      for (size_t w = 0; w < words; ++w) {
         (*slice)[row * words + w] |= (*slice)[(row - 1) * words + w];
+      }
     }
   }
   rest_ = Nodes(std::move(rest));
