@@ -149,9 +149,6 @@ for name in "${names[@]}"; do
     -print_final_stats=1 -artifact_prefix="$work/artifacts/$name-" 2>&1 |
     grep -E 'fuzzer: |INITED|DONE|stat::|ERROR|SUMMARY|Test unit|==[0-9]+==' || status=1
 done
-if ls "$work/artifacts"/*crash-* "$work/artifacts"/*leak-* "$work/artifacts"/*oom-* \
-     "$work/artifacts"/*timeout-* >/dev/null 2>&1; then
-  echo "fuzzers found failing inputs in $work/artifacts" >&2
-  exit 1
-fi
+source "$here/failing_inputs.sh"
+fail_on_failing_inputs "$work/artifacts"
 exit "$status"

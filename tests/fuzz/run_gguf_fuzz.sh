@@ -43,9 +43,6 @@ limit=(-max_total_time="$seconds")
   -rss_limit_mb=2048 -max_len=1300000 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" 2>&1 | tee "$work/gguf.log" | tail -n 25
 status=${PIPESTATUS[0]}
-if ls "$work/artifacts"/crash-* "$work/artifacts"/leak-* "$work/artifacts"/oom-* \
-     "$work/artifacts"/timeout-* >/dev/null 2>&1; then
-  echo "fuzzer found failing inputs in $work/artifacts" >&2
-  exit 1
-fi
+source "$here/failing_inputs.sh"
+fail_on_failing_inputs "$work/artifacts"
 exit "$status"

@@ -39,9 +39,6 @@ limit=(-max_total_time="$seconds")
   -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
   -artifact_prefix="$artifacts/" 2>&1 | tee "$work/jinja.log" | tail -n 25
 status=${PIPESTATUS[0]}
-if ls "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/oom-* "$artifacts"/timeout-* \
-     >/dev/null 2>&1; then
-  echo "fuzzer found failing inputs in $artifacts" >&2
-  exit 1
-fi
+source "$here/failing_inputs.sh"
+fail_on_failing_inputs "$artifacts"
 exit "$status"
