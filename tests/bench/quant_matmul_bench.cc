@@ -4,7 +4,10 @@
 //   BM_ReadBandwidth   a plain AVX-512 read of 1 GiB on the OpenMP pool, prefetching 4 KiB
 //                      ahead like the kernels (the DRAM limit that bounds decode: weight
 //                      bytes / this = the fastest a token can be);
-//   BM_Vnni            VPDPBUSD with no memory traffic (the int8 compute limit for prefill).
+//   BM_Vnni            VPDPBUSD with no memory traffic (the int8 compute limit for prefill);
+//   BM_ExpertDecode    a mixture-of-experts layer's products for one decode token in
+//                      gpt-oss-20b's shape (4 of 32 MXFP4 experts, gate|up 5760 x 2880 then
+//                      down 2880 x 2880, each one QuantMatmuls call), against the read limit.
 // Each matmul benchmark but "in_l2" cycles through enough copies of the weights to exceed the
 // L3 cache, so the weights come from DRAM as in a real decode step; "in_l2" shows what the
 // kernel does when memory is not the limit. Reports weight GB/s (bytes of the
@@ -14,7 +17,10 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <array>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,8 +36,7 @@ namespace {
 using textgen::model::DType;
 using namespace textgen::model::ops;
 
-constexpr int64_t kWeightBytesToCycle =
-    int64_t{256} << 20;  // > L3 (32 MiB) several times  // > L3 (32 MiB) several times
+constexpr int64_t kWeightBytesToCycle = int64_t{256} << 20;  // > L3 (32 MiB) several times
 
 struct Shape {
   const char* name;
@@ -40,7 +45,8 @@ struct Shape {
 };
 constexpr Shape kShapes[] = {{"1b_qkv", 3072, 2048},       {"in_l2", 256, 2048, false},
                              {"1b_ffn_up", 16384, 2048},   {"1b_ffn_down", 2048, 8192},
-                             {"1b_lm_head", 128256, 2048}, {"8b_ffn_down", 4096, 14336}};
+                             {"1b_lm_head", 128256, 2048}, {"8b_ffn_down", 4096, 14336},
+                             {"oss_qkv", 5120, 2880},      {"oss_o", 2880, 4096}};
 constexpr DType kTypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0,
                             DType::kQ5_K, DType::kQ4_0, DType::kMXFP4};
 
@@ -85,6 +91,66 @@ void BM_QuantMatmul(benchmark::State& state) {
   state.counters["GOP/s"] = benchmark::Counter(
       2.0 * m * shape.n * static_cast<double>(shape.k) * iters / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(shape.name) + " " + textgen::model::DTypeName(dtype));
+}
+
+// One decode token through a mixture's experts: each iteration picks `used` distinct experts
+// at random and runs their gate|up parts (one call, as the engine groups them), then their
+// downs (a second call). The experts' weights together exceed L3 many times.
+void BM_ExpertDecode(benchmark::State& state) {
+  constexpr int kExperts = 32, kUsed = 4, kDim = 2880, kWidth = 2880;
+  constexpr DType kType = DType::kMXFP4;
+  if (!CpuSupportsQuantMatmul()) {
+    state.SkipWithError("CPU lacks AVX512-VNNI");
+    return;
+  }
+  HugePageArena arena;
+  std::vector<PackedQuantMatrix> gate, up, down;
+  const auto pack = [&](int n, int k, uint64_t seed, std::vector<PackedQuantMatrix>& to) {
+    const std::vector<uint8_t> blocks =
+        textgen::model::testing::RandomQuantBlocks(kType, n, k, seed);
+    absl::StatusOr<PackedQuantMatrix> packed =
+        PackQuantMatrix(textgen::model::TensorView{kType, n, k, blocks.data()}, arena);
+    if (packed.ok()) to.push_back(*packed);
+    return packed.ok();
+  };
+  for (int e = 0; e < kExperts; ++e) {
+    if (!pack(kWidth, kDim, 3 * e, gate) || !pack(kWidth, kDim, 3 * e + 1, up) ||
+        !pack(kDim, kWidth, 3 * e + 2, down)) {
+      state.SkipWithError("cannot pack the experts");
+      return;
+    }
+  }
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(kDim), hidden(2 * kWidth * kUsed), out(kDim * kUsed);
+  for (float& v : x) v = dist(rng);
+  std::vector<QuantizedActivations> act(kUsed);
+  QuantizedActivations in;
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    std::array<int, kExperts> order;
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<QuantMatmulJob> jobs;
+    in.Quantize(x.data(), 1, kDim, ActivationBlockFor(kType));
+    for (int u = 0; u < kUsed; ++u) {
+      const int e = order[u];
+      float* y = hidden.data() + 2 * kWidth * u;
+      jobs.push_back({&gate[e], &in, y, 2 * kWidth});
+      jobs.push_back({&up[e], &in, y + kWidth, 2 * kWidth});
+      bytes += gate[e].bytes() + up[e].bytes() + down[e].bytes();
+    }
+    QuantMatmuls(jobs);
+    jobs.clear();
+    for (int u = 0; u < kUsed; ++u) {
+      act[u].Quantize(hidden.data() + 2 * kWidth * u, 1, kWidth, ActivationBlockFor(kType));
+      jobs.push_back({&down[order[u]], &act[u], out.data() + kDim * u, kDim});
+    }
+    QuantMatmuls(jobs);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
 }
 
 __attribute__((target("avx512f"))) void BM_ReadBandwidth(benchmark::State& state) {
@@ -173,6 +239,7 @@ void Args(benchmark::internal::Benchmark* b) {
     for (int type = 0; type < static_cast<int>(std::size(kTypes)); ++type) {
       for (int m : {1, 4, 16, 64, 512}) {
         if (shape == 4 && m > 16) continue;  // the LM head runs for a few rows per step
+        if (shape >= 6 && m > 1) continue;   // gpt-oss's attention: decode
         b->Args({shape, type, m});
       }
     }
@@ -183,6 +250,7 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Vnni)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ExpertDecode)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_QuantizeActivations)
     ->Args({512, 2048, 256})
     ->Args({512, 8192, 256})
