@@ -28,6 +28,8 @@
 #include "model/arch/architectures.h"
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
+#include "model/runtime/system_memory.h"
+#include "model/tokenizer/draft_vocabulary.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/auth/api_keys.h"
 #include "server/grpc/drain.h"
@@ -140,8 +142,13 @@ ABSL_FLAG(int, constraint_cache_entries, kDefaults.constraint_cache_entries,
 ABSL_FLAG(absl::Duration, session_ttl, kDefaults.session_ttl,
           "Idle time after which a session's KV cache is freed (e.g. 10m, 90s)");
 ABSL_FLAG(std::string, speculative, kDefaults.speculative,
-          "Speculative decoding: off, or ngram (drafts by prompt lookup, verified in one forward "
-          "pass; the output is bit for bit the same as without)");
+          "Speculative decoding: off, ngram (drafts by prompt lookup) or draft (drafts by "
+          "--draft-model); drafts are verified in one forward pass and the output is bit for bit "
+          "the same as without");
+ABSL_FLAG(std::string, draft_model, kDefaults.draft_model,
+          "With --speculative draft: a smaller GGUF model with the same vocabulary that drafts "
+          "tokens (greedily, on the engine's threads; its KV cache holds as many tokens as the "
+          "main model's)");
 ABSL_FLAG(int, speculative_draft_tokens, kDefaults.speculative_draft_tokens,
           "Tokens drafted per step, shared out among the sequences decoding (each adapts its "
           "own length below its share)");
@@ -221,6 +228,7 @@ ServerOptions OptionsFromFlags() {
   o.session_ttl = absl::GetFlag(FLAGS_session_ttl);
   o.prefix_cache_scope = absl::GetFlag(FLAGS_prefix_cache_scope);
   o.speculative = absl::GetFlag(FLAGS_speculative);
+  o.draft_model = absl::GetFlag(FLAGS_draft_model);
   o.speculative_draft_tokens = absl::GetFlag(FLAGS_speculative_draft_tokens);
   o.speculative_max_batch = absl::GetFlag(FLAGS_speculative_max_batch);
   o.kv_cache_dir = absl::GetFlag(FLAGS_kv_cache_dir);
@@ -268,6 +276,7 @@ struct LoadedServer {
   model::LoadedModel model;
   std::unique_ptr<model::Tokenizer> tokenizer;
   std::unique_ptr<model::Engine> engine;
+  std::unique_ptr<model::Engine> draft_engine;  // --speculative draft
   std::unique_ptr<Scheduler> scheduler;
   // After the scheduler: destroyed first, its last tasks still reach a live scheduler.
   std::unique_ptr<PreparationPool> preparation;
@@ -298,6 +307,45 @@ absl::Status AttachKvCacheDir(const ServerOptions& o, model::KvCache& cache, Log
                       absl::ToDoubleSeconds(absl::Now() - start)));
   cache.AttachDiskTier(*std::move(tier));
   return absl::OkStatus();
+}
+
+// --draft-model: a causal model with the target's vocabulary, in an engine of its own whose KV
+// cache holds as many tokens as the target's (plus a block per sequence for its drafts), under
+// the memory the target and its KV budget leave.
+absl::StatusOr<std::unique_ptr<model::Engine>> LoadDraftEngine(const ServerOptions& o,
+                                                               const model::LoadedModel& target,
+                                                               model::Engine& target_engine,
+                                                               model::EngineOptions options,
+                                                               Logger* logger) {
+  const auto refuse = [&](const absl::Status& status) {
+    return absl::Status(status.code(),
+                        absl::StrCat("--draft-model ", o.draft_model, ": ", status.message()));
+  };
+  absl::StatusOr<model::LoadedModel> draft = model::LoadModel(o.draft_model);
+  if (!draft.ok()) return refuse(draft.status());
+  if (!draft->config.causal || model::SpecOf(draft->config.architecture).encoder) {
+    return refuse(absl::InvalidArgumentError("an encoder cannot draft tokens"));
+  }
+  if (absl::Status same = model::CheckDraftVocabulary(target.tokenizer, draft->tokenizer);
+      !same.ok()) {
+    return refuse(same);
+  }
+  const model::KvCache& target_cache = target_engine.kv_cache();
+  const int64_t target_blocks = target_cache.budget_bytes() / target_cache.block_bytes();
+  const int64_t draft_block_bytes = int64_t{model::KvCache::kBlockTokens} * 2 *
+                                    draft->config.n_layers * draft->config.n_kv_heads *
+                                    draft->config.head_dim * (options.kv_cache_f16 ? 2 : 4);
+  options.kv_cache_bytes = std::max<int64_t>(target_blocks + o.max_batch, 1) * draft_block_bytes;
+  if (std::optional<int64_t> available = model::AvailableMemoryBytes()) {
+    options.available_memory_bytes = std::max<int64_t>(*available - o.kv_cache_bytes, 0);
+  }
+  absl::StatusOr<std::unique_ptr<model::Engine>> engine = model::Engine::Create(*draft, options);
+  if (!engine.ok()) return refuse(engine.status());
+  logger->Info(absl::StrFormat("draft model %s: %s, %d layers, dim %d; its KV cache %.1f MiB",
+                               o.draft_model, draft->config.name, draft->config.n_layers,
+                               draft->config.dim,
+                               static_cast<double>(options.kv_cache_bytes) / (1 << 20)));
+  return engine;
 }
 
 absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metrics* metrics,
@@ -343,6 +391,13 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
     }
   }
 
+  if (!o.draft_model.empty()) {
+    absl::StatusOr<std::unique_ptr<model::Engine>> draft =
+        LoadDraftEngine(o, loaded->model, *loaded->engine, engine_options, logger);
+    if (!draft.ok()) return draft.status();
+    loaded->draft_engine = *std::move(draft);
+  }
+
   SchedulerOptions scheduler_options;
   scheduler_options.max_batch_sequences = o.max_batch;
   scheduler_options.max_batch_tokens = o.max_batch_tokens;
@@ -356,8 +411,9 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metri
   scheduler_options.speculation.mode = *ParseSpeculation(o.speculative);          // validated
   scheduler_options.speculation.max_draft_tokens = o.speculative_draft_tokens;
   scheduler_options.speculation.max_batch = o.speculative_max_batch;
-  loaded->scheduler = CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(),
-                                              scheduler_options, metrics);
+  loaded->scheduler =
+      CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(), scheduler_options,
+                              metrics, loaded->draft_engine.get());
 
   loaded->preparation = std::make_unique<PreparationPool>(PreparationPoolOptions{
       .threads = o.prep_threads, .max_queue = o.max_queue, .observer = metrics});
@@ -541,8 +597,9 @@ int Run(ServerOptions options) {
   const absl::Time load_start = absl::Now();
   absl::StatusOr<std::unique_ptr<LoadedServer>> loaded = Load(options, metrics->get(), &logger);
   if (!loaded.ok()) {
-    logger.Error(
-        absl::StrCat("cannot load model ", options.model_path, ": ", loaded.status().ToString()));
+    logger.Error(absl::StrCat("cannot load model ", options.model_path,
+                              options.draft_model.empty() ? "" : " with its draft model", ": ",
+                              loaded.status().ToString()));
     server->Shutdown();
     if (http_server != nullptr) http_server->Stop();
     return 1;

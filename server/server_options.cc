@@ -34,6 +34,7 @@ std::optional<PrefixCacheScope> ParsePrefixCacheScope(const std::string& name) {
 std::optional<Speculation> ParseSpeculation(const std::string& name) {
   if (name == "off") return Speculation::kOff;
   if (name == "ngram") return Speculation::kNgram;
+  if (name == "draft") return Speculation::kDraft;
   return std::nullopt;
 }
 
@@ -95,7 +96,15 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   }
   if (!ParseSpeculation(o.speculative)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--speculative must be off or ngram, got \"", o.speculative, "\""));
+        absl::StrCat("--speculative must be off, ngram or draft, got \"", o.speculative, "\""));
+  }
+  if (o.speculative == "draft" && o.draft_model.empty()) {
+    return absl::InvalidArgumentError(
+        "--speculative draft needs --draft-model FILE (a smaller model with the same vocabulary)");
+  }
+  if (o.speculative != "draft" && !o.draft_model.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--draft-model is used by --speculative draft only, not ", o.speculative));
   }
   if (!o.kv_cache_dir.empty() && o.prefix_cache_scope == "off") {
     return absl::InvalidArgumentError(

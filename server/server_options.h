@@ -64,10 +64,11 @@ struct ServerOptions {
   std::string kv_cache_dir;
   int64_t kv_cache_dir_mb = 10240;  // the directory's size limit (least recently used go)
   int max_sessions = SchedulerOptions{}.max_sessions;
-  // Speculative decoding: "off" or "ngram" (prompt lookup), the tokens drafted per step
-  // (shared out among the decoding sequences), and the decoding sequences above which nobody
-  // drafts.
+  // Speculative decoding: "off", "ngram" (prompt lookup) or "draft" (by draft_model, a smaller
+  // model with the same vocabulary), the tokens drafted per step (shared out among the
+  // decoding sequences), and the decoding sequences above which nobody drafts.
   std::string speculative = "off";
+  std::string draft_model;
   int speculative_draft_tokens = SpeculationOptions{}.max_draft_tokens;
   int speculative_max_batch = SpeculationOptions{}.max_batch;
   // The Responses API's stored responses (store: true): memory budget and age.

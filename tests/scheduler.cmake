@@ -9,6 +9,7 @@ textgen_test(scheduler_test
   LIBS textgen_scheduler)
 textgen_test(scheduler_real_engine_test
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler/scheduler_real_engine_test.cc
+          ${CMAKE_CURRENT_SOURCE_DIR}/server/scheduler/draft_model_test.cc
   LIBS textgen_scheduler textgen_random_gguf)
 
 # The HTTP transport with its TLS (no gRPC, no model): also run under ASan and TSan.

@@ -2,6 +2,7 @@
 textgen_test(tokenizer_test
   SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/bpe_pre_tokenizer_test.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/draft_vocabulary_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/llama2c_tokenizer_file_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/tokenizer_test.cc
     ${CMAKE_CURRENT_SOURCE_DIR}/model/tokenizer/utf8_test.cc

@@ -7,6 +7,7 @@ target_link_libraries(textgen_utf8 PUBLIC absl::status PRIVATE absl::str_format 
 
 add_library(textgen_tokenizer STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/bert_words.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/draft_vocabulary.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/bpe_pre_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/gpt2_byte_mapping.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/gpt2_tokenizer.cc

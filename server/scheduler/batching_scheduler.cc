@@ -46,7 +46,8 @@ SchedulerOptions Sanitized(SchedulerOptions options) {
 }  // namespace
 
 BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokenizer* tokenizer,
-                                     const SchedulerOptions& options, SchedulerObserver* observer)
+                                     const SchedulerOptions& options, SchedulerObserver* observer,
+                                     model::Engine* draft_engine)
     : engine_(engine),
       kv_cache_(engine->kv_cache()),
       tokenizer_(tokenizer),
@@ -54,6 +55,10 @@ BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokeniz
       observer_(observer),
       context_length_(ContextLength(*engine)),
       max_fit_tokens_(MaxFitTokens(kv_cache_, context_length_)),
+      draft_model_(options_.speculation.mode == Speculation::kDraft && draft_engine != nullptr
+                       ? std::make_unique<DraftModel>(draft_engine, engine->config().vocab_size,
+                                                      options_.max_batch_tokens)
+                       : nullptr),
       inbox_(options_.max_queue, options_.max_requests_per_principal),
       sessions_(options_.max_sessions, options_.max_sessions_per_principal, options_.session_ttl),
       thread_([this] { Run(); }) {}
@@ -334,13 +339,12 @@ void BatchingScheduler::Step() {
   const int max_draft = DraftTokensPerSequence();
   int decodes = 0;
   int drafted_tokens = 0;
+  if (max_draft > 0 && draft_model_ != nullptr) DraftWithModel(max_draft);
   for (size_t i = 0; i < n && budget > 0; ++i) {
     Sequence& seq = *running_[(decode_cursor_ + i) % n];
     if (seq.prefilling()) continue;
     std::span<const int> chunk = seq.DecodeToken();
-    if (max_draft > 0) {
-      chunk = seq.DecodeChunk(std::min(max_draft, budget - 1), options_.speculation.lookup);
-    }
+    if (max_draft > 0) chunk = seq.DecodeChunk(DraftsFor(seq, std::min(max_draft, budget - 1)));
     const bool drafted = chunk.size() > 1;
     batch.push_back({seq.kv().id(), chunk, /*want_logits=*/true, model::HiddenRows::kNone,
                      /*logits_per_token=*/drafted});
@@ -469,12 +473,41 @@ void BatchingScheduler::Step() {
 int BatchingScheduler::DraftTokensPerSequence() const {
   const SpeculationOptions& spec = options_.speculation;
   if (spec.mode == Speculation::kOff || spec.max_draft_tokens <= 0) return 0;
+  if (spec.mode == Speculation::kDraft && draft_model_ == nullptr) return 0;
   const int decoding = static_cast<int>(std::count_if(
       running_.begin(), running_.end(), [](const auto& seq) { return !seq->prefilling(); }));
   if (decoding == 0 || decoding > spec.max_batch) return 0;
   // Every drafted row costs about the same; the tokens it may save are worth less the more
   // rows the step already has, so the step's drafts are shared out, not multiplied.
   return spec.max_draft_tokens / decoding;
+}
+
+void BatchingScheduler::DraftWithModel(int max_draft) {
+  draft_requests_.clear();
+  for (const auto& ptr : running_) {
+    Sequence& seq = *ptr;
+    if (seq.prefilling()) continue;
+    seq.draft_state().proposed.clear();
+    if (const int wanted = seq.DraftWanted(max_draft); wanted > 0) {
+      draft_requests_.push_back(
+          {&seq.draft_state(), seq.request().prompt_tokens, seq.output(), wanted});
+    }
+  }
+  draft_model_->Draft(draft_requests_);
+}
+
+std::span<const int> BatchingScheduler::DraftsFor(Sequence& seq, int max_draft) {
+  const int wanted = seq.DraftWanted(max_draft);
+  if (draft_model_ != nullptr) {
+    const std::vector<int>& proposed = seq.draft_state().proposed;
+    return std::span<const int>(proposed).first(std::min<size_t>(wanted, proposed.size()));
+  }
+  lookup_draft_.clear();
+  if (wanted > 0) {
+    DraftByPromptLookup(seq.request().prompt_tokens, seq.output(), options_.speculation.lookup,
+                        wanted, lookup_draft_);
+  }
+  return lookup_draft_;
 }
 
 void BatchingScheduler::EmitDrafted(Sequence& seq, absl::Time now) {
@@ -616,8 +649,9 @@ void BatchingScheduler::PublishGauges() {
 std::unique_ptr<Scheduler> CreateBatchingScheduler(model::Engine* engine,
                                                    const model::Tokenizer* tokenizer,
                                                    const SchedulerOptions& options,
-                                                   SchedulerObserver* observer) {
-  return std::make_unique<BatchingScheduler>(engine, tokenizer, options, observer);
+                                                   SchedulerObserver* observer,
+                                                   model::Engine* draft_engine) {
+  return std::make_unique<BatchingScheduler>(engine, tokenizer, options, observer, draft_engine);
 }
 
 }  // namespace textgen::server

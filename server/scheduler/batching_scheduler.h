@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "model/runtime/engine.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/scheduler/draft_model.h"
 #include "server/scheduler/request_inbox.h"
 #include "server/scheduler/scheduler.h"
 #include "server/scheduler/scheduler_observer.h"
@@ -31,8 +32,11 @@ namespace textgen::server {
 // retire finished sequences (their KV handle frees the memory or goes back to the session).
 class BatchingScheduler final : public Scheduler {
  public:
+  // `draft_engine` (may be null): the draft model of Speculation::kDraft, with the target's
+  // vocabulary; driven on the engine thread like `engine`.
   BatchingScheduler(model::Engine* engine, const model::Tokenizer* tokenizer,
-                    const SchedulerOptions& options, SchedulerObserver* observer);
+                    const SchedulerOptions& options, SchedulerObserver* observer,
+                    model::Engine* draft_engine = nullptr);
   ~BatchingScheduler() override;
 
   absl::Status Submit(ValidatedRequest request, std::shared_ptr<StreamSink> sink) override;
@@ -80,6 +84,11 @@ class BatchingScheduler final : public Scheduler {
   // The most tokens each decoding sequence drafts this step: 0 with speculation off or the
   // batch too busy; else --speculative-draft-tokens shared among the decoding sequences.
   int DraftTokensPerSequence() const;
+  // Speculation::kDraft: every decoding sequence's drafts for this step from the draft model
+  // (Sequence::draft_state().proposed), in batched forward passes of its engine.
+  void DraftWithModel(int max_draft);
+  // The drafts of `seq` for a chunk that may draft `max_draft` tokens.
+  std::span<const int> DraftsFor(Sequence& seq, int max_draft);
   // After a speculative step: emits the kept samples, gives back the K/V of drafted tokens
   // that were not kept, and reports the verification.
   void EmitDrafted(Sequence& seq, absl::Time now);
@@ -99,6 +108,8 @@ class BatchingScheduler final : public Scheduler {
   SchedulerObserver* observer_;  // may be null
   const int context_length_;
   const int max_fit_tokens_;  // the most K/V tokens one request can ever get
+
+  std::unique_ptr<DraftModel> draft_model_;  // Speculation::kDraft only
 
   RequestInbox inbox_;
 
@@ -120,6 +131,8 @@ class BatchingScheduler final : public Scheduler {
     bool drafted = false;  // a speculative chunk: SampleDrafted over 1 + drafted() rows
   };
   std::vector<Sampled> sampled_;
+  std::vector<DraftRequest> draft_requests_;
+  std::vector<int> lookup_draft_;
 
   std::thread thread_;  // last: starts after everything above exists
 };

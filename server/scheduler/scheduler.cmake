@@ -2,6 +2,7 @@
 # admission control). Needs no gRPC, so it also builds with TEXTGEN_BUILD_SERVER=OFF.
 add_library(textgen_scheduler STATIC
   ${CMAKE_CURRENT_LIST_DIR}/batching_scheduler.cc
+  ${CMAKE_CURRENT_LIST_DIR}/draft_model.cc
   ${CMAKE_CURRENT_LIST_DIR}/prompt_lookup.cc
   ${CMAKE_CURRENT_LIST_DIR}/request_inbox.cc
   ${CMAKE_CURRENT_LIST_DIR}/sequence.cc

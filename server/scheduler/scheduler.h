@@ -27,7 +27,8 @@ enum class PrefixCacheScope {
 // forward pass verifies them all; each row is sampled as plain decoding would sample it, and
 // a drafted token is kept only while it equals that sample, so the output is bit for bit the
 // same with speculation on or off (docs/speculative-decoding.md).
-enum class Speculation { kOff, kNgram };
+// kNgram drafts by prompt lookup; kDraft by a smaller model with the same vocabulary.
+enum class Speculation { kOff, kNgram, kDraft };
 
 struct SpeculationOptions {
   Speculation mode = Speculation::kOff;
@@ -86,10 +87,13 @@ class Scheduler {
 
 // Starts the continuous-batching scheduler and its engine thread. `engine`, `tokenizer` and
 // `observer` (may be null) must outlive the scheduler; destroying it stops the thread after
-// failing whatever is still queued or running with UNAVAILABLE.
+// failing whatever is still queued or running with UNAVAILABLE. `draft_engine` (may be null;
+// must outlive the scheduler) is Speculation::kDraft's draft model, whose vocabulary the
+// caller checked is the target's (model::CheckDraftVocabulary).
 std::unique_ptr<Scheduler> CreateBatchingScheduler(model::Engine* engine,
                                                    const model::Tokenizer* tokenizer,
                                                    const SchedulerOptions& options,
-                                                   SchedulerObserver* observer);
+                                                   SchedulerObserver* observer,
+                                                   model::Engine* draft_engine = nullptr);
 
 }  // namespace textgen::server

@@ -248,13 +248,16 @@ bool Sequence::Emit(model::SampleResult sample, absl::Time now, SchedulerObserve
   return false;
 }
 
-std::span<const int> Sequence::DecodeChunk(int max_draft, const PromptLookupOptions& lookup) {
-  decode_chunk_.assign(1, generated_.back());
+int Sequence::DraftWanted(int max_draft) {
   if (draft_length_ == 0) draft_length_ = max_draft;
   // The chunk's K/V must fit the room reserved for prompt + max_new_tokens.
   const int room = request_.stopping.max_new_tokens - static_cast<int>(generated_.size());
-  const int n = request_.speculate ? std::min({max_draft, draft_length_, room}) : 0;
-  if (n > 0) DraftByPromptLookup(request_.prompt_tokens, generated_, lookup, n, decode_chunk_);
+  return request_.speculate ? std::max(std::min({max_draft, draft_length_, room}), 0) : 0;
+}
+
+std::span<const int> Sequence::DecodeChunk(std::span<const int> drafts) {
+  decode_chunk_.assign(1, generated_.back());
+  decode_chunk_.insert(decode_chunk_.end(), drafts.begin(), drafts.end());
   return decode_chunk_;
 }
 

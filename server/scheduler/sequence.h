@@ -13,8 +13,8 @@
 #include "model/runtime/engine.h"
 #include "model/runtime/sampler.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/scheduler/draft_model.h"
 #include "server/scheduler/kv_sequence.h"
-#include "server/scheduler/prompt_lookup.h"
 #include "server/scheduler/scheduler_observer.h"
 #include "server/scheduler/stop_matcher.h"
 #include "server/scheduler/stream_event.h"
@@ -60,10 +60,17 @@ class Sequence {
   std::span<const int> PrefillChunk(int n) const;
   // The token to feed in a decode step (the last one sampled).
   std::span<const int> DecodeToken() const { return {&generated_.back(), 1}; }
-  // A speculative decode step's chunk: the last sampled token, then up to
-  // min(max_draft, the sequence's adapted draft length, what max_new_tokens leaves) tokens
-  // drafted by prompt lookup (none without a match). Valid until the next call.
-  std::span<const int> DecodeChunk(int max_draft, const PromptLookupOptions& lookup);
+  // The output so far, ending with the last sampled token.
+  std::span<const int> output() const { return generated_; }
+  // How many tokens this sequence drafts in a speculative step that allows `max_draft`:
+  // min(max_draft, its draft length adapted to acceptance, what max_new_tokens leaves); 0
+  // when the request opted out.
+  int DraftWanted(int max_draft);
+  // A speculative decode step's chunk: the last sampled token, then `drafts`. Valid until
+  // the next call.
+  std::span<const int> DecodeChunk(std::span<const int> drafts);
+  // The sequence's state in the draft model (--draft-model), freed with the sequence.
+  DraftState& draft_state() { return draft_state_; }
   // Drafted tokens in the chunk DecodeChunk returned last.
   int drafted() const { return static_cast<int>(decode_chunk_.size()) - 1; }
   // `n` tokens of the last chunk are now in the KV cache.
@@ -152,6 +159,7 @@ class Sequence {
   absl::Status held_failure_;
   bool held_constraint_done_ = false;
   int draft_length_ = 0;  // 0: not yet set (starts at the step's maximum)
+  DraftState draft_state_;
 
   std::vector<int> generated_;
   // Output not yet pushed: text released by the stop matcher, with its tokens.

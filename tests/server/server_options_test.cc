@@ -58,10 +58,18 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
     EXPECT_TRUE(ValidateServerOptions(o).ok()) << scope;
   }
   o = {};
+  o.speculative = "eagle";
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--speculative must be off, ngram or draft, got \"eagle\""));
   o.speculative = "draft";
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
-              HasSubstr("--speculative must be off or ngram, got \"draft\""));
+              HasSubstr("--speculative draft needs --draft-model FILE"));
+  o.draft_model = "small.gguf";
+  EXPECT_TRUE(ValidateServerOptions(o).ok());
   o.speculative = "ngram";
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--draft-model is used by --speculative draft only, not ngram"));
+  o.draft_model.clear();
   EXPECT_TRUE(ValidateServerOptions(o).ok());
   o.speculative_draft_tokens = 0;
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),

@@ -134,16 +134,22 @@ class CountingObserver : public SchedulerObserver {
 class SchedulerTest : public ::testing::Test {
  protected:
   // Builds the engine (kv_blocks of 16 tokens, context) and the scheduler.
+  // With `draft_next`: a draft model (for Speculation::kDraft) that writes by that rule.
   void Start(SchedulerOptions options = {}, int kv_blocks = 64, int context = 1024,
-             FakeEngine::NextFn next = testing::DefaultNext) {
+             FakeEngine::NextFn next = testing::DefaultNext,
+             FakeEngine::NextFn draft_next = nullptr) {
+    scheduler_.reset();
     next_ = next;
     engine_ = std::make_unique<FakeEngine>(kv_blocks, context, next);
+    draft_engine_ =
+        draft_next ? std::make_unique<FakeEngine>(kv_blocks, context, draft_next) : nullptr;
     engine_->set_causal(!bidirectional_);
     engine_->SetBeforeForward([this](int step) {
       if (gate_) gate_->AtStep(step);
       if (slow_steps_.load()) absl::SleepFor(absl::Milliseconds(1));
     });
-    scheduler_ = CreateBatchingScheduler(engine_.get(), &tokenizer_, options, &observer_);
+    scheduler_ = CreateBatchingScheduler(engine_.get(), &tokenizer_, options, &observer_,
+                                         draft_engine_.get());
   }
   void TearDown() override {
     if (gate_) gate_->Release();
@@ -180,6 +186,7 @@ class SchedulerTest : public ::testing::Test {
   std::atomic<bool> slow_steps_{false};  // 1 ms per Forward, to keep a request running
   FakeEngine::NextFn next_;
   std::unique_ptr<FakeEngine> engine_;
+  std::unique_ptr<FakeEngine> draft_engine_;
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -1015,6 +1022,37 @@ TEST_F(SchedulerTest, SpeculationGivesTheSameTokensWhenDraftsAreWrong) {
     EXPECT_THAT(sampled.tokens, ElementsAreArray(plain_sampled));
     scheduler_.reset();
   }
+}
+
+TEST_F(SchedulerTest, DraftModelDraftsAreKeptWhenRightAndChangeNothingWhenWrong) {
+  SchedulerOptions options = Speculating();
+  options.speculation.mode = Speculation::kDraft;
+  const std::vector<int> prompt = {2, 3, 4};
+  // A draft model that writes what the model writes: every draft kept, 40 tokens in 6 steps.
+  Start(options, 64, 1024, CycleNext, /*draft_next=*/CycleNext);
+  Outcome out = RunOne(MakeRequest(prompt, 40));
+  ASSERT_TRUE(out.error.ok()) << out.error;
+  EXPECT_THAT(out.tokens, ElementsAreArray(ExpectedGreedy(prompt, 40, CycleNext)));
+  EXPECT_EQ(engine_->steps().size(), 6u);
+  EXPECT_GE(observer_.drafted_tokens.load(), 33);
+  EXPECT_EQ(observer_.accepted_tokens.load(), observer_.drafted_tokens.load());
+  EXPECT_EQ(KvBytesWhenIdle(), 0);
+  EXPECT_EQ(draft_engine_->kv_cache().bytes_in_use(), 0);  // freed with the request
+
+  // One that writes something else: the same tokens as without speculation, greedy and seeded.
+  ValidatedRequest seeded = MakeRequest(Prompt(4, 30), 30);
+  seeded.sampling.temperature = 0.9f;
+  seeded.sampling.seed = 5;
+  Start({}, 64, 1024, CycleNext);
+  const Outcome plain_sampled = RunOne(seeded);
+  observer_.drafted_tokens = 0;
+  observer_.accepted_tokens = 0;
+  Start(options, 64, 1024, CycleNext, /*draft_next=*/testing::DefaultNext);
+  EXPECT_THAT(RunOne(MakeRequest(prompt, 30)).tokens,
+              ElementsAreArray(ExpectedGreedy(prompt, 30, CycleNext)));
+  EXPECT_THAT(RunOne(seeded).tokens, ElementsAreArray(plain_sampled.tokens));
+  EXPECT_GT(observer_.drafted_tokens.load(), 20);
+  EXPECT_LT(observer_.accepted_tokens.load(), observer_.drafted_tokens.load());
 }
 
 TEST_F(SchedulerTest, SpeculationStopsWhereAStopStringEndsAndKeepsTheSessionExact) {

@@ -57,7 +57,9 @@ class MaxBatchObserver : public SchedulerObserver {
 // "llama_Q4_K_M": a random quantized model with llama.cpp's Q4_K_M mix of types; mixtures of
 // experts: "qwen3moe" and "gpt-oss" (8 experts, 2 per token), "llama_experts" (Mixtral's layout:
 // 4 experts, 2 per token) and "qwen3moe_Q4_K_M" (quantized experts, f32 router).
-absl::StatusOr<std::string> ModelFor(const std::string& name) {
+// `seed` 1 is the model the tests run; another seed gives the same shapes and vocabulary with
+// other weights (a draft model that is sometimes wrong).
+absl::StatusOr<std::string> ModelFor(const std::string& name, uint64_t seed = 1) {
   if (name == "stories260K") return Stories260KPath();
   model::RandomModelSpec spec;
   if (name == "llama_Q4_K_M" || name == "qwen3moe_Q4_K_M") {
@@ -82,13 +84,30 @@ absl::StatusOr<std::string> ModelFor(const std::string& name) {
       spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
   }
   spec.context_length = 512;
+  spec.seed = seed;
   absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
   if (!writer.ok()) return writer.status();
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / ("real_engine_" + name + ".gguf")).string();
+  const std::string path = (std::filesystem::path(::testing::TempDir()) /
+                            absl::StrCat("real_engine_", name, "_", seed, ".gguf"))
+                               .string();
   if (absl::Status status = writer->WriteFile(path); !status.ok()) return status;
   return path;
 }
+
+const std::vector<std::string>& Prompts() {
+  static const std::vector<std::string> prompts = {
+      "Once upon a time", "Lily and Tom went to the park to play with a big red ball", "The cat",
+      "One day, a little girl named Sue found a shiny stone in the garden. She"};
+  return prompts;
+}
+
+// Requests that speculation must not change: greedy and seeded sampling, end tokens after
+// min_new_tokens, a JSON Schema constraint, then (added by SpeculationBaseline) a stop string
+// and a stop token from the middle of a plain answer.
+struct SpeculationCases {
+  std::vector<ValidatedRequest> requests;
+  std::vector<testing::Outcome> plain;  // each request's answer without speculation
+};
 
 class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -109,11 +128,13 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
   }
   void TearDown() override { scheduler_.reset(); }
 
-  // A fresh engine and scheduler (a "restart"); with `kv_dir`, its KV cache keeps blocks there.
+  // A fresh engine and scheduler (a "restart"); with `kv_dir`, its KV cache keeps blocks there;
+  // with `draft`, speculation's draft model.
   void StartEngine(const std::string& kv_dir, SpeculationOptions speculation = {},
-                   bool bf16 = false) {
+                   bool bf16 = false, const model::LoadedModel* draft = nullptr) {
     scheduler_.reset();
     engine_.reset();
+    draft_engine_.reset();
     model::EngineOptions engine_options;
     engine_options.bf16 = bf16;
     engine_options.threads = 1;
@@ -123,6 +144,12 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
         model::Engine::Create(*model_, engine_options);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = *std::move(engine);
+    if (draft != nullptr) {
+      absl::StatusOr<std::unique_ptr<model::Engine>> draft_engine =
+          model::Engine::Create(*draft, engine_options);
+      ASSERT_TRUE(draft_engine.ok()) << draft_engine.status();
+      draft_engine_ = *std::move(draft_engine);
+    }
     if (!kv_dir.empty()) {
       model::KvCache& cache = engine_->kv_cache();
       absl::StatusOr<model::BlockKey> name_space =
@@ -141,7 +168,8 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
     options.max_batch_sequences = 64;
     options.max_batch_tokens = 96;  // forces chunked prefill next to decodes in the batch
     options.speculation = speculation;
-    scheduler_ = CreateBatchingScheduler(engine_.get(), tokenizer_.get(), options, &observer_);
+    scheduler_ = CreateBatchingScheduler(engine_.get(), tokenizer_.get(), options, &observer_,
+                                         draft_engine_.get());
   }
 
   ValidatedRequest Make(const std::string& text, int variant, int max_new) {
@@ -179,21 +207,55 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
     return out.tokens;
   }
 
+  // The speculation cases and their answers without speculation (on the current engine).
+  SpeculationCases SpeculationBaseline();
+  // A session's two turns (the second resumes the first's K/V, drafts and all): all tokens.
+  std::vector<int> TwoTurns(int variant) {
+    ValidatedRequest first = Make(Prompts()[1], variant, 20);
+    first.session_id = absl::StrCat("spec", variant);
+    std::vector<int> turn1 = RunAlone(first);
+    ValidatedRequest second = first;
+    second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
+    std::vector<int> more = tokenizer_->Encode(" And then?", /*add_bos=*/false);
+    second.prompt_tokens.insert(second.prompt_tokens.end(), more.begin(), more.end());
+    std::vector<int> turn2 = RunAlone(second);
+    turn1.insert(turn1.end(), turn2.begin(), turn2.end());
+    return turn1;
+  }
+  // Runs `requests` one at a time, then twice over all at once (side by side in one batch),
+  // and compares each answer with `expected`.
+  void ExpectSameOutcomes(const std::vector<ValidatedRequest>& requests,
+                          const std::vector<testing::Outcome>& expected) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const testing::Outcome out = Run(requests[i]);
+      ASSERT_TRUE(out.error.ok()) << out.error;
+      EXPECT_THAT(out.tokens, ElementsAreArray(expected[i].tokens)) << "case " << i;
+      EXPECT_EQ(out.text, expected[i].text) << "case " << i;
+      ASSERT_TRUE(out.finished && expected[i].finished);
+      EXPECT_EQ(out.finished->reason, expected[i].finished->reason) << "case " << i;
+    }
+    std::vector<std::shared_ptr<RecordingSink>> sinks;
+    for (size_t i = 0; i < 2 * requests.size(); ++i) {
+      sinks.push_back(std::make_shared<RecordingSink>());
+      ASSERT_TRUE(scheduler_->Submit(Cold(requests[i % requests.size()]), sinks.back()).ok());
+    }
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      const testing::Outcome out = Summarize(sinks[i]->Wait());
+      ASSERT_TRUE(out.error.ok()) << out.error;
+      EXPECT_THAT(out.tokens, ElementsAreArray(expected[i % requests.size()].tokens))
+          << "batched case " << i;
+    }
+  }
+
   int cold_principals_ = 0;
   std::string model_path_;
   MaxBatchObserver observer_;
   std::unique_ptr<model::LoadedModel> model_;
   std::unique_ptr<model::Tokenizer> tokenizer_;
   std::unique_ptr<model::Engine> engine_;
+  std::unique_ptr<model::Engine> draft_engine_;
   std::unique_ptr<Scheduler> scheduler_;
 };
-
-const std::vector<std::string>& Prompts() {
-  static const std::vector<std::string> prompts = {
-      "Once upon a time", "Lily and Tom went to the park to play with a big red ball", "The cat",
-      "One day, a little girl named Sue found a shiny stone in the garden. She"};
-  return prompts;
-}
 
 TEST_P(RealEngineSchedulerTest, SameTokensAloneAndInABatchOf64) {
   constexpr int kNew = 24;
@@ -525,58 +587,52 @@ TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameToke
 // greedy and seeded sampling, alone and 26 at once, with a stop string, a stop token,
 // min_new_tokens and end tokens, a JSON Schema constraint and a session's second turn; in f32
 // and in bf16.
-TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
+
+SpeculationCases RealEngineSchedulerTest::SpeculationBaseline() {
   model::ConstraintCompiler compiler({});
   absl::StatusOr<model::CompiledConstraint> compiled = compiler.Compile(
       {model::ConstraintKind::kJsonSchema,
        R"({"type":"object","properties":{"name":{"type":"string","maxLength":6},)"
        R"("n":{"type":"integer","minimum":0,"maximum":99}},"required":["name","n"]})"});
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  if (!compiled.ok()) return {};
   const auto trie = model::TokenTrie::Build(*tokenizer_);
-  std::vector<ValidatedRequest> cases;
+  SpeculationCases cases;
+  std::vector<ValidatedRequest>& requests = cases.requests;
   for (int p = 0; p < 4; ++p) {
-    for (int v = 0; v < 2; ++v) cases.push_back(Make(Prompts()[p], v, 48));
+    for (int v = 0; v < 2; ++v) requests.push_back(Make(Prompts()[p], v, 48));
   }
   for (int v = 0; v < 2; ++v) {
     ValidatedRequest ends = Make(Prompts()[v], v, 48);  // end tokens after min_new_tokens
     ends.stopping.ignore_eos = false;
     ends.stopping.min_new_tokens = 9;
-    cases.push_back(ends);
+    requests.push_back(ends);
     ValidatedRequest json = Make(Prompts()[2 + v], v, 64);
     json.stopping.ignore_eos = false;
     json.constraint.grammar = compiled->grammar;
     json.constraint.token_trie = trie;
-    cases.push_back(json);
+    requests.push_back(json);
   }
-  // A session's two turns (the second resumes the first's K/V, drafts and all).
-  const auto two_turns = [&](int v) {
-    ValidatedRequest first = Make(Prompts()[1], v, 20);
-    first.session_id = absl::StrCat("spec", v);
-    std::vector<int> turn1 = RunAlone(first);
-    ValidatedRequest second = first;
-    second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
-    std::vector<int> more = tokenizer_->Encode(" And then?", /*add_bos=*/false);
-    second.prompt_tokens.insert(second.prompt_tokens.end(), more.begin(), more.end());
-    std::vector<int> turn2 = RunAlone(second);
-    turn1.insert(turn1.end(), turn2.begin(), turn2.end());
-    return turn1;
-  };
-  std::vector<testing::Outcome> plain;
-  for (const ValidatedRequest& r : cases) plain.push_back(Run(r));
+  for (const ValidatedRequest& r : requests) cases.plain.push_back(Run(r));
   // A stop string from the middle of a plain answer: both must stop at the same place.
-  const std::string& text = plain[0].text;
-  ASSERT_GE(text.size(), 24u);
-  ValidatedRequest stop = cases[0];
+  const std::string text = cases.plain[0].text;
+  EXPECT_GE(text.size(), 24u);
+  ValidatedRequest stop = requests[0];
   stop.stopping.stop_strings = {text.substr(text.size() / 2, 3)};
-  cases.push_back(stop);
-  plain.push_back(Run(stop));
+  requests.push_back(stop);
+  cases.plain.push_back(Run(stop));
   // A stop token from the middle of a sampled answer.
-  ASSERT_GE(plain[1].tokens.size(), 20u);
-  ValidatedRequest stop_token = cases[1];
-  stop_token.stopping.stop_token_ids = {plain[1].tokens[12]};
-  cases.push_back(stop_token);
-  plain.push_back(Run(stop_token));
-  const std::vector<int> plain_turns[] = {two_turns(0), two_turns(1)};
+  EXPECT_GE(cases.plain[1].tokens.size(), 20u);
+  ValidatedRequest stop_token = requests[1];
+  stop_token.stopping.stop_token_ids = {cases.plain[1].tokens.at(12)};
+  requests.push_back(stop_token);
+  cases.plain.push_back(Run(stop_token));
+  return cases;
+}
+
+TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
+  const SpeculationCases cases = SpeculationBaseline();
+  const std::vector<int> plain_turns[] = {TwoTurns(0), TwoTurns(1)};
 
   SpeculationOptions speculation;
   speculation.mode = Speculation::kNgram;
@@ -588,40 +644,63 @@ TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
       continue;
     }
     SCOPED_TRACE(bf16 ? "bf16" : "f32");
-    std::vector<testing::Outcome> expected = plain;
+    std::vector<testing::Outcome> expected = cases.plain;
     if (bf16) {  // bf16's own plain answers are the baseline
       StartEngine("", {}, /*bf16=*/true);
-      for (size_t i = 0; i < cases.size(); ++i) expected[i] = Run(cases[i]);
+      for (size_t i = 0; i < cases.requests.size(); ++i) expected[i] = Run(cases.requests[i]);
     }
     StartEngine("", speculation, bf16);
-    for (size_t i = 0; i < cases.size(); ++i) {
-      const testing::Outcome out = Run(cases[i]);
-      ASSERT_TRUE(out.error.ok()) << out.error;
-      EXPECT_THAT(out.tokens, ElementsAreArray(expected[i].tokens)) << "case " << i;
-      EXPECT_EQ(out.text, expected[i].text) << "case " << i;
-      ASSERT_TRUE(out.finished && expected[i].finished);
-      EXPECT_EQ(out.finished->reason, expected[i].finished->reason) << "case " << i;
-    }
-    // All at once: sequences draft side by side in one batch.
-    std::vector<std::shared_ptr<RecordingSink>> sinks;
-    for (size_t i = 0; i < 2 * cases.size(); ++i) {
-      sinks.push_back(std::make_shared<RecordingSink>());
-      ASSERT_TRUE(scheduler_->Submit(Cold(cases[i % cases.size()]), sinks.back()).ok());
-    }
-    for (size_t i = 0; i < sinks.size(); ++i) {
-      const testing::Outcome out = Summarize(sinks[i]->Wait());
-      ASSERT_TRUE(out.error.ok()) << out.error;
-      EXPECT_THAT(out.tokens, ElementsAreArray(expected[i % cases.size()].tokens))
-          << "batched case " << i;
-    }
+    ExpectSameOutcomes(cases.requests, expected);
     if (!bf16) {
-      EXPECT_THAT(two_turns(0), ElementsAreArray(plain_turns[0]));
-      EXPECT_THAT(two_turns(1), ElementsAreArray(plain_turns[1]));
+      EXPECT_THAT(TwoTurns(0), ElementsAreArray(plain_turns[0]));
+      EXPECT_THAT(TwoTurns(1), ElementsAreArray(plain_turns[1]));
     }
   }
   // The drafts were real: some were verified and some kept (random weights repeat themselves).
   EXPECT_GT(observer_.drafted_tokens.load(), 100);
   EXPECT_GT(observer_.accepted_tokens.load(), 10);
+}
+
+// The same with drafts from a draft model (--speculative draft): the target itself, whose
+// greedy drafts are all right, and a model of the same shape and vocabulary with other
+// weights, whose drafts are mostly wrong.
+TEST_P(RealEngineSchedulerTest, DraftModelSpeculationGivesTheSameTokens) {
+  const SpeculationCases cases = SpeculationBaseline();
+  const std::vector<int> plain_turns[] = {TwoTurns(0), TwoTurns(1)};
+  SpeculationOptions speculation;
+  speculation.mode = Speculation::kDraft;
+  speculation.max_batch = 64;
+  speculation.max_draft_tokens = 64;
+
+  // The target drafting for itself: greedy drafts are what greedy decoding samples (the
+  // engine's rows are batch invariant), so every one of them is kept. That holds only while
+  // each sequence's K/V in the draft model stay exactly its tokens, step after step.
+  StartEngine("", speculation, /*bf16=*/false, model_.get());
+  std::vector<ValidatedRequest> greedy;
+  std::vector<testing::Outcome> greedy_plain;
+  for (size_t i = 0; i < 8; i += 2) {  // the plain greedy cases: no constraint, stop or end
+    greedy.push_back(cases.requests[i]);
+    greedy_plain.push_back(cases.plain[i]);
+  }
+  ExpectSameOutcomes(greedy, greedy_plain);
+  EXPECT_GT(observer_.drafted_tokens.load(), 60);
+  EXPECT_EQ(observer_.accepted_tokens.load(), observer_.drafted_tokens.load());
+  ExpectSameOutcomes(cases.requests, cases.plain);
+  EXPECT_THAT(TwoTurns(0), ElementsAreArray(plain_turns[0]));
+  EXPECT_THAT(TwoTurns(1), ElementsAreArray(plain_turns[1]));
+
+  if (GetParam() == "stories260K") return;  // no other model has its vocabulary
+  absl::StatusOr<std::string> other_path = ModelFor(GetParam(), /*seed=*/2);
+  ASSERT_TRUE(other_path.ok()) << other_path.status();
+  absl::StatusOr<model::LoadedModel> other = model::LoadModel(*other_path);
+  ASSERT_TRUE(other.ok()) << other.status();
+  observer_.drafted_tokens = 0;
+  observer_.accepted_tokens = 0;
+  StartEngine("", speculation, /*bf16=*/false, &*other);
+  ExpectSameOutcomes(cases.requests, cases.plain);
+  EXPECT_THAT(TwoTurns(0), ElementsAreArray(plain_turns[0]));
+  EXPECT_GT(observer_.drafted_tokens.load(), 100);
+  EXPECT_LT(observer_.accepted_tokens.load(), observer_.drafted_tokens.load());
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
