@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Speculative decoding (issue #31): textgen with prompt-lookup drafting against itself without
-it and against llama.cpp's server with its n-gram speculation, on one GGUF file, interleaved.
+"""Speculative decoding (issue #31): textgen with prompt-lookup drafting (and, with --draft-model,
+drafting by a draft model) against itself without it and against llama.cpp's server with its
+n-gram speculation (and its draft-model speculation), on one GGUF file, interleaved.
 
 Every configuration runs as its own server, all started up front; each round runs every
 configuration's workload once, in turn, so noise on this shared machine hits them alike.
@@ -173,6 +174,9 @@ def main():
     ap.add_argument("--llama-server")
     ap.add_argument("--llama-spec-types", default="ngram-simple,ngram-map-k,ngram-mod,ngram-cache")
     ap.add_argument("--draft-tokens", default="1,2,4,8")
+    ap.add_argument("--draft-model", help="a draft model: textgen --speculative draft configurations "
+                    "(and llama-server -md) with each --draft-tokens")
+    ap.add_argument("--no-ngram", action="store_true", help="skip the prompt-lookup configurations")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--streams", default="", help="e.g. 4,16,64: many-stream rounds")
@@ -198,10 +202,15 @@ def main():
                               port, mport))
 
     textgen("textgen-off", ["--speculative", "off"])
+    always = ["--speculative-max-batch", "64"] if args.always_speculate else []
     for k in [int(x) for x in args.draft_tokens.split(",") if x]:
-        textgen(f"textgen-ngram-k{k}", ["--speculative", "ngram", "--speculative-draft-tokens",
-                                        str(k)] + (["--speculative-max-batch", "64"]
-                                                   if args.always_speculate else []))
+        if not args.no_ngram:
+            textgen(f"textgen-ngram-k{k}", ["--speculative", "ngram", "--speculative-draft-tokens",
+                                            str(k)] + always)
+        if args.draft_model:
+            textgen(f"textgen-draft-k{k}", ["--speculative", "draft", "--draft-model",
+                                            args.draft_model, "--speculative-draft-tokens",
+                                            str(k)] + always)
     if args.llama_server:
         for spec in ["none"] + [s for s in args.llama_spec_types.split(",") if s]:
             port = free_port()
@@ -210,6 +219,12 @@ def main():
             if spec != "none":
                 argv += ["--spec-type", spec, "--spec-draft-n-max", "8"]
             servers.append(Server(f"llama-{spec}", argv, port, textgen=False))
+        if args.draft_model:
+            port = free_port()
+            argv = [args.llama_server, "-m", args.model, "-t", str(args.threads), "-c", "8192",
+                    "-np", "1", "--port", str(port), "--no-warmup", "-md", args.draft_model,
+                    "--spec-draft-n-max", "8"]
+            servers.append(Server("llama-draft-model", argv, port, textgen=False))
     for s in servers:
         s.wait_ready()
     out = open(args.out, "a")

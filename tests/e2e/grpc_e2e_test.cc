@@ -258,6 +258,45 @@ TEST(ServerThreadsTest, OnlyTheEngineThreadHasAnOpenMpPool) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// --speculative draft through the real binary: the model drafting for itself (every greedy
+// draft right) gives the reference continuation, and the draft model's engine adds no OpenMP
+// pool (it runs on the engine thread's).
+TEST(DraftModelServerTest, GivesTheReferenceContinuationOnTheEngineThreadsPool) {
+  const std::string model = Stories260KGguf();
+  TEXTGEN_REQUIRE_SHARED_FILE(model);
+  test_support::ServerProcess server;
+  ASSERT_TRUE(server.Start(TEXTGEN_SERVER_BIN,
+                           {"--model", model, "--listen", "127.0.0.1:0", "--metrics-listen=",
+                            "--threads", "2", "--speculative", "draft", "--draft-model", model},
+                           std::chrono::seconds(60)))
+      << server.log();
+  EXPECT_THAT(server.log(), HasSubstr("draft model " + model));
+  auto stub = v1::TextGeneration::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  const Generation out = GenerateGreedy(*stub, static_cast<int>(kReferenceIds.size()));
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  EXPECT_THAT(out.ids, ElementsAreArray(kReferenceIds));
+  EXPECT_EQ(out.text, kReferenceContinuation);
+  std::map<std::string, int> names = ThreadNames(server.pid());
+  EXPECT_EQ(names["textgen-engine"], 2) << "the engine thread and its one OpenMP worker";
+  stub.reset();
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A draft model with another vocabulary stops the server before it serves, saying why.
+TEST(DraftModelServerTest, RefusesADraftModelWithAnotherVocabulary) {
+  const std::string model = Stories260KGguf();
+  TEXTGEN_REQUIRE_SHARED_FILE(model);
+  const std::string other = std::string(TEXTGEN_SOURCE_DIR) + "/models/default.gguf";
+  test_support::ServerProcess server;
+  EXPECT_FALSE(server.Start(TEXTGEN_SERVER_BIN,
+                            {"--model", model, "--listen", "127.0.0.1:0",
+                             "--metrics-listen=", "--speculative", "draft", "--draft-model", other},
+                            std::chrono::seconds(60)));
+  EXPECT_THAT(server.log(), HasSubstr("the draft model's vocabulary is not the target's: 512 "
+                                      "tokens in the target, 4096 in the draft"));
+}
+
 // Runs last (gtest keeps declaration order): SIGTERM drains and exits 0.
 TEST_F(GrpcEndToEndTest, SigtermDrainsAndExitsZero) {
   EXPECT_EQ(server_->Stop(), 0);
