@@ -489,8 +489,9 @@ void BatchingScheduler::DraftWithModel(int max_draft) {
     if (seq.prefilling()) continue;
     seq.draft_state().proposed.clear();
     if (const int wanted = seq.DraftWanted(max_draft); wanted > 0) {
-      draft_requests_.push_back(
-          {&seq.draft_state(), seq.request().prompt_tokens, seq.output(), wanted});
+      draft_requests_.push_back({&seq.draft_state(), seq.request().prompt_tokens, seq.output(),
+                                 wanted,
+                                 SharesPrefixes(seq) ? std::optional(ScopeOf(seq)) : std::nullopt});
     }
   }
   draft_model_->Draft(draft_requests_);
@@ -586,6 +587,7 @@ bool BatchingScheduler::ComputedThisStep(const Sequence& seq) const {
 void BatchingScheduler::ReleaseKv(Sequence& seq, absl::Time now) {
   if (!seq.started()) return;
   retry_admission_ = true;  // memory (or a batch slot) came free: the head may fit now
+  if (draft_model_ != nullptr) draft_model_->Release(seq.draft_state());
   std::vector<int> tokens = seq.KvTokens();
   // Whatever ended the request, its stored K/V are valid: the next turn of a stateless
   // conversation resends them as its prefix.

@@ -44,7 +44,18 @@ bool DraftModel::Prepare(const DraftRequest& request, std::vector<int>& feed) {
   // The draft's K/V hold the sequence and every draft but the last.
   const int need = total + request.max_tokens - 1;
   if (context > 0 && need > context) return false;
-  if (!state.kv.valid()) state.kv = KvSequence(&cache_);
+  if (!state.kv.valid()) {
+    state.kv = KvSequence(&cache_, request.scope.value_or(0));
+    state.tokens.clear();
+    state.shares = request.scope.has_value();
+    if (state.shares) {
+      joined_.assign(request.prompt.begin(), request.prompt.end());
+      joined_.insert(joined_.end(), request.output.begin(), request.output.end());
+      const int found = cache_.AttachPrefix(state.kv.id(), joined_, total - 1);
+      state.tokens.assign(joined_.begin(), joined_.begin() + found);
+      tokens_from_cache_ += found;
+    }
+  }
   // At least the last token is fed again: its logits start the draft.
   const int keep = std::min(CommonPrefix(state.tokens, request.prompt, request.output), total - 1);
   if (keep < state.kv.length() && !cache_.Rewind(state.kv.id(), keep).ok()) return false;
@@ -105,6 +116,7 @@ void DraftModel::Draft(std::span<DraftRequest> requests) {
     if (batch_.empty()) break;
     if (!ForwardAndPick()) return give_up();
     for (const auto& [i, take] : took) {
+      tokens_fed_ += take;
       std::vector<int>& held = requests[i].state->tokens;
       held.insert(held.end(), feed_[i].begin() + fed[i], feed_[i].begin() + fed[i] + take);
       fed[i] += take;
@@ -127,11 +139,19 @@ void DraftModel::Draft(std::span<DraftRequest> requests) {
     if (batch_.empty()) break;
     // The tokens fed, before ForwardAndPick appends the next drafts.
     for (DraftState* state : rows_owner_) state->tokens.push_back(state->proposed.back());
+    tokens_fed_ += static_cast<int64_t>(rows_owner_.size());
     if (!ForwardAndPick()) {
       for (DraftState* state : rows_owner_) state->tokens.pop_back();
       return give_up();
     }
   }
+}
+
+void DraftModel::Release(DraftState& state) {
+  if (state.kv.valid() && state.shares) cache_.Publish(state.kv.id(), state.tokens);
+  state.kv.Reset();
+  state.tokens.clear();
+  state.proposed.clear();
 }
 
 }  // namespace textgen::server

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -15,6 +17,7 @@ struct DraftState {
   KvSequence kv;
   std::vector<int> tokens;    // the tokens whose K/V are in `kv`, in order
   std::vector<int> proposed;  // the last Draft's tokens
+  bool shares = false;        // takes and publishes cached prefixes (DraftRequest::scope)
 };
 
 // What Draft is asked for one sequence.
@@ -23,6 +26,10 @@ struct DraftRequest {
   std::span<const int> prompt;
   std::span<const int> output;  // ends with the last sampled token
   int max_tokens = 0;           // drafts wanted (> 0)
+  // With a scope, a state's first draft starts from the longest prefix of the sequence that
+  // the draft model's cache holds under it (an earlier turn of the conversation, a shared
+  // system prompt), and Release publishes what it computed. Without, nothing is shared.
+  std::optional<model::PrefixScope> scope = std::nullopt;
 };
 
 // Drafting for speculative decoding by a smaller model with the target's vocabulary
@@ -43,7 +50,14 @@ class DraftModel {
   // every sequence when a forward pass fails: drafting is an optimisation, the requests go on.
   void Draft(std::span<DraftRequest> requests);
 
+  // The request is over: its K/V go, published first when it shares prefixes (they stay
+  // cached until the draft model's cache needs the room).
+  void Release(DraftState& state);
+
   const model::KvCache& kv_cache() const { return cache_; }
+  // Tokens fed to the draft model so far, and tokens whose K/V came from its cache instead.
+  int64_t tokens_fed() const { return tokens_fed_; }
+  int64_t tokens_from_cache() const { return tokens_from_cache_; }
 
  private:
   // Rewinds `state` to the longest run of its tokens that the sequence still starts with,
@@ -62,6 +76,9 @@ class DraftModel {
   std::vector<std::vector<int>> feed_;
   std::vector<model::SequenceChunk> batch_;
   std::vector<DraftState*> rows_owner_;
+  std::vector<int> joined_;  // prompt + output, for a cache lookup
+  int64_t tokens_fed_ = 0;
+  int64_t tokens_from_cache_ = 0;
 };
 
 }  // namespace textgen::server

@@ -151,6 +151,38 @@ TEST_F(DraftModelTest, KeptStateDraftsWhatAFreshStateDraftsOnATrainedModel) {
   Walk(model_->config.vocab_size);
 }
 
+TEST_F(DraftModelTest, ReleasedKvServeTheNextTurnOfTheSameScopeOnly) {
+  std::vector<int> prompt(80);
+  for (int i = 0; i < 80; ++i) prompt[i] = 3 + (i * 11) % (kVocab - 3);
+  const std::vector<int> output = {9};
+  DraftState first;
+  DraftRequest request{&first, prompt, output, 3, /*scope=*/7};
+  draft_->Draft({&request, 1});
+  EXPECT_EQ(draft_->tokens_fed(), 81 + 2);
+  EXPECT_EQ(draft_->tokens_from_cache(), 0);
+  draft_->Release(first);
+  EXPECT_FALSE(first.kv.valid());
+  EXPECT_EQ(engine_->kv_cache().bytes_in_use(), 0);  // cached, not held
+
+  // The next turn resends the conversation: its 80-token prefix (5 whole blocks) comes back.
+  std::vector<int> next = prompt;
+  next.insert(next.end(), {9, 40, 41, 42});
+  const std::vector<int> reply = {43};
+  DraftState second;
+  request = {&second, next, reply, 3, /*scope=*/7};
+  draft_->Draft({&request, 1});
+  EXPECT_EQ(draft_->tokens_from_cache(), 80);
+  EXPECT_EQ(draft_->tokens_fed(), 83 + 5 + 2);
+  EXPECT_THAT(second.proposed, ElementsAreArray(FreshDraft(next, reply, 3)));
+
+  // Another scope finds nothing.
+  DraftState other;
+  request = {&other, next, reply, 3, /*scope=*/8};
+  draft_->Draft({&request, 1});
+  EXPECT_EQ(draft_->tokens_from_cache(), 80);
+  EXPECT_THAT(other.proposed, ElementsAreArray(second.proposed));
+}
+
 TEST_F(DraftModelTest, NoDraftsWhenTheirKvDoNotFit) {
   // Room for one block (16 tokens): a 10-token prompt fits with 4 drafts, not with 8 more.
   StartEngine(engine_->kv_cache().block_bytes(), 64);
