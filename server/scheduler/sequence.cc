@@ -14,6 +14,11 @@ double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
 // Bound of the adapted draft length (the step's own maximum is usually lower).
 constexpr int kMaxDraftLength = 64;
+// After this many verified steps in a row kept no draft, a sequence stops drafting for a while:
+// 2 tokens, then 4, 8, ... up to kMaxDraftPause, until a draft is kept again. A draft that is
+// never right then costs a draft now and then instead of one every step.
+constexpr int kMissesBeforePause = 2;
+constexpr int kMaxDraftPause = 64;
 
 }  // namespace
 
@@ -251,8 +256,10 @@ bool Sequence::Emit(model::SampleResult sample, absl::Time now, SchedulerObserve
 int Sequence::DraftWanted(int max_draft) {
   if (draft_length_ == 0) draft_length_ = max_draft;
   // The chunk's K/V must fit the room reserved for prompt + max_new_tokens.
-  const int room = request_.stopping.max_new_tokens - static_cast<int>(generated_.size());
-  return request_.speculate ? std::max(std::min({max_draft, draft_length_, room}), 0) : 0;
+  const int generated = static_cast<int>(generated_.size());
+  const int room = request_.stopping.max_new_tokens - generated;
+  if (!request_.speculate || generated < resume_drafting_at_) return 0;
+  return std::max(std::min({max_draft, draft_length_, room}), 0);
 }
 
 std::span<const int> Sequence::DecodeChunk(std::span<const int> drafts) {
@@ -302,6 +309,11 @@ bool Sequence::EmitDrafted(absl::Time now, SchedulerObserver* observer, int& acc
   if (drafts > 0) {
     draft_length_ =
         accepted == drafts ? std::min(2 * draft_length_, kMaxDraftLength) : accepted + 1;
+    missed_steps_ = accepted > 0 ? 0 : missed_steps_ + 1;
+    if (missed_steps_ >= kMissesBeforePause) {
+      const int pause = std::min(1 << std::min(missed_steps_ - 1, 6), kMaxDraftPause);
+      resume_drafting_at_ = static_cast<int>(generated_.size()) + pause;
+    }
   }
   return finished;
 }

@@ -64,7 +64,7 @@ class Sequence {
   std::span<const int> output() const { return generated_; }
   // How many tokens this sequence drafts in a speculative step that allows `max_draft`:
   // min(max_draft, its draft length adapted to acceptance, what max_new_tokens leaves); 0
-  // when the request opted out.
+  // when the request opted out, and for a while after steps in a row that kept no draft.
   int DraftWanted(int max_draft);
   // A speculative decode step's chunk: the last sampled token, then `drafts`. Valid until
   // the next call.
@@ -158,7 +158,9 @@ class Sequence {
   std::vector<model::SampleResult> verified_;
   absl::Status held_failure_;
   bool held_constraint_done_ = false;
-  int draft_length_ = 0;  // 0: not yet set (starts at the step's maximum)
+  int draft_length_ = 0;        // 0: not yet set (starts at the step's maximum)
+  int missed_steps_ = 0;        // verified steps in a row that kept no draft
+  int resume_drafting_at_ = 0;  // no drafts before the output has this many tokens
   DraftState draft_state_;
 
   std::vector<int> generated_;

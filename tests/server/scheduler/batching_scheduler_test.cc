@@ -1051,8 +1051,11 @@ TEST_F(SchedulerTest, DraftModelDraftsAreKeptWhenRightAndChangeNothingWhenWrong)
   EXPECT_THAT(RunOne(MakeRequest(prompt, 30)).tokens,
               ElementsAreArray(ExpectedGreedy(prompt, 30, CycleNext)));
   EXPECT_THAT(RunOne(seeded).tokens, ElementsAreArray(plain_sampled.tokens));
-  EXPECT_GT(observer_.drafted_tokens.load(), 20);
+  EXPECT_GT(observer_.drafted_tokens.load(), 0);
   EXPECT_LT(observer_.accepted_tokens.load(), observer_.drafted_tokens.load());
+  // Steps that keep nothing pause drafting for 2, 4, 8, ... tokens: of 2 x 30 tokens, each
+  // request drafts 8 (the first step), then 1 per step for two steps, then about once per pause.
+  EXPECT_LT(observer_.drafted_tokens.load(), 2 * (8 + 6));
 }
 
 TEST_F(SchedulerTest, SpeculationStopsWhereAStopStringEndsAndKeepsTheSessionExact) {
