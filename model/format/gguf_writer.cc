@@ -1,10 +1,15 @@
 #include "model/format/gguf_writer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "model/format/block_formats.h"
@@ -198,11 +203,24 @@ std::string GgufWriter::Serialize() const {
 }
 
 absl::Status GgufWriter::WriteFile(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", path));
-  Write(out);
-  out.flush();
-  if (!out) return absl::DataLossError(absl::StrCat("write to ", path, " failed"));
+  // Written beside it, then renamed over it: a process that has the old file mapped keeps
+  // reading whole pages (truncating a mapped file in place makes its readers fault).
+  const std::string temporary = absl::StrCat(
+      path, ".tmp.", getpid(), ".", std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", temporary));
+    Write(out);
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      return absl::DataLossError(absl::StrCat("write to ", temporary, " failed"));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temporary, " to ", path));
+  }
   return absl::OkStatus();
 }
 

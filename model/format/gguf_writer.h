@@ -35,6 +35,7 @@ class GgufWriter {
 
   // The whole file.
   std::string Serialize() const;
+  // Writes the file whole under a temporary name beside `path`, then renames it over `path`.
   absl::Status WriteFile(const std::string& path) const;
 
  private:

@@ -36,7 +36,12 @@ class DraftModelTest : public ::testing::Test {
     spec.context_length = 256;
     absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
     ASSERT_TRUE(writer.ok()) << writer.status();
-    const std::string path = (std::filesystem::path(::testing::TempDir()) / "draft_model.gguf");
+    // One file per test: ctest runs the tests of this suite side by side, and rewriting a file
+    // another test has mapped would crash it.
+    const std::string path =
+        std::filesystem::path(::testing::TempDir()) /
+        (std::string("draft_model_") +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".gguf");
     ASSERT_TRUE(writer->WriteFile(path).ok());
     Load(path);
   }
