@@ -1,7 +1,6 @@
 #include "server/scheduler/draft_model.h"
 
 #include <algorithm>
-#include <limits>
 
 namespace textgen::server {
 namespace {
