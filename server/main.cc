@@ -332,9 +332,8 @@ absl::StatusOr<std::unique_ptr<model::Engine>> LoadDraftEngine(const ServerOptio
   }
   const model::KvCache& target_cache = target_engine.kv_cache();
   const int64_t target_blocks = target_cache.budget_bytes() / target_cache.block_bytes();
-  const int64_t draft_block_bytes = int64_t{model::KvCache::kBlockTokens} * 2 *
-                                    draft->config.n_layers * draft->config.n_kv_heads *
-                                    draft->config.head_dim * (options.kv_cache_f16 ? 2 : 4);
+  const int64_t draft_block_bytes =
+      model::KvBlockBytes(model::KvCacheLayoutFor(draft->config, options));
   options.kv_cache_bytes = std::max<int64_t>(target_blocks + o.max_batch, 1) * draft_block_bytes;
   if (std::optional<int64_t> available = model::AvailableMemoryBytes()) {
     options.available_memory_bytes = std::max<int64_t>(*available - o.kv_cache_bytes, 0);

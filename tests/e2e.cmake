@@ -5,8 +5,9 @@ if(TARGET textgen-server)
   textgen_test(grpc_e2e_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/e2e/grpc_e2e_test.cc
                LIBS textgen_proto gRPC::grpc++)
   target_compile_definitions(grpc_e2e_test PRIVATE
-                             TEXTGEN_SERVER_BIN="$<TARGET_FILE:textgen-server>")
-  add_dependencies(grpc_e2e_test textgen-server)
+                             TEXTGEN_SERVER_BIN="$<TARGET_FILE:textgen-server>"
+                             TEXTGEN_MAKE_GGUF_BIN="$<TARGET_FILE:textgen-make-random-gguf>")
+  add_dependencies(grpc_e2e_test textgen-server textgen-make-random-gguf)
 
   # Faults: a client gone during a long prefill, SIGTERM in a 64-stream burst, a KV budget full
   # of idle sessions (a random-weight model made at test time).

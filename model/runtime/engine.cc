@@ -16,6 +16,14 @@
 #include "model/runtime/transformer.h"
 
 namespace textgen::model {
+
+KvCacheLayout KvCacheLayoutFor(const ModelConfig& config, const EngineOptions& options) {
+  return KvCacheLayout{.n_layers = config.n_layers,
+                       .n_kv_heads = config.n_kv_heads,
+                       .head_dim = config.head_dim,
+                       .bytes_per_element = options.kv_cache_f16 ? 2 : 4};
+}
+
 namespace {
 
 // Engine over a Transformer and a KvCache: validates a batch completely before touching any
@@ -27,11 +35,7 @@ class EngineImpl final : public Engine {
              const EngineOptions& options)
       : transformer_(std::move(transformer)),
         options_(options),
-        cache_(KvCacheLayout{.n_layers = config.n_layers,
-                             .n_kv_heads = config.n_kv_heads,
-                             .head_dim = config.head_dim,
-                             .bytes_per_element = options.kv_cache_f16 ? 2 : 4},
-               options.kv_cache_bytes) {
+        cache_(KvCacheLayoutFor(config, options), options.kv_cache_bytes) {
     const size_t rows = static_cast<size_t>(options.max_batch_tokens);
     chunks_.reserve(rows);
     tokens_.reserve(rows);

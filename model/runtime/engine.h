@@ -36,6 +36,9 @@ struct EngineOptions {
   int64_t available_memory_bytes = -1;
 };
 
+// The KV cache layout an engine of `config` with `options` keeps (what its blocks cost).
+KvCacheLayout KvCacheLayoutFor(const ModelConfig& config, const EngineOptions& options);
+
 // Which of a chunk's final hidden states (after the output norm: what embeddings pool) to
 // return.
 enum class HiddenRows { kNone, kLast, kAll };

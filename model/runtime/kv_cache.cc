@@ -15,14 +15,17 @@ namespace textgen::model {
 // block_bytes blocks are ever made; cached blocks are part of that, so the budget bounds
 // referenced and cached memory together.
 
+int64_t KvBlockBytes(const KvCacheLayout& layout) {
+  const int64_t bytes = int64_t{kKvBlockTokens} * std::max(layout.n_layers, 0) * 2 *
+                        std::max(layout.n_kv_heads, 0) * std::max(layout.head_dim, 0) *
+                        std::max(layout.bytes_per_element, 0);
+  return std::max<int64_t>(bytes, 1);
+}
+
 KvCache::KvCache(const KvCacheLayout& layout, int64_t budget_bytes)
     : layout_(layout),
       budget_bytes_(std::max<int64_t>(budget_bytes, 0)),
-      block_bytes_(int64_t{kBlockTokens} * std::max(layout.n_layers, 0) * 2 *
-                   std::max(layout.n_kv_heads, 0) * std::max(layout.head_dim, 0) *
-                   std::max(layout.bytes_per_element, 0)) {
-  if (block_bytes_ <= 0) block_bytes_ = 1;  // degenerate layout: keep arithmetic defined
-}
+      block_bytes_(KvBlockBytes(layout)) {}
 
 KvCache::~KvCache() = default;
 

@@ -57,6 +57,10 @@ struct KvCacheLayout {
   int bytes_per_element = 4;
 };
 
+// Bytes of one block (kKvBlockTokens tokens' K and V over every layer) in `layout`; at least 1
+// so budget arithmetic stays defined for a degenerate layout.
+int64_t KvBlockBytes(const KvCacheLayout& layout);
+
 class KvCache {
  public:
   // Tokens per block: memory is taken from the pool, accounted and shared in these units.

@@ -1,7 +1,10 @@
 // End to end: the real textgen-server binary on the real stories260K model, driven over
 // gRPC. Reference text and ids: /work/shared/models/stories260K/PROVENANCE.md (llama.cpp and
 // llama2.c run.c, greedy).
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -295,6 +298,26 @@ TEST(DraftModelServerTest, RefusesADraftModelWithAnotherVocabulary) {
                             std::chrono::seconds(60)));
   EXPECT_THAT(server.log(), HasSubstr("the draft model's vocabulary is not the target's: 512 "
                                       "tokens in the target, 4096 in the draft"));
+}
+
+// An encoder (here a random BERT) cannot draft: refused before its vocabulary is compared,
+// and the server does not start. Needs only the bundled model.
+TEST(DraftModelServerTest, RefusesAnEncoderAsTheDraftModel) {
+  const std::string target = std::string(TEXTGEN_SOURCE_DIR) + "/models/default.gguf";
+  const std::string encoder =
+      ::testing::TempDir() + "/draft-encoder-" + std::to_string(getpid()) + ".gguf";
+  const std::string command = std::string(TEXTGEN_MAKE_GGUF_BIN) +
+                              " --arch bert --preset tiny --dtype f32 --out " + encoder +
+                              " > /dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  test_support::ServerProcess server;
+  EXPECT_FALSE(server.Start(TEXTGEN_SERVER_BIN,
+                            {"--model", target, "--listen", "127.0.0.1:0", "--metrics-listen=",
+                             "--speculative", "draft", "--draft-model", encoder},
+                            std::chrono::seconds(60)));
+  EXPECT_THAT(server.log(),
+              HasSubstr("--draft-model " + encoder + ": an encoder cannot draft tokens"));
+  std::filesystem::remove(encoder);
 }
 
 // Runs last (gtest keeps declaration order): SIGTERM drains and exits 0.

@@ -547,6 +547,9 @@ TEST(F16KvCacheTest, CloseToF32CacheAndSameGreedyTokens) {
   auto f16 = MakeEngine(*model, false, 64, /*kv_f16=*/true);
   ASSERT_TRUE(f32 != nullptr && f16 != nullptr);
   EXPECT_EQ(f16->kv_cache().block_bytes() * 2, f32->kv_cache().block_bytes());
+  // What a caller sizing a cache for this model computes (the draft model's budget does).
+  EXPECT_EQ(KvBlockBytes(KvCacheLayoutFor(model->config, EngineOptions{.kv_cache_f16 = true})),
+            f16->kv_cache().block_bytes());
   const SequenceId a = f32->kv_cache().NewSequence();
   const SequenceId b = f16->kv_cache().NewSequence();
   std::vector<int> next_a(kPrompt.begin(), kPrompt.end()), next_b = next_a;

@@ -26,6 +26,14 @@ TEST(KvCacheTest, BytesForTokensRoundsUpToBlocks) {
   EXPECT_EQ(cache.budget_bytes(), 10 * kBlock);
 }
 
+TEST(KvCacheTest, BlockBytesOfALayout) {
+  EXPECT_EQ(KvBlockBytes(kLayout), kBlock);
+  KvCacheLayout half = kLayout;
+  half.bytes_per_element = 2;
+  EXPECT_EQ(KvBlockBytes(half), kBlock / 2);
+  EXPECT_EQ(KvBlockBytes(KvCacheLayout{}), 1);  // degenerate: arithmetic stays defined
+}
+
 TEST(KvCacheTest, NewSequenceHoldsNoMemory) {
   KvCache cache(kLayout, kBlock);
   SequenceId a = cache.NewSequence();
