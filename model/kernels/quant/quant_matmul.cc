@@ -271,7 +271,8 @@ TEXTGEN_VNNI inline __m512i E2m1Table() {
 
 template <int Bits, int Offset, bool HasMin, bool E2m1, bool Unpacked, int NP, int MR>
 TEXTGEN_VNNI void Block32Panels(const PackedQuantMatrix& w, const Layout& l, int p0, Rows x,
-                                const UnpackedCodes& u, float* y, int ldy, int cols) {
+                                const UnpackedCodes& u, float* y, int ldy, int cols,
+                                bool prefetch) {
   const int64_t stride = int64_t{w.blocks} * w.block_bytes;
   FloatTile acc;
   ZeroAll(acc);
@@ -280,7 +281,7 @@ TEXTGEN_VNNI void Block32Panels(const PackedQuantMatrix& w, const Layout& l, int
     __m512i plane[kMaxPanelBlock];
     for (int p = 0; p < NP; ++p) {
       if constexpr (!Unpacked) {
-        PrefetchSlice(block + p * stride, l.bytes, 0, 1);
+        if (prefetch) PrefetchSlice(block + p * stride, l.bytes, 0, 1);
         if constexpr (Bits == 5) plane[p] = Load(block + p * stride + l.plane);
       }
     }
@@ -328,7 +329,7 @@ TEXTGEN_VNNI void Block32Panels(const PackedQuantMatrix& w, const Layout& l, int
 
 template <int Bits, bool Unpacked, int NP, int MR>
 TEXTGEN_VNNI void K32Panels(const PackedQuantMatrix& w, const Layout& l, int p0, Rows x,
-                            const UnpackedCodes& u, float* y, int ldy, int cols) {
+                            const UnpackedCodes& u, float* y, int ldy, int cols, bool prefetch) {
   const int64_t stride = int64_t{w.blocks} * w.block_bytes;
   FloatTile acc;
   ZeroAll(acc);
@@ -340,7 +341,7 @@ TEXTGEN_VNNI void K32Panels(const PackedQuantMatrix& w, const Layout& l, int p0,
       __m512i plane[kMaxPanelBlock];
       for (int p = 0; p < NP; ++p) {
         if constexpr (!Unpacked) {
-          PrefetchSlice(block + p * stride, l.bytes, j, 8);
+          if (prefetch) PrefetchSlice(block + p * stride, l.bytes, j, 8);
           if constexpr (Bits == 5) plane[p] = Load(block + p * stride + l.plane + j * kQuadBytes);
         }
       }
@@ -396,7 +397,7 @@ TEXTGEN_VNNI inline void SixBitOctet(const uint8_t* block, int j, int half, __m5
 
 template <bool Unpacked, int NP, int MR>
 TEXTGEN_VNNI void Q6KPanels(const PackedQuantMatrix& w, const Layout& l, int p0, Rows x,
-                            const UnpackedCodes& u, float* y, int ldy, int cols) {
+                            const UnpackedCodes& u, float* y, int ldy, int cols, bool prefetch) {
   const int64_t stride = int64_t{w.blocks} * w.block_bytes;
   FloatTile acc;
   ZeroAll(acc);
@@ -418,7 +419,7 @@ TEXTGEN_VNNI void Q6KPanels(const PackedQuantMatrix& w, const Layout& l, int p0,
             u.Octet(p, k + 8 * half, low[p], high[p]);
           } else {
             const uint8_t* panel = block + p * stride;
-            if (half == 0) PrefetchSlice(panel, l.bytes, j, 16);
+            if (prefetch && half == 0) PrefetchSlice(panel, l.bytes, j, 16);
             SixBitOctet(panel, j, half, low[p], high[p]);
           }
         }
@@ -448,9 +449,11 @@ TEXTGEN_VNNI void UnpackSixBit(const PackedQuantMatrix& w, const Layout& l, int 
 }
 
 // One pass: NP (1..kMaxPanelBlock) panels from panel `p0` times MR (1..kMaxRowBlock) rows,
-// reading codes from the packed blocks or (Unpacked) from `u`.
+// reading codes from the packed blocks or (Unpacked) from `u`. `prefetch` requests the weight
+// stream ahead: the first row block of a pass does; later ones find the weights in cache, and
+// the requests had cost them about 5% of a prefill's kernel time.
 using PassFn = void (*)(const PackedQuantMatrix&, const Layout&, int, Rows, const UnpackedCodes&,
-                        float*, int, int);
+                        float*, int, int, bool);
 using UnpackFn = void (*)(const PackedQuantMatrix&, const Layout&, int, int, const UnpackedCodes&);
 using RowTable = std::array<PassFn, kMaxRowBlock>;
 
@@ -483,8 +486,10 @@ struct Block32 {
   template <bool Unpacked, int NP, int MR>
   struct K {
     TEXTGEN_VNNI static void Run(const PackedQuantMatrix& w, const Layout& l, int p, Rows x,
-                                 const UnpackedCodes& u, float* y, int ldy, int cols) {
-      Block32Panels<Bits, Offset, HasMin, E2m1, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols);
+                                 const UnpackedCodes& u, float* y, int ldy, int cols,
+                                 bool prefetch) {
+      Block32Panels<Bits, Offset, HasMin, E2m1, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols,
+                                                                  prefetch);
     }
   };
   static constexpr Kernels kAll = KernelsFor<K>(Bits == 5 ? UnpackGroups<Bits, 1> : nullptr);
@@ -495,8 +500,9 @@ struct KQuant32 {
   template <bool Unpacked, int NP, int MR>
   struct K {
     TEXTGEN_VNNI static void Run(const PackedQuantMatrix& w, const Layout& l, int p, Rows x,
-                                 const UnpackedCodes& u, float* y, int ldy, int cols) {
-      K32Panels<Bits, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols);
+                                 const UnpackedCodes& u, float* y, int ldy, int cols,
+                                 bool prefetch) {
+      K32Panels<Bits, Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols, prefetch);
     }
   };
   static constexpr Kernels kAll = KernelsFor<K>(Bits == 5 ? UnpackGroups<Bits, 8> : nullptr);
@@ -506,13 +512,14 @@ struct Q6K {
   template <bool Unpacked, int NP, int MR>
   struct K {
     TEXTGEN_VNNI static void Run(const PackedQuantMatrix& w, const Layout& l, int p, Rows x,
-                                 const UnpackedCodes& u, float* y, int ldy, int cols) {
+                                 const UnpackedCodes& u, float* y, int ldy, int cols,
+                                 bool prefetch) {
       if constexpr (NP == 2 && !Unpacked) {
         // Unpacking two panels' six-bit codes at once needs more registers than there are.
-        Q6KPanels<false, 1, MR>(w, l, p, x, u, y, ldy, kQuantPanelColumns);
-        Q6KPanels<false, 1, MR>(w, l, p + 1, x, u, y + kQuantPanelColumns, ldy, cols);
+        Q6KPanels<false, 1, MR>(w, l, p, x, u, y, ldy, kQuantPanelColumns, prefetch);
+        Q6KPanels<false, 1, MR>(w, l, p + 1, x, u, y + kQuantPanelColumns, ldy, cols, prefetch);
       } else {
-        Q6KPanels<Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols);
+        Q6KPanels<Unpacked, NP, MR>(w, l, p, x, u, y, ldy, cols, prefetch);
       }
     }
   };
@@ -647,7 +654,7 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
           table[np - 1][mr - 1](
               w, *plan.layout, p0, Rows{job.x, r0}, codes,
               job.y + static_cast<int64_t>(r0) * job.ldy + p0 * kQuantPanelColumns, job.ldy,
-              last_cols);
+              last_cols, /*prefetch=*/r0 == 0);
         }
       }
     }
