@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -553,6 +554,9 @@ const Kernels& KernelsOf(DType dtype) {
 // Rows from which a pass takes two panels.
 constexpr int kPairMinRows = 8;
 
+// Rows from which passes are compute-bound enough to be handed out dynamically.
+constexpr int kDynamicMinRows = 64;
+
 // Rows from which a pass unpacks its codes once rather than per row block.
 constexpr int kUnpackMinRows = 3 * kMaxRowBlock;
 
@@ -594,7 +598,8 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
   };
   // (inline: this runs for every product of every step; a mixture's experts fit)
   absl::InlinedVector<Plan, 16> plans(jobs.size());
-  int64_t total_cost = 0, pass_lines = 0;
+  int64_t total_cost = 0, pass_lines = 0, total_passes = 0;
+  bool compute_bound = true;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const QuantMatmulJob& job = jobs[j];
     const int m = job.x->rows();
@@ -607,6 +612,8 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
     plan.pass_cost = int64_t{plan.panels_per_pass} * (m + 1);
     plan.first_cost = total_cost;
     total_cost += plan.passes * plan.pass_cost;
+    total_passes += plan.passes;
+    compute_bound = compute_bound && m >= kDynamicMinRows;
     // Per thread: the codes of one pass, one byte each (16 k bytes per panel; in L2).
     if (plan.unpack) {
       pass_lines = std::max<int64_t>(pass_lines,
@@ -616,10 +623,51 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
   // (left uninitialised: every byte a pass reads, it has written)
   const std::unique_ptr<CacheLine[]> scratch(
       pass_lines > 0 ? new CacheLine[omp_get_max_threads() * pass_lines] : nullptr);
-  // Each thread streams one contiguous run of passes (of one job or of several in a row) of
-  // about equal work: jobs with more rows cost more per pass. Inside a panel pair, rows go
-  // kMaxRowBlock at a time while its weights are hot in cache. A pass computes its outputs
-  // alike whichever thread runs it and whatever else runs.
+  // One pass of job j: its panels times its rows, kMaxRowBlock rows at a time while the weights
+  // are hot in cache. A pass computes its outputs alike whichever thread runs it.
+  const auto run_pass = [&](int thread, size_t j, int pass) {
+    const QuantMatmulJob& job = jobs[j];
+    const Plan& plan = plans[j];
+    const PackedQuantMatrix& w = *job.w;
+    const int m = job.x->rows();
+    const int p0 = pass * plan.panels_per_pass;
+    const int np = std::min(plan.panels_per_pass, w.panels - p0);
+    const int last_cols = std::min(kQuantPanelColumns, w.n - (p0 + np - 1) * kQuantPanelColumns);
+    UnpackedCodes codes;
+    if (plan.unpack) {
+      codes = {scratch[thread * pass_lines].bytes, int64_t{kQuantPanelColumns} * w.k};
+      for (int p = 0; p < np; ++p) plan.kernels->unpack(w, *plan.layout, p0 + p, p, codes);
+    }
+    const std::array<RowTable, kMaxPanelBlock>& table =
+        plan.unpack ? plan.kernels->unpacked : plan.kernels->packed;
+    for (int r0 = 0; r0 < m; r0 += kMaxRowBlock) {
+      const int mr = std::min(kMaxRowBlock, m - r0);
+      table[np - 1][mr - 1](w, *plan.layout, p0, Rows{job.x, r0}, codes,
+                            job.y + static_cast<int64_t>(r0) * job.ldy + p0 * kQuantPanelColumns,
+                            job.ldy, last_cols, /*prefetch=*/r0 == 0);
+    }
+  };
+  if (compute_bound) {
+    // Many rows: passes are compute-bound and alike, so threads take them in turn from a
+    // shared counter; a thread slowed by a neighbour on its core then takes fewer instead of
+    // holding the others at the barrier.
+    std::atomic<int64_t> next{0};
+#pragma omp parallel
+    {
+      const int thread = omp_get_thread_num();
+      size_t j = 0;
+      int64_t job_first = 0;  // the flat index of job j's first pass
+      for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < total_passes;
+           i = next.fetch_add(1, std::memory_order_relaxed)) {
+        while (i >= job_first + plans[j].passes) job_first += plans[j++].passes;
+        run_pass(thread, j, static_cast<int>(i - job_first));
+      }
+    }
+    return;
+  }
+  // Few rows stream the weights from DRAM: each thread streams one contiguous run of passes
+  // (of one job or of several in a row) of about equal work: jobs with more rows cost more
+  // per pass.
 #pragma omp parallel
   {
     const int threads = omp_get_num_threads(), thread = omp_get_thread_num();
@@ -632,31 +680,8 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
           std::min<int64_t>(plan.passes, (into + plan.pass_cost - 1) / plan.pass_cost));
     };
     for (size_t j = 0; j < jobs.size(); ++j) {
-      const QuantMatmulJob& job = jobs[j];
-      const Plan& plan = plans[j];
-      const PackedQuantMatrix& w = *job.w;
-      const int m = job.x->rows();
-      const int end = first_at(plan, hi);
-      for (int pass = first_at(plan, lo); pass < end; ++pass) {
-        const int p0 = pass * plan.panels_per_pass;
-        const int np = std::min(plan.panels_per_pass, w.panels - p0);
-        const int last_cols =
-            std::min(kQuantPanelColumns, w.n - (p0 + np - 1) * kQuantPanelColumns);
-        UnpackedCodes codes;
-        if (plan.unpack) {
-          codes = {scratch[thread * pass_lines].bytes, int64_t{kQuantPanelColumns} * w.k};
-          for (int p = 0; p < np; ++p) plan.kernels->unpack(w, *plan.layout, p0 + p, p, codes);
-        }
-        const std::array<RowTable, kMaxPanelBlock>& table =
-            plan.unpack ? plan.kernels->unpacked : plan.kernels->packed;
-        for (int r0 = 0; r0 < m; r0 += kMaxRowBlock) {
-          const int mr = std::min(kMaxRowBlock, m - r0);
-          table[np - 1][mr - 1](
-              w, *plan.layout, p0, Rows{job.x, r0}, codes,
-              job.y + static_cast<int64_t>(r0) * job.ldy + p0 * kQuantPanelColumns, job.ldy,
-              last_cols, /*prefetch=*/r0 == 0);
-        }
-      }
+      const int end = first_at(plans[j], hi);
+      for (int pass = first_at(plans[j], lo); pass < end; ++pass) run_pass(thread, j, pass);
     }
   }
 }

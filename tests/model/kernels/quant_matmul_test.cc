@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -112,27 +113,30 @@ TEST_P(QuantKernelTest, RowsComeOutBitwiseTheSameInAnyBatchAndThreadCount) {
   const int block = ActivationBlockFor(dtype);
   const int k = block == 256 ? 1024 : 320;
   const int n = 200;
-  const int rows = 41;  // panel pairs and (5/6-bit codes) unpacked codes; single rows use neither
+  // Panel pairs and (5/6-bit codes) unpacked codes from 41 rows, passes handed out dynamically
+  // from 70; single rows use none of these.
   const Matrix m = MakeMatrix(dtype, n, k, 5);
   absl::StatusOr<PackedQuantMatrix> packed = PackQuantMatrix(m.view, arena_);
   ASSERT_TRUE(packed.ok()) << packed.status();
-  const std::vector<float> x = RandomRows(rows, k, 9);
-  QuantizedActivations xq;
-  xq.Quantize(x.data(), rows, k, block);
-  std::vector<float> batched(static_cast<size_t>(rows) * n);
-  QuantMatmul(*packed, xq, batched.data(), n);
   const int threads = omp_get_max_threads();
-  for (int t : {1, 2, 3}) {
-    omp_set_num_threads(t);
-    for (int r = 0; r < rows; ++r) {
-      QuantizedActivations one;
-      one.Quantize(x.data() + static_cast<size_t>(r) * k, 1, k, block);
-      std::vector<float> alone(n);
-      QuantMatmul(*packed, one, alone.data(), n);
-      ASSERT_EQ(
-          std::memcmp(alone.data(), batched.data() + static_cast<size_t>(r) * n, sizeof(float) * n),
-          0)
-          << DTypeName(dtype) << " row " << r << " threads " << t;
+  for (const int rows : {41, 70}) {
+    const std::vector<float> x = RandomRows(rows, k, 9);
+    QuantizedActivations xq;
+    xq.Quantize(x.data(), rows, k, block);
+    for (int t : {1, 2, 3}) {
+      omp_set_num_threads(t);
+      std::vector<float> batched(static_cast<size_t>(rows) * n);
+      QuantMatmul(*packed, xq, batched.data(), n);
+      for (int r = 0; r < rows; ++r) {
+        QuantizedActivations one;
+        one.Quantize(x.data() + static_cast<size_t>(r) * k, 1, k, block);
+        std::vector<float> alone(n);
+        QuantMatmul(*packed, one, alone.data(), n);
+        ASSERT_EQ(std::memcmp(alone.data(), batched.data() + static_cast<size_t>(r) * n,
+                              sizeof(float) * n),
+                  0)
+            << DTypeName(dtype) << " rows " << rows << " row " << r << " threads " << t;
+      }
     }
   }
   omp_set_num_threads(threads);
@@ -226,47 +230,49 @@ TEST(QuantizedLinearTest, RunManyGivesEachLayerItsOwnRunBitwise) {
   if (!CpuSupportsQuantMatmul()) GTEST_SKIP() << "this CPU lacks AVX512-VNNI";
   const int k = 512;
   const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ5_K};
-  const int rows[] = {1, 9, 3, 20};
-  HugePageArena arena;
-  QuantScratch shared;
-  std::vector<Matrix> matrices;
-  std::vector<std::unique_ptr<QuantizedLinear>> layers;
-  for (int i = 0; i < 4; ++i) {
-    matrices.push_back(MakeMatrix(types[i], 48 + 16 * i, k, 10 + i));
-  }
-  for (int i = 0; i < 4; ++i) {
-    const TensorView* parts[] = {&matrices[i].view};
-    auto layer = QuantizedLinear::Create("expert", parts, nullptr, LinearActivation::kNone, 32,
-                                         arena, shared);
-    ASSERT_TRUE(layer.ok()) << layer.status();
-    layers.push_back(std::move(*layer));
-  }
-  std::vector<std::vector<float>> inputs, alone, together;
-  std::vector<QuantizedLinear::Call> calls;
-  for (int i = 0; i < 4; ++i) {
-    inputs.push_back(RandomRows(rows[i], k, 20 + i));
-    alone.emplace_back(static_cast<size_t>(rows[i]) * layers[i]->n());
-    together.emplace_back(alone.back().size());
-    ASSERT_TRUE(layers[i]->Run(inputs[i].data(), rows[i], alone[i].data()).ok());
-  }
-  for (int i = 0; i < 4; ++i) {
-    calls.push_back({layers[i].get(), inputs[i].data(), rows[i], together[i].data()});
-  }
-  std::vector<QuantScratch> scratch(4);
-  const int default_threads = omp_get_max_threads();
-  for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
-    ASSERT_TRUE(QuantizedLinear::RunMany(calls, scratch).ok());
+  // Few rows: each thread takes a contiguous run of passes; many: passes handed out in turn.
+  for (const std::array<int, 4> rows : {std::array{1, 9, 3, 20}, std::array{64, 70, 65, 100}}) {
+    HugePageArena arena;
+    QuantScratch shared;
+    std::vector<Matrix> matrices;
+    std::vector<std::unique_ptr<QuantizedLinear>> layers;
     for (int i = 0; i < 4; ++i) {
-      EXPECT_EQ(std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * sizeof(float)),
-                0)
-          << "layer " << i << " (" << DTypeName(types[i]) << ", " << rows[i] << " rows), "
-          << threads << " threads";
+      matrices.push_back(MakeMatrix(types[i], 48 + 16 * i, k, 10 + i));
     }
+    for (int i = 0; i < 4; ++i) {
+      const TensorView* parts[] = {&matrices[i].view};
+      auto layer = QuantizedLinear::Create("expert", parts, nullptr, LinearActivation::kNone, 128,
+                                           arena, shared);
+      ASSERT_TRUE(layer.ok()) << layer.status();
+      layers.push_back(std::move(*layer));
+    }
+    std::vector<std::vector<float>> inputs, alone, together;
+    std::vector<QuantizedLinear::Call> calls;
+    for (int i = 0; i < 4; ++i) {
+      inputs.push_back(RandomRows(rows[i], k, 20 + i));
+      alone.emplace_back(static_cast<size_t>(rows[i]) * layers[i]->n());
+      together.emplace_back(alone.back().size());
+      ASSERT_TRUE(layers[i]->Run(inputs[i].data(), rows[i], alone[i].data()).ok());
+    }
+    for (int i = 0; i < 4; ++i) {
+      calls.push_back({layers[i].get(), inputs[i].data(), rows[i], together[i].data()});
+    }
+    std::vector<QuantScratch> scratch(4);
+    const int default_threads = omp_get_max_threads();
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      ASSERT_TRUE(QuantizedLinear::RunMany(calls, scratch).ok());
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * sizeof(float)),
+                  0)
+            << "layer " << i << " (" << DTypeName(types[i]) << ", " << rows[i] << " rows), "
+            << threads << " threads";
+      }
+    }
+    omp_set_num_threads(default_threads);
+    EXPECT_EQ(QuantizedLinear::RunMany(calls, std::span(scratch).first(3)).code(),
+              absl::StatusCode::kInternal);
   }
-  omp_set_num_threads(default_threads);
-  EXPECT_EQ(QuantizedLinear::RunMany(calls, std::span(scratch).first(3)).code(),
-            absl::StatusCode::kInternal);
 }
 
 TEST(QuantizedLinearTest, RefusesTypesWithoutAKernel) {
