@@ -206,60 +206,76 @@ TEXTGEN_AVX512 void ScoreKeysAvx512(const float* q, std::byte* const* blocks, in
   }
 }
 
-// out = sum over positions [span.first, n_pos) of p_j * v_j for one head (16-token blocks,
-// head_dim = 16 * NV). Up to 128 dims two accumulator sets (even/odd positions) hide the FMA
-// latency; wider heads (Gemma's 256) keep one set, as two would not fit in the 32 registers.
-template <int NV, bool kHalf>
+// out + h * hd = sum over positions [span.first, n_pos) of p_hj * v_j for the HG heads of a KV
+// group (head h's probabilities p_h at scores + h * scores_stride; 16-token blocks, head_dim =
+// 16 * NV), in passes over slices of 16 dimensions: each value line read serves every head
+// (head by head, the group's values streamed from L2 once per head: half a 512-token
+// prefill's attention time). Up to 128 dims two accumulator sets (even/odd positions) hide the
+// FMA latency; wider heads (Gemma's 256) keep one. An output element gets the same FMAs in the
+// same order whatever HG is, so a head's result is bitwise the same alone or in a group.
+template <int NV, bool kHalf, int HG, int V0 = 0>
 TEXTGEN_AVX512 void AddValuesAvx512(std::byte* const* blocks, int64_t v_base, const RowSpan& span,
-                                    const float* scores, float* out) {
+                                    const float* scores, int scores_stride, float* out) {
   constexpr int hd = 16 * NV;
   constexpr int bt = 16;
+  constexpr bool kTwoSets = NV <= 8;
+  constexpr int kSets = kTwoSets ? 2 : 1;
+  // Slices per pass: at most 16 accumulators, which leaves registers for the value slices (a
+  // slice's loads are shared between the heads; with one head they fold into its FMAs).
+  constexpr int kSlices = std::min(NV - V0, std::max(1, 16 / (HG * kSets)));
   const int first = span.first;
   const int n_pos = span.n_pos;
-  const int first_block_start = first / bt * bt;
-  constexpr bool kTwoSets = NV <= 8;
-  __m512 even[NV], odd[kTwoSets ? NV : 1];
-  for (int v = 0; v < NV; ++v) even[v] = _mm512_setzero_ps();
-  for (__m512& acc : odd) acc = _mm512_setzero_ps();
-  for (int j0 = first_block_start; j0 < n_pos; j0 += bt) {
+  __m512 even[HG][kSlices], odd[HG][kTwoSets ? kSlices : 1];
+  for (auto& head : even)
+    for (__m512& acc : head) acc = _mm512_setzero_ps();
+  for (auto& head : odd)
+    for (__m512& acc : head) acc = _mm512_setzero_ps();
+  const auto p = [&](int h, int j)
+                     TEXTGEN_AVX512 { return _mm512_set1_ps(scores[h * scores_stride + j]); };
+  for (int j0 = first / bt * bt; j0 < n_pos; j0 += bt) {
     const std::byte* block = blocks[j0 / bt];
     const int count = std::min(bt, n_pos - j0);
     int t = std::max(0, first - j0);
-    if constexpr (!kTwoSets) {
-      for (; t < count; ++t) {
-        const __m512 p = _mm512_set1_ps(scores[j0 + t]);
-        for (int v = 0; v < NV; ++v) {
-          even[v] = _mm512_fmadd_ps(p, Load16<kHalf>(block, v_base + t * hd + 16 * v), even[v]);
+    const auto slice = [&](int pos, int s) TEXTGEN_AVX512 {
+      return Load16<kHalf>(block, v_base + int64_t{pos} * hd + 16 * (V0 + s));
+    };
+    if constexpr (kTwoSets) {
+      for (; t + 2 <= count; t += 2) {
+        for (int h = 0; h < HG; ++h) {
+          const __m512 p0 = p(h, j0 + t), p1 = p(h, j0 + t + 1);
+          for (int s = 0; s < kSlices; ++s) {
+            even[h][s] = _mm512_fmadd_ps(p0, slice(t, s), even[h][s]);
+            odd[h][s] = _mm512_fmadd_ps(p1, slice(t + 1, s), odd[h][s]);
+          }
         }
       }
-      continue;
     }
-    for (; t + 2 <= count; t += 2) {
-      const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
-      const __m512 p1 = _mm512_set1_ps(scores[j0 + t + 1]);
-      for (int v = 0; v < NV; ++v) {
-        even[v] = _mm512_fmadd_ps(p0, Load16<kHalf>(block, v_base + t * hd + 16 * v), even[v]);
-        odd[v] = _mm512_fmadd_ps(p1, Load16<kHalf>(block, v_base + (t + 1) * hd + 16 * v), odd[v]);
-      }
-    }
-    if (t < count) {
-      const __m512 p0 = _mm512_set1_ps(scores[j0 + t]);
-      for (int v = 0; v < NV; ++v) {
-        even[v] = _mm512_fmadd_ps(p0, Load16<kHalf>(block, v_base + t * hd + 16 * v), even[v]);
+    for (; t < count; ++t) {
+      for (int h = 0; h < HG; ++h) {
+        const __m512 p0 = p(h, j0 + t);
+        for (int s = 0; s < kSlices; ++s) {
+          even[h][s] = _mm512_fmadd_ps(p0, slice(t, s), even[h][s]);
+        }
       }
     }
   }
-  for (int v = 0; v < NV; ++v) {
-    if constexpr (kTwoSets) {
-      _mm512_storeu_ps(out + 16 * v, _mm512_add_ps(even[v], odd[v]));
-    } else {
-      _mm512_storeu_ps(out + 16 * v, even[v]);
+  for (int h = 0; h < HG; ++h) {
+    for (int s = 0; s < kSlices; ++s) {
+      float* at = out + h * hd + 16 * (V0 + s);
+      if constexpr (kTwoSets) {
+        _mm512_storeu_ps(at, _mm512_add_ps(even[h][s], odd[h][s]));
+      } else {
+        _mm512_storeu_ps(at, even[h][s]);
+      }
     }
+  }
+  if constexpr (V0 + kSlices < NV) {
+    AddValuesAvx512<NV, kHalf, HG, V0 + kSlices>(blocks, v_base, span, scores, scores_stride, out);
   }
 }
 
 // HG heads of one row that share a KV head (queries at q + h * hd, outputs at out + h * hd)
-// on AVX-512: their keys scored in one pass, then each head's softmax and values.
+// on AVX-512: their keys scored in one pass, each head's softmax, their values in one pass.
 template <int NV, bool kHalf, int HG>
 TEXTGEN_AVX512 void AttendHeadsAvx512(const float* q, std::byte* const* blocks,
                                       const PagedKvLayout& layout, int64_t k_base, int64_t v_base,
@@ -271,8 +287,8 @@ TEXTGEN_AVX512 void AttendHeadsAvx512(const float* q, std::byte* const* blocks,
     float* head_scores = scores + h * scores_stride;
     if (span.softcap > 0) max_score[h] = CapScores(head_scores, span);
     Softmax(head_scores + span.first, span.n_pos - span.first, max_score[h], SinkOf(span, h));
-    AddValuesAvx512<NV, kHalf>(blocks, v_base, span, head_scores, out + h * 16 * NV);
   }
+  AddValuesAvx512<NV, kHalf, HG>(blocks, v_base, span, scores, scores_stride, out);
 }
 
 // HG heads of one row that share a KV head, one at a time, with the portable kernel.
@@ -436,9 +452,12 @@ void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout&
         ++chunk_index;
       }
       const AttentionChunk& c = chunks[chunk_index];
+      // Within a chunk, items go KV head by KV head and row by row within one: a thread's
+      // consecutive items read the same head's K/V, which then stay in L2.
       const int local = static_cast<int>(item - chunk_begin);
-      const int t = local / units;
-      const int g = local % units / passes_per_group;
+      const int per_head = c.n_tokens * passes_per_group;
+      const int g = local / per_head;
+      const int t = local % per_head / passes_per_group;
       const int pass = local % passes_per_group;
       const int first_head = g * group + group * pass / passes_per_group;
       const int heads = g * group + group * (pass + 1) / passes_per_group - first_head;

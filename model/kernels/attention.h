@@ -56,9 +56,9 @@ int64_t AttentionScratchFloats(int threads, int max_positions);
 // [0, position]: out[r, h*hd:(h+1)*hd] = softmax(q_h . K^T / sqrt(hd)) V for head h, with
 // query head h reading kv head h / (n_heads / n_kv_heads) (GQA). q row r is at q + r*q_stride.
 // `scores` is scratch of AttentionScratchFloats(max threads, max_positions) floats. The query
-// heads of a KV head are scored together (each key load serves up to 4), each with the same
-// operations in the same order as alone, by one thread: results do not depend on the rest of
-// the batch.
+// heads of a KV head are scored and add their values together (each key or value load serves
+// up to 4), each with the same operations in the same order as alone, by one thread: results
+// do not depend on the rest of the batch.
 void PagedAttention(std::span<const AttentionChunk> chunks, const PagedKvLayout& layout,
                     int n_heads, const float* q, int q_stride, float* out, int out_stride,
                     float* scores, int max_positions, const AttentionScoring& scoring = {});

@@ -28,10 +28,11 @@ constexpr int kHeads = 12, kHeadDim = 64, kBlockTokens = 16;
 constexpr int kQDim = kHeads * kHeadDim;
 
 // B sequences of L cached tokens in paged blocks (one layer), and one query row each (or, with
-// `prefill`, all L rows of each); heads of head_dim (64 by default; 256 as Gemma has), n_kv
-// KV heads (all of them by default; fewer: GQA).
+// `prefill`, all L rows of each); n_heads query heads (12 by default) of head_dim (64 by
+// default; 256 as Gemma has) over n_kv KV heads (as many by default; fewer: GQA).
 struct Setup {
-  Setup(int batch, int length, int head_dim = kHeadDim, int n_kv = kHeads, bool prefill = false)
+  Setup(int batch, int length, int head_dim = kHeadDim, int n_kv = kHeads, bool prefill = false,
+        int n_heads = kHeads)
       : batch(batch), length(length), head_dim(head_dim) {
     layout = PagedKvLayout{.block_tokens = kBlockTokens,
                            .n_kv_heads = n_kv,
@@ -60,7 +61,7 @@ struct Setup {
                                : AttentionChunk{tables[s].data(), length - 1, 1, s});
     }
     rows = prefill ? batch * length : batch;
-    q.resize(static_cast<size_t>(rows) * kHeads * head_dim);
+    q.resize(static_cast<size_t>(rows) * n_heads * head_dim);
     for (float& x : q) x = dist(rng);
     out.resize(q.size());
     scores.resize(static_cast<size_t>(textgen::model::ops::AttentionScratchFloats(8, length)));
@@ -160,15 +161,17 @@ void BM_PagedAttentionHeadDim(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * s.batch);
 }
 
-// GQA as Llama 3.2 1B has it (12 query heads here over 3 KV heads: 4 per group), decode (one
-// row per sequence) and a 512-token prefill (every row of one sequence).
+// GQA as Llama 3.2 1B has it (4 query heads per KV head; 12 query heads, or the model's 32),
+// decode (one row per sequence) and prefill (every row of one sequence).
 void BM_PagedAttentionGqa(benchmark::State& state) {
   const bool prefill = state.range(2) != 0;
-  Setup s(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), kHeadDim, kHeads / 4,
-          prefill);
+  const int heads = static_cast<int>(state.range(3));
+  Setup s(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), kHeadDim, heads / 4,
+          prefill, heads);
+  const int q_dim = heads * kHeadDim;
   for (auto _ : state) {
-    textgen::model::ops::PagedAttention(s.chunks, s.layout, kHeads, s.q.data(), kQDim, s.out.data(),
-                                        kQDim, s.scores.data(), s.length);
+    textgen::model::ops::PagedAttention(s.chunks, s.layout, heads, s.q.data(), q_dim, s.out.data(),
+                                        q_dim, s.scores.data(), s.length);
     benchmark::DoNotOptimize(s.out.data());
   }
   state.SetItemsProcessed(state.iterations() * s.rows);
@@ -176,10 +179,12 @@ void BM_PagedAttentionGqa(benchmark::State& state) {
 
 BENCHMARK(BM_PagedAttention)->Apply(Args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionGqa)
-    ->ArgNames({"batch", "context", "prefill"})
-    ->Args({1, 4096, 0})
-    ->Args({16, 1024, 0})
-    ->Args({1, 512, 1})
+    ->ArgNames({"batch", "context", "prefill", "heads"})
+    ->Args({1, 4096, 0, 12})
+    ->Args({16, 1024, 0, 12})
+    ->Args({1, 512, 1, 12})
+    ->Args({1, 512, 1, 32})
+    ->Args({1, 2048, 1, 32})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PagedAttentionHeadDim)
     ->ArgNames({"batch", "context", "head_dim"})

@@ -513,35 +513,44 @@ TEST_P(PagedAttentionTest, MatchesReferenceWithGqaAcrossBlocks) {
   ExpectNear(got, want, 1e-5f, 1e-5f);
 }
 
-// Rows of a prefill score a KV head's query heads together (up to 4 per pass, 7 as 4 + 3); a
-// lone decode row takes one head at a time. Each head's result must be bitwise the same.
+// Rows of a prefill score a KV head's query heads together (up to 4 per pass, 7 as 4 + 3) and
+// add their values in slices of 16 dimensions; a lone decode row takes one head at a time.
+// Each head's result must be bitwise the same, for every slicing of the head (16 to 256, odd
+// slice counts), with and without a window that starts inside a block.
 TEST(PagedAttentionGroupTest, HeadsScoredTogetherEqualOneHeadAtATimeBitwise) {
-  for (const int group : {4, 7}) {
-    for (const bool f16 : {false, true}) {
-      const int n_kv = 1, n_heads = group * n_kv, hd = 64, bt = 16, total = 40;
-      const int kv_dim = n_kv * hd, q_dim = n_heads * hd;
-      const PagedKvLayout layout = BlockLayout(n_kv, hd, bt, f16);
-      std::vector<std::vector<float>> storage((total + bt - 1) / bt,
-                                              std::vector<float>(2 * n_kv * bt * hd));
-      std::vector<std::byte*> table;
-      for (std::vector<float>& block : storage) {
-        table.push_back(reinterpret_cast<std::byte*>(block.data()));
-      }
-      const auto k = Random(total * kv_dim, 31), v = Random(total * kv_dim, 32);
-      const auto q = Random(total * q_dim, 33);
-      const AttentionChunk all{table.data(), 0, total, 0};
-      StoreKv({&all, 1}, layout, k.data(), v.data(), kv_dim);
-      std::vector<float> scores(AttentionScratchFloats(8, total));
-      std::vector<float> batched(total * q_dim);
-      PagedAttention({&all, 1}, layout, n_heads, q.data(), q_dim, batched.data(), q_dim,
-                     scores.data(), total);
-      for (int t = 0; t < total; ++t) {
-        const AttentionChunk one{table.data(), t, 1, 0};
-        std::vector<float> alone(q_dim);
-        PagedAttention({&one, 1}, layout, n_heads, q.data() + t * q_dim, q_dim, alone.data(), q_dim,
-                       scores.data(), total);
-        ASSERT_EQ(std::memcmp(alone.data(), batched.data() + t * q_dim, sizeof(float) * q_dim), 0)
-            << "group " << group << " f16 " << f16 << " row " << t;
+  const auto check = [](int hd, int group, int window, bool f16) {
+    const int n_kv = 1, n_heads = group * n_kv, bt = 16, total = 40;
+    const int kv_dim = n_kv * hd, q_dim = n_heads * hd;
+    const PagedKvLayout layout = BlockLayout(n_kv, hd, bt, f16);
+    std::vector<std::vector<float>> storage((total + bt - 1) / bt,
+                                            std::vector<float>(2 * n_kv * bt * hd));
+    std::vector<std::byte*> table;
+    for (std::vector<float>& block : storage) {
+      table.push_back(reinterpret_cast<std::byte*>(block.data()));
+    }
+    const auto k = Random(total * kv_dim, 31), v = Random(total * kv_dim, 32);
+    const auto q = Random(total * q_dim, 33);
+    const AttentionChunk all{table.data(), 0, total, 0};
+    StoreKv({&all, 1}, layout, k.data(), v.data(), kv_dim);
+    std::vector<float> scores(AttentionScratchFloats(8, total));
+    std::vector<float> batched(total * q_dim);
+    const AttentionScoring scoring{.window = window};
+    PagedAttention({&all, 1}, layout, n_heads, q.data(), q_dim, batched.data(), q_dim,
+                   scores.data(), total, scoring);
+    for (int t = 0; t < total; ++t) {
+      const AttentionChunk one{table.data(), t, 1, 0};
+      std::vector<float> alone(q_dim);
+      PagedAttention({&one, 1}, layout, n_heads, q.data() + t * q_dim, q_dim, alone.data(), q_dim,
+                     scores.data(), total, scoring);
+      ASSERT_EQ(std::memcmp(alone.data(), batched.data() + t * q_dim, sizeof(float) * q_dim), 0)
+          << "head_dim " << hd << " group " << group << " window " << window << " f16 " << f16
+          << " row " << t;
+    }
+  };
+  for (const int hd : {16, 48, 64, 80, 128, 256}) {
+    for (const int group : {2, 4, 7}) {
+      for (const int window : {0, 13}) {
+        for (const bool f16 : {false, true}) check(hd, group, window, f16);
       }
     }
   }
