@@ -58,3 +58,27 @@ openai_node_modules() {
     (cd "$work" && npm install --no-audit --no-fund --no-save --loglevel=error openai@^6 >&2)
   echo "$work/node_modules"
 }
+
+# warn_about_neighbours: samples the machine's CPU for a second and warns on stderr when other
+# processes keep it busy. Their nice value does not protect a benchmark: a job started in
+# another login session (setsid, another terminal) is its own scheduling group (autogroup), and
+# groups share the CPU by the group's nice, not the tasks' (docs/scaling.md). Stop such jobs,
+# or lower their whole group: echo 19 > /proc/PID/autogroup.
+warn_about_neighbours() {
+  local a b busy
+  read -r -a a < <(head -1 /proc/stat)
+  sleep 1
+  read -r -a b < <(head -1 /proc/stat)
+  # fields: cpu user nice system idle iowait irq softirq steal
+  busy=$(( (b[1] + b[2] + b[3] + b[6] + b[7]) - (a[1] + a[2] + a[3] + a[6] + a[7]) ))
+  local total=$(( busy + b[4] + b[5] - a[4] - a[5] ))
+  if (( total > 0 && busy * 10 > total )); then
+    echo "warning: the CPU was $(( 100 * busy / total ))% busy before this benchmark started;" \
+      "its figures will be low and noisy. Busiest processes (pid, nice, %cpu, autogroup):" >&2
+    local pid
+    for pid in $(ps -eo pid=,pcpu= --sort=-pcpu | awk '$2 > 5 { print $1 }' | head -5); do
+      echo "  $pid $(ps -o ni=,pcpu=,comm= -p "$pid") $(cat "/proc/$pid/autogroup" 2>/dev/null)" >&2
+    done
+  fi
+}
+warn_about_neighbours
