@@ -10,9 +10,11 @@
 #   here: a campaign shares the machine.)
 # Starts by lowering its whole scheduling group to nice 19: a job started in its own session
 # (setsid, another terminal) is its own autogroup, which `nice` alone leaves competing with
-# everything else as an equal (docs/scaling.md). Stop it (touch LOG.stop, or kill it) rather
-# than pausing it: a pause longer than FUZZ_TIMEOUT ends the chunk on a false timeout.
+# everything else as an equal (docs/scaling.md). Stop it rather than pausing it (a pause longer
+# than FUZZ_TIMEOUT ends the chunk on a false timeout): touch LOG.stop ends it after the chunk;
+# killing the fuzzer after that ends it at once, the chunk logged as stopped and not counted.
 set -uo pipefail
+shopt -s extglob
 usage="usage: campaign.sh BUILD_DIR LLAMACPP_DIR NAME CHUNK TOTAL LOG"
 build=${1:?$usage} llamacpp=${2:?$usage} name=${3:?$usage} chunk=${4:?$usage}
 total=${5:?$usage} log=${6:?$usage}
@@ -30,6 +32,13 @@ while [[ ! -e $log.stop ]] && (( $(passed) < total )); do
   rc=$?
   units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)
   echo "$(date -u +%FT%TZ) units=${units:-0} rc=$rc secs=$(($(date +%s) - start))" >> "$log"
+  if ((rc != 0)) && [[ -e $log.stop ]] && grep -q 'libFuzzer: run interrupted' "$out" &&
+    ! compgen -G "$build/fuzz/artifacts/$name-@(crash|leak|oom|timeout)-*" > /dev/null; then
+    # Stopped on purpose (LOG.stop, then the fuzzer killed): not a failure, and not counted.
+    echo "$(date -u +%FT%TZ) stopped mid-chunk (not counted)" >> "$log"
+    rm -f "$out"
+    break
+  fi
   if ((rc != 0)); then
     mv "$out" "$log.failed"
     echo "chunk failed (rc=$rc): $log.failed" >&2
