@@ -14,11 +14,11 @@
 # than FUZZ_TIMEOUT ends the chunk on a false timeout): touch LOG.stop ends it after the chunk;
 # killing the fuzzer after that ends it at once, the chunk logged as stopped and not counted.
 set -uo pipefail
-shopt -s extglob
 usage="usage: campaign.sh BUILD_DIR LLAMACPP_DIR NAME CHUNK TOTAL LOG"
 build=${1:?$usage} llamacpp=${2:?$usage} name=${3:?$usage} chunk=${4:?$usage}
 total=${5:?$usage} log=${6:?$usage}
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/failing_inputs.sh"
 # (An autogroup is a whole session's: lowered from a shell's session, it would slow everything
 # that shell starts afterwards, benchmarks included.)
 if [[ $(ps -o sid= -p $$ | tr -d ' ') == "$$" ]]; then
@@ -40,7 +40,7 @@ while [[ ! -e $log.stop ]] && (( $(passed) < total )); do
   units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)
   line="$(date -u +%FT%TZ) units=${units:-0} rc=$rc secs=$(($(date +%s) - start))"
   if ((rc != 0)) && [[ -e $log.stop ]] && grep -q 'libFuzzer: run interrupted' "$out" &&
-    ! compgen -G "$build/fuzz/artifacts/$name-@(crash|leak|oom|timeout)-*" > /dev/null; then
+    (fail_on_failing_inputs "$build/fuzz/artifacts" 2> /dev/null); then
     # Stopped on purpose (LOG.stop, then the fuzzer killed): not a failure, and not counted.
     echo "$line stopped (not counted)" >> "$log"
     rm -f "$out"
