@@ -74,18 +74,29 @@ class HttpServerTest : public ::testing::Test {
         ++closes_;
         closed_.Notify();
       });
+      Hold(exchange);  // never ended: only the client's disconnect finishes it
       exchange->StartStream(200, "text/plain");
       exchange->Write("started\n");
-      held_ = exchange;  // never ended: only the client's disconnect finishes it
       return;
     }
     if (request.path == "/slow") {
+      Hold(exchange);  // the test ends it
       exchange->StartStream(200, "text/plain");
       exchange->Write("a");
-      held_ = exchange;  // the test ends it
       return;
     }
     exchange->Respond(ErrorBody(404, "no route"));
+  }
+
+  // The handler runs on an I/O thread; bytes arriving at the client do not order its writes
+  // before the test's reads, so the held exchange is handed over through a notification.
+  void Hold(const std::shared_ptr<HttpExchange>& exchange) {
+    held_ = exchange;
+    held_ready_.Notify();
+  }
+  std::shared_ptr<HttpExchange> HeldExchange() {
+    EXPECT_TRUE(held_ready_.WaitForNotificationWithTimeout(absl::Seconds(5)));
+    return held_;
   }
 
   tcp::socket Connect() {
@@ -113,7 +124,8 @@ class HttpServerTest : public ::testing::Test {
   std::vector<std::thread> producers_;  // guarded by mu_ while the server runs
   std::atomic<int> closes_{0};
   absl::Notification closed_;
-  std::shared_ptr<HttpExchange> held_;
+  absl::Notification held_ready_;
+  std::shared_ptr<HttpExchange> held_;  // written once, before held_ready_ is notified
 };
 
 TEST_F(HttpServerTest, EchoOverKeepAlive) {
@@ -164,9 +176,10 @@ TEST_F(HttpServerTest, DisconnectIsSeenWithoutAWrite) {
   socket.close();
   ASSERT_TRUE(closed_.WaitForNotificationWithTimeout(absl::Seconds(5)));
   EXPECT_EQ(closes_.load(), 1);
-  EXPECT_TRUE(held_->closed());
-  held_->Write("ignored after close");  // harmless
-  held_->EndStream();
+  const std::shared_ptr<HttpExchange> held = HeldExchange();
+  EXPECT_TRUE(held->closed());
+  held->Write("ignored after close");  // harmless
+  held->EndStream();
 }
 
 TEST_F(HttpServerTest, LimitsAreAnsweredBeforeTheBodyIsRead) {
@@ -227,7 +240,8 @@ TEST_F(HttpServerTest, DrainLetsPendingResponsesFinish) {
   idle.read_some(net::buffer(&byte, 1), ec);
   EXPECT_TRUE(ec) << "an idle connection stays open while draining";
   absl::SleepFor(absl::Milliseconds(100));
-  held_->Post([exchange = held_] {
+  const std::shared_ptr<HttpExchange> held = HeldExchange();
+  held->Post([exchange = held] {
     exchange->Write("b");
     exchange->EndStream();
   });
