@@ -177,6 +177,7 @@ TEST_F(HttpServerTest, DisconnectIsSeenWithoutAWrite) {
   ASSERT_TRUE(closed_.WaitForNotificationWithTimeout(absl::Seconds(5)));
   EXPECT_EQ(closes_.load(), 1);
   const std::shared_ptr<HttpExchange> held = HeldExchange();
+  ASSERT_NE(held, nullptr);
   EXPECT_TRUE(held->closed());
   held->Write("ignored after close");  // harmless
   held->EndStream();
@@ -241,6 +242,7 @@ TEST_F(HttpServerTest, DrainLetsPendingResponsesFinish) {
   EXPECT_TRUE(ec) << "an idle connection stays open while draining";
   absl::SleepFor(absl::Milliseconds(100));
   const std::shared_ptr<HttpExchange> held = HeldExchange();
+  ASSERT_NE(held, nullptr);
   held->Post([exchange = held] {
     exchange->Write("b");
     exchange->EndStream();
