@@ -1,7 +1,8 @@
 # Owned by the loader component: tests for textgen_loader, the random-GGUF tool, the GGUF fuzzer.
 
 # Random-weights GGUF models in real shapes (tool + tests).
-add_library(textgen_random_gguf STATIC ${CMAKE_CURRENT_SOURCE_DIR}/tools/random_gguf.cc)
+add_library(textgen_random_gguf STATIC ${CMAKE_CURRENT_SOURCE_DIR}/tools/random_gguf.cc
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/tools/quant_mix.cc)
 target_link_libraries(textgen_random_gguf PUBLIC textgen_loader textgen_tokenizer
                       PRIVATE textgen_warnings)
 add_executable(textgen-make-random-gguf ${CMAKE_CURRENT_SOURCE_DIR}/tools/make_random_gguf.cc)

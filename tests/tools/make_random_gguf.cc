@@ -21,7 +21,8 @@ constexpr char kUsage[] =
     "usage: textgen-make-random-gguf --arch "
     "llama|gpt2|qwen2|qwen3|qwen3moe|gpt-oss|phi3|gemma2|gemma3|bert|nomic-bert\n"
     "         --preset stories15M|stories110M|tiny|bert-base\n"
-    "         --dtype f32|f16|bf16|q8_0|q4_k_m|mxfp4_moe --out FILE [--tokenizer tokenizer.bin] "
+    "         --dtype f32|f16|bf16|q8_0|q4_k_m|q5_k_m|mxfp4_moe --out FILE [--tokenizer "
+    "tokenizer.bin] "
     "[--seed N]\n"
     "         [--dim N] [--hidden N] [--layers N] [--heads N] [--kv-heads N] [--vocab N]\n"
     "         [--context N] [--head-dim N] [--sliding-window N] [--untied] [--name NAME]\n"
@@ -114,21 +115,19 @@ int main(int argc, char** argv) {
   auto spec = RandomModelPreset(get("preset", "tiny"), arch);
   if (!spec.ok()) return Fail(std::string(spec.status().message()));
 
-  const std::map<std::string, DType> dtypes = {
-      {"f32", DType::kF32},   {"f16", DType::kF16},     {"bf16", DType::kBF16},
-      {"q8_0", DType::kQ8_0}, {"q4_k_m", DType::kQ4_K}, {"mxfp4_moe", DType::kQ8_0}};
+  const std::map<std::string, DType> dtypes = {{"f32", DType::kF32},       {"f16", DType::kF16},
+                                               {"bf16", DType::kBF16},     {"q8_0", DType::kQ8_0},
+                                               {"q4_k_m", DType::kQ4_K},   {"q5_k_m", DType::kQ5_K},
+                                               {"mxfp4_moe", DType::kQ8_0}};
   const std::string dtype_name = get("dtype", "f32");
   const auto dtype = dtypes.find(dtype_name);
   if (dtype == dtypes.end()) {
-    return Fail("--dtype must be f32, f16, bf16, q8_0, q4_k_m or mxfp4_moe");
+    return Fail("--dtype must be f32, f16, bf16, q8_0, q4_k_m, q5_k_m or mxfp4_moe");
   }
   spec->dtype = dtype->second;
-  if (dtype_name == "q4_k_m") {  // llama.cpp's Q4_K_M mix
-    spec->dtype_overrides = QuantizedModelSpec(DType::kQ4_K, /*k_quant_mix=*/true).dtype_overrides;
-  }
-  if (dtype_name == "mxfp4_moe") {  // llama.cpp's MXFP4_MOE: the experts MXFP4, the rest Q8_0
-    spec->dtype_overrides = {{"_exps.weight", DType::kMXFP4}};
-  }
+  // llama.cpp's mixes, with the types llama-quantize gives each tensor.
+  if (dtype_name == "q4_k_m" || dtype_name == "q5_k_m") spec->mix = QuantMix::kKQuantMedium;
+  if (dtype_name == "mxfp4_moe") spec->mix = QuantMix::kMxfp4Moe;
 
   const std::map<std::string, int*> ints = {{"dim", &spec->dim},
                                             {"hidden", &spec->hidden_dim},

@@ -127,13 +127,16 @@ uint32_t FileType(DType dtype) {
   }
 }
 
-// Adds random tensors; matrices take spec.dtype (or their override), vectors stay F32.
+// Adds random tensors; matrices take spec.dtype (or the type spec.mix gives them), vectors stay
+// F32.
 class TensorMaker {
  public:
   TensorMaker(GgufWriter& writer, const RandomModelSpec& spec)
       : writer_(writer),
         dtype_(spec.dtype),
-        overrides_(spec.dtype_overrides),
+        mix_(spec.mix),
+        mix_shape_{
+            .n_layers = spec.n_layers, .n_experts = spec.experts, .has_output = !spec.tied_output},
         rng_(spec.seed),
         normal_(0.0f, 0.02f) {}
 
@@ -161,10 +164,9 @@ class TensorMaker {
     const bool f32 = dims.size() == 1 || absl::EndsWith(name, ".bias") ||
                      name == "position_embd.weight" || name == "token_types.weight" ||
                      absl::EndsWith(name, "ffn_gate_inp.weight");
-    DType dtype = f32 ? DType::kF32 : dtype_;
-    for (const auto& [suffix, override_dtype] : overrides_) {
-      if (!f32 && absl::EndsWith(name, suffix)) dtype = override_dtype;
-    }
+    const DType dtype =
+        f32 ? DType::kF32
+            : MixedTensorType(mix_, dtype_, mix_shape_, name, dims[0], dims.size() == 3);
     switch (dtype) {
       case DType::kF32:
       case DType::kF16:
@@ -185,7 +187,8 @@ class TensorMaker {
 
   GgufWriter& writer_;
   DType dtype_;
-  std::map<std::string, DType> overrides_;
+  QuantMix mix_;
+  QuantMixShape mix_shape_;
   std::mt19937_64 rng_;
   std::normal_distribution<float> normal_;
 };
@@ -295,11 +298,7 @@ RandomModelSpec QuantizedModelSpec(DType dtype, bool k_quant_mix) {
   spec.vocab_size = 512;
   spec.tied_output = false;
   spec.dtype = dtype;
-  if (k_quant_mix) {
-    spec.dtype_overrides = {{"attn_v.weight", DType::kQ6_K},
-                            {"ffn_down.weight", DType::kQ6_K},
-                            {"output.weight", DType::kQ6_K}};
-  }
+  if (k_quant_mix) spec.mix = QuantMix::kKQuantMedium;
   return spec;
 }
 

@@ -9,6 +9,7 @@
 #include "model/format/gguf_writer.h"
 #include "model/format/weights.h"
 #include "model/tokenizer/tokenizer_data.h"
+#include "tests/tools/quant_mix.h"
 
 namespace textgen::model {
 
@@ -26,9 +27,9 @@ struct RandomModelSpec {
   // Of 2-D tensors; norms and biases stay F32 like llama.cpp's. F32, F16, BF16 and Q8_0 encode
   // N(0, 0.02) weights; the other block types are random blocks of about that magnitude.
   DType dtype = DType::kF32;
-  // Per-tensor types by name suffix ("attn_v.weight", "output.weight"), as llama.cpp's mixes
-  // (Q4_K_M: Q6_K for attn_v, ffn_down and output) have.
-  std::map<std::string, DType> dtype_overrides;
+  // A llama.cpp mix (Q4_K_M: `dtype` Q4_K, with Q6_K for the output and for attn_v and
+  // ffn_down in some layers) instead of `dtype` everywhere.
+  QuantMix mix = QuantMix::kNone;
   uint64_t seed = 1;
   bool tied_output = true;  // false: write an explicit output.weight
   int sliding_window = 0;   // gemma2/gemma3: attention.sliding_window (0: key not written)
@@ -48,8 +49,8 @@ struct RandomModelSpec {
 };
 
 // A small llama model whose matrices are whole K-quant super-blocks wide (dim 256, FFN 512,
-// 4 heads of 64, 2 KV heads, vocab 512, untied) in `dtype`; with `k_quant_mix`, attn_v,
-// ffn_down and the output in Q6_K as llama.cpp's *_K_M files have them.
+// 4 heads of 64, 2 KV heads, vocab 512, untied) in `dtype`; with `k_quant_mix`, llama.cpp's
+// *_K_M mix on that base (the output and layer 1's attn_v and ffn_down in Q6_K).
 RandomModelSpec QuantizedModelSpec(DType dtype, bool k_quant_mix);
 
 // "stories15M", "stories110M", "tiny" or "bert-base" (see the tool's --help); qwen3moe gets

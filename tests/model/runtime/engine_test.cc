@@ -389,13 +389,14 @@ INSTANTIATE_TEST_SUITE_P(Encoders, EncoderTest,
                          });
 
 // Quantized files keep the guarantee through the integer kernels: one per quant type, and the
-// mixes llama.cpp writes (Q4_K_M: Q4_K with Q6_K for attn_v, ffn_down and the output). K-quant
+// mixes llama.cpp writes (Q4_K_M: Q4_K with Q6_K for the output and for attn_v and ffn_down in
+// some layers; with 8 experts, Q8_0 attn_k/attn_v and Q5_K attn_output). K-quant
 // rows are 256 elements, so these models are wider than the ones above.
 struct QuantMix {
   const char* name;
   DType dtype;
   Architecture architecture = Architecture::kLlama;
-  bool k_quant_mix = false;  // Q6_K for attn_v, ffn_down and output, as *_K_M files have
+  bool k_quant_mix = false;  // llama.cpp's *_K_M mix of types on `dtype`
   int experts = 0;           // a mixture: 8 experts 256 wide, 2 per token
 };
 

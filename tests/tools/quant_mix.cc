@@ -1,0 +1,99 @@
+#include "tests/tools/quant_mix.h"
+
+#include <charconv>
+
+namespace textgen::model {
+namespace {
+
+// The tensor roles llama-quantize tells apart, matched on the name in its order.
+enum class Role { kOutput, kTokenEmbd, kAttnV, kAttnK, kAttnOutput, kFfnDown, kOther };
+
+bool Has(std::string_view name, std::string_view part) {
+  return name.find(part) != std::string_view::npos;
+}
+
+Role RoleOf(std::string_view name) {
+  if (name == "output.weight") return Role::kOutput;
+  if (name == "token_embd.weight") return Role::kTokenEmbd;
+  // A fused QKV is treated as V: the more sensitive part decides.
+  if (Has(name, "attn_qkv.weight") || Has(name, "attn_v.weight")) {
+    return Role::kAttnV;
+  }
+  if (Has(name, "attn_k.weight")) return Role::kAttnK;
+  if (Has(name, "attn_q.weight")) return Role::kOther;
+  if (Has(name, "attn_output.weight")) return Role::kAttnOutput;
+  if (Has(name, "ffn_up") || Has(name, "ffn_gate")) return Role::kOther;
+  if (Has(name, "ffn_down")) return Role::kFfnDown;
+  return Role::kOther;
+}
+
+// "blk.N." -> N; -1 for tensors outside the layers.
+int LayerOf(std::string_view name) {
+  if (!name.starts_with("blk.")) return -1;
+  int layer = -1;
+  std::from_chars(name.data() + 4, name.data() + name.size(), layer);
+  return layer;
+}
+
+// The first and last eighth of the layers and every third one between them get more bits.
+bool UseMoreBits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+bool IsKQuant(DType t) { return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K; }
+
+// Rows that are not whole 256-element super-blocks take the nearest 32-block type.
+DType FitToColumns(DType t, int64_t columns) {
+  if (!IsKQuant(t) || columns % 256 == 0) return t;
+  switch (t) {
+    case DType::kQ4_K:
+      return DType::kQ5_0;
+    case DType::kQ5_K:
+      return DType::kQ5_1;
+    default:
+      return DType::kQ8_0;
+  }
+}
+
+DType KQuantMediumType(DType base, const QuantMixShape& shape, Role role, int layer,
+                       int64_t columns) {
+  // Mixtral-like models (exactly 8 experts) spend a little more on attention.
+  const bool eight_experts = shape.n_experts == 8;
+  switch (role) {
+    case Role::kOutput:
+      return columns % 256 == 0 ? DType::kQ6_K : DType::kQ8_0;
+    case Role::kTokenEmbd:
+      if (!shape.has_output) return columns % 256 == 0 ? DType::kQ6_K : DType::kQ8_0;
+      return base;
+    case Role::kAttnV:
+      if (eight_experts) return DType::kQ8_0;
+      return UseMoreBits(layer, shape.n_layers) ? DType::kQ6_K : base;
+    case Role::kAttnK:
+      return eight_experts ? DType::kQ8_0 : base;
+    case Role::kAttnOutput:
+      return eight_experts && base == DType::kQ4_K ? DType::kQ5_K : base;
+    case Role::kFfnDown:
+      return UseMoreBits(layer, shape.n_layers) ? DType::kQ6_K : base;
+    case Role::kOther:
+      return base;
+  }
+  return base;
+}
+
+}  // namespace
+
+DType MixedTensorType(QuantMix mix, DType base, const QuantMixShape& shape, std::string_view name,
+                      int64_t columns, bool stacked_experts) {
+  switch (mix) {
+    case QuantMix::kNone:
+      return base;
+    case QuantMix::kMxfp4Moe:
+      return stacked_experts && RoleOf(name) != Role::kOutput ? DType::kMXFP4 : DType::kQ8_0;
+    case QuantMix::kKQuantMedium:
+      return FitToColumns(KQuantMediumType(base, shape, RoleOf(name), LayerOf(name), columns),
+                          columns);
+  }
+  return base;
+}
+
+}  // namespace textgen::model
