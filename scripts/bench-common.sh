@@ -7,6 +7,10 @@ B=${BUILD:-build}
 M=${MODELS:-/tmp}
 # llama.cpp's source (its test vocabularies and chat templates), as test.sh fetches it.
 S=${LLAMACPP_SRC:-$B/reference/llamacpp/llama.cpp}
+# In the names of the random files made once in $M: bump it when textgen-make-random-gguf
+# changes what it writes, so no benchmark reads a file the tool would no longer make
+# (2: the K-quant mixes give each tensor llama-quantize's type).
+RANDOM_GGUF_REV=2
 
 # require_tools PATH...: exits with a message naming the first missing executable.
 require_tools() {
@@ -26,7 +30,7 @@ llama1b_chat_model() {
   local dtype=$1 context=$2
   local vocab=$S/models/ggml-vocab-llama-bpe.gguf
   local template=$S/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja
-  local model=$M/llama1b-shape-$dtype-ctx$context.gguf
+  local model=$M/llama1b-shape-$dtype-ctx$context-r$RANDOM_GGUF_REV.gguf
   require_tools "$B/bin/textgen-make-random-gguf"
   [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
   [[ -f $model ]] || "$B/bin/textgen-make-random-gguf" --arch llama --preset tiny --dim 2048 \
@@ -40,7 +44,7 @@ llama1b_chat_model() {
 bert_base_model() {
   local dtype=$1
   local vocab=$S/models/ggml-vocab-bert-bge.gguf
-  local model=$M/bert-base-shape-$dtype.gguf
+  local model=$M/bert-base-shape-$dtype-r$RANDOM_GGUF_REV.gguf
   require_tools "$B/bin/textgen-make-random-gguf"
   [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
   [[ -f $model ]] || "$B/bin/textgen-make-random-gguf" --arch bert --preset bert-base \

@@ -3,8 +3,9 @@
 # model's shape, written by textgen-make-random-gguf (SHAPE):
 #   qwen3-30b-a3b (default): qwen3moe, dim 2048, 48 layers, 32 heads / 4 KV heads of 128, 128
 #     experts of width 768 of which 8 run per token, vocab 151936 from llama.cpp's Qwen 2
-#     vocabulary, untied output, in llama.cpp's Q4_K_M type mix (Q4_K, with Q6_K for attn_v and
-#     the output; the router f32): 17 GB;
+#     vocabulary, untied output, each tensor in the type llama-quantize's Q4_K_M gives it (Q4_K;
+#     Q6_K for the output and for attn_v and ffn_down_exps in 24 of the 48 layers; the router
+#     f32; tests/python/test_quant_mix.py checks the mix against llama_model_quantize): 17 GB;
 #   gpt-oss-20b: gpt-oss, dim 2880, 24 layers, 64 heads / 8 KV heads of 64, 32 experts of width
 #     2880 of which 4 run per token, every other layer sliding over 128, vocab 201088, untied, in
 #     llama.cpp's MXFP4_MOE mix (experts MXFP4, the rest Q8_0; router and biases f32): 12 GB.
@@ -34,14 +35,14 @@ case $shape in
     vocab=$S/models/ggml-vocab-qwen2.gguf
     [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
     suffix=$([[ $layers == 48 ]] && echo "" || echo "-${layers}l")
-    f=$M/qwen3moe-30b-a3b-shape$suffix-q4_k_m.gguf
+    f=$M/qwen3moe-30b-a3b-shape$suffix-q4_k_m-r$RANDOM_GGUF_REV.gguf
     make=(--arch qwen3moe --preset tiny --dim 2048 --hidden 6144 --layers "$layers" --heads 32
       --kv-heads 4 --head-dim 128 --experts 128 --experts-used 8 --expert-hidden 768
       --context 4096 --dtype q4_k_m --untied --vocab-from "$vocab" --name qwen3-30b-a3b-shape) ;;
   gpt-oss-20b)
     layers=${LAYERS:-24}
     suffix=$([[ $layers == 24 ]] && echo "" || echo "-${layers}l")
-    f=$M/gpt-oss-20b-shape$suffix-mxfp4_moe.gguf
+    f=$M/gpt-oss-20b-shape$suffix-mxfp4_moe-r$RANDOM_GGUF_REV.gguf
     make=(--arch gpt-oss --preset tiny --dim 2880 --hidden 2880 --layers "$layers" --heads 64
       --kv-heads 8 --head-dim 64 --experts 32 --experts-used 4 --expert-hidden 2880
       --sliding-window 128 --context 4096 --vocab 201088 --dtype mxfp4_moe --untied
