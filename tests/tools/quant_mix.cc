@@ -5,7 +5,8 @@
 namespace textgen::model {
 namespace {
 
-// The tensor roles llama-quantize tells apart, matched on the name in its order.
+// The tensor roles whose type the K-quant mixes change, matched on the name as llama-quantize
+// matches them.
 enum class Role { kOutput, kTokenEmbd, kAttnV, kAttnK, kAttnOutput, kFfnDown, kOther };
 
 bool Has(std::string_view name, std::string_view part) {
@@ -20,9 +21,7 @@ Role RoleOf(std::string_view name) {
     return Role::kAttnV;
   }
   if (Has(name, "attn_k.weight")) return Role::kAttnK;
-  if (Has(name, "attn_q.weight")) return Role::kOther;
   if (Has(name, "attn_output.weight")) return Role::kAttnOutput;
-  if (Has(name, "ffn_up") || Has(name, "ffn_gate")) return Role::kOther;
   if (Has(name, "ffn_down")) return Role::kFfnDown;
   return Role::kOther;
 }
@@ -55,16 +54,15 @@ DType FitToColumns(DType t, int64_t columns) {
   }
 }
 
-DType KQuantMediumType(DType base, const QuantMixShape& shape, Role role, int layer,
-                       int64_t columns) {
+// Before FitToColumns, which turns a ragged tensor's Q6_K into Q8_0.
+DType KQuantMediumType(DType base, const QuantMixShape& shape, Role role, int layer) {
   // Mixtral-like models (exactly 8 experts) spend a little more on attention.
   const bool eight_experts = shape.n_experts == 8;
   switch (role) {
     case Role::kOutput:
-      return columns % 256 == 0 ? DType::kQ6_K : DType::kQ8_0;
+      return DType::kQ6_K;
     case Role::kTokenEmbd:
-      if (!shape.has_output) return columns % 256 == 0 ? DType::kQ6_K : DType::kQ8_0;
-      return base;
+      return shape.has_output ? base : DType::kQ6_K;
     case Role::kAttnV:
       if (eight_experts) return DType::kQ8_0;
       return UseMoreBits(layer, shape.n_layers) ? DType::kQ6_K : base;
@@ -88,10 +86,9 @@ DType MixedTensorType(QuantMix mix, DType base, const QuantMixShape& shape, std:
     case QuantMix::kNone:
       return base;
     case QuantMix::kMxfp4Moe:
-      return stacked_experts && RoleOf(name) != Role::kOutput ? DType::kMXFP4 : DType::kQ8_0;
+      return stacked_experts ? DType::kMXFP4 : DType::kQ8_0;
     case QuantMix::kKQuantMedium:
-      return FitToColumns(KQuantMediumType(base, shape, RoleOf(name), LayerOf(name), columns),
-                          columns);
+      return FitToColumns(KQuantMediumType(base, shape, RoleOf(name), LayerOf(name)), columns);
   }
   return base;
 }
