@@ -565,6 +565,43 @@ struct alignas(64) CacheLine {
   uint8_t bytes[64];
 };
 
+// One thread's run of flat pass indices [front, back), claimed by its owner from the front and
+// by other threads from the back, in one atomic word so that no pass is taken twice.
+struct alignas(64) PassRange {
+  std::atomic<uint64_t> bits{0};
+
+  static uint64_t Pack(int64_t front, int64_t back) {
+    return static_cast<uint64_t>(back) << 32 | static_cast<uint32_t>(front);
+  }
+  void Reset(int64_t front, int64_t back) {
+    bits.store(Pack(front, back), std::memory_order_relaxed);
+  }
+  int64_t Left() const {
+    const uint64_t v = bits.load(std::memory_order_relaxed);
+    return static_cast<int64_t>(v >> 32) - static_cast<int64_t>(v & 0xffffffffu);
+  }
+  // Claims the next eighth (at least one pass) of what is left; false when nothing is.
+  bool TakeFront(int64_t& begin, int64_t& end) { return Take(begin, end, /*front=*/true); }
+  // Claims the back half (at least one pass) of what is left; false when nothing is.
+  bool TakeBack(int64_t& begin, int64_t& end) { return Take(begin, end, /*front=*/false); }
+
+ private:
+  bool Take(int64_t& begin, int64_t& end, bool front) {
+    uint64_t v = bits.load(std::memory_order_relaxed);
+    for (;;) {
+      const int64_t f = v & 0xffffffffu, b = v >> 32;
+      if (f >= b) return false;
+      const int64_t n = std::max<int64_t>(1, (b - f) / (front ? 8 : 2));
+      begin = front ? f : b - n;
+      end = front ? f + n : b;
+      if (bits.compare_exchange_weak(v, front ? Pack(f + n, b) : Pack(f, b - n),
+                                     std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+  }
+};
+
 }  // namespace
 
 bool CpuSupportsQuantMatmul() {
@@ -667,21 +704,56 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
   }
   // Few rows stream the weights from DRAM: each thread streams one contiguous run of passes
   // (of one job or of several in a row) of about equal work: jobs with more rows cost more
-  // per pass.
+  // per pass. A thread that ends its run first takes the back half of what another has not
+  // started, and again until nothing is left: a thread slowed by its neighbours (or by
+  // arriving late from serial work) no longer holds the other at the barrier, and each
+  // thread's own stream stays contiguous.
+  const int max_threads = omp_get_max_threads();
+  const std::unique_ptr<PassRange[]> ranges(new PassRange[max_threads]);
+  // The flat index (job by job) of the first pass whose cost starts at or after `cost`.
+  const auto first_pass_at = [&](int64_t cost) {
+    int64_t flat = 0;
+    for (const Plan& plan : plans) {
+      const int64_t into = cost - plan.first_cost;
+      if (into > 0)
+        flat += std::min<int64_t>(plan.passes, (into + plan.pass_cost - 1) / plan.pass_cost);
+    }
+    return flat;
+  };
+  // Runs flat passes [begin, end) in order.
+  const auto run_passes = [&](int thread, int64_t begin, int64_t end) {
+    size_t j = 0;
+    int64_t job_first = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      while (i >= job_first + plans[j].passes) job_first += plans[j++].passes;
+      run_pass(thread, j, static_cast<int>(i - job_first));
+    }
+  };
+  // (set before the region: a thread that finds another's run empty never waits for it; a
+  // run whose thread the team lacks is taken by the others)
+  for (int t = 0; t < max_threads; ++t) {
+    ranges[t].Reset(first_pass_at(total_cost * t / max_threads),
+                    first_pass_at(total_cost * (t + 1) / max_threads));
+  }
 #pragma omp parallel
   {
-    const int threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    const int64_t lo = total_cost * thread / threads, hi = total_cost * (thread + 1) / threads;
-    // The passes whose cost starts in [lo, hi).
-    const auto first_at = [](const Plan& plan, int64_t cost) {
-      const int64_t into = cost - plan.first_cost;
-      if (into <= 0) return 0;
-      return static_cast<int>(
-          std::min<int64_t>(plan.passes, (into + plan.pass_cost - 1) / plan.pass_cost));
-    };
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      const int end = first_at(plans[j], hi);
-      for (int pass = first_at(plans[j], lo); pass < end; ++pass) run_pass(thread, j, pass);
+    const int thread = omp_get_thread_num();
+    // Own run: from the front, an eighth of what is left at a time (few claims, and little
+    // held back from a thief near the end).
+    for (int64_t begin, end; thread < max_threads && ranges[thread].TakeFront(begin, end);) {
+      run_passes(thread, begin, end);
+    }
+    // Then the others' backs, the most loaded first.
+    for (;;) {
+      PassRange* victim = nullptr;
+      int64_t most = 0;
+      for (int t = 0; t < max_threads; ++t) {
+        const int64_t left = ranges[t].Left();
+        if (t != thread && left > most) most = left, victim = &ranges[t];
+      }
+      int64_t begin, end;
+      if (victim == nullptr) break;
+      if (victim->TakeBack(begin, end)) run_passes(thread, begin, end);
     }
   }
 }

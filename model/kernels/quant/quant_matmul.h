@@ -34,9 +34,11 @@ int ActivationBlockFor(DType dtype);
 
 // y[r, c] = sum_k W[c, k] x[r, k] for r < x.rows(), c < w.n; rows of y are `ldy` floats apart
 // (so several matrices can fill adjacent columns of one output). x.k() must equal w.k and
-// x.block() ActivationBlockFor(w.dtype). Parallel over the OpenMP pool: threads take
-// contiguous runs of 16-column panels (from 64 rows, panel pairs one at a time); a row's
-// outputs are bitwise the same with any thread count and any other rows.
+// x.block() ActivationBlockFor(w.dtype). Parallel over the OpenMP pool: each thread streams a
+// contiguous run of 16-column panels, and one done first takes the back half of what another
+// has not started (from 64 rows, panel pairs one at a time from a shared counter); a row's
+// outputs are bitwise the same with any thread count, any other rows and whichever thread
+// computes them.
 void QuantMatmul(const PackedQuantMatrix& w, const QuantizedActivations& x, float* y, int ldy);
 
 // One QuantMatmul(*w, *x, y, ldy).

@@ -142,6 +142,50 @@ TEST_P(QuantKernelTest, RowsComeOutBitwiseTheSameInAnyBatchAndThreadCount) {
   omp_set_num_threads(threads);
 }
 
+// Under 64 rows each thread starts on its own run of passes and, done, takes the back half of
+// what another has left: every column is written once, with the one-thread values, whatever
+// the team, including a team smaller than the runs (a call from inside a parallel region,
+// whose nested team is one thread: that thread takes the other run too).
+TEST_P(QuantKernelTest, DecodeRunsCoverEveryPassOnceInAnyTeam) {
+  const DType dtype = GetParam();
+  const int block = ActivationBlockFor(dtype);
+  const int k = block == 256 ? 512 : 320;
+  const int n = 16 * 97 + 5;  // 98 panels, the last ragged
+  const Matrix m = MakeMatrix(dtype, n, k, 11);
+  absl::StatusOr<PackedQuantMatrix> packed = PackQuantMatrix(m.view, arena_);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  const int threads = omp_get_max_threads();
+  for (const int rows : {1, 9, 41}) {
+    const std::vector<float> x = RandomRows(rows, k, 12);
+    QuantizedActivations xq;
+    xq.Quantize(x.data(), rows, k, block);
+    const auto run = [&] {
+      std::vector<float> y(static_cast<size_t>(rows) * n, std::nanf(""));
+      QuantMatmul(*packed, xq, y.data(), n);
+      return y;
+    };
+    omp_set_num_threads(1);
+    const std::vector<float> want = run();
+    for (float v : want) ASSERT_FALSE(std::isnan(v)) << DTypeName(dtype) << " rows " << rows;
+    for (int t : {2, 3, 5}) {
+      omp_set_num_threads(t);
+      const std::vector<float> got = run();
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * want.size()), 0)
+          << DTypeName(dtype) << " rows " << rows << " threads " << t;
+    }
+    omp_set_num_threads(2);
+    std::vector<float> nested[2];
+#pragma omp parallel num_threads(2)
+    nested[omp_get_thread_num()] = run();
+    for (const std::vector<float>& got : nested) {
+      ASSERT_EQ(got.size(), want.size()) << "a thread of the outer region did not run";
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * want.size()), 0)
+          << DTypeName(dtype) << " rows " << rows << " from inside a parallel region";
+    }
+  }
+  omp_set_num_threads(threads);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantKernelTest, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<DType>& type) {
                            return std::string(DTypeName(type.param));
