@@ -684,6 +684,16 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
                             job.ldy, last_cols, /*prefetch=*/r0 == 0);
     }
   };
+  // Passes are numbered job by job ("flat"); a cursor walks to pass i from where it last was.
+  struct PassCursor {
+    size_t job = 0;
+    int64_t job_first = 0;  // the flat index of the job's first pass
+  };
+  const auto run_flat_pass = [&](int thread, PassCursor& at, int64_t i) {
+    while (i < at.job_first) at.job_first -= plans[--at.job].passes;
+    while (i >= at.job_first + plans[at.job].passes) at.job_first += plans[at.job++].passes;
+    run_pass(thread, at.job, static_cast<int>(i - at.job_first));
+  };
   if (compute_bound) {
     // Many rows: passes are compute-bound and alike, so threads take them in turn from a
     // shared counter; a thread slowed by a neighbour on its core then takes fewer instead of
@@ -692,12 +702,10 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
 #pragma omp parallel
     {
       const int thread = omp_get_thread_num();
-      size_t j = 0;
-      int64_t job_first = 0;  // the flat index of job j's first pass
+      PassCursor at;
       for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < total_passes;
            i = next.fetch_add(1, std::memory_order_relaxed)) {
-        while (i >= job_first + plans[j].passes) job_first += plans[j++].passes;
-        run_pass(thread, j, static_cast<int>(i - job_first));
+        run_flat_pass(thread, at, i);
       }
     }
     return;
@@ -720,15 +728,6 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
     }
     return flat;
   };
-  // Runs flat passes [begin, end) in order.
-  const auto run_passes = [&](int thread, int64_t begin, int64_t end) {
-    size_t j = 0;
-    int64_t job_first = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      while (i >= job_first + plans[j].passes) job_first += plans[j++].passes;
-      run_pass(thread, j, static_cast<int>(i - job_first));
-    }
-  };
   // (set before the region: a thread that finds another's run empty never waits for it; a
   // run whose thread the team lacks is taken by the others)
   for (int t = 0; t < max_threads; ++t) {
@@ -738,10 +737,12 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
 #pragma omp parallel
   {
     const int thread = omp_get_thread_num();
+    PassCursor at;
+    int64_t begin, end;
     // Own run: from the front, an eighth of what is left at a time (few claims, and little
     // held back from a thief near the end).
-    for (int64_t begin, end; thread < max_threads && ranges[thread].TakeFront(begin, end);) {
-      run_passes(thread, begin, end);
+    while (thread < max_threads && ranges[thread].TakeFront(begin, end)) {
+      for (int64_t i = begin; i < end; ++i) run_flat_pass(thread, at, i);
     }
     // Then the others' backs, the most loaded first.
     for (;;) {
@@ -751,9 +752,9 @@ void QuantMatmuls(std::span<const QuantMatmulJob> jobs) {
         const int64_t left = ranges[t].Left();
         if (t != thread && left > most) most = left, victim = &ranges[t];
       }
-      int64_t begin, end;
       if (victim == nullptr) break;
-      if (victim->TakeBack(begin, end)) run_passes(thread, begin, end);
+      if (!victim->TakeBack(begin, end)) continue;
+      for (int64_t i = begin; i < end; ++i) run_flat_pass(thread, at, i);
     }
   }
 }
