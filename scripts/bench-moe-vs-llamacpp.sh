@@ -11,7 +11,8 @@
 #     llama.cpp's MXFP4_MOE mix (experts MXFP4, the rest Q8_0; router and biases f32): 12 GB.
 # Every round runs, interleaved:
 #   - the DRAM read limit (textgen-bench-quant-matmul BM_ReadBandwidth, 2 threads);
-#   - decode, 1 stream: llama-bench tg64 (-p 0) and textgen-bench-engine --prompt 1 --gen 64;
+#   - decode, 1 stream: llama-bench tg64 (-p 0) and textgen-bench-engine --prompt 1 --gen 64
+#     (with the share of its anonymous memory the kernel backs with 2 MiB pages after loading);
 #   - prefill 128: llama-bench pp128 and textgen-bench-engine --prompt 128;
 #   - decode, 16 streams after 128-token prompts: llama-batched-bench's S_TG (generated tokens
 #     over the decode time) and textgen-bench-engine's decode batch 16 (the same);
@@ -70,8 +71,9 @@ for round in $(seq "$rounds"); do
   printf '\n==== round %s (%s)\n' "$round" "$(date +%T)"
   record "read GB/s" "$(read_limit)"
   record "decode llama.cpp" "$(llama_bench -p 0 -n 64)"
-  record "decode textgen" "$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 1 \
-    --gen 64 --batches 1 | awk '/decode 1 sequence/ { print $4 }')"
+  out=$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 1 --gen 64 --batches 1)
+  record "decode textgen" "$(awk '/decode 1 sequence/ { print $4 }' <<<"$out")"
+  record "decode textgen 2 MiB pages %" "$(awk '/2 MiB pages/ { printf "%.0f", 100 * $6 / $8 }' <<<"$out")"
   record "prefill128 llama.cpp" "$(llama_bench -p 128 -n 0)"
   record "decode16 llama.cpp" "$(llama_batched16)"
   out=$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 128 --gen 64 --batches 16)
@@ -110,6 +112,7 @@ for what in ("decode", "prefill128", "decode16"):
     if what == "decode":
         limit = read * 1e9 / active
         line += f"  textgen at {100 * ours / limit:.0f}% of the read limit, llama.cpp {100 * theirs / limit:.0f}%"
+        line += f"\n{'':10s} textgen's memory on 2 MiB pages after load: {values['decode textgen 2 MiB pages %']} %"
     print(line)
 print(f"textgen peak RSS {med['textgen peak RSS MiB']:.0f} MiB (runs {values['textgen peak RSS MiB']}), "
       f"file {os.path.getsize(sys.argv[2]) / 2**20:.0f} MiB")

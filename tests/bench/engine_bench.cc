@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -50,6 +51,26 @@ void Check(const absl::Status& s, const char* what) {
     std::fprintf(stderr, "textgen-bench-engine: %s: %s\n", what, s.ToString().c_str());
     std::exit(1);
   }
+}
+
+// The process's anonymous memory and how much of it the kernel backs with 2 MiB pages
+// (/proc/self/smaps_rollup), in MiB: packed weights that fell back to 4 KiB pages (the kernel
+// found no free 2 MiB block, for example with the page cache full of the model file) decode
+// measurably slower, so a run says where its weights landed. Zero when the file is unreadable.
+struct AnonMemory {
+  double anonymous_mib = 0;
+  double huge_mib = 0;
+};
+AnonMemory ReadAnonMemory() {
+  AnonMemory out;
+  std::ifstream rollup("/proc/self/smaps_rollup");
+  std::string line;  // "Anonymous:   123456 kB"; the first line names the range
+  while (std::getline(rollup, line)) {
+    double kib = 0;
+    if (std::sscanf(line.c_str(), "Anonymous: %lf", &kib) == 1) out.anonymous_mib = kib / 1024;
+    if (std::sscanf(line.c_str(), "AnonHugePages: %lf", &kib) == 1) out.huge_mib = kib / 1024;
+  }
+  return out;
 }
 
 class Bench {
@@ -200,6 +221,7 @@ int main(int argc, char** argv) {
   auto engine = Engine::Create(*model, options);
   Check(engine.status(), "creating the engine");
   const double load_s = Seconds(load_start);
+  const AnonMemory loaded = ReadAnonMemory();
 
   Bench bench(**engine, model->config.vocab_size);
   const double prefill = bench.PrefillRate(flags.prompt, 3);
@@ -221,9 +243,11 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"model\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, \"prompt\": %d, \"gen\": %d, "
         "\"engine_create_s\": %.3f, \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.1f, "
-        "\"batched\": [%s], \"peak_rss_mib\": %.1f}\n",
+        "\"batched\": [%s], \"peak_rss_mib\": %.1f, \"anon_after_load_mib\": %.1f, "
+        "\"anon_huge_after_load_mib\": %.1f}\n",
         flags.model.c_str(), flags.bf16 ? "bf16" : "f32", flags.threads, flags.prompt, flags.gen,
-        load_s, prefill, decode, absl::StrJoin(rows, ", ").c_str(), peak_rss_mib);
+        load_s, prefill, decode, absl::StrJoin(rows, ", ").c_str(), peak_rss_mib,
+        loaded.anonymous_mib, loaded.huge_mib);
   } else {
     std::printf("model %s (%s, kv %s, threads %d, engine create %.2f s)\n", flags.model.c_str(),
                 flags.bf16 ? "bf16" : "f32", flags.kv_f16 ? "f16" : "f32", flags.threads, load_s);
@@ -233,6 +257,8 @@ int main(int argc, char** argv) {
       std::printf("decode batch %3d:       %9.1f tok/s (summed)\n", flags.batches[i], batched[i]);
     }
     std::printf("peak RSS:               %9.1f MiB\n", peak_rss_mib);
+    std::printf("2 MiB pages after load: %9.1f of %.1f MiB anonymous\n", loaded.huge_mib,
+                loaded.anonymous_mib);
   }
   return 0;
 }
