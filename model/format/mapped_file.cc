@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -29,16 +28,13 @@ absl::Status ErrnoStatus(int error, const std::string& what, const std::string& 
   }
 }
 
-// Closes the descriptor on every exit path unless released (then the MappedFile owns it).
+// Closes the descriptor on every exit path; the mapping stays valid after close.
 class FdCloser {
  public:
   explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) ::close(fd_);
-  }
+  ~FdCloser() { ::close(fd_); }
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
-  int Release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -59,14 +55,10 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& 
   const size_t size = static_cast<size_t>(st.st_size);
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (addr == MAP_FAILED) return ErrnoStatus(errno, "cannot mmap", path);
-  return std::unique_ptr<MappedFile>(
-      new MappedFile(path, closer.Release(), static_cast<const uint8_t*>(addr), size));
+  return std::unique_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(addr), size));
 }
 
-MappedFile::~MappedFile() {
-  ::munmap(const_cast<uint8_t*>(data_), size_);
-  ::close(fd_);
-}
+MappedFile::~MappedFile() { ::munmap(const_cast<uint8_t*>(data_), size_); }
 
 void MappedFile::DoneReading(const void* data, size_t bytes) const {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
@@ -77,12 +69,8 @@ void MappedFile::DoneReading(const void* data, size_t bytes) const {
   const uintptr_t first = (begin + page - 1) / page * page;
   const uintptr_t last = (begin + bytes) / page * page;
   if (last <= first) return;
-  // Advice on a read-only private file mapping: failure only means the pages stay. Unmapped
-  // from this process first, so the page cache can let them go unless another process maps
-  // them (a second replica, a peer server on the same file).
+  // Advice on a read-only private file mapping: failure only means the pages stay.
   ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-  ::posix_fadvise(fd_, static_cast<off_t>(first - mapped_begin), static_cast<off_t>(last - first),
-                  POSIX_FADV_DONTNEED);
 }
 
 }  // namespace textgen::model

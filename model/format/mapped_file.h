@@ -28,18 +28,15 @@ class MappedFile : public WeightStorage {
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
 
-  // Drops the whole pages of [data, data + bytes) from this process and from the page cache
-  // where no other process maps them (a later read faults them back in from the file, since
-  // nothing writes here). Why the page cache too: the engine keeps its own packed copy, and a
-  // cached file as large as the model takes the free memory its weights need on 2 MiB pages.
+  // Drops the whole pages of [data, data + bytes) from this process (the page cache keeps
+  // them; a later read faults them back in with the file's bytes, since nothing writes here).
   void DoneReading(const void* data, size_t bytes) const override;
 
  private:
-  MappedFile(std::string path, int fd, const uint8_t* data, size_t size)
-      : path_(std::move(path)), fd_(fd), data_(data), size_(size) {}
+  MappedFile(std::string path, const uint8_t* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
 
   std::string path_;
-  int fd_;  // kept open for page cache advice (DoneReading)
   const uint8_t* data_;
   size_t size_;
 };

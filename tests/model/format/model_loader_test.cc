@@ -1,12 +1,6 @@
 // LoadModel on the real stories260K files (GGUF and llama2.c) and on bad inputs.
 #include "model/format/model_loader.h"
 
-#include <fcntl.h>
-#include <linux/magic.h>
-#include <sys/mman.h>
-#include <sys/vfs.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -215,53 +209,6 @@ TEST(MappedFileTest, DoneReadingDropsResidentPagesAndKeepsTheBytes) {
   EXPECT_LE(ResidentKb(file), before - 3000);
   file.DoneReading(file.data() - 4096, 8192);  // outside the mapping: ignored
   EXPECT_EQ(0, std::memcmp(file.data(), bytes.data(), bytes.size()));
-}
-
-// The engine keeps its own copy of what it read, so the file's pages leave the page cache too:
-// a cached file as large as the model would take the free memory its weights need for 2 MiB
-// pages. Only pages no one else maps can go; here no one does.
-TEST(MappedFileTest, DoneReadingDropsTheFilesPagesFromThePageCache) {
-  const std::string path = ::testing::TempDir() + "/done_reading_cache.bin";
-  std::vector<uint8_t> bytes(size_t{4} << 20);
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 40503u >> 8);
-  {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-    ASSERT_EQ(::fsync(fd), 0);  // dirty pages cannot be dropped until written back
-    ::close(fd);
-  }
-  struct statfs where {};
-  ASSERT_EQ(::statfs(path.c_str(), &where), 0);
-  if (where.f_type == TMPFS_MAGIC) {
-    GTEST_SKIP() << ::testing::TempDir() << " is a tmpfs: its page cache is the file itself, "
-                 << "nothing can drop it; set TEST_TMPDIR to a disk-backed directory";
-  }
-  auto mapping = MappedFile::Open(path);
-  ASSERT_TRUE(mapping.ok()) << mapping.status();
-  const MappedFile& file = **mapping;
-  ASSERT_EQ(0, std::memcmp(file.data(), bytes.data(), bytes.size()));  // every page cached
-  // Page cache residency of the file, from a second mapping that never touches it.
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  void* probe = ::mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  ASSERT_NE(probe, MAP_FAILED);
-  const size_t pages = bytes.size() / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  auto cached_pages = [&] {
-    std::vector<unsigned char> resident(pages);
-    EXPECT_EQ(::mincore(probe, bytes.size(), resident.data()), 0);
-    size_t n = 0;
-    for (unsigned char r : resident) n += r & 1;
-    return n;
-  };
-  ASSERT_EQ(cached_pages(), pages);
-
-  file.DoneReading(file.data(), bytes.size());
-
-  EXPECT_EQ(cached_pages(), 0u);
-  EXPECT_EQ(0, std::memcmp(file.data(), bytes.data(), bytes.size()));  // read back from the file
-  ::munmap(probe, bytes.size());
 }
 
 }  // namespace
