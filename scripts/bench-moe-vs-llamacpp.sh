@@ -12,7 +12,8 @@
 # Every round runs, interleaved:
 #   - the DRAM read limit (textgen-bench-quant-matmul BM_ReadBandwidth, 2 threads);
 #   - decode, 1 stream: llama-bench tg64 (-p 0) and textgen-bench-engine --prompt 1 --gen 64
-#     (with the share of its anonymous memory the kernel backs with 2 MiB pages after loading);
+#     (with the share of its anonymous memory the kernel backs with 2 MiB pages after loading,
+#     and --read-probe: the read rate on its own threads just before and after its decode);
 #   - prefill 128: llama-bench pp128 and textgen-bench-engine --prompt 128;
 #   - decode, 16 streams after 128-token prompts: llama-batched-bench's S_TG (generated tokens
 #     over the decode time) and textgen-bench-engine's decode batch 16 (the same);
@@ -71,8 +72,11 @@ for round in $(seq "$rounds"); do
   printf '\n==== round %s (%s)\n' "$round" "$(date +%T)"
   record "read GB/s" "$(read_limit)"
   record "decode llama.cpp" "$(llama_bench -p 0 -n 64)"
-  out=$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 1 --gen 64 --batches 1)
+  out=$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 1 --gen 64 --batches 1 \
+    --read-probe)
   record "decode textgen" "$(awk '/decode 1 sequence/ { print $4 }' <<<"$out")"
+  record "read GB/s around textgen decode" \
+    "$(awk '/read rate around it/ { printf "%.1f", ($5 + $8) / 2 }' <<<"$out")"
   record "decode textgen 2 MiB pages %" "$(awk '/2 MiB pages/ { printf "%.0f", 100 * $6 / $8 }' <<<"$out")"
   record "prefill128 llama.cpp" "$(llama_bench -p 128 -n 0)"
   record "decode16 llama.cpp" "$(llama_batched16)"
@@ -84,7 +88,7 @@ done
 
 printf '\n==== summary: medians of %s rounds (%s)\n' "$rounds" "$f"
 PYTHONPATH=$S/gguf-py:scripts/lib /usr/bin/python3 - "$log" "$f" <<'EOF'
-import os, sys
+import os, statistics, sys
 import gguf
 from bench_results import read_results
 values, med = read_results(sys.argv[1])
@@ -113,6 +117,13 @@ for what in ("decode", "prefill128", "decode16"):
         limit = read * 1e9 / active
         line += f"  textgen at {100 * ours / limit:.0f}% of the read limit, llama.cpp {100 * theirs / limit:.0f}%"
         line += f"\n{'':10s} textgen's memory on 2 MiB pages after load: {values['decode textgen 2 MiB pages %']} %"
+        # The host's read rate moves 2x within minutes: each round's decode against the rate
+        # measured on textgen's own threads just before and after it.
+        shares = [100 * rate * active / (around * 1e9) for rate, around in
+                  zip(values["decode textgen"], values["read GB/s around textgen decode"])]
+        line += (f"\n{'':10s} against the read rate around textgen's decode (runs "
+                 f"{values['read GB/s around textgen decode']} GB/s): per round "
+                 f"{[round(x) for x in shares]} %, median {statistics.median(shares):.0f}%")
     print(line)
 print(f"textgen peak RSS {med['textgen peak RSS MiB']:.0f} MiB (runs {values['textgen peak RSS MiB']}), "
       f"file {os.path.getsize(sys.argv[2]) / 2**20:.0f} MiB")

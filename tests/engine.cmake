@@ -15,16 +15,19 @@ textgen_test(engine_test
              LIBS textgen_engine textgen_loader textgen_random_gguf)
 
 if(TEXTGEN_BUILD_BENCH)
+  # The DRAM read probe both benchmarks measure the read limit with.
+  add_library(textgen_read_probe STATIC ${CMAKE_CURRENT_SOURCE_DIR}/bench/read_probe.cc)
+  target_link_libraries(textgen_read_probe PUBLIC textgen_engine PRIVATE textgen_warnings)
   add_executable(textgen-bench-engine ${CMAKE_CURRENT_SOURCE_DIR}/bench/engine_bench.cc)
   target_link_libraries(textgen-bench-engine PRIVATE textgen_engine textgen_loader
-                        textgen_warnings)
+                        textgen_read_probe textgen_warnings)
   find_package(benchmark CONFIG REQUIRED)
   add_executable(textgen-bench-matmul ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_bench.cc)
   target_link_libraries(textgen-bench-matmul PRIVATE textgen_engine benchmark::benchmark
                         textgen_warnings)
   add_executable(textgen-bench-quant-matmul ${CMAKE_CURRENT_SOURCE_DIR}/bench/quant_matmul_bench.cc)
   target_link_libraries(textgen-bench-quant-matmul PRIVATE textgen_engine OpenMP::OpenMP_CXX
-                        benchmark::benchmark textgen_warnings)
+                        textgen_read_probe benchmark::benchmark textgen_warnings)
   add_executable(textgen-bench-attention ${CMAKE_CURRENT_SOURCE_DIR}/bench/attention_bench.cc)
   target_link_libraries(textgen-bench-attention PRIVATE textgen_engine DNNL::dnnl
                         benchmark::benchmark textgen_warnings)

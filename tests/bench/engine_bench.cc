@@ -1,16 +1,22 @@
 // textgen-bench-engine --model PATH [--bf16] [--dequantize] [--threads N] [--prompt 128] [--gen
 // 128]
-//                      [--batches 1,4,16,64] [--skinny-max-rows N] [--kv-f16] [--json]
+//                      [--batches 1,4,16,64] [--skinny-max-rows N] [--kv-f16] [--read-probe]
+//                      [--json]
 //
 // Measures the engine alone (no server): prefill tokens/s (one chunk of --prompt tokens),
 // single-sequence decode tokens/s (--gen steps after the prompt), and batched decode
 // tokens/s summed over B sequences that sit at different positions. Random token ids;
 // every measurement is preceded by a warm-up so primitive creation is not timed.
+// --read-probe also measures the DRAM read rate on the engine's own threads just before and
+// just after the single-sequence decode (tests/bench/read_probe.h, best of 3 reads of 1 GiB
+// each): this host's read rate moves by 2x within minutes, so a decode's share of the read
+// limit is fair only against the rate of the same minute.
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
+#include "tests/bench/read_probe.h"
 
 namespace {
 
@@ -39,6 +46,7 @@ struct Flags {
   int gen = 128;
   int skinny_max_rows = -1;  // -1: the engine's default
   bool kv_f16 = false;
+  bool read_probe = false;
   std::vector<int> batches = {1, 4, 16, 64};
 };
 
@@ -154,7 +162,7 @@ Flags ParseFlags(int argc, char** argv) {
     std::fprintf(stderr,
                  "textgen-bench-engine: %s\nusage: textgen-bench-engine --model PATH [--bf16] "
                  "[--dequantize] [--threads N] [--prompt 128] [--gen 128] [--batches 1,4,16,64] "
-                 "[--skinny-max-rows N] [--kv-f16] [--json]\n",
+                 "[--skinny-max-rows N] [--kv-f16] [--read-probe] [--json]\n",
                  msg.c_str());
     std::exit(2);
   };
@@ -185,6 +193,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.gen = std::max(number(), 1);
     } else if (arg == "--kv-f16") {
       f.kv_f16 = true;
+    } else if (arg == "--read-probe") {
+      f.read_probe = true;
     } else if (arg == "--skinny-max-rows") {
       f.skinny_max_rows = std::max(number(), 0);
     } else if (arg == "--batches") {
@@ -226,7 +236,22 @@ int main(int argc, char** argv) {
 
   Bench bench(**engine, model->config.vocab_size);
   const double prefill = bench.PrefillRate(flags.prompt, 3);
+  std::optional<textgen::bench::ReadProbe> probe;
+  const auto on_engine_pool = [&](int n, absl::FunctionRef<void(int)> part) {
+    (*engine)->ParallelFor(n, part);
+  };
+  double read_before = 0, read_after = 0;
+  if (flags.read_probe) {
+    absl::StatusOr<textgen::bench::ReadProbe> created = textgen::bench::ReadProbe::Create();
+    Check(created.status(), "mapping the read probe");
+    probe.emplace(*std::move(created));
+    read_before = probe->Best(3, on_engine_pool);
+  }
   const double decode = bench.DecodeRate(1, flags.prompt, flags.gen, options.max_batch_tokens);
+  if (probe.has_value()) {
+    read_after = probe->Best(3, on_engine_pool);
+    probe.reset();  // its 1 GiB is not the batched runs' memory
+  }
   std::vector<double> batched;
   for (int b : flags.batches) {
     batched.push_back(bench.DecodeRate(b, flags.prompt, flags.gen, options.max_batch_tokens));
@@ -245,15 +270,20 @@ int main(int argc, char** argv) {
         "{\"model\": \"%s\", \"dtype\": \"%s\", \"threads\": %d, \"prompt\": %d, \"gen\": %d, "
         "\"engine_create_s\": %.3f, \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.1f, "
         "\"batched\": [%s], \"peak_rss_mib\": %.1f, \"anon_after_load_mib\": %.1f, "
-        "\"anon_huge_after_load_mib\": %.1f}\n",
+        "\"anon_huge_after_load_mib\": %.1f, \"read_gb_s_before_decode\": %.1f, "
+        "\"read_gb_s_after_decode\": %.1f}\n",
         flags.model.c_str(), flags.bf16 ? "bf16" : "f32", flags.threads, flags.prompt, flags.gen,
         load_s, prefill, decode, absl::StrJoin(rows, ", ").c_str(), peak_rss_mib,
-        loaded.anonymous_mib, loaded.huge_mib);
+        loaded.anonymous_mib, loaded.huge_mib, read_before, read_after);
   } else {
     std::printf("model %s (%s, kv %s, threads %d, engine create %.2f s)\n", flags.model.c_str(),
                 flags.bf16 ? "bf16" : "f32", flags.kv_f16 ? "f16" : "f32", flags.threads, load_s);
     std::printf("prefill %d tokens:      %9.1f tok/s\n", flags.prompt, prefill);
     std::printf("decode 1 sequence:      %9.1f tok/s\n", decode);
+    if (flags.read_probe) {
+      std::printf("read rate around it:    %9.1f GB/s before, %.1f after\n", read_before,
+                  read_after);
+    }
     for (size_t i = 0; i < flags.batches.size(); ++i) {
       std::printf("decode batch %3d:       %9.1f tok/s (summed)\n", flags.batches[i], batched[i]);
     }

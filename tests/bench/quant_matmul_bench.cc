@@ -31,6 +31,7 @@
 #include "model/kernels/quant/packed_quant_matrix.h"
 #include "model/kernels/quant/quant_matmul.h"
 #include "model/kernels/quant/quantized_activations.h"
+#include "tests/bench/read_probe.h"
 #include "tests/tools/random_quant_blocks.h"
 
 namespace {
@@ -164,40 +165,22 @@ void BM_ExpertDecode(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
 }
 
-__attribute__((target("avx512f"))) void BM_ReadBandwidth(benchmark::State& state) {
-  const size_t bytes = size_t{1} << 30;
-  HugePageArena arena;
-  absl::StatusOr<void*> memory = arena.Allocate(bytes);
-  if (!memory.ok()) {
+void BM_ReadBandwidth(benchmark::State& state) {
+  absl::StatusOr<textgen::bench::ReadProbe> probe = textgen::bench::ReadProbe::Create();
+  if (!probe.ok()) {
     state.SkipWithError("cannot map 1 GiB");
     return;
   }
-  auto* data = static_cast<float*>(*memory);
-  const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) data[i] = static_cast<float>(i & 7);
-  for (auto _ : state) {
-    float total = 0.0f;
-#pragma omp parallel reduction(+ : total)
-    {
-      __m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < n; i += 32) {
-        // Requested ahead as the kernels do: the fastest read this core gets.
-        _mm_prefetch(reinterpret_cast<const char*>(data + i + 1024), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(data + i + 1040), _MM_HINT_T0);
-        a = _mm512_add_ps(a, _mm512_load_ps(data + i));
-        b = _mm512_add_ps(b, _mm512_load_ps(data + i + 16));
-      }
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, _mm512_add_ps(a, b));
-      for (float v : lanes) total += v;
-    }
-    benchmark::DoNotOptimize(total);
-  }
-  state.counters["GB/s"] =
-      benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
-                         benchmark::Counter::kIsRate);
+  // Parts in turn, as Engine::ParallelFor hands them out (textgen-bench-engine --read-probe):
+  // a core slowed by a neighbour does not hold the other at the end.
+  const auto on_omp_pool = [](int n, absl::FunctionRef<void(int)> part) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < n; ++i) part(i);
+  };
+  for (auto _ : state) probe->ReadOnce(on_omp_pool);
+  state.counters["GB/s"] = benchmark::Counter(
+      static_cast<double>(probe->bytes()) * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void BM_Vnni(benchmark::State& state) {
