@@ -62,10 +62,9 @@ void Check(const absl::Status& s, const char* what) {
 }
 
 // The process's anonymous memory and how much of it the kernel backs with 2 MiB pages
-// (/proc/self/smaps_rollup), in MiB: packed weights that fell back to 4 KiB pages (the kernel
-// found no free 2 MiB block, for example with the page cache full of the model file) can decode
-// slower (docs/engine-benchmarks.md), so a run says where its weights landed. Zero when the
-// file is unreadable.
+// (/proc/self/smaps_rollup), in MiB: with the model file in the page cache the kernel finds
+// fewer free 2 MiB blocks for the packed weights, so a run says where its weights landed
+// (docs/performance.md, "where the packed weights land"). Zero when the file is unreadable.
 struct AnonMemory {
   double anonymous_mib = 0;
   double huge_mib = 0;
