@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -562,11 +563,7 @@ int Run(ServerOptions options) {
     http_options.max_connections = options.http_max_connections;
     http_options.tls = listener_tls;
     absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::Start(
-        http_options,
-        [&openai_api](const http::HttpRequest& request,
-                      std::shared_ptr<http::HttpExchange> exchange) {
-          openai_api.Handle(request, std::move(exchange));
-        },
+        http_options, std::bind_front(&http::OpenAiApi::Handle, &openai_api),
         &http::OpenAiApi::TransportError);
     if (!started.ok()) {
       logger.Error(absl::StrCat("--http-listen: ", started.status().message()));

@@ -57,8 +57,6 @@ if(TEXTGEN_FUZZ)
     add_executable(textgen-fuzz-request ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/request_fuzz.cc
                    ${CMAKE_SOURCE_DIR}/server/core/validation.cc
                    ${CMAKE_SOURCE_DIR}/server/core/chat_validation.cc
-                   ${CMAKE_SOURCE_DIR}/server/core/chat_templates.cc
-                   ${CMAKE_SOURCE_DIR}/server/core/field_error.cc
                    ${CMAKE_SOURCE_DIR}/server/core/harmony_framing.cc
                    ${CMAKE_SOURCE_DIR}/server/core/tool_plan.cc
                    ${CMAKE_SOURCE_DIR}/server/core/embedding.cc

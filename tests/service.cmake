@@ -8,9 +8,6 @@ if(TARGET textgen_service)
                LIBS textgen_service)
   textgen_test(event_outbox_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/event_outbox_test.cc
                LIBS textgen_server_core)
-  textgen_test(session_routing_test
-               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/core/session_routing_test.cc
-               LIBS textgen_service)
   textgen_test(service_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/grpc/service_test.cc
                LIBS textgen_service textgen_test_pki)
   textgen_test(service_support_test

@@ -1,13 +1,10 @@
 # textgen_server_core: what the gRPC and HTTP front ends share between a request and the
-# scheduler: validation (one set of rules and messages, each error naming its field), chat
-# prompts, the session routing check. No gRPC: the request messages are plain protobuf.
+# scheduler: validation (one set of rules and messages, each error naming its field, and the
+# session routing header's check), chat prompts. No gRPC: the request messages are plain protobuf.
 add_library(textgen_server_core STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/chat_templates.cc
   ${CMAKE_CURRENT_LIST_DIR}/chat_validation.cc
   ${CMAKE_CURRENT_LIST_DIR}/embedding.cc
   ${CMAKE_CURRENT_LIST_DIR}/event_outbox.cc
-  ${CMAKE_CURRENT_LIST_DIR}/field_error.cc
-  ${CMAKE_CURRENT_LIST_DIR}/session_routing.cc
   ${CMAKE_CURRENT_LIST_DIR}/tokenize.cc
   ${CMAKE_CURRENT_LIST_DIR}/harmony_framing.cc
   ${CMAKE_CURRENT_LIST_DIR}/tool_plan.cc

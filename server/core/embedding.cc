@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "model/base/status_macros.h"
 #include "model/tokenizer/utf8.h"
-#include "server/core/field_error.h"
+#include "server/core/validation.h"
 
 namespace textgen::server {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "model/tokenizer/tokenizer.h"
-#include "server/core/chat_templates.h"
+#include "server/core/chat_validation.h"
 #include "server/core/preparation_pool.h"
 #include "server/core/validation.h"
 #include "server/scheduler/scheduler.h"

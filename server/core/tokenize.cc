@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/utf8.h"
-#include "server/core/field_error.h"
 #include "server/core/validation.h"
 
 namespace textgen::server {

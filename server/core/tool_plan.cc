@@ -10,8 +10,8 @@
 #include "model/chat/json_value.h"
 #include "model/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
-#include "server/core/field_error.h"
 #include "server/core/harmony_framing.h"
+#include "server/core/validation.h"
 
 namespace textgen::server {
 namespace {

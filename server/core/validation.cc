@@ -7,13 +7,29 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/base/status_macros.h"
 #include "model/tokenizer/utf8.h"
-#include "server/core/field_error.h"
 
 namespace textgen::server {
+
+absl::Status FieldError(absl::StatusCode code, absl::string_view field, absl::string_view problem) {
+  return WithField(absl::Status(code, absl::StrCat(field, " ", problem)), field);
+}
+
+absl::Status WithField(absl::Status status, absl::string_view field) {
+  if (!status.ok()) status.SetPayload(kFieldPayload, absl::Cord(field));
+  return status;
+}
+
+std::optional<std::string> ErrorField(const absl::Status& status) {
+  const absl::optional<absl::Cord> field = status.GetPayload(kFieldPayload);
+  if (!field.has_value()) return std::nullopt;
+  return std::string(*field);
+}
+
 namespace {
 
 using absl::StrCat;
@@ -253,6 +269,29 @@ absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view f
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckSessionRoutingHeader(const std::vector<absl::string_view>& header_values,
+                                       absl::string_view session_id) {
+  if (header_values.empty()) return absl::OkStatus();
+  if (header_values.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", kSessionRoutingHeader, " header was sent ", header_values.size(),
+                     " times; send it once, with the request's session_id"));
+  }
+  const absl::string_view header = header_values.front();
+  if (header == session_id) return absl::OkStatus();
+  // Neither value is echoed: the header is unvalidated client input.
+  if (session_id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", kSessionRoutingHeader, " header names a session (", header.size(),
+                     " bytes) but the request has no session_id; set session_id "
+                     "to the same id, or drop the header"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the ", kSessionRoutingHeader, " header (", header.size(),
+      " bytes) differs from session_id (", session_id.size(),
+      " bytes); send the same id in both: load balancers route a session's turns by the header"));
 }
 
 absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& ids, int vocab_size,

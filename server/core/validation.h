@@ -2,8 +2,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -14,6 +17,30 @@
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {
+
+// A request error about one field carries that field as data: its path in the proto request
+// ("sampling.top_p", "stopping.stop[2]", "messages[0].content"), under this payload key. The
+// message starts with the same path (FieldError), so a front end that spells fields
+// differently (the OpenAI HTTP API: "top_p", "stop[2]") replaces exactly that leading name by
+// looking the path up in its own table, never by searching the text. A few errors are about a
+// field without starting with it (a chat template refusing "messages", in its own words):
+// WithField attaches the field, and the front end renames nothing.
+inline constexpr absl::string_view kFieldPayload = "textgen.dev/field";
+
+// `code` with the message "<field> <problem>" and `field` attached.
+absl::Status FieldError(absl::StatusCode code, absl::string_view field, absl::string_view problem);
+
+// INVALID_ARGUMENT about `field`.
+inline absl::Status InvalidField(absl::string_view field, absl::string_view problem) {
+  return FieldError(absl::StatusCode::kInvalidArgument, field, problem);
+}
+
+// `status` with `field` attached (for errors whose message already starts with it, such as
+// model::CheckUtf8's); OK stays OK.
+absl::Status WithField(absl::Status status, absl::string_view field);
+
+// The field a status is about, or nullopt.
+std::optional<std::string> ErrorField(const absl::Status& status);
 
 // Fixed ranges of request fields (the size limits an operator may change are in
 // ValidationOptions, each with its flag).
@@ -124,6 +151,18 @@ absl::Status ValidateRequestId(absl::string_view id);
 // Checks a session id: 1..max_bytes characters of [A-Za-z0-9._:-]. `field` names it in errors.
 absl::Status ValidateSessionId(absl::string_view session_id, absl::string_view field,
                                int max_bytes = ValidationOptions().max_session_id_bytes);
+
+// A session's KV cache lives in one replica's memory, so a load balancer must send every turn
+// of a session to the same replica. It cannot read session_id inside the request body, so
+// clients repeat it in this header (gRPC metadata or HTTP header), and the balancer hashes on
+// it (deploy/nginx/textgen-lb.conf).
+inline constexpr absl::string_view kSessionRoutingHeader = "x-session-id";
+
+// A request whose header names another session than its session_id field would be routed by
+// one and cached under the other: refused with INVALID_ARGUMENT. `header_values` holds every
+// value the header was sent with (none: nothing to check; the header is optional).
+absl::Status CheckSessionRoutingHeader(const std::vector<absl::string_view>& header_values,
+                                       absl::string_view session_id);
 
 // Checks token ids against the vocabulary; `field` names the list in errors.
 absl::Status ValidateTokenIds(const google::protobuf::RepeatedField<int32_t>& ids, int vocab_size,

@@ -8,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "server/core/embedding.h"
 #include "server/grpc/status_mapping.h"
-#include "server/observability/request_report.h"
+#include "server/observability/logging.h"
 
 namespace textgen::server {
 

@@ -10,7 +10,7 @@
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
 #include "server/grpc/status_mapping.h"
-#include "server/observability/request_report.h"
+#include "server/observability/logging.h"
 
 namespace textgen::server {
 namespace {

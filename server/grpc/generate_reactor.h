@@ -13,7 +13,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "model/chat/chat_output_parser.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/core/chat_templates.h"
+#include "server/core/chat_validation.h"
 #include "server/core/event_outbox.h"
 #include "server/core/preparation_pool.h"
 #include "server/core/validation.h"

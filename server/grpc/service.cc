@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
-#include "server/core/session_routing.h"
 #include "server/core/tokenize.h"
+#include "server/core/validation.h"
 #include "server/grpc/embed_reactor.h"
 #include "server/grpc/status_mapping.h"
 

@@ -7,7 +7,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/auth/api_keys.h"
-#include "server/core/chat_templates.h"
+#include "server/core/chat_validation.h"
 #include "server/core/service_backend.h"
 #include "server/core/validation.h"
 #include "server/grpc/generate_reactor.h"

@@ -15,7 +15,7 @@
 #include "server/core/embedding.h"
 #include "server/http/json_fields.h"
 #include "server/http/openai_field_names.h"
-#include "server/observability/request_report.h"
+#include "server/observability/logging.h"
 
 namespace textgen::server::http {
 namespace {

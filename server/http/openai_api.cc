@@ -13,7 +13,6 @@
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/core/chat_validation.h"
-#include "server/core/session_routing.h"
 #include "server/core/validation.h"
 #include "server/http/embeddings_route.h"
 #include "server/http/openai_field_names.h"
@@ -23,7 +22,7 @@
 #include "server/http/responses_request.h"
 #include "server/http/responses_writer.h"
 #include "server/http/tokenize_route.h"
-#include "server/observability/request_report.h"
+#include "server/observability/logging.h"
 
 namespace textgen::server::http {
 namespace {

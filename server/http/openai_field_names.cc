@@ -6,7 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/core/field_error.h"
+#include "server/core/validation.h"
 
 namespace textgen::server::http {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/observability/request_report.h"
+#include "server/observability/logging.h"
 
 namespace textgen::server::http {
 

@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/observability/request_observer.h"
 
 namespace textgen::server {
 
@@ -49,5 +50,9 @@ class Logger {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_;
 };
+
+// Tells the observer (metrics) and writes the one log line of a finished request, the same for
+// every front end. `observer` and `logger` may be null.
+void ReportRequestDone(const RequestRecord& record, RequestObserver* observer, Logger* logger);
 
 }  // namespace textgen::server

@@ -26,7 +26,6 @@
 #include "model/format/gguf_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/utf8.h"
-#include "server/core/chat_templates.h"
 #include "server/core/chat_validation.h"
 #include "server/core/embedding.h"
 #include "server/core/validation.h"

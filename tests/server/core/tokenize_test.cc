@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/core/field_error.h"
+#include "server/core/validation.h"
 #include "tests/testing/byte_tokenizer.h"
 
 namespace textgen::server {

@@ -12,7 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "model/constraint/grammar_matcher.h"
-#include "server/core/field_error.h"
+#include "server/core/validation.h"
 
 namespace textgen::server {
 namespace {

@@ -15,7 +15,6 @@
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
 #include "server/core/embedding.h"
-#include "server/core/field_error.h"
 #include "tests/testing/byte_tokenizer.h"
 
 namespace textgen::server {
@@ -536,6 +535,37 @@ TEST(ChatToolTriggerTest, ATemplateWithToolsInItsSystemMessageSeesToolsAndEarlie
   EXPECT_EQ(std::count(r->prompt_tokens.begin(), r->prompt_tokens.end(), 4), 1);
   ASSERT_TRUE(r->reply.has_value());
   EXPECT_EQ(r->reply->format, model::ToolCallFormat::kPhi4Mini);
+}
+
+TEST(SessionRoutingTest, NoHeaderIsAccepted) {
+  EXPECT_TRUE(CheckSessionRoutingHeader({}, "conv-1").ok());
+  EXPECT_TRUE(CheckSessionRoutingHeader({}, "").ok());
+}
+
+TEST(SessionRoutingTest, HeaderEqualToSessionIdIsAccepted) {
+  EXPECT_TRUE(CheckSessionRoutingHeader({"conv-1"}, "conv-1").ok());
+}
+
+TEST(SessionRoutingTest, DifferentHeaderIsInvalidAndEchoesNeitherValue) {
+  const absl::Status status = CheckSessionRoutingHeader({"conv-2"}, "conv-1");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("x-session-id header (6 bytes) differs"));
+  EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("conv-2")));
+  // Case matters: session ids are case-sensitive, so are their routing keys.
+  EXPECT_EQ(CheckSessionRoutingHeader({"CONV-1"}, "conv-1").code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SessionRoutingTest, HeaderWithoutSessionIdIsInvalid) {
+  const absl::Status status = CheckSessionRoutingHeader({"conv-1"}, "");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("has no session_id"));
+}
+
+TEST(SessionRoutingTest, RepeatedHeaderIsInvalidEvenWhenEachValueMatches) {
+  const absl::Status status = CheckSessionRoutingHeader({"conv-1", "conv-1"}, "conv-1");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("sent 2 times"));
 }
 
 }  // namespace

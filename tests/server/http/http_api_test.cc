@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/core/chat_templates.h"
+#include "server/core/chat_validation.h"
 #include "server/core/preparation_pool.h"
 #include "server/http/openai_api.h"
 #include "server/transport/http_server.h"

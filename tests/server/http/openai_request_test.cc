@@ -11,7 +11,6 @@
 #include "model/base/json_nesting.h"
 #include "model/tokenizer/utf8.h"
 #include "server/core/chat_validation.h"
-#include "server/core/field_error.h"
 #include "server/core/validation.h"
 #include "server/http/openai_field_names.h"
 #include "tests/testing/byte_tokenizer.h"

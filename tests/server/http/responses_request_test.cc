@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/core/field_error.h"
+#include "server/core/validation.h"
 #include "server/http/openai_field_names.h"
 
 namespace textgen::server::http {
