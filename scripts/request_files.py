@@ -10,8 +10,9 @@ bundled model once per case with the same flags, each run writing its own counte
   chat               the same with one HTTP POST /v1/chat/completions.
 A file is on a request's path when some line of it ran more times in that run than in the idle
 run: the .cc files are the list, headers whose inline code ran are listed apart (so code moved
-into a header cannot leave the list unnoticed). The two idle runs must agree (a file whose counts differ between them is timing noise,
-reported and never counted), so the lists do not depend on how long a run lasted.
+into a header cannot leave the list unnoticed). A line whose counts differ between the two idle
+runs is timing noise (a writer thread's loop): its file is reported and the line never counted,
+so the lists do not depend on how long a run lasted.
 Usage: scripts/request_files.py [--source DIR] [--build DIR] [--client PATH] [--json FILE]
 """
 import argparse
@@ -59,20 +60,20 @@ def run_server(server, model, prefix, request):
                              "--http_listen", "127.0.0.1:0", "--metrics_listen", "",
                              "--threads", "1"],
                             env=env, stderr=subprocess.PIPE, text=True)
-    ports = None
+    served = None  # (gRPC port, HTTP port, model name)
     lines = []
     for line in proc.stderr:
         lines.append(line)
         # The served name goes into the HTTP request: asking /v1/models would add its route.
         m = re.search(r"serving model=(.*?) path=.*grpc_port=(\d+) .*http_port=(\d+)", line)
         if m:
-            ports = int(m.group(2)), int(m.group(3)), m.group(1)
+            served = int(m.group(2)), int(m.group(3)), m.group(1)
             break
-    if ports is None:
+    if served is None:
         proc.wait()
         sys.exit("the server did not start:\n" + "".join(lines))
     if request is not None:
-        request(*ports)
+        request(*served)
     proc.send_signal(signal.SIGTERM)
     proc.stderr.read()
     if proc.wait(timeout=120) != 0:
@@ -124,16 +125,20 @@ def line_counts(prefix, build_dir, source):
     return counts
 
 
-def grown(base, run):
-    """Files with a line that ran more times in `run` than in `base`."""
-    return sorted(path for path, lines in run.items()
-                  if any(count > base.get(path, {}).get(n, 0) for n, count in lines.items()))
+def grown_lines(base, run):
+    """{(file, line)} of the lines that ran more times in `run` than in `base`."""
+    return {(path, n) for path, lines in run.items() for n, count in lines.items()
+            if count > base.get(path, {}).get(n, 0)}
 
 
 def main():
     args = parse_args()
     source = os.path.realpath(args.source)
     model = args.model or os.path.join(source, "models", "default.gguf")
+    for path, what in ((args.client, "--client (build it: cmake --build build --target textgen)"),
+                       (model, "--model")):
+        if not os.path.isfile(path):
+            sys.exit(f"{path}: no such file; {what}")
     build(source, args.build)
     server = os.path.join(args.build, "bin", "textgen-server")
     cases = {"idle": None, "idle-again": None, "generate": grpc_generate(args.client),
@@ -144,11 +149,14 @@ def main():
             prefix = os.path.join(work, name)
             run_server(server, model, prefix, request)
             counts[name] = line_counts(prefix, args.build, source)
-    noise = set(grown(counts["idle"], counts["idle-again"]) +
-                grown(counts["idle-again"], counts["idle"]))
-    result = {"source": source, "timing_noise": sorted(noise)}
+    # Lines whose counts differ between the two idle runs (a writer thread's loop, say) depend on
+    # timing, not on the request: never counted.
+    noise = (grown_lines(counts["idle"], counts["idle-again"]) |
+             grown_lines(counts["idle-again"], counts["idle"]))
+    noisy_files = sorted({path for path, _ in noise})
+    result = {"source": source, "timing_noise": noisy_files}
     for name in ("generate", "chat"):
-        files = [f for f in grown(counts["idle"], counts[name]) if f not in noise]
+        files = sorted({path for path, n in grown_lines(counts["idle"], counts[name]) - noise})
         sources = [f for f in files if f.endswith(".cc")]
         headers = [f for f in files if f.endswith(".h")]
         result[name] = {"sources": sources, "headers": headers}
@@ -157,7 +165,8 @@ def main():
             print(f"  {f}")
         print(f"  and {len(headers)} server/ headers whose inline code ran: {', '.join(headers)}")
     if noise:
-        print("timing noise (differs between the idle runs, not counted): " + ", ".join(sorted(noise)))
+        print("files with lines whose counts differ between the idle runs (those lines are not "
+              "counted): " + ", ".join(noisy_files))
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=2)
