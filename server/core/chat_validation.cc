@@ -50,9 +50,10 @@ absl::Status CheckText(const std::string& text, absl::string_view field) {
 }
 
 // `tools`: what the tool plan offers the template (unset: none); `format`: how the model
-// writes calls (a template that does not render tools or calls gets them where it looks).
+// writes calls (a template that does not render tools or calls gets them where it looks);
+// `tools_bytes`: the tools' size as text, sent or as the front end parsed them.
 absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
-                                             size_t max_prompt_bytes,
+                                             size_t max_prompt_bytes, size_t tools_bytes,
                                              std::optional<model::jinja::Value> tools,
                                              model::ToolCallFormat format) {
   if (request.messages().empty()) {
@@ -63,7 +64,7 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
                                            kMaxChatMessages, " are allowed"));
   }
   // The size limit before any rendering: everything the template can put into the prompt.
-  size_t bytes = request.tools_json().size() + request.template_variables_json().size();
+  size_t bytes = tools_bytes + request.template_variables_json().size();
   for (const v1::ChatMessage& m : request.messages()) {
     bytes += m.role().size() + m.content().size() + m.reasoning_content().size() + m.name().size() +
              m.tool_call_id().size() + m.tool_calls_json().size();
@@ -182,7 +183,8 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
                                                      const ChatTemplates& templates,
                                                      const model::Tokenizer& tokenizer,
                                                      const ValidationOptions& options,
-                                                     const RequestContext& context) {
+                                                     const RequestContext& context,
+                                                     const ParsedTools* parsed_tools) {
   TEXTGEN_RETURN_IF_ERROR(CheckGenerates(options));
   // The template first: without one nothing else matters. Its name goes into messages, so it
   // is checked like an identifier before it is looked up.
@@ -212,10 +214,13 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
                              request.constraint(),
                              json_framing ? &*json_framing : nullptr};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
-    absl::StatusOr<ToolPlan> tools = PlanTools(request, format, options.constraints);
+    absl::StatusOr<ToolPlan> tools = PlanTools(request, format, options.constraints, parsed_tools);
     if (!tools.ok()) return tools.status();
-    absl::StatusOr<model::ChatInput> input = ToChatInput(
-        request, options.max_prompt_bytes, std::move(tools->template_tools), format.tool_calls);
+    const size_t tools_bytes =
+        parsed_tools != nullptr ? parsed_tools->text_bytes : request.tools_json().size();
+    absl::StatusOr<model::ChatInput> input =
+        ToChatInput(request, options.max_prompt_bytes, tools_bytes,
+                    std::move(tools->template_tools), format.tool_calls);
     if (!input.ok()) return input.status();
     model::jinja::RenderOptions render;
     render.limits.max_output_bytes = kMaxRenderedPromptBytes;

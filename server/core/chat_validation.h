@@ -15,6 +15,8 @@
 
 namespace textgen::server {
 
+struct ParsedTools;  // tool_plan.h
+
 // The chat templates Chat requests are rendered with, by name ("" = the default).
 class ChatTemplates {
  public:
@@ -62,10 +64,12 @@ inline constexpr int kMaxTemplateNameBytes = 128;
 // prompt_text is the rendered prompt (for echo). Errors: those of ValidateGenerateRequest,
 // FAILED_PRECONDITION without a usable template, INVALID_ARGUMENT for bad messages or what
 // the template refuses (its own message), RESOURCE_EXHAUSTED for a render limit.
+// `parsed_tools`: the tools as the front end parsed them, in place of `request.tools_json()`.
 absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& request,
                                                      const ChatTemplates& templates,
                                                      const model::Tokenizer& tokenizer,
                                                      const ValidationOptions& options,
-                                                     const RequestContext& context);
+                                                     const RequestContext& context,
+                                                     const ParsedTools* parsed_tools = nullptr);
 
 }  // namespace textgen::server

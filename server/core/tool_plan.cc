@@ -33,15 +33,11 @@ bool ValidToolName(const std::string& name) {
 }
 
 // Also sets `template_tools` to the tools as the chat template sees them, from this parse.
-absl::StatusOr<std::vector<Tool>> ReadTools(const std::string& tools_json,
+absl::StatusOr<std::vector<Tool>> ReadTools(const Ordered& parsed,
                                             model::ConstraintCompiler* compiler,
                                             std::optional<model::jinja::Value>& template_tools) {
   std::vector<Tool> tools;
-  if (tools_json.empty()) return tools;
-  const Ordered parsed = Ordered::parse(tools_json, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_array()) {
-    return InvalidField("tools", "must be a JSON array of tools");
-  }
+  if (!parsed.is_array()) return InvalidField("tools", "must be a JSON array of tools");
   absl::StatusOr<model::jinja::Value> value = model::JsonToValue(parsed, /*tainted=*/true, "tools");
   if (!value.ok()) return WithField(value.status(), "tools");
   template_tools = *std::move(value);
@@ -238,7 +234,8 @@ std::string LazyTrigger(model::ToolCallFormat format) {
 }  // namespace
 
 absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::ReplyFormat& format,
-                                   model::ConstraintCompiler* compiler) {
+                                   model::ConstraintCompiler* compiler,
+                                   const ParsedTools* parsed_tools) {
   ToolPlan plan;
   plan.reply.format = format.tool_calls;
   plan.reply.reasoning = format.reasoning;
@@ -247,8 +244,13 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
   const v1::ToolChoice& choice = request.tool_choice();
   if (choice.mode() == v1::ToolChoice::TOOL_CHOICE_NONE) return plan;
   std::optional<model::jinja::Value> template_tools;
-  absl::StatusOr<std::vector<Tool>> tools =
-      ReadTools(request.tools_json(), compiler, template_tools);
+  absl::StatusOr<std::vector<Tool>> tools = std::vector<Tool>{};
+  if (parsed_tools != nullptr) {
+    tools = ReadTools(parsed_tools->array, compiler, template_tools);
+  } else if (!request.tools_json().empty()) {
+    tools =
+        ReadTools(Ordered::parse(request.tools_json(), nullptr, false), compiler, template_tools);
+  }
   if (!tools.ok()) return tools.status();
   const bool forced = choice.mode() == v1::ToolChoice::TOOL_CHOICE_REQUIRED ||
                       choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION;

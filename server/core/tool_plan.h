@@ -9,6 +9,7 @@
 #include "model/chat/jinja/value.h"
 #include "model/chat/tool_call_format.h"
 #include "model/constraint/constraint.h"
+#include "nlohmann/json.hpp"
 #include "textgen/v1/textgen.pb.h"
 
 namespace textgen::server {
@@ -16,6 +17,13 @@ namespace textgen::server {
 inline constexpr int kMaxTools = 128;
 // Calls one reply may make when parallel calls are on (required: the constraint's bound).
 inline constexpr int kMaxToolCallsPerReply = 8;
+
+// A Chat request's tools as a front end already parsed them (the HTTP body's `tools`), so they
+// are not written back into `ChatRequest.tools_json` and parsed again. gRPC sends the text.
+struct ParsedTools {
+  nlohmann::ordered_json array;  // the tools as sent: checked by PlanTools like the text
+  size_t text_bytes = 0;         // their size as compact JSON, which the prompt limit counts
+};
 
 // What a Chat request's tools mean: whether the template sees them, the constraint that makes
 // the reply a call (tool_choice required or a named function), and how the reply is read.
@@ -42,11 +50,13 @@ void FitToPrompt(ToolPlan& plan, std::string_view prompt);
 // named with its pointer), duplicate names, tool_choice naming an unknown tool or requiring a
 // call without tools, a tool message that answers no call. A forced call's constraint
 // replaces the request's output constraint (the reply is a call, not text).
+// `parsed_tools` (null: parse `request.tools_json()`) replaces the request's text.
 // `compiler` null: parameters are not checked and required/named calls are UNIMPLEMENTED.
 // tool_choice auto gets a lazy constraint in the formats that open a call with a tag (hermes
 // <tool_call>, mistral [TOOL_CALLS], phi4-mini <|tool_call|>): free text until the model
 // writes the tag, then the calls follow the tools' schemas.
 absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::ReplyFormat& format,
-                                   model::ConstraintCompiler* compiler);
+                                   model::ConstraintCompiler* compiler,
+                                   const ParsedTools* parsed_tools = nullptr);
 
 }  // namespace textgen::server

@@ -92,6 +92,72 @@ absl::Status Fields::String(const char* name, std::optional<std::string>& out) c
   return absl::OkStatus();
 }
 
+namespace {
+
+// nlohmann's escaping: quote, backslash and \b \f \n \r \t take two bytes, any other byte
+// below 0x20 six (\u00XX); the rest (UTF-8 included) is written as it is.
+size_t QuotedBytes(const std::string& text) {
+  size_t bytes = 2;
+  for (const char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u == '"' || u == '\\' || u == '\b' || u == '\f' || u == '\n' || u == '\r' || u == '\t') {
+      bytes += 2;
+    } else if (u < 0x20) {
+      bytes += 6;
+    } else {
+      bytes += 1;
+    }
+  }
+  return bytes;
+}
+
+template <typename Integer>
+size_t DigitCount(Integer value) {
+  size_t digits = 1;
+  while (value >= 10) {
+    value /= 10;
+    ++digits;
+  }
+  return digits;
+}
+
+}  // namespace
+
+size_t CompactJsonBytes(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::object: {
+      size_t bytes = 2 + (value.empty() ? 0 : value.size() - 1);  // braces, commas
+      for (const auto& [key, member] : value.items()) {
+        bytes += QuotedBytes(key) + 1 + CompactJsonBytes(member);  // "key":value
+      }
+      return bytes;
+    }
+    case Json::value_t::array: {
+      size_t bytes = 2 + (value.empty() ? 0 : value.size() - 1);
+      for (const Json& element : value) bytes += CompactJsonBytes(element);
+      return bytes;
+    }
+    case Json::value_t::string:
+      return QuotedBytes(value.get_ref<const std::string&>());
+    case Json::value_t::number_unsigned:
+      return DigitCount(value.get<uint64_t>());
+    case Json::value_t::number_integer: {
+      const int64_t n = value.get<int64_t>();
+      // The magnitude as unsigned: -INT64_MIN does not fit an int64_t.
+      return n < 0 ? 1 + DigitCount(0 - static_cast<uint64_t>(n)) : DigitCount(n);
+    }
+    case Json::value_t::boolean:
+      return value.get<bool>() ? 4 : 5;
+    case Json::value_t::null:
+      return 4;
+    case Json::value_t::number_float:  // rare in requests; the shortest round-trip digits
+    case Json::value_t::binary:
+    case Json::value_t::discarded:
+      return value.dump().size();
+  }
+  return value.dump().size();
+}
+
 absl::StatusOr<Json> ParseBody(absl::string_view body) {
   if (body.empty()) {
     return FieldError("", "the request body is empty; send a JSON object");

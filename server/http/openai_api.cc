@@ -312,12 +312,14 @@ void OpenAiApi::Prepare(Preparation& p) {
       completion ? ValidateGenerateRequest(parsed->completion, *backend.tokenizer,
                                            backend.validation, context)
                  : ValidateChatRequest(parsed->chat, backend.chat_templates, *backend.tokenizer,
-                                       backend.validation, context);
+                                       backend.validation, context,
+                                       parsed->tools ? &*parsed->tools : nullptr);
   if (!validated.ok()) {
     const absl::Status renamed = ToOpenAiFieldNames(validated.status(), *parsed);
     return fail(renamed, ApiErrorFromStatus(renamed));
   }
-  p.body.clear();  // no longer needed; may be megabytes
+  p.body.clear();         // no longer needed; may be megabytes
+  parsed->tools.reset();  // the plan holds what it needs of them
   p.parsed = *std::move(parsed);
   p.validated = *std::move(validated);
 }

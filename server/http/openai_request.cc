@@ -358,7 +358,10 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
 
   if (const Json* tools = f.Find("tools")) {
     if (!tools->is_array()) return WrongType("tools", "an array", *tools);
-    chat.set_tools_json(tools->dump());
+    // Handed to validation as parsed (nothing below reads the body's copy again).
+    Json& sent = parsed->at("tools");
+    out.tools = ParsedTools{{}, CompactJsonBytes(sent)};
+    out.tools->array = std::move(sent);
   }
   if (const Json* choice = f.Find("tool_choice")) {
     v1::ToolChoice& out_choice = *chat.mutable_tool_choice();

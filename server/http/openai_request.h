@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/core/tool_plan.h"
 #include "server/http/api_error.h"
 #include "server/http/json_fields.h"
 #include "textgen/v1/textgen.pb.h"
@@ -28,8 +29,9 @@ struct OpenAiRequest {
   int returned_choices = 0;    // completions' n when best_of > n (the best returned); 0: all
   // What the client called the length limit and the alternatives count, for error messages.
   std::string max_tokens_field = "max_tokens";
-  v1::ChatRequest chat;            // kind == kChat or kResponses
-  v1::GenerateRequest completion;  // kind == kCompletion
+  v1::ChatRequest chat;              // kind == kChat or kResponses
+  std::optional<ParsedTools> tools;  // chat's `tools`, parsed once (chat.tools_json stays empty)
+  v1::GenerateRequest completion;    // kind == kCompletion
 };
 
 // POST /v1/chat/completions. INVALID_ARGUMENT (with kOpenAiParamPayload) for malformed JSON, a

@@ -211,8 +211,8 @@ class InputReader {
   std::vector<std::pair<std::string, std::string>> call_names_;  // call id -> function name
 };
 
-// `tools`: function tools in the flat Responses shape, written as chat tools.
-absl::Status ReadTools(const Json& tools, v1::ChatRequest& chat) {
+// `tools`: function tools in the flat Responses shape, as chat tools.
+absl::Status ReadTools(const Json& tools, std::optional<ParsedTools>& chat_tools_out) {
   if (!tools.is_array()) return WrongType("tools", "an array", tools);
   Json chat_tools = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -247,7 +247,8 @@ absl::Status ReadTools(const Json& tools, v1::ChatRequest& chat) {
     if (strict) function["strict"] = *strict;
     chat_tools.push_back({{"type", "function"}, {"function", std::move(function)}});
   }
-  chat.set_tools_json(chat_tools.dump());
+  chat_tools_out = ParsedTools{{}, CompactJsonBytes(chat_tools)};
+  chat_tools_out->array = std::move(chat_tools);
   return absl::OkStatus();
 }
 
@@ -422,7 +423,8 @@ absl::StatusOr<ResponsesRequest> ParseResponsesRequest(absl::string_view body) {
   TEXTGEN_RETURN_IF_ERROR(f.Bool("store", store));
   out.store = store.value_or(true);
 
-  if (const Json* tools = f.Find("tools")) TEXTGEN_RETURN_IF_ERROR(ReadTools(*tools, chat));
+  if (const Json* tools = f.Find("tools"))
+    TEXTGEN_RETURN_IF_ERROR(ReadTools(*tools, request.tools));
   if (const Json* choice = f.Find("tool_choice")) {
     TEXTGEN_RETURN_IF_ERROR(ReadToolChoice(*choice, *chat.mutable_tool_choice()));
   }

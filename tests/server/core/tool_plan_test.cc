@@ -307,7 +307,31 @@ TEST(ToolPlanTest, BadToolsAndChoicesNameTheField) {
     EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << plan.status();
     EXPECT_EQ(ErrorField(plan.status()), c.field) << plan.status();
     EXPECT_TRUE(absl::StrContains(plan.status().message(), c.message)) << plan.status();
+    // The same tools handed over parsed (as the HTTP front end does) get the same answer.
+    if (c.tools.empty()) continue;
+    const ParsedTools parsed{nlohmann::ordered_json::parse(c.tools), c.tools.size()};
+    r.clear_tools_json();
+    EXPECT_EQ(PlanTools(r, Format(model::ToolCallFormat::kHermes), &compiler, &parsed).status(),
+              plan.status());
   }
+}
+
+TEST(ToolPlanTest, ParsedToolsPlanAsTheirText) {
+  model::ConstraintCompiler compiler({});
+  v1::ChatRequest r = Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED);
+  absl::StatusOr<ToolPlan> from_text =
+      PlanTools(r, Format(model::ToolCallFormat::kHermes), &compiler);
+  const ParsedTools parsed{nlohmann::ordered_json::parse(r.tools_json()), r.tools_json().size()};
+  r.clear_tools_json();
+  absl::StatusOr<ToolPlan> from_parse =
+      PlanTools(r, Format(model::ToolCallFormat::kHermes), &compiler, &parsed);
+  ASSERT_TRUE(from_text.ok()) << from_text.status();
+  ASSERT_TRUE(from_parse.ok()) << from_parse.status();
+  EXPECT_TRUE(from_parse->offer_tools);
+  EXPECT_EQ(from_parse->reply.tool_names, from_text->reply.tool_names);
+  ASSERT_TRUE(from_parse->constraint.has_value() && from_text->constraint.has_value());
+  EXPECT_EQ(from_parse->constraint->text, from_text->constraint->text);
+  ASSERT_TRUE(from_parse->template_tools.has_value());
 }
 
 // A forced reply is a call: the call's constraint replaces a text format the request has too

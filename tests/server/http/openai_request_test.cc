@@ -1,5 +1,6 @@
 #include "server/http/openai_request.h"
 
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -70,7 +71,11 @@ TEST(OpenAiRequestTest, ChatFieldsMapOntoTheChatRequest) {
   EXPECT_FLOAT_EQ(chat.sampling().repetition_penalty(), 1.1f);
   EXPECT_EQ(chat.session_id(), "s-1");
   EXPECT_TRUE(chat.sampling().no_speculation());
-  EXPECT_EQ(chat.tools_json(), R"([{"type":"function","function":{"name":"calc"}}])");  // as sent
+  // The tools as sent, handed over parsed: the proto's text stays empty.
+  EXPECT_EQ(chat.tools_json(), "");
+  ASSERT_TRUE(parsed->tools.has_value());
+  EXPECT_EQ(parsed->tools->array.dump(), R"([{"type":"function","function":{"name":"calc"}}])");
+  EXPECT_EQ(parsed->tools->text_bytes, parsed->tools->array.dump().size());
   EXPECT_EQ(chat.template_variables_json(), R"({"enable_thinking":false})");
 }
 
@@ -86,9 +91,84 @@ TEST(OpenAiRequestTest, SchemasKeepThePropertyOrderTheyWereSentIn) {
   EXPECT_EQ(
       parsed->chat.constraint().json_schema(),
       R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}}})");
-  EXPECT_EQ(parsed->chat.tools_json(),
+  ASSERT_TRUE(parsed->tools.has_value());
+  EXPECT_EQ(parsed->tools->array.dump(),
             R"([{"type":"function","function":{"name":"f","parameters":)"
             R"({"properties":{"zeta":{},"alpha":{}},"type":"object"}}}])");
+}
+
+TEST(OpenAiRequestTest, CompactJsonBytesIsTheSizeOfTheDump) {
+  // Escapes, control bytes, UTF-8 and the integer extremes, then random trees.
+  for (const char* text : {R"("")", R"("a\"b\\c\n\r\t\b\f\u0001\u001f\u007f")", R"("naïve ☃ 😀")",
+                           "-9223372036854775808", "9223372036854775807", "18446744073709551615",
+                           "-1", "0", "0.1", "-1.5e300", "1e-7", "true", "false", "null", "[]",
+                           "{}", R"([[],{},[{}]])", R"({"a":{"b":[1,"x",null]},"":""})"}) {
+    const Json value = Json::parse(text);
+    EXPECT_EQ(CompactJsonBytes(value), value.dump().size()) << text;
+  }
+  std::mt19937_64 random(7);
+  const std::function<Json(int)> make = [&](int depth) -> Json {
+    switch (random() % (depth > 4 ? 5 : 7)) {
+      case 0:
+        return static_cast<int64_t>(random());
+      case 1:
+        return random();
+      case 2:
+        return static_cast<double>(static_cast<int64_t>(random())) / 1e6;
+      case 3: {
+        std::string s;
+        for (int i = random() % 12; i > 0; --i) s += static_cast<char>(random() % 0x80);
+        return s;
+      }
+      case 4:
+        return random() % 2 == 0 ? Json(nullptr) : Json(random() % 2 == 0);
+      case 5: {
+        Json array = Json::array();
+        for (int i = random() % 5; i > 0; --i) array.push_back(make(depth + 1));
+        return array;
+      }
+      default: {
+        Json object = Json::object();
+        for (int i = random() % 5; i > 0; --i)
+          object[std::to_string(random() % 100)] = make(depth + 1);
+        return object;
+      }
+    }
+  };
+  for (int i = 0; i < 2000; ++i) {
+    const Json value = make(0);
+    ASSERT_EQ(CompactJsonBytes(value), value.dump().size()) << value.dump();
+  }
+}
+
+TEST(OpenAiRequestTest, ToolsParsedWithTheBodyWeighOnThePromptLimitAsTheirText) {
+  // The same request with its tools handed over parsed (HTTP) and as text (gRPC): validation
+  // counts the same bytes, and refuses before the template (which would raise) runs.
+  absl::StatusOr<OpenAiRequest> parsed = ParseChatCompletionRequest(
+      R"({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",)"
+      R"( "function": {"name": "calc", "description": "naïve \"quote\"\n"}}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(parsed->tools.has_value());
+  v1::ChatRequest as_text = parsed->chat;
+  as_text.set_tools_json(parsed->tools->array.dump());
+  const size_t bytes = 4 + 2 + as_text.tools_json().size();  // "user", "hi", the tools
+  testing::ByteTokenizer tokenizer;
+  absl::StatusOr<ChatTemplates> templates =
+      ChatTemplates::Load({{"", "{{ raise_exception('rendered') }}"}}, "", tokenizer);
+  ASSERT_TRUE(templates.ok()) << templates.status();
+  ValidationOptions options;
+  for (const size_t limit : {bytes - 1, bytes}) {
+    options.max_prompt_bytes = limit;
+    absl::StatusOr<ValidatedRequest> from_http = ValidateChatRequest(
+        parsed->chat, *templates, tokenizer, options, RequestContext{}, &*parsed->tools);
+    absl::StatusOr<ValidatedRequest> from_grpc =
+        ValidateChatRequest(as_text, *templates, tokenizer, options, RequestContext{});
+    ASSERT_FALSE(from_http.ok());
+    EXPECT_EQ(from_http.status(), from_grpc.status());
+    EXPECT_THAT(std::string(from_http.status().message()),
+                HasSubstr(limit < bytes ? absl::StrCat("hold ", bytes, " bytes; at most ", limit)
+                                        : "rendered"));
+  }
 }
 
 TEST(OpenAiRequestTest, ReasoningEffortSwitchesThinking) {

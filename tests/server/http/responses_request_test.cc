@@ -141,7 +141,10 @@ TEST(ResponsesRequestTest, ToolsTextFormatAndReasoningMapOntoChat) {
   const v1::ChatRequest& chat = parsed->request.chat;
   EXPECT_EQ(chat.sampling().seed(), 7u);
   EXPECT_FLOAT_EQ(chat.sampling().top_p(), 0.75f);
-  const nlohmann::json tools = nlohmann::json::parse(chat.tools_json());
+  EXPECT_EQ(chat.tools_json(), "");  // handed over parsed
+  ASSERT_TRUE(parsed->request.tools.has_value());
+  const nlohmann::ordered_json& tools = parsed->request.tools->array;
+  EXPECT_EQ(parsed->request.tools->text_bytes, tools.dump().size());
   ASSERT_EQ(tools.size(), 1u);
   EXPECT_EQ(tools[0]["type"], "function");
   EXPECT_EQ(tools[0]["function"]["name"], "add");
