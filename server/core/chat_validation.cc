@@ -49,13 +49,11 @@ absl::Status CheckText(const std::string& text, absl::string_view field) {
   return WithField(model::CheckUtf8(text, field), field);
 }
 
-// `tools`: what the tool plan offers the template (unset: none); `format`: how the model
-// writes calls (a template that does not render tools or calls gets them where it looks);
-// `tools_bytes`: the tools' size as text, sent or as the front end parsed them.
-absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
-                                             size_t max_prompt_bytes, size_t tools_bytes,
-                                             std::optional<model::jinja::Value> tools,
-                                             model::ToolCallFormat format) {
+// The size limits before any parsing, compiling or rendering: the messages' count, and the
+// bytes of everything the template can put into the prompt (`tools_bytes`: the tools' size as
+// text, sent or as the front end parsed them).
+absl::Status CheckChatSize(const v1::ChatRequest& request, size_t max_prompt_bytes,
+                           size_t tools_bytes) {
   if (request.messages().empty()) {
     return InvalidField("messages", "is empty; send at least one message");
   }
@@ -63,7 +61,6 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
     return InvalidField("messages", StrCat("has ", request.messages_size(), " entries; at most ",
                                            kMaxChatMessages, " are allowed"));
   }
-  // The size limit before any rendering: everything the template can put into the prompt.
   size_t bytes = tools_bytes + request.template_variables_json().size();
   for (const v1::ChatMessage& m : request.messages()) {
     bytes += m.role().size() + m.content().size() + m.reasoning_content().size() + m.name().size() +
@@ -75,6 +72,14 @@ absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
                                                  " are accepted (server flag --max-prompt-bytes)")),
                      "messages");
   }
+  return absl::OkStatus();
+}
+
+// `tools`: what the tool plan offers the template (unset: none); `format`: how the model
+// writes calls (a template that does not render tools or calls gets them where it looks).
+absl::StatusOr<model::ChatInput> ToChatInput(const v1::ChatRequest& request,
+                                             std::optional<model::jinja::Value> tools,
+                                             model::ToolCallFormat format) {
   model::ChatInput input;
   input.add_generation_prompt =
       request.has_add_generation_prompt() ? request.add_generation_prompt() : true;
@@ -214,13 +219,13 @@ absl::StatusOr<ValidatedRequest> ValidateChatRequest(const v1::ChatRequest& requ
                              request.constraint(),
                              json_framing ? &*json_framing : nullptr};
   return ValidateRequest(fields, tokenizer, options, context, [&](ValidatedRequest& out) {
+    TEXTGEN_RETURN_IF_ERROR(CheckChatSize(
+        request, options.max_prompt_bytes,
+        parsed_tools != nullptr ? parsed_tools->text_bytes : request.tools_json().size()));
     absl::StatusOr<ToolPlan> tools = PlanTools(request, format, options.constraints, parsed_tools);
     if (!tools.ok()) return tools.status();
-    const size_t tools_bytes =
-        parsed_tools != nullptr ? parsed_tools->text_bytes : request.tools_json().size();
     absl::StatusOr<model::ChatInput> input =
-        ToChatInput(request, options.max_prompt_bytes, tools_bytes,
-                    std::move(tools->template_tools), format.tool_calls);
+        ToChatInput(request, std::move(tools->template_tools), format.tool_calls);
     if (!input.ok()) return input.status();
     model::jinja::RenderOptions render;
     render.limits.max_output_bytes = kMaxRenderedPromptBytes;

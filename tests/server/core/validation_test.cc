@@ -385,7 +385,7 @@ TEST_F(ValidationTest, ChatMessagesAreCheckedBeforeRendering) {
   EXPECT_EQ(result->prompt_tokens.size(), 4u);  // no BOS added to a chat prompt
 }
 
-TEST_F(ValidationTest, ChatPromptBytesAreLimitedBeforeRendering) {
+TEST_F(ValidationTest, ChatPromptBytesAreLimitedBeforeToolsAndRendering) {
   // A template that would fail if it ran: the limit must refuse the request first.
   absl::StatusOr<ChatTemplates> templates =
       ChatTemplates::Load({{"", "{{ raise_exception('rendered') }}"}}, "", tokenizer_);
@@ -405,6 +405,16 @@ TEST_F(ValidationTest, ChatPromptBytesAreLimitedBeforeRendering) {
   options_.max_prompt_bytes = 16;
   result = ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("rendered"));
+
+  // Before the tools are read and their schemas compiled, too.
+  chat.set_tools_json(R"([{"type":"retrieval"}])");  // 22 bytes, refused by the tool plan
+  options_.max_prompt_bytes = 35;
+  result = ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("messages, tools and template variables hold 36 bytes; at most 35"));
+  options_.max_prompt_bytes = 36;
+  result = ValidateChatRequest(chat, *templates, tokenizer_, options_, context_);
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("function tools only"));
 }
 
 }  // namespace
