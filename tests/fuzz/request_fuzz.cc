@@ -177,8 +177,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     }
     textgen::server::http::AssembleConversation(*parsed, {});
-    validated = textgen::server::ValidateChatRequest(
-        parsed->request.chat, fixture->templates, *fixture->tokenizer, fixture->options, context);
+    // The tools as the HTTP front end hands them over: parsed with the body.
+    const auto& tools = parsed->request.tools;
+    validated = textgen::server::ValidateChatRequest(parsed->request.chat, fixture->templates,
+                                                     *fixture->tokenizer, fixture->options, context,
+                                                     tools ? &*tools : nullptr);
   } else if (kind == 1) {
     textgen::v1::ChatRequest request;
     if (!request.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
