@@ -38,13 +38,13 @@ absl::StatusOr<std::vector<Tool>> ReadTools(const Ordered& parsed,
                                             std::optional<model::jinja::Value>& template_tools) {
   std::vector<Tool> tools;
   if (!parsed.is_array()) return InvalidField("tools", "must be a JSON array of tools");
-  absl::StatusOr<model::jinja::Value> value = model::JsonToValue(parsed, /*tainted=*/true, "tools");
-  if (!value.ok()) return WithField(value.status(), "tools");
-  template_tools = *std::move(value);
   if (parsed.size() > static_cast<size_t>(kMaxTools)) {
     return InvalidField(
         "tools", StrCat("has ", parsed.size(), " tools; at most ", kMaxTools, " are allowed"));
   }
+  absl::StatusOr<model::jinja::Value> value = model::JsonToValue(parsed, /*tainted=*/true, "tools");
+  if (!value.ok()) return WithField(value.status(), "tools");
+  template_tools = *std::move(value);
   std::set<std::string> names;
   for (size_t i = 0; i < parsed.size(); ++i) {
     const std::string field = StrCat("tools[", i, "]");

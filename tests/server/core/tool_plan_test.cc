@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "model/constraint/grammar_matcher.h"
 #include "server/core/validation.h"
 
@@ -280,7 +281,7 @@ struct BadCase {
 
 TEST(ToolPlanTest, BadToolsAndChoicesNameTheField) {
   model::ConstraintCompiler compiler({});
-  const std::vector<BadCase> cases = {
+  std::vector<BadCase> cases = {
       {R"({"type":"function"})", v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools",
        "must be a JSON array"},
       {R"([{"type":"retrieval"}])", v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools[0].type",
@@ -299,6 +300,13 @@ TEST(ToolPlanTest, BadToolsAndChoicesNameTheField) {
       {kTools, v1::ToolChoice::TOOL_CHOICE_FUNCTION, "mul", "tool_choice.function.name",
        "\"mul\" is not one of the request's tools"},
   };
+  std::string too_many = "[";
+  for (int i = 0; i <= kMaxTools; ++i) {
+    too_many +=
+        absl::StrCat(i == 0 ? "" : ",", R"({"type":"function","function":{"name":"f)", i, R"("}})");
+  }
+  cases.push_back({too_many + "]", v1::ToolChoice::TOOL_CHOICE_AUTO, "", "tools",
+                   absl::StrCat("has ", kMaxTools + 1, " tools; at most ", kMaxTools)});
   for (const BadCase& c : cases) {
     v1::ChatRequest r = Request(c.mode, c.function);
     r.set_tools_json(c.tools);
