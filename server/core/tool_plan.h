@@ -21,6 +21,11 @@ inline constexpr int kMaxToolCallsPerReply = 8;
 // A Chat request's tools as a front end already parsed them (the HTTP body's `tools`), so they
 // are not written back into `ChatRequest.tools_json` and parsed again. gRPC sends the text.
 struct ParsedTools {
+  // Weighs `array` as the prompt limit counts text: its compact JSON's size.
+  static ParsedTools Of(nlohmann::ordered_json array) {
+    const size_t bytes = array.dump().size();
+    return {std::move(array), bytes};
+  }
   nlohmann::ordered_json array;  // the tools as sent: checked by PlanTools like the text
   size_t text_bytes = 0;         // their size as compact JSON, which the prompt limit counts
 };

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,10 +25,6 @@ absl::Status FieldError(absl::string_view param, absl::string_view message);
 std::string JsonTypeName(const Json& value);
 // "<field> must be <expected>, got <what it is>".
 absl::Status WrongType(absl::string_view field, absl::string_view expected, const Json& got);
-
-// The size of `value.dump()` (compact, UTF-8 kept), counted without writing it: what a field
-// parsed with the body would have weighed as text.
-size_t CompactJsonBytes(const Json& value);
 
 // A request body: one JSON object, nested at most kMaxRequestJsonDepth deep. Errors say what
 // is wrong and where (nlohmann's byte offset).

@@ -359,9 +359,7 @@ absl::StatusOr<OpenAiRequest> ParseChatCompletionRequest(absl::string_view body)
   if (const Json* tools = f.Find("tools")) {
     if (!tools->is_array()) return WrongType("tools", "an array", *tools);
     // Handed to validation as parsed (nothing below reads the body's copy again).
-    Json& sent = parsed->at("tools");
-    out.tools = ParsedTools{{}, CompactJsonBytes(sent)};
-    out.tools->array = std::move(sent);
+    out.tools = ParsedTools::Of(std::move(parsed->at("tools")));
   }
   if (const Json* choice = f.Find("tool_choice")) {
     v1::ToolChoice& out_choice = *chat.mutable_tool_choice();

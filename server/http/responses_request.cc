@@ -247,8 +247,7 @@ absl::Status ReadTools(const Json& tools, std::optional<ParsedTools>& chat_tools
     if (strict) function["strict"] = *strict;
     chat_tools.push_back({{"type", "function"}, {"function", std::move(function)}});
   }
-  chat_tools_out = ParsedTools{{}, CompactJsonBytes(chat_tools)};
-  chat_tools_out->array = std::move(chat_tools);
+  chat_tools_out = ParsedTools::Of(std::move(chat_tools));
   return absl::OkStatus();
 }
 

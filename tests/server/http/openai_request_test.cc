@@ -1,6 +1,5 @@
 #include "server/http/openai_request.h"
 
-#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -95,50 +94,6 @@ TEST(OpenAiRequestTest, SchemasKeepThePropertyOrderTheyWereSentIn) {
   EXPECT_EQ(parsed->tools->array.dump(),
             R"([{"type":"function","function":{"name":"f","parameters":)"
             R"({"properties":{"zeta":{},"alpha":{}},"type":"object"}}}])");
-}
-
-TEST(OpenAiRequestTest, CompactJsonBytesIsTheSizeOfTheDump) {
-  // Escapes, control bytes, UTF-8 and the integer extremes, then random trees.
-  for (const char* text : {R"("")", R"("a\"b\\c\n\r\t\b\f\u0001\u001f\u007f")", R"("naïve ☃ 😀")",
-                           "-9223372036854775808", "9223372036854775807", "18446744073709551615",
-                           "-1", "0", "0.1", "-1.5e300", "1e-7", "true", "false", "null", "[]",
-                           "{}", R"([[],{},[{}]])", R"({"a":{"b":[1,"x",null]},"":""})"}) {
-    const Json value = Json::parse(text);
-    EXPECT_EQ(CompactJsonBytes(value), value.dump().size()) << text;
-  }
-  std::mt19937_64 random(7);
-  const std::function<Json(int)> make = [&](int depth) -> Json {
-    switch (random() % (depth > 4 ? 5 : 7)) {
-      case 0:
-        return static_cast<int64_t>(random());
-      case 1:
-        return random();
-      case 2:
-        return static_cast<double>(static_cast<int64_t>(random())) / 1e6;
-      case 3: {
-        std::string s;
-        for (int i = random() % 12; i > 0; --i) s += static_cast<char>(random() % 0x80);
-        return s;
-      }
-      case 4:
-        return random() % 2 == 0 ? Json(nullptr) : Json(random() % 2 == 0);
-      case 5: {
-        Json array = Json::array();
-        for (int i = random() % 5; i > 0; --i) array.push_back(make(depth + 1));
-        return array;
-      }
-      default: {
-        Json object = Json::object();
-        for (int i = random() % 5; i > 0; --i)
-          object[std::to_string(random() % 100)] = make(depth + 1);
-        return object;
-      }
-    }
-  };
-  for (int i = 0; i < 2000; ++i) {
-    const Json value = make(0);
-    ASSERT_EQ(CompactJsonBytes(value), value.dump().size()) << value.dump();
-  }
 }
 
 TEST(OpenAiRequestTest, ToolsParsedWithTheBodyWeighOnThePromptLimitAsTheirText) {
