@@ -27,7 +27,9 @@ if(TEXTGEN_BUILD_BENCH)
                         textgen_warnings)
   add_executable(textgen-bench-quant-matmul ${CMAKE_CURRENT_SOURCE_DIR}/bench/quant_matmul_bench.cc)
   target_link_libraries(textgen-bench-quant-matmul PRIVATE textgen_engine OpenMP::OpenMP_CXX
-                        textgen_read_probe benchmark::benchmark textgen_warnings)
+                        DNNL::dnnl textgen_read_probe benchmark::benchmark textgen_warnings)
+  add_executable(textgen-bench-vnni-ports ${CMAKE_CURRENT_SOURCE_DIR}/bench/vnni_ports_bench.cc)
+  target_link_libraries(textgen-bench-vnni-ports PRIVATE benchmark::benchmark textgen_warnings)
   add_executable(textgen-bench-attention ${CMAKE_CURRENT_SOURCE_DIR}/bench/attention_bench.cc)
   target_link_libraries(textgen-bench-attention PRIVATE textgen_engine DNNL::dnnl
                         benchmark::benchmark textgen_warnings)

@@ -5,7 +5,10 @@
 //                      ahead like the kernels (the DRAM limit that bounds decode: weight
 //                      bytes / this = the fastest a token can be);
 //   BM_Vnni            VPDPBUSD with no memory traffic (the int8 compute limit for prefill);
-//   BM_VnniBroadcast<N> the same with activation broadcasts from L1, one per N VPDPBUSD;
+//   BM_OnednnInt8      the same shapes as a plain int8 product (u8 x s8 -> s32, no block
+//                      scales) through oneDNN's matmul: how close to BM_Vnni a GEMM gets
+//                      when VPDPBUSD is its only arithmetic (textgen-bench-vnni-ports shows
+//                      what the quantized formats' scale arithmetic costs beside it);
 //   BM_ExpertDecode    a mixture-of-experts layer's products for one decode token in
 //                      gpt-oss-20b's shape (4 of 32 MXFP4 experts, gate|up 5760 x 2880 then
 //                      down 2880 x 2880, each one QuantMatmuls call), against the read limit.
@@ -27,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "dnnl.hpp"
 #include "model/kernels/huge_page_arena.h"
 #include "model/kernels/quant/packed_quant_matrix.h"
 #include "model/kernels/quant/quant_matmul.h"
@@ -210,49 +214,38 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void BM_Vnni(benchmark::S
       benchmark::Counter::kIsRate);
 }
 
-// The prefill loop's shape without its weights: 12 VPDPBUSD accumulators, each activation quad
-// broadcast from L1 and shared by `Panels` of them (the kernels share one by two panels). Its
-// GOP/s against BM_Vnni is the share of the peak that the broadcasts leave.
-template <int Panels>
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void BM_VnniBroadcast(
-    benchmark::State& state) {
-  constexpr int kAccumulators = 12, kRows = kAccumulators / Panels;
-  constexpr int64_t kSteps = 1 << 20;
+void BM_OnednnInt8(benchmark::State& state) {
+  const Shape shape = kShapes[state.range(0)];
+  const int m = static_cast<int>(state.range(1));
+  using dnnl::memory;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc src({m, shape.k}, memory::data_type::u8, memory::format_tag::ab);
+  const memory::desc plain_weights({shape.k, shape.n}, memory::data_type::s8,
+                                   memory::format_tag::ab);
+  const memory::desc any_weights({shape.k, shape.n}, memory::data_type::s8,
+                                 memory::format_tag::any);
+  const memory::desc dst({m, shape.n}, memory::data_type::s32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc product(dnnl::matmul::desc(src, any_weights, dst), engine);
+  memory x(src, engine), w_plain(plain_weights, engine), w(product.weights_desc(), engine),
+      y(dst, engine);
+  std::mt19937 rng(3);
+  auto fill = [&](memory& mem, size_t size) {
+    auto* bytes = static_cast<uint8_t*>(mem.get_data_handle());
+    for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<uint8_t>(rng());
+  };
+  fill(x, static_cast<size_t>(m) * shape.k);
+  fill(w_plain, static_cast<size_t>(shape.k) * shape.n);
+  dnnl::reorder(w_plain, w).execute(stream, w_plain, w);
+  const dnnl::matmul matmul(product);
   for (auto _ : state) {
-    int32_t total = 0;
-#pragma omp parallel reduction(+ : total)
-    {
-      alignas(64) std::array<int8_t, 16384> codes;
-      for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<int8_t>(i * 7);
-      __m512i acc[kAccumulators];
-      for (auto& a : acc) a = _mm512_set1_epi32(omp_get_thread_num());
-      __m512i w[Panels];
-      for (int p = 0; p < Panels; ++p) w[p] = _mm512_set1_epi8(static_cast<char>(p + 1));
-      for (int64_t i = 0; i < kSteps; ++i) {
-        const int8_t* quad = codes.data() + (i & 255) * 4;
-#pragma GCC unroll 12
-        for (int r = 0; r < kRows; ++r) {
-          int32_t v;
-          std::memcpy(&v, quad + r * 1024, sizeof(v));  // rows 1 KiB apart, all in L1
-          const __m512i b = _mm512_set1_epi32(v);
-#pragma GCC unroll 4
-          for (int p = 0; p < Panels; ++p) {
-            acc[r * Panels + p] = _mm512_dpbusd_epi32(acc[r * Panels + p], w[p], b);
-          }
-        }
-      }
-      alignas(64) int32_t lanes[16];
-      for (auto& a : acc) {
-        _mm512_store_si512(lanes, a);
-        total += lanes[0];
-      }
-    }
-    benchmark::DoNotOptimize(total);
+    matmul.execute(stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}});
+    stream.wait();
   }
-  state.counters["GOP/s"] =
-      benchmark::Counter(128.0 * kAccumulators * kSteps * omp_get_max_threads() *
-                             static_cast<double>(state.iterations()) / 1e9,
-                         benchmark::Counter::kIsRate);
+  state.counters["GOP/s"] = benchmark::Counter(2.0 * m * shape.n * static_cast<double>(shape.k) *
+                                                   static_cast<double>(state.iterations()) / 1e9,
+                                               benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(shape.name) + " " + product.impl_info_str());
 }
 
 // The activation quantization alone (every BM_QuantMatmul call includes one): m rows of k.
@@ -288,10 +281,12 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Vnni)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_VnniBroadcast<1>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_VnniBroadcast<2>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_VnniBroadcast<3>)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_VnniBroadcast<4>)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OnednnInt8)
+    ->Args({0, 512})
+    ->Args({3, 512})
+    ->ArgNames({"shape", "m"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_ExpertDecode)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_QuantizeActivations)
     ->Args({512, 2048, 256})
