@@ -11,6 +11,7 @@
 // VPDPWSSD) and every block's float sums (VMULPS, VFMADD): see docs/quantized-kernels.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -22,8 +23,9 @@ namespace {
 #define DP(a) "vpdpbusd %%zmm25, %%zmm24, %%zmm" #a "\n\t"
 #define DP8(a, b, c, d, e, f, g, h) DP(a) DP(b) DP(c) DP(d) DP(e) DP(f) DP(g) DP(h)
 
-// The other instructions, one group after every 8 VPDPBUSD; `t` is a scratch register
-// (zmm26..31 rotate, so no group waits on the previous one).
+// The other instructions, one group after every 8 VPDPBUSD: `t` is the group's own result
+// register (zmm27, 28 or 29, so no group waits on another), `off` a byte offset into
+// scratch_memory for the memory forms.
 #define NOTHING(t, off)
 #define MULLD(t, off) "vpmulld %%zmm24, %%zmm26, %%zmm" t "\n\t"
 #define DPWSSD(t, off) "vpdpwssd %%zmm24, %%zmm26, %%zmm" t "\n\t"
@@ -43,25 +45,42 @@ namespace {
       "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", \
       "xmm30", "xmm31"
 
-alignas(64) char scratch_memory[4096];
+// 1.0f everywhere: the operands every loop starts from (finite, normal: no float slow paths).
+alignas(64) float scratch_memory[1024];
+
+// clang-format off
+// Loads the operand and scratch registers zmm24..31 before a loop.
+#define OPERANDS(r) "vbroadcastss (%1), %%zmm" #r "\n\t"
+#define START                                                                               \
+  OPERANDS(24) OPERANDS(25) OPERANDS(26) OPERANDS(27)                                       \
+  OPERANDS(28) OPERANDS(29) OPERANDS(30) OPERANDS(31)                                       \
+  "1:\n\t"
+#define END "dec %0\n\tjnz 1b"
+
+// 24 VPDPBUSD and three groups of OTHER per iteration.
+#define DEFINE_MIX(name, OTHER)                                                             \
+  TEXTGEN_ASM_TARGET double name(int64_t iterations) {                                      \
+    const auto start = std::chrono::steady_clock::now();                                    \
+    asm volatile(START                                                                      \
+                 DP8(0, 1, 2, 3, 4, 5, 6, 7) OTHER("27", "0")                               \
+                 DP8(8, 9, 10, 11, 12, 13, 14, 15) OTHER("28", "256")                       \
+                 DP8(16, 17, 18, 19, 20, 21, 22, 23) OTHER("29", "512")                     \
+                 END                                                                        \
+                 : "+r"(iterations) : "r"(scratch_memory) : CLOBBERS);                     \
+    return SecondsSince(start);                                                             \
+  }
+
+// The prefill kernels' shape: each broadcast activation quad (rows 1 KiB apart) feeds the
+// VPDPBUSD of 2 or 4 panels (weights in zmm24..27); 24 accumulators.
+#define BCAST(r, off) "vpbroadcastd " off "(%1), %%zmm" r "\n\t"
+#define USE(r, w, a) "vpdpbusd %%zmm" r ", %%zmm" w ", %%zmm" a "\n\t"
+#define USE2(r, a, b) USE(r, "24", a) USE(r, "25", b)
+#define USE4(r, a, b, c, d) USE2(r, a, b) USE(r, "26", c) USE(r, "27", d)
+// clang-format on
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-// 24 VPDPBUSD and three groups of OTHER per iteration.
-#define DEFINE_MIX(name, OTHER)                                                              \
-  TEXTGEN_ASM_TARGET double name(int64_t iterations) {                                       \
-    const auto start = std::chrono::steady_clock::now();                                     \
-    asm volatile("1:\n\t" DP8(0, 1, 2, 3, 4, 5, 6, 7) OTHER("27", "0")                     \
-                     DP8(8, 9, 10, 11, 12, 13, 14, 15) OTHER("28", "256")                  \
-                         DP8(16, 17, 18, 19, 20, 21, 22, 23) OTHER("29", "512") "dec %0\n\t" \
-                                                                                "jnz 1b"   \
-                 : "+r"(iterations)                                                        \
-                 : "r"(scratch_memory)                                                     \
-                 : CLOBBERS); \
-    return SecondsSince(start);                                                              \
-  }
 
 DEFINE_MIX(Plain, NOTHING)
 DEFINE_MIX(WithMulld, MULLD)
@@ -76,41 +95,35 @@ DEFINE_MIX(WithLoad, LOAD)
 DEFINE_MIX(WithStore, STORE)
 DEFINE_MIX(WithBroadcast, BROADCAST)
 
-// The prefill kernels' shape: each broadcast activation quad feeds the VPDPBUSD of `panels`
-// panels (weights in zmm24..27), 24 accumulators.
-#define BCAST(r, off) "vpbroadcastd " off "(%1), %%zmm" r "\n\t"
-#define USE2(r, a, b) \
-  "vpdpbusd %%zmm" r ", %%zmm24, %%zmm" a "\n\tvpdpbusd %%zmm" r ", %%zmm25, %%zmm" b "\n\t"
-#define USE4(r, a, b, c, d) \
-  USE2(r, a, b)             \
-  "vpdpbusd %%zmm" r ", %%zmm26, %%zmm" c "\n\tvpdpbusd %%zmm" r ", %%zmm27, %%zmm" d "\n\t"
-
 TEXTGEN_ASM_TARGET double BroadcastPerTwo(int64_t iterations) {
   const auto start = std::chrono::steady_clock::now();
-  asm volatile("1:\n\t" BCAST("28", "0") USE2("28", "0", "1") BCAST("29", "1024") USE2(
-                   "29", "2", "3") BCAST("30", "2048") USE2("30", "4", "5") BCAST("31", "3072")
-                   USE2("31", "6", "7") BCAST("28", "4") USE2("28", "8", "9") BCAST("29", "1028")
-                       USE2("29", "10", "11") BCAST("30", "2052") USE2("30", "12", "13")
-                           BCAST("31", "3076") USE2("31", "14", "15") BCAST("28", "8")
-                               USE2("28", "16", "17") BCAST("29", "1032") USE2("29", "18", "19")
-                                   BCAST("30", "2056") USE2("30", "20", "21") BCAST("31", "3080")
-                                       USE2("31", "22", "23") "dec %0\n\tjnz 1b"
-               : "+r"(iterations)
-               : "r"(scratch_memory)
-               : CLOBBERS);
+  // clang-format off
+  asm volatile(START
+               BCAST("28", "0")    USE2("28", "0", "1")   BCAST("29", "1024") USE2("29", "2", "3")
+               BCAST("30", "2048") USE2("30", "4", "5")   BCAST("31", "3072") USE2("31", "6", "7")
+               BCAST("28", "4")    USE2("28", "8", "9")   BCAST("29", "1028") USE2("29", "10", "11")
+               BCAST("30", "2052") USE2("30", "12", "13") BCAST("31", "3076") USE2("31", "14", "15")
+               BCAST("28", "8")    USE2("28", "16", "17") BCAST("29", "1032") USE2("29", "18", "19")
+               BCAST("30", "2056") USE2("30", "20", "21") BCAST("31", "3080") USE2("31", "22", "23")
+               END
+               : "+r"(iterations) : "r"(scratch_memory) : CLOBBERS);
+  // clang-format on
   return SecondsSince(start);
 }
 
 TEXTGEN_ASM_TARGET double BroadcastPerFour(int64_t iterations) {
   const auto start = std::chrono::steady_clock::now();
-  asm volatile("1:\n\t" BCAST("28", "0") USE4("28", "0", "1", "2", "3") BCAST("29", "1024") USE4(
-                   "29", "4", "5", "6", "7") BCAST("30", "2048") USE4("30", "8", "9", "10", "11")
-                   BCAST("31", "3072") USE4("31", "12", "13", "14", "15") BCAST("28", "4")
-                       USE4("28", "16", "17", "18", "19") BCAST("29", "1028")
-                           USE4("29", "20", "21", "22", "23") "dec %0\n\tjnz 1b"
-               : "+r"(iterations)
-               : "r"(scratch_memory)
-               : CLOBBERS);
+  // clang-format off
+  asm volatile(START
+               BCAST("28", "0")    USE4("28", "0", "1", "2", "3")
+               BCAST("29", "1024") USE4("29", "4", "5", "6", "7")
+               BCAST("30", "2048") USE4("30", "8", "9", "10", "11")
+               BCAST("31", "3072") USE4("31", "12", "13", "14", "15")
+               BCAST("28", "4")    USE4("28", "16", "17", "18", "19")
+               BCAST("29", "1028") USE4("29", "20", "21", "22", "23")
+               END
+               : "+r"(iterations) : "r"(scratch_memory) : CLOBBERS);
+  // clang-format on
   return SecondsSince(start);
 }
 
@@ -120,6 +133,7 @@ void RunAgainstPlain(benchmark::State& state, double (*mixed)(int64_t)) {
     state.SkipWithError("CPU lacks AVX512-VNNI");
     return;
   }
+  std::fill(std::begin(scratch_memory), std::end(scratch_memory), 1.0f);
   constexpr int64_t kIterations = int64_t{1} << 20;
   double plain_seconds = 0, mixed_seconds = 0;
   for (auto _ : state) {
