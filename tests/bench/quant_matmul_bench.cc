@@ -8,7 +8,8 @@
 //   BM_OnednnInt8      the same shapes as a plain int8 product (u8 x s8 -> s32, no block
 //                      scales) through oneDNN's matmul: how close to BM_Vnni a GEMM gets
 //                      when VPDPBUSD is its only arithmetic (textgen-bench-vnni-ports shows
-//                      what the quantized formats' scale arithmetic costs beside it);
+//                      what the quantized formats' scale arithmetic costs beside it); one copy
+//                      of the weights, which 512 rows reuse from cache either way;
 //   BM_ExpertDecode    a mixture-of-experts layer's products for one decode token in
 //                      gpt-oss-20b's shape (4 of 32 MXFP4 experts, gate|up 5760 x 2880 then
 //                      down 2880 x 2880, each one QuantMatmuls call), against the read limit.
