@@ -29,7 +29,8 @@ if(TEXTGEN_BUILD_BENCH)
   target_link_libraries(textgen-bench-quant-matmul PRIVATE textgen_engine OpenMP::OpenMP_CXX
                         DNNL::dnnl textgen_read_probe benchmark::benchmark textgen_warnings)
   add_executable(textgen-bench-vnni-ports ${CMAKE_CURRENT_SOURCE_DIR}/bench/vnni_ports_bench.cc)
-  target_link_libraries(textgen-bench-vnni-ports PRIVATE benchmark::benchmark textgen_warnings)
+  target_link_libraries(textgen-bench-vnni-ports PRIVATE textgen_kernels benchmark::benchmark
+                        textgen_warnings)
   add_executable(textgen-bench-attention ${CMAKE_CURRENT_SOURCE_DIR}/bench/attention_bench.cc)
   target_link_libraries(textgen-bench-attention PRIVATE textgen_engine DNNL::dnnl
                         benchmark::benchmark textgen_warnings)

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "model/kernels/quant/quant_matmul.h"
+
 namespace {
 
 #define TEXTGEN_ASM_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni"), noinline))
@@ -129,7 +131,7 @@ TEXTGEN_ASM_TARGET double BroadcastPerFour(int64_t iterations) {
 
 // Runs the plain loop and `mixed` in turn; both execute 24 VPDPBUSD per iteration.
 void RunAgainstPlain(benchmark::State& state, double (*mixed)(int64_t)) {
-  if (!__builtin_cpu_supports("avx512vnni")) {
+  if (!textgen::model::ops::CpuSupportsQuantMatmul()) {
     state.SkipWithError("CPU lacks AVX512-VNNI");
     return;
   }
