@@ -14,7 +14,7 @@ textgen_test(scheduler_real_engine_test
 
 # The HTTP transport with its TLS (no gRPC, no model): also run under ASan and TSan.
 add_library(textgen_test_pki STATIC ${CMAKE_CURRENT_SOURCE_DIR}/testing/test_pki.cc)
-target_link_libraries(textgen_test_pki PUBLIC OpenSSL::SSL OpenSSL::Crypto GTest::gtest
+target_link_libraries(textgen_test_pki PUBLIC OpenSSL::SSL OpenSSL::Crypto
                       PRIVATE textgen_warnings)
 textgen_test(http_server_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/server/transport/http_server_test.cc
                                       ${CMAKE_CURRENT_SOURCE_DIR}/server/transport/http_tls_test.cc

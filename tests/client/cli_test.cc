@@ -10,6 +10,7 @@
 #include "client/health_codec.h"
 #include "nlohmann/json.hpp"
 #include "tests/client/fake_server.h"
+#include "tests/testing/temp_files.h"
 
 namespace textgen::client {
 namespace {
@@ -350,8 +351,8 @@ TEST_F(CliTest, ChatWithoutATemplateExplainsAndKeepsTheConversation) {
 }
 
 TEST_F(CliTest, ChatRunsAScriptedToolLoop) {
-  const std::string dir = ::testing::TempDir();
-  const std::string tools = dir + "/tools.json", results = dir + "/results.json";
+  const std::string tools = test_support::TestTempPath("tools.json");
+  const std::string results = test_support::TestTempPath("results.json");
   std::ofstream(tools) << R"([{"type":"function","function":{"name":"get_weather"}}])";
   std::ofstream(results) << R"({"get_weather": "sunny"})";
   CliResult r = Run({"chat", "--max-tokens", "2", "--tools", tools, "--tool-choice", "required",
@@ -380,7 +381,7 @@ TEST_F(CliTest, ChatRunsAScriptedToolLoop) {
 }
 
 TEST_F(CliTest, ChatRefusesToolResultsThatAreNotAnObject) {
-  const std::string results = ::testing::TempDir() + "/results-array.json";
+  const std::string results = test_support::TestTempPath("results-array.json");
   std::ofstream(results) << R"(["sunny"])";
   CliResult r = Run({"chat", "--tool-results", results}, "hi\n");
   EXPECT_EQ(r.code, kExitUsage);

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/http_get.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/temp_files.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {
@@ -38,8 +39,7 @@ constexpr int kVocab = 300;
 constexpr int64_t kKvBytesPerToken = 2 * 4 * 512 * 4;
 
 std::string MakeModel() {
-  const std::string path =
-      ::testing::TempDir() + "/fault-model-" + std::to_string(getpid()) + ".gguf";
+  const std::string path = test_support::TestTempPath("fault-model.gguf");
   const std::string command = absl::StrCat(
       TEXTGEN_MAKE_GGUF_BIN,
       " --arch llama --preset tiny --dtype f32 --dim 512 --hidden 1536 --layers 4 --heads 8 "

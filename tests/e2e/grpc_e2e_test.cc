@@ -1,7 +1,6 @@
 // End to end: the real textgen-server binary on the real stories260K model, driven over
 // gRPC. Reference text and ids: /work/shared/models/stories260K/PROVENANCE.md (llama.cpp and
 // llama2.c run.c, greedy).
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/shared_files.h"
+#include "tests/testing/temp_files.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
 namespace textgen {
@@ -304,8 +304,7 @@ TEST(DraftModelServerTest, RefusesADraftModelWithAnotherVocabulary) {
 // and the server does not start. Needs only the bundled model.
 TEST(DraftModelServerTest, RefusesAnEncoderAsTheDraftModel) {
   const std::string target = std::string(TEXTGEN_SOURCE_DIR) + "/models/default.gguf";
-  const std::string encoder =
-      ::testing::TempDir() + "/draft-encoder-" + std::to_string(getpid()) + ".gguf";
+  const std::string encoder = test_support::TestTempPath("draft-encoder.gguf");
   const std::string command = std::string(TEXTGEN_MAKE_GGUF_BIN) +
                               " --arch bert --preset tiny --dtype f32 --out " + encoder +
                               " > /dev/null";

@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/https_get.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/temp_files.h"
 #include "tests/testing/test_pki.h"
 
 namespace textgen {

@@ -4,14 +4,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
-
-#include "gtest/gtest.h"
 
 namespace textgen::test_support {
 namespace {
@@ -118,15 +113,6 @@ TestPki MakeTestPki() {
 const TestPki& GetTestPki() {
   static const TestPki* const pki = new TestPki(MakeTestPki());
   return *pki;
-}
-
-std::string WriteTempFile(const std::string& name, const std::string& text) {
-  // Per process: ctest runs each test in its own process, each with a PKI of its own.
-  const std::string dir = ::testing::TempDir() + "/textgen-test-" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
-  const std::string path = dir + "/" + name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
 }
 
 }  // namespace textgen::test_support

@@ -23,7 +23,4 @@ struct TestPki {
 
 const TestPki& GetTestPki();  // made once per process
 
-// Writes `text` to a file in a temporary directory of this process; returns its path.
-std::string WriteTempFile(const std::string& name, const std::string& text);
-
 }  // namespace textgen::test_support

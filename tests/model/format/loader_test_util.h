@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <span>
 #include <string>
@@ -12,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "model/format/weights.h"
 #include "tests/testing/shared_files.h"
+#include "tests/testing/temp_files.h"
 
 namespace textgen::model::testing {
 
@@ -24,9 +24,7 @@ inline std::string LlamaTokenizerBin() {
   return SharedDir() + "/models/llama2-tokenizer/tokenizer.bin";
 }
 
-inline std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
-}
+inline std::string TempPath(const std::string& name) { return test_support::TestTempPath(name); }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

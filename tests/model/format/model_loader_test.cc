@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "model/format/mapped_file.h"
 #include "tests/model/format/loader_test_util.h"
+#include "tests/testing/temp_files.h"
 
 namespace textgen::model {
 namespace {
@@ -143,7 +143,7 @@ TEST(ModelLoaderTest, EmptyFileIsRejected) {
 }
 
 TEST(ModelLoaderTest, DirectoryIsRejected) {
-  auto model = LoadModel(::testing::TempDir());
+  auto model = LoadModel(test_support::TestTempDir());
   EXPECT_FALSE(model.ok());
 }
 
@@ -188,7 +188,7 @@ int64_t ResidentKb(const MappedFile& mapping) {
 // The engine tells the mapping when it has copied a tensor: those pages leave the process,
 // and reading them again still gives the file's bytes.
 TEST(MappedFileTest, DoneReadingDropsResidentPagesAndKeepsTheBytes) {
-  const std::string path = ::testing::TempDir() + "/done_reading.bin";
+  const std::string path = test_support::TestTempPath("done_reading.bin");
   std::vector<uint8_t> bytes(size_t{4} << 20);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
   {

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "model/runtime/transformer.h"
 #include "tests/testing/reserve_and_forward.h"
 #include "tests/testing/shared_files.h"
+#include "tests/testing/temp_files.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::model {
@@ -227,8 +227,7 @@ void CheckChunkLogitsEqualDecode(const LoadedModel& model, bool bf16, bool kv_f1
 absl::StatusOr<LoadedModel> WriteAndLoad(const RandomModelSpec& spec, const std::string& name) {
   absl::StatusOr<GgufWriter> writer = BuildRandomModel(spec);
   if (!writer.ok()) return writer.status();
-  const std::string path =
-      (std::filesystem::path(::testing::TempDir()) / (name + ".gguf")).string();
+  const std::string path = test_support::TestTempPath(name + ".gguf");
   if (absl::Status written = writer->WriteFile(path); !written.ok()) return written;
   return LoadModel(path);
 }

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +18,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/testing/temp_files.h"
 
 // Counts heap allocations so a test can check the steady-state Sample() path makes none.
 // GCC's -Wmismatched-new-delete misreads the free() in the replacement delete after inlining.
@@ -536,7 +537,7 @@ TEST(SamplerTest, MatchesHuggingFaceStyleProcessorsInPyTorch) {
   std::mt19937 gen(17);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   std::vector<std::vector<float>> logits(cases.size(), std::vector<float>(kVocab));
-  const std::string base = testing::TempDir() + "sampler_hf_" + std::to_string(::getpid());
+  const std::string base = test_support::TestTempPath("sampler_hf");
   {
     std::ofstream in(base + ".in");
     in.precision(9);

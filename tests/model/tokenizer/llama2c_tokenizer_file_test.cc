@@ -2,13 +2,13 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shared_files.h"
+#include "tests/testing/temp_files.h"
 
 namespace textgen::model {
 namespace {
@@ -19,9 +19,7 @@ std::string LlamaTokenizerBin() {
   return ::textgen::test_support::SharedModelPath("llama2-tokenizer/tokenizer.bin");
 }
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
-}
+std::string TempPath(const std::string& name) { return test_support::TestTempPath(name); }
 
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

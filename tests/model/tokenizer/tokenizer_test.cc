@@ -3,7 +3,6 @@
 
 #include "model/tokenizer/tokenizer.h"
 
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "model/tokenizer/llama2c_tokenizer_file.h"
 #include "model/tokenizer/utf8.h"
 #include "tests/model/tokenizer/tokenizer_test_util.h"
+#include "tests/testing/temp_files.h"
 
 namespace textgen::model {
 namespace {
@@ -26,9 +26,7 @@ const std::string kEmoji = "\xF0\x9F\x98\x80";  // 😀 U+1F600
 #define SKIP_WITHOUT_SHARED(relative) \
   TEXTGEN_REQUIRE_SHARED_FILE(::textgen::test_support::SharedModelPath(relative))
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
-}
+std::string TempPath(const std::string& name) { return test_support::TestTempPath(name); }
 
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;

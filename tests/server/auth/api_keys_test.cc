@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_files.h"
 
 namespace textgen::server::auth {
 namespace {
@@ -49,7 +50,7 @@ TEST(ApiKeysTest, ErrorsNameTheLineAndNeverTheKey) {
 }
 
 TEST(AuthenticatorTest, BearerHeaderAndReload) {
-  const std::string path = ::testing::TempDir() + "/api_keys_test_keys";
+  const std::string path = test_support::TestTempPath("api_keys");
   std::ofstream(path) << "alice key-of-alice-0001\n";
   absl::StatusOr<std::unique_ptr<Authenticator>> auth = Authenticator::Create(path);
   ASSERT_TRUE(auth.ok()) << auth.status();

@@ -30,6 +30,7 @@
 #include "tests/testing/byte_tokenizer.h"
 #include "tests/testing/fake_scheduler.h"
 #include "tests/testing/http_get.h"
+#include "tests/testing/temp_files.h"
 #include "tests/testing/test_pki.h"
 #include "textgen/v1/textgen.grpc.pb.h"
 
@@ -759,7 +760,7 @@ TEST_F(ServiceTest, MetricsCountOutcomesByCode) {
 // With API keys every RPC but health needs a valid key, and sessions belong to the principal:
 // the same session id from two principals names two caches, and one cannot delete the other's.
 TEST_F(ServiceTest, ApiKeysAuthenticateAndScopeSessions) {
-  const std::string keys_file = ::testing::TempDir() + "/service_test_keys";
+  const std::string keys_file = test_support::TestTempPath("api_keys");
   {
     std::ofstream out(keys_file);
     out << "# principal key\nalice alice-key-0123456789\nbob   bob-key-0123456789abc\n";

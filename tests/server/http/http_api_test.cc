@@ -23,6 +23,7 @@
 #include "server/transport/http_server.h"
 #include "tests/testing/byte_tokenizer.h"
 #include "tests/testing/fake_scheduler.h"
+#include "tests/testing/temp_files.h"
 
 namespace textgen::server::http {
 namespace {
@@ -63,7 +64,7 @@ struct Reply {
 // Writes `keys` to a file and loads it (null: no API keys).
 std::unique_ptr<auth::Authenticator> MakeAuthenticator(const char* keys) {
   if (keys == nullptr) return nullptr;
-  const std::string path = ::testing::TempDir() + "/http_api_test_keys";
+  const std::string path = test_support::TestTempPath("api_keys");
   std::ofstream(path) << keys;
   return *auth::Authenticator::Create(path);
 }

@@ -7,7 +7,6 @@
 
 #include "server/scheduler/draft_model.h"
 
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -18,6 +17,7 @@
 #include "model/format/model_loader.h"
 #include "model/runtime/engine.h"
 #include "tests/testing/shared_files.h"
+#include "tests/testing/temp_files.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::server {
@@ -36,12 +36,7 @@ class DraftModelTest : public ::testing::Test {
     spec.context_length = 256;
     absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
     ASSERT_TRUE(writer.ok()) << writer.status();
-    // One file per test: ctest runs the tests of this suite side by side, and rewriting a file
-    // another test has mapped would crash it.
-    const std::string path =
-        std::filesystem::path(::testing::TempDir()) /
-        (std::string("draft_model_") +
-         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".gguf");
+    const std::string path = test_support::TestTempPath("draft_model.gguf");
     ASSERT_TRUE(writer->WriteFile(path).ok());
     Load(path);
   }

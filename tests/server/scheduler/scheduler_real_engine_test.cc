@@ -23,6 +23,7 @@
 #include "server/scheduler/scheduler.h"
 #include "tests/testing/fake_engine.h"
 #include "tests/testing/shared_files.h"
+#include "tests/testing/temp_files.h"
 #include "tests/tools/random_gguf.h"
 
 namespace textgen::server {
@@ -87,9 +88,8 @@ absl::StatusOr<std::string> ModelFor(const std::string& name, uint64_t seed = 1)
   spec.seed = seed;
   absl::StatusOr<model::GgufWriter> writer = model::BuildRandomModel(spec);
   if (!writer.ok()) return writer.status();
-  const std::string path = (std::filesystem::path(::testing::TempDir()) /
-                            absl::StrCat("real_engine_", name, "_", seed, ".gguf"))
-                               .string();
+  const std::string path =
+      test_support::TestTempPath(absl::StrCat("real_engine_", name, "_", seed, ".gguf"));
   if (absl::Status status = writer->WriteFile(path); !status.ok()) return status;
   return path;
 }
@@ -547,8 +547,7 @@ TEST_P(RealEngineSchedulerTest, SharedPrefixIsComputedOnceAndGivesTheSameTokens)
 // computed cold.
 TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameTokens) {
   constexpr int kNew = 10;
-  const std::string kv_dir =
-      (std::filesystem::path(::testing::TempDir()) / ("kv_dir_" + GetParam())).string();
+  const std::string kv_dir = test_support::TestTempPath("kv_dir_" + GetParam());
   std::filesystem::remove_all(kv_dir);
   StartEngine(kv_dir);
   std::vector<int> system;

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_files.h"
 #include "tests/testing/test_pki.h"
 
 namespace textgen::server::tls {
