@@ -57,8 +57,17 @@ configure_fuzz build-fuzz
 cmake --build build-fuzz --target textgen-fuzz-gguf textgen-fuzz-jinja textgen-make-random-gguf \
   textgen-fuzz-request textgen-fuzz-tokenizer textgen-fuzz-llama2c textgen-fuzz-schema \
   textgen-fuzz-grammar textgen-fuzz-reply textgen-fuzz-kvblock -j"$jobs"
-tests/fuzz/run_gguf_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}"
-tests/fuzz/run_jinja_fuzz.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}" \
-  build/reference/llamacpp/llama.cpp/models/templates
-tests/fuzz/run_fuzzers.sh build-fuzz "${TEXTGEN_FUZZ_SECONDS:-60}" build/reference/llamacpp/llama.cpp
+# Every fuzzer is single-threaded, so they run side by side: the GGUF fuzzer beside the chat
+# template one (its output printed after), then the others $jobs at a time.
+fuzz_seconds=${TEXTGEN_FUZZ_SECONDS:-60}
+llamacpp=build/reference/llamacpp/llama.cpp
+mkdir -p build-fuzz/fuzz
+tests/fuzz/run_gguf_fuzz.sh build-fuzz "$fuzz_seconds" > build-fuzz/fuzz/gguf.out 2>&1 &
+gguf_fuzz=$!
+fuzz_status=0
+tests/fuzz/run_jinja_fuzz.sh build-fuzz "$fuzz_seconds" "$llamacpp/models/templates" || fuzz_status=1
+wait "$gguf_fuzz" || fuzz_status=1
+cat build-fuzz/fuzz/gguf.out
+FUZZ_JOBS=$jobs tests/fuzz/run_fuzzers.sh build-fuzz "$fuzz_seconds" "$llamacpp" || fuzz_status=1
+((fuzz_status == 0)) || { echo "error: a fuzzer failed (its output is above)" >&2; exit 1; }
 step "all tests passed"

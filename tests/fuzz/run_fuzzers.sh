@@ -9,7 +9,9 @@
 #   is the request fuzzer's named variant; its grammars/*.gbnf seed the grammar fuzzer. Debian's
 #   json-schema-test-suite schemas seed the schema fuzzer.
 # Env: FUZZ_RUNS=N runs N executions per fuzzer instead of SECONDS (for the 10M-execution runs);
-#   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
+#   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine);
+#   FUZZ_JOBS=N runs N fuzzers side by side (default 1; each is single-threaded), each one's
+#   output printed whole, in order, once it has finished.
 # Seeds: tests/fuzz/corpus/request/*.textproto (encoded with protoc), the .inp texts, the real
 # stories260K checkpoint and tok512.bin from ../shared (when present). Failing inputs land in
 # BUILD_DIR/fuzz/artifacts and fail the script.
@@ -125,14 +127,13 @@ seed_grammar() {
   done
 }
 
-status=0
-for name in "${names[@]}"; do
+# run_one NAME: seeds and runs one fuzzer; fails when it fails or prints none of its stats.
+run_one() {
+  local name=$1 fuzzer corpus extra=()
   fuzzer=$build/bin/textgen-fuzz-$name
-  [[ -x "$fuzzer" ]] || { echo "missing $fuzzer (configure_fuzz, then build it)" >&2; exit 2; }
   corpus=$work/${name}_corpus
   mkdir -p "$corpus"
   "seed_$name" "$corpus"
-  extra=()
   case $name in
     request) extra=(-max_len=4096)
              export TEXTGEN_FUZZ_CHAT_TEMPLATE="$llamacpp/models/templates/meta-llama-Llama-3.1-8B-Instruct.jinja" ;;
@@ -144,11 +145,29 @@ for name in "${names[@]}"; do
     kvblock) extra=(-max_len=1024) ;;
   esac
   printf '\n== %s fuzzer\n' "$name"
-  # One worker keeps to the shared 2-core budget.
   "$fuzzer" "$corpus" "${limit[@]}" "${extra[@]}" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2560 \
     -print_final_stats=1 -artifact_prefix="$work/artifacts/$name-" 2>&1 |
-    grep -E 'fuzzer: |INITED|DONE|stat::|ERROR|SUMMARY|Test unit|==[0-9]+==' || status=1
+    grep -E 'fuzzer: |INITED|DONE|stat::|ERROR|SUMMARY|Test unit|==[0-9]+=='
+}
+
+for name in "${names[@]}"; do
+  [[ -x $build/bin/textgen-fuzz-$name ]] ||
+    { echo "missing $build/bin/textgen-fuzz-$name (configure_fuzz, then build it)" >&2; exit 2; }
 done
+status=0
+running=() outputs=()
+# finish_oldest: waits for the first fuzzer still running and prints its output.
+finish_oldest() {
+  wait "${running[0]}" || status=1
+  cat "${outputs[0]}"
+  running=("${running[@]:1}") outputs=("${outputs[@]:1}")
+}
+for name in "${names[@]}"; do
+  run_one "$name" > "$work/$name.out" 2>&1 &
+  running+=($!) outputs+=("$work/$name.out")
+  ((${#running[@]} < ${FUZZ_JOBS:-1})) || finish_oldest
+done
+while ((${#running[@]})); do finish_oldest; done
 source "$here/failing_inputs.sh"
 fail_on_failing_inputs "$work/artifacts"
 exit "$status"
