@@ -36,7 +36,8 @@ absl::StatusOr<LoadedModel> Build(const std::string& bytes) {
 class TinyModelTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(TinyModelTest, LlamaLoadsThroughLoadModel) {
-  const std::string path = TempPath(std::string("tiny_llama_") + DTypeName(GetParam()) + ".gguf");
+  const std::string path =
+      TestTempPath(std::string("tiny_llama_") + DTypeName(GetParam()) + ".gguf");
   WriteFile(path, TinyBytes(Architecture::kLlama, GetParam()));
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -497,7 +498,7 @@ TEST(GgufModelTest, Stories15MShapedFileLoads) {
   spec->dtype = DType::kQ8_0;
   auto writer = BuildRandomModel(*spec);
   ASSERT_TRUE(writer.ok()) << writer.status();
-  const std::string path = TempPath("stories15M_q8_0.gguf");
+  const std::string path = TestTempPath("stories15M_q8_0.gguf");
   ASSERT_TRUE(writer->WriteFile(path).ok());
   auto model = LoadModel(path);
   ASSERT_TRUE(model.ok()) << model.status();

@@ -118,7 +118,7 @@ TEST(Llama2cLoaderTest, TruncatedRealCheckpointIsRejected) {
 
 TEST(Llama2cLoaderTest, TokenizerIsFoundOrNamed) {
   TEXTGEN_REQUIRE_SHARED_FILE(Stories260KBin());
-  const std::string dir = TempPath("llama2c_no_tokenizer");
+  const std::string dir = TestTempPath("llama2c_no_tokenizer");
   std::filesystem::create_directories(dir);
   const std::string copy = dir + "/model.bin";
   std::filesystem::copy_file(Stories260KBin(), copy,

@@ -24,7 +24,7 @@ inline std::string LlamaTokenizerBin() {
   return SharedDir() + "/models/llama2-tokenizer/tokenizer.bin";
 }
 
-inline std::string TempPath(const std::string& name) { return test_support::TestTempPath(name); }
+using ::textgen::test_support::TestTempPath;
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -129,13 +129,13 @@ TEST(ModelLoaderTest, Llama2cAndGgufTensorsAreIdentical) {
 }
 
 TEST(ModelLoaderTest, MissingFileIsNotFound) {
-  auto model = LoadModel(TempPath("does_not_exist.gguf"));
+  auto model = LoadModel(TestTempPath("does_not_exist.gguf"));
   EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(model.status().message(), HasSubstr("does_not_exist.gguf"));
 }
 
 TEST(ModelLoaderTest, EmptyFileIsRejected) {
-  const std::string path = TempPath("empty.gguf");
+  const std::string path = TestTempPath("empty.gguf");
   WriteFile(path, "");
   auto model = LoadModel(path);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
@@ -148,7 +148,7 @@ TEST(ModelLoaderTest, DirectoryIsRejected) {
 }
 
 TEST(ModelLoaderTest, UnknownFormatNamesBothFormats) {
-  const std::string path = TempPath("text.bin");
+  const std::string path = TestTempPath("text.bin");
   WriteFile(path, "hello, this is not a model file at all........");
   auto model = LoadModel(path);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
@@ -157,7 +157,7 @@ TEST(ModelLoaderTest, UnknownFormatNamesBothFormats) {
 }
 
 TEST(ModelLoaderTest, Llama2cVersionedExportIsUnimplemented) {
-  const std::string path = TempPath("v2.bin");
+  const std::string path = TestTempPath("v2.bin");
   std::string bytes(256, '\0');
   const uint32_t magic = 0x616b3432, version = 2;
   std::memcpy(bytes.data(), &magic, 4);
@@ -188,7 +188,7 @@ int64_t ResidentKb(const MappedFile& mapping) {
 // The engine tells the mapping when it has copied a tensor: those pages leave the process,
 // and reading them again still gives the file's bytes.
 TEST(MappedFileTest, DoneReadingDropsResidentPagesAndKeepsTheBytes) {
-  const std::string path = test_support::TestTempPath("done_reading.bin");
+  const std::string path = TestTempPath("done_reading.bin");
   std::vector<uint8_t> bytes(size_t{4} << 20);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
   {

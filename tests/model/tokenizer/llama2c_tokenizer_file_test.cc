@@ -14,12 +14,11 @@ namespace textgen::model {
 namespace {
 
 using ::testing::HasSubstr;
+using ::textgen::test_support::TestTempPath;
 
 std::string LlamaTokenizerBin() {
   return ::textgen::test_support::SharedModelPath("llama2-tokenizer/tokenizer.bin");
 }
-
-std::string TempPath(const std::string& name) { return test_support::TestTempPath(name); }
 
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -75,7 +74,7 @@ TEST(Llama2cTokenizerFileTest, RejectsVocabSizeThatDoesNotMatchTheFile) {
 TEST(Llama2cTokenizerFileTest, RejectsTruncatedFile) {
   TEXTGEN_REQUIRE_SHARED_FILE(LlamaTokenizerBin());
   const std::string bytes = ReadFile(LlamaTokenizerBin());
-  const std::string path = TempPath("truncated_tokenizer.bin");
+  const std::string path = TestTempPath("truncated_tokenizer.bin");
   WriteFile(path, bytes.substr(0, bytes.size() - 3));
   auto data = ReadLlama2cTokenizer(path, 32000);
   ASSERT_FALSE(data.ok());
@@ -85,7 +84,7 @@ TEST(Llama2cTokenizerFileTest, RejectsTruncatedFile) {
 }
 
 TEST(Llama2cTokenizerFileTest, RejectsBadHeaderLengthsAndMissingFile) {
-  const std::string path = TempPath("bad_tokenizer.bin");
+  const std::string path = TestTempPath("bad_tokenizer.bin");
   WriteFile(path, std::string("\x01\x00", 2));
   EXPECT_THAT(ReadLlama2cTokenizer(path, 3).status().message(), HasSubstr("too short"));
 
@@ -101,7 +100,7 @@ TEST(Llama2cTokenizerFileTest, RejectsBadHeaderLengthsAndMissingFile) {
   ASSERT_FALSE(data.ok());
   EXPECT_THAT(data.status().message(), HasSubstr("token 0 length 100"));
 
-  EXPECT_EQ(ReadLlama2cTokenizer(TempPath("does_not_exist.bin"), 3).status().code(),
+  EXPECT_EQ(ReadLlama2cTokenizer(TestTempPath("does_not_exist.bin"), 3).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_THAT(ReadLlama2cTokenizer(path, 0).status().message(), HasSubstr("vocab_size 0"));
 }

@@ -20,13 +20,12 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::textgen::test_support::TestTempPath;
 
 const std::string kEmoji = "\xF0\x9F\x98\x80";  // 😀 U+1F600
 
 #define SKIP_WITHOUT_SHARED(relative) \
   TEXTGEN_REQUIRE_SHARED_FILE(::textgen::test_support::SharedModelPath(relative))
-
-std::string TempPath(const std::string& name) { return test_support::TestTempPath(name); }
 
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -174,8 +173,8 @@ TEST_F(Gpt2TokenizerTest, IncrementalDetokenizerNeverEmitsHalfACharacter) {
 }
 
 TEST(Gpt2VocabFilesTest, RejectsBadFiles) {
-  const std::string json_path = TempPath("encoder.json");
-  const std::string bpe_path = TempPath("vocab.bpe");
+  const std::string json_path = TestTempPath("encoder.json");
+  const std::string bpe_path = TestTempPath("vocab.bpe");
   WriteFile(bpe_path, "#version: 0.2\na b\n");
 
   WriteFile(json_path, "{\"a\": 0, \"b\": 1,");
@@ -204,7 +203,7 @@ TEST(Gpt2VocabFilesTest, RejectsBadFiles) {
   auto tokenizer = CreateTokenizer(*std::move(data));
   EXPECT_THAT(tokenizer.status().message(), HasSubstr("\"c\" is not in the vocabulary"));
 
-  EXPECT_EQ(ReadGpt2VocabFiles(TempPath("missing.json"), bpe_path).status().code(),
+  EXPECT_EQ(ReadGpt2VocabFiles(TestTempPath("missing.json"), bpe_path).status().code(),
             absl::StatusCode::kNotFound);
 }
 
