@@ -102,52 +102,13 @@ absl::StatusOr<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::Create(TokenizerDa
 }
 
 Gpt2Tokenizer::Gpt2Tokenizer(TokenizerData data, std::unique_ptr<BpePreTokenizer> pre_tokenizer)
-    : data_(std::move(data)),
-      pre_tokenizer_(std::move(pre_tokenizer)),
-      user_defined_(VocabularySpecialTokens(data_, /*control=*/false)),
-      user_defined_and_control_(VocabularySpecialTokens(data_, /*control=*/true)) {}
+    : VocabularyTokenizer(std::move(data), EncodeRules{}),
+      pre_tokenizer_(std::move(pre_tokenizer)) {}
 
 Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 
-int Gpt2Tokenizer::TokenType(int id) const {
-  return data_.token_types.empty() ? TokenizerData::kNormal : data_.token_types[id];
-}
-
-std::vector<int> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) const {
-  return EncodeSplitting(text, add_bos, user_defined_);
-}
-
-std::vector<int> Gpt2Tokenizer::EncodeWithSpecialTokens(
-    std::string_view text, bool add_bos, std::span<const TextRange> untrusted) const {
-  return EncodeSplitting(text, add_bos, user_defined_and_control_, untrusted);
-}
-
-std::vector<int> Gpt2Tokenizer::EncodeSplitting(std::string_view text, bool add_bos,
-                                                const SpecialTokenSplitter& splitter,
-                                                std::span<const TextRange> untrusted) const {
-  std::vector<int> ids;
-  ids.reserve(text.size() / 3 + 1);
-  if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
-  std::string sanitized;
-  if (!IsValidUtf8(text)) {  // callers should have rejected it; never feed PCRE2 bad UTF-8
-    sanitized = SanitizeUtf8(text);
-    text = sanitized;
-  }
-  if (splitter.empty()) {
-    EncodeText(text, &ids);
-    return ids;
-  }
-  for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text, untrusted)) {
-    if (segment.id >= 0) {
-      ids.push_back(segment.id);
-    } else {
-      EncodeText(segment.text, &ids);
-    }
-  }
-  return ids;
-}
-
-void Gpt2Tokenizer::EncodeText(std::string_view text, std::vector<int>* out) const {
+void Gpt2Tokenizer::EncodeText(std::string_view text, bool /*after_special*/,
+                               std::vector<int>* out) const {
   std::vector<int>& ids = *out;
   // Words repeat a lot: reuse the ids of an identical earlier chunk of this call (they are
   // already in `ids`). Per call, so nothing mutable is shared between threads.

@@ -73,7 +73,9 @@ absl::StatusOr<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::
   return std::unique_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(std::move(data)));
 }
 
-SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data) : data_(std::move(data)) {
+SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data)
+    : VocabularyTokenizer(std::move(data),
+                          EncodeRules{.repair_utf8 = false, .space_symbol_is_space = true}) {
   byte_ids_.fill(-1);
   const int n = vocab_size();
   if (data_.token_types.empty()) {
@@ -124,25 +126,8 @@ SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data) : data_(std::
       rest.remove_prefix(kSpaceSymbol.size());
     if (rest.find(kSpaceSymbol) != std::string_view::npos) segment_at_space_ = false;
   }
-  // Special tokens by their text ("▁" read as a space): user-defined ones are always taken
-  // whole, control ones only when parsing special tokens.
-  std::vector<SpecialTokenSplitter::Token> user_defined, special;
-  for (int id = 0; id < n; ++id) {
-    const int type = TokenType(id);
-    if (type != TokenizerData::kUserDefined && type != TokenizerData::kControl) continue;
-    SpecialTokenSplitter::Token token{
-        absl::StrReplaceAll(data_.tokens[id], {{"\xE2\x96\x81", " "}}), id,
-        std::binary_search(data_.rstrip_ids.begin(), data_.rstrip_ids.end(), id),
-        type == TokenizerData::kControl};
-    if (type == TokenizerData::kUserDefined) user_defined.push_back(token);
-    special.push_back(std::move(token));
-  }
-  user_defined_ = SpecialTokenSplitter(std::move(user_defined));
-  user_defined_and_control_ = SpecialTokenSplitter(std::move(special));
-}
-
-int SentencePieceTokenizer::TokenType(int id) const {
-  return data_.token_types.empty() ? TokenizerData::kNormal : data_.token_types[id];
+  // Special tokens by their text ("▁" read as a space), now that every token has its type.
+  FindSpecialTokens();
 }
 
 int SentencePieceTokenizer::MergeablePieceId(std::string_view piece) const {
@@ -165,38 +150,7 @@ void SentencePieceTokenizer::AppendPieceIds(std::string_view piece, std::vector<
   }
 }
 
-std::vector<int> SentencePieceTokenizer::Encode(std::string_view text, bool add_bos) const {
-  return EncodeSplitting(text, add_bos, user_defined_);
-}
-
-std::vector<int> SentencePieceTokenizer::EncodeWithSpecialTokens(
-    std::string_view text, bool add_bos, std::span<const TextRange> untrusted) const {
-  return EncodeSplitting(text, add_bos, user_defined_and_control_, untrusted);
-}
-
-std::vector<int> SentencePieceTokenizer::EncodeSplitting(
-    std::string_view text, bool add_bos, const SpecialTokenSplitter& splitter,
-    std::span<const TextRange> untrusted) const {
-  std::vector<int> ids;
-  if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
-  if (splitter.empty()) {
-    EncodeText(text, data_.add_space_prefix, &ids);
-    return ids;
-  }
-  bool after_special = true;  // the start of the input counts as "after a special token"
-  for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text, untrusted)) {
-    if (segment.id >= 0) {
-      ids.push_back(segment.id);
-      after_special = true;
-    } else {
-      EncodeText(segment.text, data_.add_space_prefix && after_special, &ids);
-      after_special = false;
-    }
-  }
-  return ids;
-}
-
-void SentencePieceTokenizer::EncodeText(std::string_view text, bool dummy_prefix,
+void SentencePieceTokenizer::EncodeText(std::string_view text, bool after_special,
                                         std::vector<int>* out) const {
   std::vector<int>& ids = *out;
   if (text.empty()) return;  // sentencepiece adds no dummy prefix to empty input
@@ -204,7 +158,7 @@ void SentencePieceTokenizer::EncodeText(std::string_view text, bool dummy_prefix
   // Normalise: dummy prefix, then every space becomes "▁".
   std::string normalized;
   normalized.reserve(text.size() + text.size() / 2 + kSpaceSymbol.size());
-  if (dummy_prefix) normalized.append(kSpaceSymbol);
+  if (data_.add_space_prefix && after_special) normalized.append(kSpaceSymbol);
   for (char c : text) {
     if (c == ' ') {
       normalized.append(kSpaceSymbol);

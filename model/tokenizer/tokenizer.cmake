@@ -17,6 +17,7 @@ add_library(textgen_tokenizer STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/sentencepiece_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/special_token_splitter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/tokenizer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/vocabulary_tokenizer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/wordpiece_tokenizer.cc
 )
 target_link_libraries(textgen_tokenizer

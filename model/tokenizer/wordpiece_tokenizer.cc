@@ -39,55 +39,11 @@ absl::StatusOr<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::Create(T
 }
 
 WordPieceTokenizer::WordPieceTokenizer(TokenizerData data)
-    : data_(std::move(data)),
-      normalization_{.lowercase = data_.lowercase, .strip_accents = data_.strip_accents},
-      user_defined_(VocabularySpecialTokens(data_, /*control=*/false)),
-      user_defined_and_control_(VocabularySpecialTokens(data_, /*control=*/true)) {}
+    : VocabularyTokenizer(std::move(data), EncodeRules{.close_with_sep = true}),
+      normalization_{.lowercase = data_.lowercase, .strip_accents = data_.strip_accents} {}
 
-int WordPieceTokenizer::TokenType(int id) const {
-  return data_.token_types.empty() ? TokenizerData::kNormal : data_.token_types[id];
-}
-
-bool WordPieceTokenizer::IsControl(int id) const {
-  return id >= 0 && id < vocab_size() && TokenType(id) == TokenizerData::kControl;
-}
-
-std::vector<int> WordPieceTokenizer::Encode(std::string_view text, bool add_bos) const {
-  return EncodeSplitting(text, add_bos, user_defined_, {});
-}
-
-std::vector<int> WordPieceTokenizer::EncodeWithSpecialTokens(
-    std::string_view text, bool add_bos, std::span<const TextRange> untrusted) const {
-  return EncodeSplitting(text, add_bos, user_defined_and_control_, untrusted);
-}
-
-std::vector<int> WordPieceTokenizer::EncodeSplitting(std::string_view text, bool add_bos,
-                                                     const SpecialTokenSplitter& splitter,
-                                                     std::span<const TextRange> untrusted) const {
-  std::vector<int> ids;
-  ids.reserve(text.size() / 4 + 2);
-  if (add_bos && data_.bos_id >= 0) ids.push_back(data_.bos_id);
-  std::string sanitized;
-  if (!IsValidUtf8(text)) {  // callers reject it first; never cut inside a bad sequence
-    sanitized = SanitizeUtf8(text);
-    text = sanitized;
-  }
-  if (splitter.empty()) {
-    EncodeText(text, &ids);
-  } else {
-    for (const SpecialTokenSplitter::Segment& segment : splitter.Split(text, untrusted)) {
-      if (segment.id >= 0) {
-        ids.push_back(segment.id);
-      } else {
-        EncodeText(segment.text, &ids);
-      }
-    }
-  }
-  if (add_bos && data_.add_sep && data_.sep_id >= 0) ids.push_back(data_.sep_id);
-  return ids;
-}
-
-void WordPieceTokenizer::EncodeText(std::string_view text, std::vector<int>* ids) const {
+void WordPieceTokenizer::EncodeText(std::string_view text, bool /*after_special*/,
+                                    std::vector<int>* ids) const {
   for (const std::string& word : BertWords(text, normalization_)) EncodeWord(word, ids);
 }
 
