@@ -26,20 +26,13 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "model/arch/architectures.h"
-#include "model/format/model_loader.h"
-#include "model/runtime/engine.h"
-#include "model/runtime/system_memory.h"
-#include "model/tokenizer/draft_vocabulary.h"
-#include "model/tokenizer/tokenizer.h"
 #include "server/auth/api_keys.h"
 #include "server/grpc/drain.h"
 #include "server/grpc/service.h"
-#include "server/http/openai_api.h"
-#include "server/model_info.h"
+#include "server/http/http_api.h"
+#include "server/loaded_server.h"
 #include "server/observability/logging.h"
 #include "server/observability/metrics.h"
-#include "server/scheduler/scheduler.h"
 #include "server/server_options.h"
 #include "server/tls/tls_credentials.h"
 #include "server/transport/http_server.h"
@@ -92,8 +85,7 @@ ABSL_FLAG(int, threads, kDefaults.threads, "Engine (oneDNN) threads; 0 = all cor
 ABSL_FLAG(int, max_batch, kDefaults.max_batch, "Most sequences running in one engine step");
 ABSL_FLAG(int, max_batch_tokens, kDefaults.max_batch_tokens,
           "Most tokens (decode + prefill chunks) in one forward pass");
-ABSL_FLAG(int, max_prefill_chunk,
-          textgen::server::SchedulerOptions{}.max_prefill_tokens_while_decoding,
+ABSL_FLAG(int, max_prefill_chunk, kDefaults.max_prefill_chunk,
           "Most prompt tokens per forward pass while D requests decode: max(this, D) (keeps their "
           "inter-token latency flat); an idle server prefills up to --max-batch-tokens. "
           "0: no extra limit");
@@ -208,6 +200,7 @@ ServerOptions OptionsFromFlags() {
   o.threads = absl::GetFlag(FLAGS_threads);
   o.max_batch = absl::GetFlag(FLAGS_max_batch);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  o.max_prefill_chunk = absl::GetFlag(FLAGS_max_prefill_chunk);
   o.max_queue = absl::GetFlag(FLAGS_max_queue);
   o.max_requests_per_principal = absl::GetFlag(FLAGS_max_requests_per_principal);
   o.max_sessions_per_principal = absl::GetFlag(FLAGS_max_sessions_per_principal);
@@ -271,203 +264,129 @@ std::string ExecutablePath() {
   return error ? std::string() : path.string();
 }
 
-// The loaded model and everything built on it. Members are declared in dependency order so
-// destruction (reverse) stops the scheduler before the engine, the engine before the model.
-struct LoadedServer {
-  model::LoadedModel model;
-  std::unique_ptr<model::Tokenizer> tokenizer;
-  std::unique_ptr<model::Engine> engine;
-  std::unique_ptr<model::Engine> draft_engine;  // --speculative draft
-  std::unique_ptr<Scheduler> scheduler;
-  // After the scheduler: destroyed first, its last tasks still reach a live scheduler.
-  std::unique_ptr<PreparationPool> preparation;
-  std::unique_ptr<model::ConstraintCompiler> constraints;
-  ServiceBackend backend;
+// TLS files and API keys, read and checked once, before anything listens.
+struct Security {
+  tls::TlsCredentials tls;
+  std::unique_ptr<auth::Authenticator> authenticator;  // null without --api-keys-file
+  auth::AuthPolicy policy;
+
+  bool tls_enabled() const { return !tls.cert_chain_pem.empty(); }
+  std::optional<tls::TlsCredentials> listener_tls() const {
+    return tls_enabled() ? std::optional<tls::TlsCredentials>(tls) : std::nullopt;
+  }
 };
 
-// Gives the engine's KV cache its disk tier (--kv-cache-dir), before the scheduler runs.
-absl::Status AttachKvCacheDir(const ServerOptions& o, model::KvCache& cache, Logger* logger) {
-  const absl::Time start = absl::Now();
-  absl::StatusOr<model::BlockKey> name_space =
-      model::KvDiskNamespace(o.model_path, cache.layout(), o.kv_cache_dtype);
-  if (!name_space.ok()) return name_space.status();
-  absl::StatusOr<std::unique_ptr<model::KvDiskTier>> tier =
-      model::KvDiskTier::Open({.dir = o.kv_cache_dir,
-                               .max_bytes = o.kv_cache_dir_mb << 20,
-                               .name_space = *name_space,
-                               .block_bytes = cache.block_bytes(),
-                               .warn = [logger](std::string_view line) {
-                                 logger->Warning(absl::string_view(line.data(), line.size()));
-                               }});
-  if (!tier.ok()) return tier.status();
-  const model::KvDiskTierStats& found = (*tier)->stats();
-  logger->Info(
-      absl::StrFormat("kv cache dir %s: %d blocks (%.1f MiB) of this model, limit %d MiB, "
-                      "opened in %.2fs",
-                      (*tier)->directory(), found.files, found.bytes / 1048576.0, o.kv_cache_dir_mb,
-                      absl::ToDoubleSeconds(absl::Now() - start)));
-  cache.AttachDiskTier(*std::move(tier));
-  return absl::OkStatus();
+absl::StatusOr<Security> LoadSecurity(const ServerOptions& options, Logger& logger) {
+  Security security;
+  absl::StatusOr<tls::TlsCredentials> tls =
+      tls::LoadTlsCredentials({.cert_file = options.tls_cert,
+                               .key_file = options.tls_key,
+                               .client_ca_file = options.tls_client_ca});
+  if (!tls.ok()) return tls.status();
+  security.tls = *std::move(tls);
+  if (!options.api_keys_file.empty()) {
+    absl::StatusOr<std::unique_ptr<auth::Authenticator>> created =
+        auth::Authenticator::Create(options.api_keys_file);
+    if (!created.ok()) return created.status();
+    security.authenticator = *std::move(created);
+    logger.Info(absl::StrFormat("api keys: %d loaded from %s", security.authenticator->key_count(),
+                                options.api_keys_file));
+  }
+  // Under mutual TLS without API keys, a client is who its certificate says.
+  security.policy = auth::AuthPolicy(security.authenticator.get(), security.tls.mutual());
+  return security;
 }
 
-// --draft-model: a causal model with the target's vocabulary, in an engine of its own whose KV
-// cache holds as many tokens as the target's (plus a block per sequence for its drafts), under
-// the memory the target and its KV budget leave.
-absl::StatusOr<std::unique_ptr<model::Engine>> LoadDraftEngine(const ServerOptions& o,
-                                                               const model::LoadedModel& target,
-                                                               model::Engine& target_engine,
-                                                               model::EngineOptions options,
-                                                               Logger* logger) {
-  const auto refuse = [&](const absl::Status& status) {
-    return absl::Status(status.code(),
-                        absl::StrCat("--draft-model ", o.draft_model, ": ", status.message()));
-  };
-  absl::StatusOr<model::LoadedModel> draft = model::LoadModel(o.draft_model);
-  if (!draft.ok()) return refuse(draft.status());
-  if (!draft->config.causal || model::SpecOf(draft->config.architecture).encoder) {
-    return refuse(absl::InvalidArgumentError("an encoder cannot draft tokens"));
-  }
-  if (absl::Status same = model::CheckDraftVocabulary(target.tokenizer, draft->tokenizer);
-      !same.ok()) {
-    return refuse(same);
-  }
-  const model::KvCache& target_cache = target_engine.kv_cache();
-  const int64_t target_blocks = target_cache.budget_bytes() / target_cache.block_bytes();
-  const int64_t draft_block_bytes =
-      model::KvBlockBytes(model::KvCacheLayoutFor(draft->config, options));
-  options.kv_cache_bytes = std::max<int64_t>(target_blocks + o.max_batch, 1) * draft_block_bytes;
-  if (std::optional<int64_t> available = model::AvailableMemoryBytes()) {
-    options.available_memory_bytes = std::max<int64_t>(*available - o.kv_cache_bytes, 0);
-  }
-  absl::StatusOr<std::unique_ptr<model::Engine>> engine = model::Engine::Create(*draft, options);
-  if (!engine.ok()) return refuse(engine.status());
-  logger->Info(absl::StrFormat("draft model %s: %s, %d layers, dim %d; its KV cache %.1f MiB",
-                               o.draft_model, draft->config.name, draft->config.n_layers,
-                               draft->config.dim,
-                               static_cast<double>(options.kv_cache_bytes) / (1 << 20)));
-  return engine;
-}
-
-absl::StatusOr<std::unique_ptr<LoadedServer>> Load(const ServerOptions& o, Metrics* metrics,
-                                                   Logger* logger) {
-  auto loaded = std::make_unique<LoadedServer>();
-  model::LoadOptions load_options;
-  load_options.tokenizer_path = o.tokenizer_path;
-  absl::StatusOr<model::LoadedModel> model = model::LoadModel(o.model_path, load_options);
-  if (!model.ok()) return model.status();
-  loaded->model = *std::move(model);
-  absl::StatusOr<std::unique_ptr<model::Tokenizer>> tokenizer =
-      model::CreateTokenizer(loaded->model.tokenizer);
-  if (!tokenizer.ok()) return tokenizer.status();
-  loaded->tokenizer = *std::move(tokenizer);
-  // Chat templates before the engine: a bad --chat-template fails in milliseconds.
-  absl::StatusOr<ChatTemplates> chat_templates = ChatTemplates::Load(
-      loaded->model.chat_templates, o.chat_template_path, *loaded->tokenizer,
-      o.tool_call_format.empty() ? std::nullopt
-                                 : model::ToolCallFormatFromName(o.tool_call_format));
-  if (!chat_templates.ok()) return chat_templates.status();
-  loaded->backend.chat_templates = *std::move(chat_templates);
-
-  model::EngineOptions engine_options;
-  engine_options.threads = o.threads;
-  engine_options.bf16 = o.bf16;
-  engine_options.quantized_kernels = !o.dequantize;
-  engine_options.kv_cache_bytes = o.kv_cache_bytes;
-  engine_options.kv_cache_f16 = o.kv_cache_dtype == "f16";
-  engine_options.max_batch_tokens = o.max_batch_tokens;
-  absl::StatusOr<std::unique_ptr<model::Engine>> engine =
-      model::Engine::Create(loaded->model, engine_options);
-  if (absl::IsResourceExhausted(engine.status())) {
-    // The engine's message names what would fit; here are the flags that set it.
-    return absl::ResourceExhaustedError(absl::StrCat(
-        engine.status().message(), " (flags: --bf16, --kv-cache-mb, --max-batch-tokens)"));
-  }
-  if (!engine.ok()) return engine.status();
-  loaded->engine = *std::move(engine);
-  if (!o.kv_cache_dir.empty()) {
-    if (absl::Status status = AttachKvCacheDir(o, loaded->engine->kv_cache(), logger);
-        !status.ok()) {
-      return status;
+// A non-loopback listener without TLS shows prompts, outputs and keys to the network; without
+// keys or client certificates anyone who reaches it can use the model and its sessions.
+void WarnAboutExposedListeners(const ServerOptions& options, const Security& security,
+                               Logger& logger) {
+  const bool authenticates =
+      security.policy.uses_api_keys() || security.policy.reads_client_certificate();
+  for (const std::string& address : {options.listen, options.http_listen, options.metrics_listen}) {
+    if (address.empty() || IsLoopbackAddress(address)) continue;
+    if (!security.tls_enabled()) {
+      logger.Warning(absl::StrCat("listening on ", address,
+                                  " in plain text: give --tls-cert and --tls-key (or keep it on "
+                                  "loopback behind a TLS-terminating proxy)"));
+    }
+    if (address != options.metrics_listen && !authenticates) {
+      logger.Warning(absl::StrCat("listening on ", address,
+                                  " without --api-keys-file or --tls-client-ca: anyone who can "
+                                  "reach it can generate and use sessions"));
     }
   }
+}
 
-  if (!o.draft_model.empty()) {
-    absl::StatusOr<std::unique_ptr<model::Engine>> draft =
-        LoadDraftEngine(o, loaded->model, *loaded->engine, engine_options, logger);
-    if (!draft.ok()) return draft.status();
-    loaded->draft_engine = *std::move(draft);
+// The gRPC server with `service`, serving health NOT_SERVING until the model is loaded; null
+// when it cannot listen.
+std::unique_ptr<grpc::Server> StartGrpc(const ServerOptions& options, const Security& security,
+                                        TextGenerationService& service, int* port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, GrpcCredentials(security.tls), port);
+  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) return nullptr;
+  SetServing(*server, false);
+  return server;
+}
+
+// The HTTP API's listener (null when --http-listen is empty).
+absl::StatusOr<std::unique_ptr<http::HttpServer>> StartHttp(const ServerOptions& options,
+                                                            const Security& security,
+                                                            http::HttpApi& api) {
+  if (options.http_listen.empty()) return nullptr;
+  http::HttpServerOptions http_options;
+  http_options.listen = options.http_listen;
+  http_options.threads = options.http_threads;
+  http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
+  http_options.max_connections = options.http_max_connections;
+  http_options.tls = security.listener_tls();
+  return http::HttpServer::Start(http_options, std::bind_front(&http::HttpApi::Handle, &api),
+                                 std::bind_front(&http::HttpApi::TransportError, &api));
+}
+
+// SIGHUP: re-reads the API keys, keeping the current ones when the file is bad.
+void ReloadApiKeys(const ServerOptions& options, auth::Authenticator* authenticator,
+                   Logger& logger) {
+  if (authenticator == nullptr) {
+    logger.Info("SIGHUP: no --api-keys-file, nothing to reload");
+  } else if (absl::Status reloaded = authenticator->Reload(); !reloaded.ok()) {
+    logger.Warning(absl::StrCat("SIGHUP: keeping the current API keys: ", reloaded.ToString()));
+  } else {
+    logger.Info(absl::StrFormat("SIGHUP: api keys: %d loaded from %s", authenticator->key_count(),
+                                options.api_keys_file));
   }
+}
 
-  SchedulerOptions scheduler_options;
-  scheduler_options.max_batch_sequences = o.max_batch;
-  scheduler_options.max_batch_tokens = o.max_batch_tokens;
-  scheduler_options.max_prefill_tokens_while_decoding = absl::GetFlag(FLAGS_max_prefill_chunk);
-  scheduler_options.max_queue = o.max_queue;
-  scheduler_options.max_requests_per_principal = o.max_requests_per_principal;
-  scheduler_options.max_sessions_per_principal = o.max_sessions_per_principal;
-  scheduler_options.max_sessions = o.max_sessions;
-  scheduler_options.session_ttl = o.session_ttl;
-  scheduler_options.prefix_cache = *ParsePrefixCacheScope(o.prefix_cache_scope);  // validated
-  scheduler_options.speculation.mode = *ParseSpeculation(o.speculative);          // validated
-  scheduler_options.speculation.max_draft_tokens = o.speculative_draft_tokens;
-  scheduler_options.speculation.max_batch = o.speculative_max_batch;
-  loaded->scheduler =
-      CreateBatchingScheduler(loaded->engine.get(), loaded->tokenizer.get(), scheduler_options,
-                              metrics, loaded->draft_engine.get());
-
-  loaded->preparation = std::make_unique<PreparationPool>(PreparationPoolOptions{
-      .threads = o.prep_threads, .max_queue = o.max_queue, .observer = metrics});
-
-  ServiceBackend& backend = loaded->backend;
-  backend.scheduler = loaded->scheduler.get();
-  backend.preparation = loaded->preparation.get();
-  backend.tokenizer = loaded->tokenizer.get();
-  backend.validation.default_max_new_tokens = o.max_new_tokens;
-  backend.validation.max_new_tokens_limit = o.max_new_tokens_limit;
-  backend.validation.max_prompt_bytes = static_cast<size_t>(o.max_prompt_bytes);
-  backend.validation.max_stop_strings = o.max_stop_strings;
-  backend.validation.max_stop_string_bytes = o.max_stop_string_bytes;
-  backend.validation.max_stop_token_ids = o.max_stop_token_ids;
-  backend.validation.max_logit_bias_entries = o.max_logit_bias_entries;
-  backend.validation.max_session_id_bytes = o.max_session_id_bytes;
-  backend.validation.context_length = loaded->model.config.context_length;
-  backend.validation.add_bos = loaded->model.tokenizer.add_bos;
-  // Embeddings: the file's pooling; a generative model (none) pools its last token.
-  const model::Pooling pooling = loaded->model.config.pooling == model::Pooling::kNone
-                                     ? model::Pooling::kLast
-                                     : loaded->model.config.pooling;
-  backend.validation.pooling = pooling;
-  backend.validation.embedding_dim = loaded->model.config.dim;
-  backend.validation.add_eos = loaded->model.tokenizer.add_eos;
-  backend.validation.generates = !model::SpecOf(loaded->model.config.architecture).encoder;
-  backend.validation.model_name = loaded->model.config.name;
-  if (!loaded->model.config.causal) backend.validation.max_embedding_tokens = o.max_batch_tokens;
-  loaded->constraints = std::make_unique<model::ConstraintCompiler>(
-      model::ConstraintLimits{.max_text_bytes = static_cast<size_t>(o.max_constraint_bytes),
-                              .max_grammar_symbols = o.max_grammar_symbols,
-                              .max_compile_time = absl::Milliseconds(o.max_constraint_compile_ms),
-                              .cache_entries = o.constraint_cache_entries});
-  backend.validation.constraints = loaded->constraints.get();
-  // ~50 ms and ~15 MB for a 128k vocabulary, once.
-  backend.validation.token_trie = model::TokenTrie::Build(*loaded->tokenizer);
-  backend.model_info = DescribeModel(loaded->model, *loaded->tokenizer, o.bf16,
-                                     PublishedLimits{.max_new_tokens_limit = o.max_new_tokens_limit,
-                                                     .max_batch_size = o.max_batch,
-                                                     .max_request_bytes = o.max_request_bytes});
-  if (!o.expose_model_path) backend.model_info.clear_model_path();
-  for (const std::string& name : backend.chat_templates.names()) {
-    backend.model_info.add_chat_templates(name);
+// After a shutdown signal: running requests finish (within --drain-timeout), then everything
+// stops in order.
+void DrainAndStop(const ServerOptions& options, std::unique_ptr<grpc::Server> server,
+                  std::unique_ptr<http::HttpServer> http_server, http::HttpApi& http_api,
+                  std::unique_ptr<LoadedServer> loaded, Logger& logger) {
+  http_api.StartDraining();
+  DrainAndShutdown(*server, loaded->preparation.get(), loaded->scheduler.get(),
+                   options.drain_timeout, &logger);
+  server->Wait();
+  server.reset();  // no gRPC handler runs past this point
+  // The engine is done, but a finished stream may still be writing its last bytes: give
+  // HTTP clients a few seconds to receive them, then close what is left (sinks see IsClosed()).
+  if (http_server != nullptr) {
+    http_server->Drain(absl::Seconds(5));
+    http_server->Stop();
   }
-  backend.model_info.set_chat_template_source(backend.chat_templates.default_source());
-  const model::ReplyFormat& reply = backend.chat_templates.reply_format("");
-  backend.model_info.set_tool_call_format(model::ToolCallFormatName(reply.tool_calls));
-  backend.model_info.set_reasoning_tag(reply.reasoning ? reply.reasoning->open : "");
-  backend.model_info.set_pooling(model::PoolingName(pooling));
-  // The engine holds its own (reordered) copy of every weight: unmap the file so its pages
-  // do not stay resident next to that copy.
-  loaded->model.weights = {};
-  loaded->model.storage.reset();
-  return loaded;
+  loaded->preparation.reset();
+  loaded->scheduler.reset();  // stops the engine thread (and drops every sink it held)
+  if (const model::KvDiskTier* disk = loaded->engine->kv_cache().disk_tier()) {
+    logger.Info(absl::StrFormat("kv cache dir %s: wrote %d blocks (%.1f MiB) this run, %d on disk",
+                                disk->directory(), disk->stats().writes,
+                                disk->stats().written_bytes / 1048576.0, disk->stats().files));
+  }
+  loaded.reset();
+  http_server.reset();  // only now: a sink may hold an exchange on its connections
 }
 
 int Run(ServerOptions options) {
@@ -488,123 +407,61 @@ int Run(ServerOptions options) {
     return 2;
   }
   options.model_path = *model_path;
-
-  // TLS files are read and checked once, before anything listens.
-  absl::StatusOr<tls::TlsCredentials> tls_credentials =
-      tls::LoadTlsCredentials({.cert_file = options.tls_cert,
-                               .key_file = options.tls_key,
-                               .client_ca_file = options.tls_client_ca});
-  if (!tls_credentials.ok()) {
-    logger.Error(tls_credentials.status().ToString());
+  absl::StatusOr<Security> security = LoadSecurity(options, logger);
+  if (!security.ok()) {
+    logger.Error(security.status().ToString());
     return 2;
   }
-  const bool tls_enabled = !tls_credentials->cert_chain_pem.empty();
-  std::optional<tls::TlsCredentials> listener_tls;
-  if (tls_enabled) listener_tls = *tls_credentials;
-
   absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Create(
-      MetricsOptions{.listen_address = options.metrics_listen, .tls = listener_tls});
+      MetricsOptions{.listen_address = options.metrics_listen, .tls = security->listener_tls()});
   if (!metrics.ok()) {
     logger.Error(metrics.status().ToString());
     return 1;
   }
-  std::unique_ptr<auth::Authenticator> authenticator;
-  if (!options.api_keys_file.empty()) {
-    absl::StatusOr<std::unique_ptr<auth::Authenticator>> created =
-        auth::Authenticator::Create(options.api_keys_file);
-    if (!created.ok()) {
-      logger.Error(created.status().ToString());
-      return 2;
-    }
-    authenticator = *std::move(created);
-    logger.Info(absl::StrFormat("api keys: %d loaded from %s", authenticator->key_count(),
-                                options.api_keys_file));
-  }
-  // Under mutual TLS without API keys, a client is who its certificate says.
-  const bool principal_from_certificate = authenticator == nullptr && tls_credentials->mutual();
-  ServiceOptions service_options;
-  service_options.authenticator = authenticator.get();
-  service_options.principal_from_client_certificate = principal_from_certificate;
-  service_options.observer = metrics->get();
-  service_options.logger = &logger;
-  TextGenerationService service(service_options);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
+  // Both front ends share the auth policy, the observer, the logger and (once loaded) the
+  // backend.
+  TextGenerationService service(
+      ServiceOptions{.auth = security->policy, .observer = metrics->get(), .logger = &logger});
   int port = 0;
-  builder.AddListeningPort(options.listen, GrpcCredentials(*tls_credentials), &port);
-  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
+  std::unique_ptr<grpc::Server> server = StartGrpc(options, *security, service, &port);
+  if (server == nullptr) {
     logger.Error(absl::StrCat("--listen ", options.listen,
-                              ": cannot listen (address in use or "
-                              "not HOST:PORT?)"));
+                              ": cannot listen (address in use or not HOST:PORT?)"));
     return 1;
   }
-  SetServing(*server, false);  // until the model is loaded
-
-  // The HTTP front end shares the observer, logger and (once loaded) the backend with gRPC.
-  http::OpenAiApi openai_api(http::OpenAiApiOptions{
-      .authenticator = authenticator.get(),
-      .principal_from_client_certificate = principal_from_certificate,
+  http::HttpApi http_api(http::HttpApiOptions{
+      .auth = security->policy,
       .observer = metrics->get(),
       .logger = &logger,
-      .max_buffered_events = kDefaultMaxBufferedEvents,
-      .response_store = {.max_bytes = static_cast<size_t>(options.responses_store_mb) << 20,
-                         .ttl = options.responses_ttl}});
-  std::unique_ptr<http::HttpServer> http_server;
-  if (!options.http_listen.empty()) {
-    http::HttpServerOptions http_options;
-    http_options.listen = options.http_listen;
-    http_options.threads = options.http_threads;
-    http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
-    http_options.max_connections = options.http_max_connections;
-    http_options.tls = listener_tls;
-    absl::StatusOr<std::unique_ptr<http::HttpServer>> started = http::HttpServer::Start(
-        http_options, std::bind_front(&http::OpenAiApi::Handle, &openai_api),
-        &http::OpenAiApi::TransportError);
-    if (!started.ok()) {
-      logger.Error(absl::StrCat("--http-listen: ", started.status().message()));
-      server->Shutdown();
-      return 1;
-    }
-    http_server = *std::move(started);
+      .openai = {
+          .response_store = {.max_bytes = static_cast<size_t>(options.responses_store_mb) << 20,
+                             .ttl = options.responses_ttl}}});
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> http_server =
+      StartHttp(options, *security, http_api);
+  if (!http_server.ok()) {
+    logger.Error(absl::StrCat("--http-listen: ", http_server.status().message()));
+    server->Shutdown();
+    return 1;
   }
-
-  // A non-loopback listener without TLS shows prompts, outputs and keys to the network; without
-  // keys or client certificates anyone who reaches it can use the model and its sessions.
-  for (const std::string& address : {options.listen, options.http_listen, options.metrics_listen}) {
-    if (address.empty() || IsLoopbackAddress(address)) continue;
-    if (!tls_enabled) {
-      logger.Warning(absl::StrCat("listening on ", address,
-                                  " in plain text: give --tls-cert and --tls-key (or keep it on "
-                                  "loopback behind a TLS-terminating proxy)"));
-    }
-    if (address != options.metrics_listen && authenticator == nullptr &&
-        !principal_from_certificate) {
-      logger.Warning(absl::StrCat("listening on ", address,
-                                  " without --api-keys-file or --tls-client-ca: anyone who can "
-                                  "reach it can generate and use sessions"));
-    }
-  }
+  WarnAboutExposedListeners(options, *security, logger);
 
   const absl::Time load_start = absl::Now();
-  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded = Load(options, metrics->get(), &logger);
+  absl::StatusOr<std::unique_ptr<LoadedServer>> loaded =
+      LoadServer(options, metrics->get(), &logger);
   if (!loaded.ok()) {
     logger.Error(absl::StrCat("cannot load model ", options.model_path,
                               options.draft_model.empty() ? "" : " with its draft model", ": ",
                               loaded.status().ToString()));
     server->Shutdown();
-    if (http_server != nullptr) http_server->Stop();
+    if (*http_server != nullptr) (*http_server)->Stop();
     return 1;
   }
   const absl::Duration load_time = absl::Now() - load_start;
   const v1::ModelInfo& info = (*loaded)->backend.model_info;
   (*metrics)->SetModelInfo(info.name(), info.architecture(), info.file_dtype());
   service.SetBackend(&(*loaded)->backend);
-  openai_api.SetBackend(&(*loaded)->backend);
+  http_api.SetBackend(&(*loaded)->backend);
   SetServing(*server, true);
   // One line with everything an operator (and the e2e tests, which read grpc_port=) needs.
   logger.Info(absl::StrFormat(
@@ -615,42 +472,16 @@ int Run(ServerOptions options) {
       info.compute_dtype(), info.context_length(), options.listen, port,
       options.metrics_listen.empty() ? "off" : options.metrics_listen, (*metrics)->port(),
       options.http_listen.empty() ? "off" : options.http_listen,
-      http_server != nullptr ? http_server->port() : 0,
-      !tls_enabled ? "off" : (tls_credentials->mutual() ? "mutual" : "on"),
+      *http_server != nullptr ? (*http_server)->port() : 0,
+      !security->tls_enabled() ? "off" : (security->tls.mutual() ? "mutual" : "on"),
       absl::ToDoubleSeconds(load_time)));
 
-  const int signal_number = WaitForShutdownSignal([&] {
-    if (authenticator == nullptr) {
-      logger.Info("SIGHUP: no --api-keys-file, nothing to reload");
-    } else if (absl::Status reloaded = authenticator->Reload(); !reloaded.ok()) {
-      logger.Warning(absl::StrCat("SIGHUP: keeping the current API keys: ", reloaded.ToString()));
-    } else {
-      logger.Info(absl::StrFormat("SIGHUP: api keys: %d loaded from %s", authenticator->key_count(),
-                                  options.api_keys_file));
-    }
-  });
+  const int signal_number =
+      WaitForShutdownSignal([&] { ReloadApiKeys(options, security->authenticator.get(), logger); });
   logger.Info(absl::StrFormat("signal %d: draining (timeout %s)", signal_number,
                               absl::FormatDuration(options.drain_timeout)));
-  openai_api.StartDraining();
-  DrainAndShutdown(*server, (*loaded)->preparation.get(), (*loaded)->scheduler.get(),
-                   options.drain_timeout, &logger);
-  server->Wait();
-  server.reset();  // no gRPC handler runs past this point
-  // The engine is done, but a finished stream may still be writing its last bytes: give
-  // HTTP clients a few seconds to receive them, then close what is left (sinks see IsClosed()).
-  if (http_server != nullptr) {
-    http_server->Drain(absl::Seconds(5));
-    http_server->Stop();
-  }
-  (*loaded)->preparation.reset();
-  (*loaded)->scheduler.reset();  // stops the engine thread (and drops every sink it held)
-  if (const model::KvDiskTier* disk = (*loaded)->engine->kv_cache().disk_tier()) {
-    logger.Info(absl::StrFormat("kv cache dir %s: wrote %d blocks (%.1f MiB) this run, %d on disk",
-                                disk->directory(), disk->stats().writes,
-                                disk->stats().written_bytes / 1048576.0, disk->stats().files));
-  }
-  loaded->reset();
-  http_server.reset();  // only now: a sink may hold an exchange on its connections
+  DrainAndStop(options, std::move(server), *std::move(http_server), http_api, *std::move(loaded),
+               logger);
   logger.Info("stopped");
   return 0;
 }

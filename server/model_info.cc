@@ -1,9 +1,12 @@
 #include "server/model_info.h"
 
 #include <filesystem>
+#include <string>
 
 #include "absl/strings/ascii.h"
+#include "model/chat/tool_call_format.h"
 #include "model/tokenizer/utf8.h"
+#include "server/core/model_rules.h"
 
 namespace textgen::server {
 
@@ -33,7 +36,8 @@ uint64_t CountParameters(const model::ModelWeights& weights) {
 }
 
 v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokenizer& tokenizer,
-                            bool bf16, const PublishedLimits& limits) {
+                            const ChatTemplates& chat_templates, const ModelInfoOptions& options) {
+  const PublishedLimits& limits = options.limits;
   const model::ModelConfig& config = model.config;
   v1::ModelInfo info;
   info.set_name(model::SanitizeUtf8(
@@ -43,7 +47,7 @@ v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokeni
   info.set_vocab_size(tokenizer.vocab_size());
   info.set_context_length(config.context_length);
   info.set_file_dtype(absl::AsciiStrToLower(model::DTypeName(model.file_dtype)));  // "f32", "q8_0"
-  info.set_compute_dtype(bf16 ? "bf16" : "f32");
+  info.set_compute_dtype(options.bf16 ? "bf16" : "f32");
   v1::SpecialTokens* special = info.mutable_special_tokens();
   special->set_bos_id(tokenizer.bos_id());
   special->set_eos_id(tokenizer.eos_id());
@@ -62,7 +66,13 @@ v1::ModelInfo DescribeModel(const model::LoadedModel& model, const model::Tokeni
   info.set_max_new_tokens_limit(limits.max_new_tokens_limit);
   info.set_max_batch_size(limits.max_batch_size);
   info.set_max_request_bytes(limits.max_request_bytes);
-  info.set_model_path(model::SanitizeUtf8(model.path));
+  if (options.expose_model_path) info.set_model_path(model::SanitizeUtf8(model.path));
+  for (const std::string& name : chat_templates.names()) info.add_chat_templates(name);
+  info.set_chat_template_source(chat_templates.default_source());
+  const model::ReplyFormat& reply = chat_templates.reply_format("");
+  info.set_tool_call_format(model::ToolCallFormatName(reply.tool_calls));
+  info.set_reasoning_tag(reply.reasoning ? reply.reasoning->open : "");
+  info.set_pooling(model::PoolingName(EmbeddingPooling(config)));
   return info;
 }
 

@@ -44,6 +44,7 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
        {std::tuple<int64_t, int64_t, const char*>{o.threads, 0, "threads"},
         {o.max_batch, 1, "max-batch"},
         {o.max_batch_tokens, 1, "max-batch-tokens"},
+        {o.max_prefill_chunk, 0, "max-prefill-chunk"},
         {o.max_queue, 1, "max-queue"},
         {o.max_requests_per_principal, 0, "max-requests-per-principal"},
         {o.max_sessions_per_principal, 0, "max-sessions-per-principal"},
@@ -69,6 +70,11 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         {o.speculative_draft_tokens, 1, "speculative-draft-tokens"},
         {o.speculative_max_batch, 1, "speculative-max-batch"}}) {
     TEXTGEN_RETURN_IF_ERROR(CheckAtLeast(value, min, flag));
+  }
+  if (o.max_prefill_chunk > o.max_batch_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-prefill-chunk (", o.max_prefill_chunk, ") must not exceed --max-batch-tokens (",
+        o.max_batch_tokens, "): no forward pass holds more"));
   }
   if (o.max_new_tokens > o.max_new_tokens_limit) {
     return absl::InvalidArgumentError(absl::StrCat("--max-new-tokens (", o.max_new_tokens,
@@ -124,6 +130,55 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
         absl::StrCat("--drain-timeout must be >= 0, got ", absl::FormatDuration(o.drain_timeout)));
   }
   return absl::OkStatus();
+}
+
+model::EngineOptions EngineOptionsOf(const ServerOptions& o) {
+  model::EngineOptions engine;
+  engine.threads = o.threads;
+  engine.bf16 = o.bf16;
+  engine.quantized_kernels = !o.dequantize;
+  engine.kv_cache_bytes = o.kv_cache_bytes;
+  engine.kv_cache_f16 = o.kv_cache_dtype == "f16";
+  engine.max_batch_tokens = o.max_batch_tokens;
+  return engine;
+}
+
+SchedulerOptions SchedulerOptionsOf(const ServerOptions& o) {
+  SchedulerOptions scheduler;
+  scheduler.max_batch_sequences = o.max_batch;
+  scheduler.max_batch_tokens = o.max_batch_tokens;
+  scheduler.max_prefill_tokens_while_decoding = o.max_prefill_chunk;
+  scheduler.max_queue = o.max_queue;
+  scheduler.max_requests_per_principal = o.max_requests_per_principal;
+  scheduler.max_sessions_per_principal = o.max_sessions_per_principal;
+  scheduler.max_sessions = o.max_sessions;
+  scheduler.session_ttl = o.session_ttl;
+  scheduler.prefix_cache = ParsePrefixCacheScope(o.prefix_cache_scope).value();
+  scheduler.speculation.mode = ParseSpeculation(o.speculative).value();
+  scheduler.speculation.max_draft_tokens = o.speculative_draft_tokens;
+  scheduler.speculation.max_batch = o.speculative_max_batch;
+  return scheduler;
+}
+
+ValidationOptions ValidationLimitsOf(const ServerOptions& o) {
+  ValidationOptions validation;
+  validation.default_max_new_tokens = o.max_new_tokens;
+  validation.max_new_tokens_limit = o.max_new_tokens_limit;
+  validation.max_prompt_bytes = static_cast<size_t>(o.max_prompt_bytes);
+  validation.max_stop_strings = o.max_stop_strings;
+  validation.max_stop_string_bytes = o.max_stop_string_bytes;
+  validation.max_stop_token_ids = o.max_stop_token_ids;
+  validation.max_logit_bias_entries = o.max_logit_bias_entries;
+  validation.max_session_id_bytes = o.max_session_id_bytes;
+  return validation;
+}
+
+model::ConstraintLimits ConstraintLimitsOf(const ServerOptions& o) {
+  return model::ConstraintLimits{
+      .max_text_bytes = static_cast<size_t>(o.max_constraint_bytes),
+      .max_grammar_symbols = o.max_grammar_symbols,
+      .max_compile_time = absl::Milliseconds(o.max_constraint_compile_ms),
+      .cache_entries = o.constraint_cache_entries};
 }
 
 absl::StatusOr<std::string> ResolveModelPath(const std::string& flag_model, const char* env_model,

@@ -10,7 +10,7 @@
 #include "model/runtime/engine.h"
 #include "server/core/preparation_pool.h"
 #include "server/core/validation.h"
-#include "server/http/response_store.h"
+#include "server/http/openai/response_store.h"
 #include "server/scheduler/scheduler.h"
 
 namespace textgen::server {
@@ -37,9 +37,11 @@ struct ServerOptions {
   int prep_threads = PreparationPoolOptions{}.threads;         // parse, render, tokenize requests
   int max_batch = SchedulerOptions{}.max_batch_sequences;      // running sequences per step
   int max_batch_tokens = SchedulerOptions{}.max_batch_tokens;  // tokens per forward pass
-  int max_queue = SchedulerOptions{}.max_queue;                // waiting requests
-  int max_requests_per_principal = 0;  // queued + running per API key owner; 0 = off
-  int max_sessions_per_principal = 0;  // sessions kept per API key owner; 0 = off
+  // Prompt tokens per forward pass while others decode; 0: no limit but max_batch_tokens.
+  int max_prefill_chunk = SchedulerOptions{}.max_prefill_tokens_while_decoding;
+  int max_queue = SchedulerOptions{}.max_queue;  // waiting requests
+  int max_requests_per_principal = 0;            // queued + running per API key owner; 0 = off
+  int max_sessions_per_principal = 0;            // sessions kept per API key owner; 0 = off
   int64_t kv_cache_bytes = model::EngineOptions{}.kv_cache_bytes;       // KV cache budget
   int max_new_tokens = ValidationOptions{}.default_max_new_tokens;      // when a request says 0
   int max_new_tokens_limit = ValidationOptions{}.max_new_tokens_limit;  // most one may ask
@@ -88,6 +90,14 @@ std::optional<Speculation> ParseSpeculation(const std::string& name);
 
 // Checks ranges and consistency; INVALID_ARGUMENT names the flag, the value and the range.
 absl::Status ValidateServerOptions(const ServerOptions& options);
+
+// Each layer's options from the server's, for options that passed ValidateServerOptions: the
+// one place each flag reaches its layer.
+model::EngineOptions EngineOptionsOf(const ServerOptions& options);
+SchedulerOptions SchedulerOptionsOf(const ServerOptions& options);
+// The operator's request limits (the model's own rules come from ApplyModelRules).
+ValidationOptions ValidationLimitsOf(const ServerOptions& options);
+model::ConstraintLimits ConstraintLimitsOf(const ServerOptions& options);
 
 // Where the model comes from when --model is empty, in order: $TEXTGEN_MODEL (`env_model`,
 // may be null), <dir of the executable>/../../models/default.gguf (build/bin -> repo), then

@@ -62,8 +62,8 @@ if(TEXTGEN_FUZZ)
                    ${CMAKE_SOURCE_DIR}/server/core/embedding.cc
                    ${CMAKE_SOURCE_DIR}/server/http/api_error.cc
                    ${CMAKE_SOURCE_DIR}/server/http/json_fields.cc
-                   ${CMAKE_SOURCE_DIR}/server/http/openai_request.cc
-                   ${CMAKE_SOURCE_DIR}/server/http/responses_request.cc
+                   ${CMAKE_SOURCE_DIR}/server/http/openai/openai_request.cc
+                   ${CMAKE_SOURCE_DIR}/server/http/openai/responses_request.cc
                    ${fuzz_jinja_sources} ${fuzz_chat_sources} ${fuzz_model_sources})
     target_link_libraries(textgen-fuzz-request PRIVATE textgen_proto absl::random_random
                           absl::time nlohmann_json::nlohmann_json)

@@ -7,6 +7,8 @@ add_library(textgen_server_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/event_outbox.cc
   ${CMAKE_CURRENT_LIST_DIR}/tokenize.cc
   ${CMAKE_CURRENT_LIST_DIR}/harmony_framing.cc
+  ${CMAKE_CURRENT_LIST_DIR}/model_name.cc
+  ${CMAKE_CURRENT_LIST_DIR}/model_rules.cc
   ${CMAKE_CURRENT_LIST_DIR}/tool_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/validation.cc
 )

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "absl/status/status.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/core/chat_validation.h"
 #include "server/core/preparation_pool.h"
@@ -20,5 +21,10 @@ struct ServiceBackend {
   ChatTemplates chat_templates;
   v1::ModelInfo model_info;
 };
+
+// What every front end answers while there is no backend yet.
+inline absl::Status ModelLoadingError() {
+  return absl::UnavailableError("the model is still loading; retry in a moment");
+}
 
 }  // namespace textgen::server

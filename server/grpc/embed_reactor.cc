@@ -6,9 +6,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
+#include "server/core/admission.h"
 #include "server/core/embedding.h"
 #include "server/grpc/status_mapping.h"
-#include "server/observability/logging.h"
+#include "server/observability/request_report.h"
 
 namespace textgen::server {
 
@@ -24,8 +25,7 @@ class EmbedReactor::Call : public std::enable_shared_from_this<Call> {
         request_(request),
         response_(response),
         principal_(std::move(principal)),
-        observer_(observer),
-        logger_(logger) {}
+        report_("grpc", observer, logger) {}
 
   void Prepare() {
     absl::StatusOr<std::vector<ValidatedRequest>> validated;
@@ -33,7 +33,7 @@ class EmbedReactor::Call : public std::enable_shared_from_this<Call> {
       std::lock_guard<std::mutex> lock(mu_);
       if (ended_) return;
       RequestContext context;
-      context.arrival_time = arrival_;
+      context.arrival_time = report_.arrival();
       context.principal = principal_;
       validated =
           ValidateEmbedRequest(*request_, *backend_.tokenizer, backend_.validation, context);
@@ -87,14 +87,11 @@ class EmbedReactor::Call : public std::enable_shared_from_this<Call> {
   void EndLocked(const absl::Status& status, int prompt_tokens, int cached_tokens)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ended_ = true;
-    RequestRecord record;
+    RequestRecord& record = report_.record();
     record.request_id = request_id_;
-    record.code = status.code();
-    record.message = std::string(status.message());
-    record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - arrival_);
     record.prompt_tokens = prompt_tokens;
     record.cached_tokens = cached_tokens;
-    ReportRequestDone(record, observer_, logger_);
+    report_.Finish(status);
     reactor_->Finish(ToGrpcStatus(status));  // gRPC calls OnDone later, on its own thread
   }
 
@@ -103,14 +100,12 @@ class EmbedReactor::Call : public std::enable_shared_from_this<Call> {
   const v1::EmbedRequest* const request_;
   v1::EmbedResponse* const response_;
   const std::string principal_;
-  RequestObserver* const observer_;
-  Logger* const logger_;
-  const absl::Time arrival_ = absl::Now();
 
   std::mutex mu_;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   std::string request_id_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<EmbeddingBatch> batch_ ABSL_GUARDED_BY(mu_);
+  RequestReport report_ ABSL_GUARDED_BY(mu_);  // from arrival
 };
 
 EmbedReactor::EmbedReactor(const ServiceBackend& backend, const v1::EmbedRequest* request,
@@ -122,10 +117,9 @@ EmbedReactor::EmbedReactor(const ServiceBackend& backend, const v1::EmbedRequest
 
 void EmbedReactor::Start() {
   // Tokenizing costs ~85 ms per MiB: on the preparation pool, not on this gRPC thread.
-  std::shared_ptr<Call> call = call_;
-  if (preparation_ == nullptr) return call->Prepare();
-  absl::Status posted = preparation_->Post([call] { call->Prepare(); });
-  if (!posted.ok()) call->Fail(posted);
+  AdmitForPreparation(
+      preparation_, [call = call_] { call->Prepare(); },
+      [call = call_](const absl::Status& refused) { call->Fail(refused); });
 }
 
 void EmbedReactor::OnCancel() { call_->Cancel(); }

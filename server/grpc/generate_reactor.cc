@@ -8,9 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "model/tokenizer/utf8.h"
+#include "server/core/admission.h"
 #include "server/core/chat_validation.h"
 #include "server/grpc/status_mapping.h"
-#include "server/observability/logging.h"
+#include "server/observability/request_report.h"
 
 namespace textgen::server {
 namespace {
@@ -29,6 +30,8 @@ v1::FinishReason ToProto(FinishReason reason) {
       return v1::FINISH_REASON_STOP_TOKEN;
     case FinishReason::kLength:
       return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kToolCalls:
+      return v1::FINISH_REASON_TOOL_CALLS;
   }
   return v1::FINISH_REASON_UNSPECIFIED;
 }
@@ -202,10 +205,8 @@ void GenerateStream::BuildResponse(std::deque<StreamEvent>& events) {
       if (parser_) reply.Append(parser_->Finish());
       AppendDelta("", finished->token_ids, finished->logprobs, tokenizer_, response_);
       v1::Finished* out = response_.mutable_finished();
-      out->set_reason(ToProto(finished->reason));
-      if (parser_ && !parser_->tool_calls().empty() && finished->reason != FinishReason::kLength) {
-        out->set_reason(v1::FINISH_REASON_TOOL_CALLS);
-      }
+      out->set_reason(
+          ToProto(ReplyFinishReason(finished->reason, parser_ && !parser_->tool_calls().empty())));
       if (parser_) {
         for (const model::ParsedToolCall& call : parser_->tool_calls()) {
           v1::ToolCall* c = out->add_tool_calls();
@@ -303,10 +304,8 @@ void GenerateReactor::Prepare(Validator validate, std::string raw_request_id) {
       stream->Fail(std::move(status));
     }
   };
-  if (deps_.preparation == nullptr) return std::move(prepare)();
-  if (absl::Status posted = deps_.preparation->Post(std::move(prepare)); !posted.ok()) {
-    stream_->Fail(std::move(posted));
-  }
+  AdmitForPreparation(deps_.preparation, std::move(prepare),
+                      [stream = stream_](const absl::Status& refused) { stream->Fail(refused); });
 }
 
 void GenerateReactor::OnWriteDone(bool ok) { stream_->OnWriteDone(ok); }
@@ -324,19 +323,16 @@ void GenerateReactor::OnCancel() {
 void GenerateReactor::OnDone() {
   stream_->OnDone();
   const GenerateStream::Summary summary = stream_->summary();
-  RequestRecord record;
+  RequestReport report("grpc", deps_.observer, deps_.logger, arrival_time_);
+  RequestRecord& record = report.record();
   record.request_id = summary.request_id;
-  record.code = summary.status.code();
-  record.message = std::string(summary.status.message());
-  record.duration_seconds = absl::ToDoubleSeconds(absl::Now() - arrival_time_);
   record.prompt_tokens = summary.usage ? summary.usage->prompt_tokens : summary.prompt_tokens;
   record.cached_tokens = summary.usage ? summary.usage->cached_tokens : 0;
   record.completion_tokens = summary.completion_tokens;
   if (summary.first_token_time) {
-    record.time_to_first_token_seconds =
-        absl::ToDoubleSeconds(*summary.first_token_time - arrival_time_);
+    record.time_to_first_token_seconds = report.SecondsSinceArrival(*summary.first_token_time);
   }
-  ReportRequestDone(record, deps_.observer, deps_.logger);
+  report.Finish(summary.status);
   delete this;
 }
 

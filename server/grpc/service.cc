@@ -12,13 +12,10 @@
 #include "server/core/validation.h"
 #include "server/grpc/embed_reactor.h"
 #include "server/grpc/status_mapping.h"
+#include "server/observability/request_report.h"
 
 namespace textgen::server {
 namespace {
-
-absl::Status LoadingError() {
-  return absl::UnavailableError("the model is still loading; retry in a moment");
-}
 
 grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
                                       const absl::Status& status) {
@@ -53,39 +50,40 @@ void TextGenerationService::SetBackend(const ServiceBackend* backend) {
 
 absl::StatusOr<std::string> TextGenerationService::Authenticate(
     grpc::CallbackServerContext* context) const {
-  if (options_.authenticator == nullptr) {
-    if (!options_.principal_from_client_certificate) return std::string();
-    const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
-    const std::vector<grpc::string_ref> subject =
-        auth == nullptr ? std::vector<grpc::string_ref>()
-                        : auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME);
-    if (subject.empty() || subject.front().empty()) {
-      return absl::UnauthenticatedError("no verified client certificate");
-    }
-    return std::string(subject.front().data(), subject.front().size());
-  }
+  auth::Credentials credentials;
   const auto& metadata = context->client_metadata();
-  const auto it = metadata.find("authorization");
-  const absl::string_view value = it == metadata.end()
-                                      ? absl::string_view()
-                                      : absl::string_view(it->second.data(), it->second.size());
-  return options_.authenticator->Authenticate(value);
+  if (const auto it = metadata.find("authorization"); it != metadata.end()) {
+    credentials.authorization = absl::string_view(it->second.data(), it->second.size());
+  }
+  // The certificate's subject only where the policy reads it: the auth context costs a lookup.
+  std::shared_ptr<const grpc::AuthContext> auth;
+  std::vector<grpc::string_ref> subject;
+  if (options_.auth.reads_client_certificate()) {
+    auth = context->auth_context();
+    if (auth != nullptr) subject = auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME);
+    if (!subject.empty()) {
+      credentials.client_certificate_subject =
+          absl::string_view(subject.front().data(), subject.front().size());
+    }
+  }
+  return options_.auth.Principal(credentials);
 }
 
-void TextGenerationService::ObserveRefusal(const absl::Status& status) const {
-  if (options_.observer == nullptr) return;
-  RequestRecord record;
-  record.code = status.code();
-  record.message = std::string(status.message());
-  options_.observer->OnRequestDone(record);
+void TextGenerationService::ReportRefusal(const absl::Status& status) const {
+  RequestReport("grpc", options_.observer, options_.logger).Finish(status);
 }
 
 absl::StatusOr<const ServiceBackend*> TextGenerationService::AuthorizedBackend(
     grpc::CallbackServerContext* context, std::string* principal) const {
   absl::StatusOr<std::string> caller = Authenticate(context);
-  if (!caller.ok()) return caller.status();
   const ServiceBackend* ready = backend();
-  if (ready == nullptr) return LoadingError();
+  const absl::Status refused = !caller.ok()       ? caller.status()
+                               : ready == nullptr ? ModelLoadingError()
+                                                  : absl::OkStatus();
+  if (!refused.ok()) {
+    ReportRefusal(refused);
+    return refused;
+  }
   if (principal != nullptr) *principal = *std::move(caller);
   return ready;
 }
@@ -95,12 +93,10 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* TextGenerationService::OpenStrea
     std::string* principal) {
   *reactor = nullptr;
   absl::StatusOr<const ServiceBackend*> backend = AuthorizedBackend(context, principal);
-  absl::Status status = backend.status();
-  if (status.ok()) {
-    status = CheckSessionRoutingHeader(SessionRoutingMetadata(*context), session_id);
-  }
-  if (!status.ok()) {
-    ObserveRefusal(status);
+  if (!backend.ok()) return new FailedGenerate(backend.status());  // reported
+  if (absl::Status status = CheckSessionRoutingHeader(SessionRoutingMetadata(*context), session_id);
+      !status.ok()) {
+    ReportRefusal(status);
     return new FailedGenerate(status);
   }
   const ServiceBackend* ready = *backend;

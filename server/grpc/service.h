@@ -6,7 +6,7 @@
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/auth/api_keys.h"
+#include "server/auth/auth_policy.h"
 #include "server/core/chat_validation.h"
 #include "server/core/service_backend.h"
 #include "server/core/validation.h"
@@ -19,11 +19,8 @@
 namespace textgen::server {
 
 struct ServiceOptions {
-  // API keys; null = no authentication (every caller is the empty principal).
-  const auth::Authenticator* authenticator = nullptr;
-  // Without API keys, under mutual TLS: the verified client certificate's subject is the
-  // principal (sessions and per-principal limits follow it).
-  bool principal_from_client_certificate = false;
+  // Who a caller is (API keys, client certificates, or nobody: the empty principal).
+  auth::AuthPolicy auth = {};
   RequestObserver* observer = nullptr;  // Generate outcomes (metrics); may be null
   Logger* logger = nullptr;             // one line per Generate request; may be null
   // Per-request outbox bound (see GenerateDeps::max_buffered_events).
@@ -69,15 +66,15 @@ class TextGenerationService final : public v1::TextGeneration::CallbackService {
                                                              const std::string& session_id,
                                                              GenerateReactor** reactor,
                                                              std::string* principal);
-  // The caller's principal from its "authorization" metadata ("" without API keys), or
-  // UNAUTHENTICATED.
+  // The caller's principal by the auth policy, from its "authorization" metadata and client
+  // certificate, or UNAUTHENTICATED.
   absl::StatusOr<std::string> Authenticate(grpc::CallbackServerContext* context) const;
-  // The preamble of the unary methods: the backend, for an authenticated caller (whose
-  // principal goes to `principal` when not null), or UNAUTHENTICATED / UNAVAILABLE (loading).
+  // The preamble of every method: the backend, for an authenticated caller (whose principal
+  // goes to `principal` when not null), or UNAUTHENTICATED / UNAVAILABLE (loading), reported.
   absl::StatusOr<const ServiceBackend*> AuthorizedBackend(grpc::CallbackServerContext* context,
                                                           std::string* principal) const;
-  // Tells the observer about a Generate/Chat refused before it started.
-  void ObserveRefusal(const absl::Status& status) const;
+  // Reports a call refused before it started (metrics and the log line).
+  void ReportRefusal(const absl::Status& status) const;
 
   const ServiceOptions options_;
   std::atomic<const ServiceBackend*> backend_{nullptr};

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "server/core/validation.h"
 
 namespace textgen::server::http {
 namespace {
@@ -76,11 +77,26 @@ ApiError ApiErrorFromStatus(const absl::Status& status) {
   }
   ApiError error = ApiErrorForHttpStatus(http_status, status.message());
   error.code = std::move(code);
-  if (auto param = status.GetPayload(kOpenAiParamPayload)) {
+  if (auto param = status.GetPayload(kParamPayload)) {
     error.param = std::string(*param);
+  }
+  if (status.code() == absl::StatusCode::kNotFound && ErrorField(status) == "model") {
+    error.code = "model_not_found";  // core/model_name.h's refusal
+    error.param = "model";
   }
   if (error.message.empty()) error.message = absl::StatusCodeToString(status.code());
   return error;
+}
+
+HttpResponse ApiErrorResponse(const absl::Status& status, int http_status) {
+  ApiError error = ApiErrorFromStatus(status);
+  if (http_status != 0 && error.http_status != http_status) {
+    ApiError renamed = ApiErrorForHttpStatus(http_status, error.message);
+    renamed.param = std::move(error.param);
+    renamed.code = std::move(error.code);
+    error = std::move(renamed);
+  }
+  return HttpResponse::Json(error.http_status, ApiErrorJson(error));
 }
 
 std::string ApiErrorJson(const ApiError& error) {

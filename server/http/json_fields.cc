@@ -13,7 +13,7 @@ namespace textgen::server::http {
 
 absl::Status FieldError(absl::string_view param, absl::string_view message) {
   absl::Status status = absl::InvalidArgumentError(message);
-  if (!param.empty()) status.SetPayload(kOpenAiParamPayload, absl::Cord(param));
+  if (!param.empty()) status.SetPayload(kParamPayload, absl::Cord(param));
   return status;
 }
 

@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 // few more). Checked on the raw bytes before parsing.
 inline constexpr int kMaxRequestJsonDepth = 64;
 
-// INVALID_ARGUMENT with `param` as its kOpenAiParamPayload (none when empty).
+// INVALID_ARGUMENT with `param` as its kParamPayload (none when empty).
 absl::Status FieldError(absl::string_view param, absl::string_view message);
 // "a string", "an object", ...: how error messages name what a client sent.
 std::string JsonTypeName(const Json& value);

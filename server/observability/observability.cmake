@@ -4,6 +4,7 @@
 add_library(textgen_observability STATIC
   ${CMAKE_CURRENT_LIST_DIR}/logging.cc
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cc
+  ${CMAKE_CURRENT_LIST_DIR}/request_report.cc
 )
 target_link_libraries(textgen_observability
   PUBLIC textgen_scheduler textgen_preparation_pool textgen_http_transport textgen_tls

@@ -12,7 +12,18 @@ namespace textgen::server {
 
 // Why a generation ended. (No "context full": validation resolves max_new_tokens to fit the
 // context, so kLength always comes first.)
-enum class FinishReason { kEos, kStopSequence, kStopToken, kLength };
+// kToolCalls is never the engine's: ReplyFinishReason gives it to a reply that ended with calls.
+enum class FinishReason { kEos, kStopSequence, kStopToken, kLength, kToolCalls };
+
+// Why a reply ended, as every API reports it: with tool calls when it ended with some, unless
+// the length limit cut it (then kLength: the last call may be incomplete). The one owner of
+// that rule.
+inline FinishReason ReplyFinishReason(FinishReason engine_reason, bool ended_with_tool_calls) {
+  if (ended_with_tool_calls && engine_reason != FinishReason::kLength) {
+    return FinishReason::kToolCalls;
+  }
+  return engine_reason;
+}
 
 // New tokens of one request (possibly several when text was held back for a stop string).
 struct TokenEvent {

@@ -29,7 +29,7 @@
 #include "server/core/chat_validation.h"
 #include "server/core/embedding.h"
 #include "server/core/validation.h"
-#include "server/http/responses_request.h"
+#include "server/http/openai/responses_request.h"
 #include "textgen/v1/textgen.pb.h"
 
 namespace {

@@ -94,6 +94,39 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
               HasSubstr("--max-request-bytes must be >= 1024, got 1000"));
 }
 
+TEST(ServerOptionsTest, MaxPrefillChunkIsCheckedAndReachesTheScheduler) {
+  ServerOptions o;
+  o.max_prefill_chunk = -1;
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--max-prefill-chunk must be >= 0, got -1"));
+  o.max_batch_tokens = 512;
+  o.max_prefill_chunk = 513;
+  EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
+              HasSubstr("--max-prefill-chunk (513) must not exceed --max-batch-tokens (512)"));
+  o.max_prefill_chunk = 64;
+  ASSERT_TRUE(ValidateServerOptions(o).ok());
+  EXPECT_EQ(SchedulerOptionsOf(o).max_prefill_tokens_while_decoding, 64);
+  EXPECT_EQ(SchedulerOptionsOf(o).max_batch_tokens, 512);
+  EXPECT_EQ(EngineOptionsOf(o).max_batch_tokens, 512);
+}
+
+TEST(ServerOptionsTest, EachLayerGetsItsFlags) {
+  ServerOptions o;
+  o.prefix_cache_scope = "global";
+  o.speculative = "ngram";
+  o.kv_cache_dtype = "f16";
+  o.dequantize = true;
+  o.max_stop_strings = 3;
+  o.max_constraint_compile_ms = 25;
+  ASSERT_TRUE(ValidateServerOptions(o).ok());
+  EXPECT_EQ(SchedulerOptionsOf(o).prefix_cache, PrefixCacheScope::kGlobal);
+  EXPECT_EQ(SchedulerOptionsOf(o).speculation.mode, Speculation::kNgram);
+  EXPECT_TRUE(EngineOptionsOf(o).kv_cache_f16);
+  EXPECT_FALSE(EngineOptionsOf(o).quantized_kernels);
+  EXPECT_EQ(ValidationLimitsOf(o).max_stop_strings, 3);
+  EXPECT_EQ(ConstraintLimitsOf(o).max_compile_time, absl::Milliseconds(25));
+}
+
 TEST(ServerOptionsTest, ResolvesTheModelPath) {
   EXPECT_EQ(*ResolveModelPath("given.gguf", "env.gguf", "/x/build/bin/textgen-server"),
             "given.gguf");

@@ -89,8 +89,7 @@ class ServiceTest : public ::testing::Test {
     metrics_ =
         *Metrics::Create(MetricsOptions{.listen_address = metrics_address_, .tls = std::nullopt});
     ServiceOptions options;
-    options.authenticator = authenticator_.get();
-    options.principal_from_client_certificate = principal_from_certificate_;
+    options.auth = auth::AuthPolicy(authenticator_.get(), principal_from_certificate_);
     options.observer = metrics_.get();
     options.max_buffered_events = max_buffered_events;
     service_ = std::make_unique<TextGenerationService>(options);
@@ -755,6 +754,24 @@ TEST_F(ServiceTest, MetricsCountOutcomesByCode) {
   EXPECT_THAT(page, HasSubstr("textgen_prompt_tokens_total{api=\"grpc\"} 3"));
   EXPECT_THAT(page, HasSubstr("textgen_generated_tokens_total 2"));
   EXPECT_THAT(page, HasSubstr("textgen_request_duration_seconds_count 3"));
+}
+
+// A call refused before any work (the model still loading, a missing key) is counted like any
+// other outcome, whichever method it called.
+TEST_F(ServiceTest, RefusalsBeforeWorkAreCounted) {
+  metrics_address_ = "127.0.0.1:0";
+  StartServer(/*ready=*/false, kDefaultMaxBufferedEvents);
+  EXPECT_EQ(GenerateExpectingNoSubmit(TextRequest("hi")).status.error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  {
+    grpc::ClientContext context;
+    v1::TokenizeRequest request;
+    request.set_text("hi");
+    v1::TokenizeResponse response;
+    EXPECT_EQ(stub_->Tokenize(&context, request, &response).error_code(),
+              grpc::StatusCode::UNAVAILABLE);
+  }
+  EXPECT_THAT(Scrape(), HasSubstr("textgen_requests_total{code=\"UNAVAILABLE\"} 2"));
 }
 
 // With API keys every RPC but health needs a valid key, and sessions belong to the principal:

@@ -1,5 +1,7 @@
-// The OpenAI HTTP front end in process: the real HttpServer and OpenAiApi over a fake
+// The HTTP front end in process: the real HttpServer, router and API families over a fake
 // scheduler (the test plays the engine thread), driven by a Beast client over loopback.
+#include "server/http/http_api.h"
+
 #include <fstream>
 #include <memory>
 #include <string>
@@ -19,7 +21,6 @@
 #include "nlohmann/json.hpp"
 #include "server/core/chat_validation.h"
 #include "server/core/preparation_pool.h"
-#include "server/http/openai_api.h"
 #include "server/transport/http_server.h"
 #include "tests/testing/byte_tokenizer.h"
 #include "tests/testing/fake_scheduler.h"
@@ -69,9 +70,9 @@ std::unique_ptr<auth::Authenticator> MakeAuthenticator(const char* keys) {
   return *auth::Authenticator::Create(path);
 }
 
-OpenAiApiOptions ApiOptions(const auth::Authenticator* authenticator, RequestObserver* observer) {
-  OpenAiApiOptions options;
-  options.authenticator = authenticator;
+HttpApiOptions ApiOptions(const auth::Authenticator* authenticator, RequestObserver* observer) {
+  HttpApiOptions options;
+  options.auth = auth::AuthPolicy(authenticator, false);
   options.observer = observer;
   return options;
 }
@@ -95,7 +96,9 @@ class HttpApiTest : public ::testing::Test {
         [this](const HttpRequest& request, std::shared_ptr<HttpExchange> exchange) {
           api_.Handle(request, std::move(exchange));
         },
-        &OpenAiApi::TransportError);
+        [this](int status, absl::string_view message) {
+          return api_.TransportError(status, message);
+        });
     EXPECT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
   }
@@ -175,7 +178,7 @@ class HttpApiTest : public ::testing::Test {
   testing::FakeScheduler scheduler_;
   testing::ByteTokenizer tokenizer_;
   ServiceBackend backend_;
-  OpenAiApi api_;
+  HttpApi api_;
   std::unique_ptr<HttpServer> server_;
   // Last, so it is destroyed first: its remaining tasks run while everything they use lives.
   PreparationPool preparation_{PreparationPoolOptions{}};
