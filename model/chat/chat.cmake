@@ -9,6 +9,7 @@ add_library(textgen_jinja STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja/lexer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja/methods.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja/operators.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja/expression_parser.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja/parser.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja/python_text.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja/template.cc

@@ -335,234 +335,269 @@ void ChatOutputParser::RevertBareJson(ChatOutputDelta& out) {
 }
 
 void ChatOutputParser::Process(ChatOutputDelta& out, bool final) {
-  const std::vector<std::string>& tags = tags_;
-  while (true) {
-    switch (mode_) {
-      case Mode::kStart: {
-        size_t first = 0;
-        while (first < pending_.size() && IsSpace(pending_[first])) ++first;
-        if (first == pending_.size()) {
-          if (final) {
-            if (drop_leading_space_) pending_.clear();
-            mode_ = Mode::kText;
-            continue;
-          }
-          return;
-        }
-        const std::string_view rest = std::string_view(pending_).substr(first);
-        if (options_.reasoning && !reasoning_seen_) {
-          const std::string& open = options_.reasoning->open;
-          if (rest.substr(0, open.size()) == open) {
-            pending_.erase(0, first + open.size());
-            mode_ = Mode::kReasoning;
-            continue;
-          }
-          if (!final && open.substr(0, rest.size()) == rest) return;  // maybe the tag
-        }
-        if (options_.parse_tool_calls) {
-          // A call's tag at the start is read as in running text.
-          bool maybe_tag = false;
-          for (const std::string& tag : tags) {
-            if (rest.substr(0, tag.size()) == tag) maybe_tag = true;
-            if (!final && tag.substr(0, rest.size()) == rest) return;
-          }
-          if (maybe_tag) {
-            if (drop_leading_space_) pending_.erase(0, first);
-            drop_leading_space_ = false;
-            mode_ = Mode::kText;
-            continue;
-          }
-        }
-        if (drop_leading_space_) {
-          pending_.erase(0, first);  // `rest` is stale from here on
-          drop_leading_space_ = false;
-          first = 0;
-        }
-        mode_ = Mode::kText;
-        const char opener = pending_[first];
-        if (options_.parse_tool_calls && options_.format != ToolCallFormat::kHermes &&
-            (opener == '{' || opener == '[')) {
-          // Maybe a bare JSON call: read it before deciding what it is.
-          const bool array = opener == '[';
-          content_ += pending_.substr(0, first);
-          out.content += pending_.substr(0, first);
-          pending_.erase(0, first);
-          mode_ = Mode::kBareJson;
-          in_array_ = array;
-          array_expect_call_ = in_array_;
-          array_opened_ = in_array_;
-          if (in_array_) {
-            bare_json_.assign(1, '[');
-            pending_.erase(0, 1);
-          } else {
-            StartCall();
-          }
-        }
-        continue;
-      }
-      case Mode::kReasoning: {
-        const std::string& close = options_.reasoning->close;
-        const size_t at = pending_.find(close);
-        if (at != std::string::npos) {
-          out.reasoning.append(pending_, 0, at);
-          FlushText(at, reasoning_);
-          pending_.erase(0, close.size());
-          reasoning_seen_ = true;
-          drop_leading_space_ = true;
-          mode_ = Mode::kStart;
-          continue;
-        }
-        const size_t keep = final ? pending_.size() : HoldBack(close);
-        out.reasoning.append(pending_, 0, keep);
-        FlushText(keep, reasoning_);
-        if (final) mode_ = Mode::kText;
-        return;
-      }
-      case Mode::kText: {
-        if (!options_.parse_tool_calls || tags.empty()) {
-          out.content += pending_;
-          FlushText(pending_.size(), content_);
-          return;
-        }
-        size_t at = std::string::npos;
-        size_t tag_size = 0;
-        for (const std::string& tag : tags) {
-          const size_t found = pending_.find(tag);
-          if (found < at) {
-            at = found;
-            tag_size = tag.size();
-          }
-        }
-        if (at != std::string::npos) {
-          out.content.append(pending_, 0, at);
-          FlushText(at, content_);
-          pending_.erase(0, tag_size);
-          mode_ = Mode::kCall;
-          in_array_ = markup_.array;
-          array_expect_call_ = in_array_;
-          array_opened_ = false;
-          if (!in_array_) StartCall();
-          continue;
-        }
-        size_t keep = pending_.size();
-        if (!final) {
-          for (const std::string& tag : tags) keep = std::min(keep, HoldBack(tag));
-        }
-        out.content.append(pending_, 0, keep);
-        FlushText(keep, content_);
-        return;
-      }
-      case Mode::kBareJson:
-      case Mode::kCall: {
-        size_t i = 0;
-        const auto reading = [&] { return mode_ == Mode::kCall || mode_ == Mode::kBareJson; };
-        const auto consume = [&](char c) {
-          ++i;
-          if (mode_ == Mode::kBareJson) bare_json_ += c;
-        };
-        while (i < pending_.size() && reading()) {
-          const char c = pending_[i];
-          if (call_) {
-            consume(c);
-            PumpCall(out, c);
-            continue;
-          }
-          // Between the calls of an array: "[", then calls separated by ",", then "]".
-          if (IsSpace(c)) {
-            consume(c);
-            continue;
-          }
-          if (in_array_ && !array_opened_) {
-            if (c != '[') {  // a tag without its array: the rest is content
-              ++malformed_;
-              in_array_ = false;
-              mode_ = Mode::kText;
-              break;
-            }
-            consume(c);
-            array_opened_ = true;
-            continue;
-          }
-          if (array_expect_call_ && c == '{') {
-            StartCall();  // the reader takes the "{"
-            continue;
-          }
-          if (!array_expect_call_ && c == ',') {
-            consume(c);
-            array_expect_call_ = true;
-            continue;
-          }
-          if (c == ']') {
-            consume(c);
-            in_array_ = false;
-            mode_ = markup_.array_close.empty() ? Mode::kAfterCall : Mode::kCallClose;
-            break;
-          }
-          // Anything else ends the array: it and what follows are content.
-          if (mode_ == Mode::kBareJson) {
-            RevertBareJson(out);
-          } else {
-            ++malformed_;
-            in_array_ = false;
-            mode_ = Mode::kText;
-          }
-          break;
-        }
-        pending_.erase(0, i);
-        if (reading() && pending_.empty()) {
-          if (!final) return;
-          if (call_) {
-            EndCall(out, /*complete=*/false);  // cut off: kept, or content again
-          } else if (mode_ == Mode::kBareJson) {
-            RevertBareJson(out);
-          }
-          in_array_ = false;
-          mode_ = Mode::kText;
-        }
-        continue;
-      }
-      case Mode::kSkipCall: {
-        const std::string close = options_.format == ToolCallFormat::kHermes
-                                      ? std::string("</tool_call>")
-                                      : markup_.array_close;
-        const size_t at = close.empty() ? std::string::npos : pending_.find(close);
-        if (at == std::string::npos) {
-          pending_.erase(0, close.empty() || final ? pending_.size() : HoldBack(close));
-          if (final) mode_ = Mode::kText;
-          return;
-        }
-        pending_.erase(0, at + close.size());
-        mode_ = Mode::kAfterCall;
-        continue;
-      }
-      case Mode::kAfterCall: {
-        size_t first = 0;
-        while (first < pending_.size() && IsSpace(pending_[first])) ++first;
-        if (first == pending_.size() && !final) return;
-        pending_.erase(0, first);
-        mode_ = Mode::kText;
-        continue;
-      }
-      case Mode::kCallClose: {
-        size_t first = 0;
-        while (first < pending_.size() && IsSpace(pending_[first])) ++first;
-        const std::string_view rest = std::string_view(pending_).substr(first);
-        const std::string close = options_.format == ToolCallFormat::kHermes
-                                      ? std::string("</tool_call>")
-                                      : markup_.array_close;
-        if (rest.substr(0, close.size()) == close) {
-          pending_.erase(0, first + close.size());
-          // Whitespace between or after calls is not content.
-          mode_ = Mode::kAfterCall;
-          continue;
-        }
-        if (!final && close.substr(0, rest.size()) == rest) return;
-        pending_.erase(0, first);
-        mode_ = Mode::kText;
-        continue;
-      }
+  while (ReadInMode(out, final)) {
+  }
+}
+
+bool ChatOutputParser::ReadInMode(ChatOutputDelta& out, bool final) {
+  switch (mode_) {
+    case Mode::kStart:
+      return ReadStart(out, final);
+    case Mode::kReasoning:
+      return ReadReasoning(out, final);
+    case Mode::kText:
+      return ReadText(out, final);
+    case Mode::kBareJson:
+    case Mode::kCall:
+      return ReadCall(out, final);
+    case Mode::kSkipCall:
+      return SkipCall(out, final);
+    case Mode::kAfterCall:
+      return ReadAfterCall(out, final);
+    case Mode::kCallClose:
+      return ReadCallClose(out, final);
+  }
+  return false;
+}
+
+size_t ChatOutputParser::LeadingSpaces() const {
+  size_t first = 0;
+  while (first < pending_.size() && IsSpace(pending_[first])) ++first;
+  return first;
+}
+
+std::string ChatOutputParser::CallCloseTag() const {
+  return options_.format == ToolCallFormat::kHermes ? std::string("</tool_call>")
+                                                    : markup_.array_close;
+}
+
+// The reply's first text: reasoning, a tool call at the very start, or content.
+bool ChatOutputParser::ReadStart(ChatOutputDelta& out, bool final) {
+  size_t first = LeadingSpaces();
+  if (first == pending_.size()) {
+    if (final) {
+      if (drop_leading_space_) pending_.clear();
+      mode_ = Mode::kText;
+      return true;
+    }
+    return false;
+  }
+  const std::string_view rest = std::string_view(pending_).substr(first);
+  if (options_.reasoning && !reasoning_seen_) {
+    const std::string& open = options_.reasoning->open;
+    if (rest.substr(0, open.size()) == open) {
+      pending_.erase(0, first + open.size());
+      mode_ = Mode::kReasoning;
+      return true;
+    }
+    if (!final && open.substr(0, rest.size()) == rest) return false;  // maybe the tag
+  }
+  if (options_.parse_tool_calls) {
+    // A call's tag at the start is read as in running text.
+    bool maybe_tag = false;
+    for (const std::string& tag : tags_) {
+      if (rest.substr(0, tag.size()) == tag) maybe_tag = true;
+      if (!final && tag.substr(0, rest.size()) == rest) return false;
+    }
+    if (maybe_tag) {
+      if (drop_leading_space_) pending_.erase(0, first);
+      drop_leading_space_ = false;
+      mode_ = Mode::kText;
+      return true;
     }
   }
+  if (drop_leading_space_) {
+    pending_.erase(0, first);  // `rest` is stale from here on
+    drop_leading_space_ = false;
+    first = 0;
+  }
+  mode_ = Mode::kText;
+  const char opener = pending_[first];
+  if (options_.parse_tool_calls && options_.format != ToolCallFormat::kHermes &&
+      (opener == '{' || opener == '[')) {
+    // Maybe a bare JSON call: read it before deciding what it is.
+    const bool array = opener == '[';
+    content_ += pending_.substr(0, first);
+    out.content += pending_.substr(0, first);
+    pending_.erase(0, first);
+    mode_ = Mode::kBareJson;
+    in_array_ = array;
+    array_expect_call_ = in_array_;
+    array_opened_ = in_array_;
+    if (in_array_) {
+      bare_json_.assign(1, '[');
+      pending_.erase(0, 1);
+    } else {
+      StartCall();
+    }
+  }
+  return true;
+}
+
+// Inside the reasoning block, up to its closing tag.
+bool ChatOutputParser::ReadReasoning(ChatOutputDelta& out, bool final) {
+  const std::string& close = options_.reasoning->close;
+  const size_t at = pending_.find(close);
+  if (at != std::string::npos) {
+    out.reasoning.append(pending_, 0, at);
+    FlushText(at, reasoning_);
+    pending_.erase(0, close.size());
+    reasoning_seen_ = true;
+    drop_leading_space_ = true;
+    mode_ = Mode::kStart;
+    return true;
+  }
+  const size_t keep = final ? pending_.size() : HoldBack(close);
+  out.reasoning.append(pending_, 0, keep);
+  FlushText(keep, reasoning_);
+  if (final) mode_ = Mode::kText;
+  return false;
+}
+
+// Content, up to the next tool-call tag.
+bool ChatOutputParser::ReadText(ChatOutputDelta& out, bool final) {
+  if (!options_.parse_tool_calls || tags_.empty()) {
+    out.content += pending_;
+    FlushText(pending_.size(), content_);
+    return false;
+  }
+  size_t at = std::string::npos;
+  size_t tag_size = 0;
+  for (const std::string& tag : tags_) {
+    const size_t found = pending_.find(tag);
+    if (found < at) {
+      at = found;
+      tag_size = tag.size();
+    }
+  }
+  if (at != std::string::npos) {
+    out.content.append(pending_, 0, at);
+    FlushText(at, content_);
+    pending_.erase(0, tag_size);
+    mode_ = Mode::kCall;
+    in_array_ = markup_.array;
+    array_expect_call_ = in_array_;
+    array_opened_ = false;
+    if (!in_array_) StartCall();
+    return true;
+  }
+  size_t keep = pending_.size();
+  if (!final) {
+    for (const std::string& tag : tags_) keep = std::min(keep, HoldBack(tag));
+  }
+  out.content.append(pending_, 0, keep);
+  FlushText(keep, content_);
+  return false;
+}
+
+// A call's JSON (after its tag, or bare), or the array of calls around them.
+bool ChatOutputParser::ReadCall(ChatOutputDelta& out, bool final) {
+  size_t i = 0;
+  const auto reading = [&] { return mode_ == Mode::kCall || mode_ == Mode::kBareJson; };
+  const auto consume = [&](char c) {
+    ++i;
+    if (mode_ == Mode::kBareJson) bare_json_ += c;
+  };
+  while (i < pending_.size() && reading()) {
+    const char c = pending_[i];
+    if (call_) {
+      consume(c);
+      PumpCall(out, c);
+      continue;
+    }
+    // Between the calls of an array: "[", then calls separated by ",", then "]".
+    if (IsSpace(c)) {
+      consume(c);
+      continue;
+    }
+    if (in_array_ && !array_opened_) {
+      if (c != '[') {  // a tag without its array: the rest is content
+        ++malformed_;
+        in_array_ = false;
+        mode_ = Mode::kText;
+        break;
+      }
+      consume(c);
+      array_opened_ = true;
+      continue;
+    }
+    if (array_expect_call_ && c == '{') {
+      StartCall();  // the reader takes the "{"
+      continue;
+    }
+    if (!array_expect_call_ && c == ',') {
+      consume(c);
+      array_expect_call_ = true;
+      continue;
+    }
+    if (c == ']') {
+      consume(c);
+      in_array_ = false;
+      mode_ = markup_.array_close.empty() ? Mode::kAfterCall : Mode::kCallClose;
+      break;
+    }
+    // Anything else ends the array: it and what follows are content.
+    if (mode_ == Mode::kBareJson) {
+      RevertBareJson(out);
+    } else {
+      ++malformed_;
+      in_array_ = false;
+      mode_ = Mode::kText;
+    }
+    break;
+  }
+  pending_.erase(0, i);
+  if (reading() && pending_.empty()) {
+    if (!final) return false;
+    if (call_) {
+      EndCall(out, /*complete=*/false);  // cut off: kept, or content again
+    } else if (mode_ == Mode::kBareJson) {
+      RevertBareJson(out);
+    }
+    in_array_ = false;
+    mode_ = Mode::kText;
+  }
+  return true;
+}
+
+// The rest of a broken call, up to the closing tag.
+bool ChatOutputParser::SkipCall(ChatOutputDelta& out, bool final) {
+  const std::string close = CallCloseTag();
+  const size_t at = close.empty() ? std::string::npos : pending_.find(close);
+  if (at == std::string::npos) {
+    pending_.erase(0, close.empty() || final ? pending_.size() : HoldBack(close));
+    if (final) mode_ = Mode::kText;
+    return false;
+  }
+  pending_.erase(0, at + close.size());
+  mode_ = Mode::kAfterCall;
+  return true;
+}
+
+// Whitespace after a call, which is not content.
+bool ChatOutputParser::ReadAfterCall(ChatOutputDelta& out, bool final) {
+  size_t first = LeadingSpaces();
+  if (first == pending_.size() && !final) return false;
+  pending_.erase(0, first);
+  mode_ = Mode::kText;
+  return true;
+}
+
+// The closing tag after a call (the array's, or Hermes's </tool_call>).
+bool ChatOutputParser::ReadCallClose(ChatOutputDelta& out, bool final) {
+  size_t first = LeadingSpaces();
+  const std::string_view rest = std::string_view(pending_).substr(first);
+  const std::string close = CallCloseTag();
+  if (rest.substr(0, close.size()) == close) {
+    pending_.erase(0, first + close.size());
+    // Whitespace between or after calls is not content.
+    mode_ = Mode::kAfterCall;
+    return true;
+  }
+  if (!final && close.substr(0, rest.size()) == rest) return false;
+  pending_.erase(0, first);
+  mode_ = Mode::kText;
+  return true;
 }
 
 }  // namespace textgen::model

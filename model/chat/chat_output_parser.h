@@ -139,7 +139,22 @@ class ChatOutputParser {
     bool arguments_streaming_ = false;  // inside an object/array value of the arguments key
   };
 
+  // Reads pending_ by mode until it needs more text; `final`: the reply is over.
   void Process(ChatOutputDelta& out, bool final);
+  // The reader of the current mode: true when reading goes on in the next mode, false when
+  // it needs more text (or the reply is over).
+  bool ReadInMode(ChatOutputDelta& out, bool final);
+  bool ReadStart(ChatOutputDelta& out, bool final);
+  bool ReadReasoning(ChatOutputDelta& out, bool final);
+  bool ReadText(ChatOutputDelta& out, bool final);
+  bool ReadCall(ChatOutputDelta& out, bool final);
+  bool SkipCall(ChatOutputDelta& out, bool final);
+  bool ReadAfterCall(ChatOutputDelta& out, bool final);
+  bool ReadCallClose(ChatOutputDelta& out, bool final);
+  // Whitespace at the start of pending_, in bytes.
+  size_t LeadingSpaces() const;
+  // What closes a call (Hermes's </tool_call>) or the array of calls.
+  std::string CallCloseTag() const;
   // Text of `pending_` up to `end` goes to content/reasoning.
   void FlushText(size_t end, std::string& sink);
   // Where the longest suffix of pending_ that is a proper prefix of `tag` starts.

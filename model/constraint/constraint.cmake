@@ -7,6 +7,9 @@ add_library(textgen_constraint STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/grammar.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/grammar_matcher.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_compiler.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_containers.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_values.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/regex.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/token_trie.cc
 )

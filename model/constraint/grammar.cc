@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/base/status_macros.h"
 
 namespace textgen::model {
 
@@ -120,14 +121,17 @@ std::string CycleText(const std::vector<int>& path, int start,
 
 }  // namespace
 
-absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& limits,
-                                              bool require_all_reachable) const {
+bool GrammarBuilder::SymbolOk(const Symbol& s, const std::vector<bool>& rule_ok) const {
+  return s.kind == Symbol::Kind::kBytes ? !byte_sets_[s.index].Empty() : rule_ok[s.index];
+}
+
+bool GrammarBuilder::Live(const Sequence& alt, const std::vector<bool>& productive) const {
+  return std::all_of(alt.begin(), alt.end(),
+                     [&](const Symbol& s) { return SymbolOk(s, productive); });
+}
+
+std::vector<bool> GrammarBuilder::ProductiveRules() const {
   const int n = static_cast<int>(rules_.size());
-  std::vector<std::string> names;
-  for (const Rule& r : rules_) names.push_back(r.name);
-  const auto symbol_ok = [&](const Symbol& s, const std::vector<bool>& rule_ok) {
-    return s.kind == Symbol::Kind::kBytes ? !byte_sets_[s.index].Empty() : rule_ok[s.index];
-  };
   // Productive rules: some alternative made only of productive symbols.
   std::vector<bool> productive(n, false);
   for (bool changed = true; changed;) {
@@ -136,20 +140,21 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
       if (productive[r]) continue;
       for (const Sequence& alt : rules_[r].alternatives) {
         if (std::all_of(alt.begin(), alt.end(),
-                        [&](const Symbol& s) { return symbol_ok(s, productive); })) {
+                        [&](const Symbol& s) { return SymbolOk(s, productive); })) {
           productive[r] = changed = true;
           break;
         }
       }
     }
   }
-  const auto live = [&](const Sequence& alt) {
-    return std::all_of(alt.begin(), alt.end(),
-                       [&](const Symbol& s) { return symbol_ok(s, productive); });
-  };
-  // Left recursion first (the most specific complaint): a rule reachable from itself through
-  // symbols that may come first (everything before them can be empty). Over every rule and
-  // alternative: generated grammars never recurse to the left, a GBNF file is told exactly.
+  return productive;
+}
+
+absl::Status GrammarBuilder::CheckNoLeftRecursion(const std::vector<std::string>& names) const {
+  const int n = static_cast<int>(rules_.size());
+  // A rule reachable from itself through symbols that may come first (everything before them
+  // can be empty). Over every rule and alternative: generated grammars never recurse to the
+  // left, a GBNF file is told exactly.
   std::vector<bool> nullable(n, false);
   for (bool changed = true; changed;) {
     changed = false;
@@ -206,13 +211,14 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
       }
     }
   }
-  if (!cycle.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("left recursion: ", cycle,
-                     " (rewrite it as repetition, e.g. list ::= item (\",\" item)*)"));
-  }
+  if (cycle.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "left recursion: ", cycle, " (rewrite it as repetition, e.g. list ::= item (\",\" item)*)"));
+}
 
-  // Reachable through live alternatives.
+std::vector<bool> GrammarBuilder::ReachableRules(int root, const std::vector<bool>& productive,
+                                                 bool through_dead) const {
+  const int n = static_cast<int>(rules_.size());
   std::vector<bool> reachable(n, false);
   std::vector<int> work = {root};
   reachable[root] = true;
@@ -220,7 +226,7 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
     const int r = work.back();
     work.pop_back();
     for (const Sequence& alt : rules_[r].alternatives) {
-      if (!live(alt) && !require_all_reachable) continue;
+      if (!through_dead && !Live(alt, productive)) continue;
       for (const Symbol& s : alt) {
         if (s.kind == Symbol::Kind::kRule && !reachable[s.index]) {
           reachable[s.index] = true;
@@ -229,6 +235,14 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
       }
     }
   }
+  return reachable;
+}
+
+absl::Status GrammarBuilder::CheckRules(int root, const std::vector<std::string>& names,
+                                        const std::vector<bool>& reachable,
+                                        const std::vector<bool>& productive,
+                                        bool require_all_reachable) const {
+  const int n = static_cast<int>(rules_.size());
   // Non-root rules first: a root that matches nothing usually has a culprit below it.
   std::vector<int> check_order;
   for (int r = 0; r < n; ++r) {
@@ -254,6 +268,20 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
                                                            "needs itself or an empty set)"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& limits,
+                                              bool require_all_reachable) const {
+  const int n = static_cast<int>(rules_.size());
+  std::vector<std::string> names;
+  for (const Rule& r : rules_) names.push_back(r.name);
+  const std::vector<bool> productive = ProductiveRules();
+  // Left recursion first: the most specific complaint.
+  TEXTGEN_RETURN_IF_ERROR(CheckNoLeftRecursion(names));
+  // Reachable through live alternatives (through every one when all must be reachable).
+  const std::vector<bool> reachable = ReachableRules(root, productive, require_all_reachable);
+  TEXTGEN_RETURN_IF_ERROR(CheckRules(root, names, reachable, productive, require_all_reachable));
   Grammar g;
   g.byte_sets_ = byte_sets_;
   g.rule_names_ = names;
@@ -263,7 +291,7 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
   for (int r = 0; r < n; ++r) {
     if (!reachable[r]) continue;
     for (const Sequence& alt : rules_[r].alternatives) {
-      if (live(alt)) total += static_cast<int64_t>(alt.size()) + 1;
+      if (Live(alt, productive)) total += static_cast<int64_t>(alt.size()) + 1;
     }
   }
   if (total > limits.max_positions) {
@@ -274,7 +302,7 @@ absl::StatusOr<Grammar> GrammarBuilder::Build(int root, const GrammarLimits& lim
   for (int r = 0; r < n; ++r) {
     if (!reachable[r]) continue;
     for (const Sequence& alt : rules_[r].alternatives) {
-      if (!live(alt)) continue;
+      if (!Live(alt, productive)) continue;
       g.alternatives_[r].push_back(static_cast<int32_t>(g.positions_.size()));
       for (const Symbol& s : alt) {
         g.positions_.push_back(

@@ -81,6 +81,19 @@ class GrammarBuilder {
                                 bool require_all_reachable = false) const;
 
  private:
+  // Build's checks, each over every rule.
+  bool SymbolOk(const Symbol& s, const std::vector<bool>& rule_ok) const;
+  // Whether every symbol of `alt` can match something.
+  bool Live(const Sequence& alt, const std::vector<bool>& productive) const;
+  // Rules with an alternative of productive symbols only.
+  std::vector<bool> ProductiveRules() const;
+  absl::Status CheckNoLeftRecursion(const std::vector<std::string>& names) const;
+  std::vector<bool> ReachableRules(int root, const std::vector<bool>& productive,
+                                   bool through_dead) const;
+  // Unused (when all must be reachable), undefined and never-finishing rules.
+  absl::Status CheckRules(int root, const std::vector<std::string>& names,
+                          const std::vector<bool>& reachable, const std::vector<bool>& productive,
+                          bool require_all_reachable) const;
   friend class Grammar;
   struct Rule {
     std::string name;

@@ -235,17 +235,8 @@ absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec
   return absl::OkStatus();
 }
 
-// The hyperparameters under "<arch>.", as llama.cpp's converter writes them.
-absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureSpec& spec) {
-  ModelConfig c;
-  c.architecture = spec.architecture;
-  c.rope_layout = spec.rope_layout;
-  const std::string p = std::string(spec.name) + ".";
-  TEXTGEN_ASSIGN_OR_RETURN(c.dim, file.GetInt(p + "embedding_length", 1, kMaxDim));
-  TEXTGEN_ASSIGN_OR_RETURN(c.hidden_dim, file.GetInt(p + "feed_forward_length", 1, kMaxDim));
-  TEXTGEN_ASSIGN_OR_RETURN(c.n_layers, file.GetInt(p + "block_count", 1, kMaxLayers));
-  TEXTGEN_ASSIGN_OR_RETURN(c.n_heads, file.GetInt(p + "attention.head_count", 1, c.dim));
-  TEXTGEN_ASSIGN_OR_RETURN(c.context_length, file.GetInt(p + "context_length", 1, kMaxContext));
+// Heads, KV heads and the head size.
+absl::Status ReadAttentionShape(const GgufFile& file, const std::string& p, ModelConfig& c) {
   c.n_kv_heads = c.n_heads;
   if (file.FindKey(p + "attention.head_count_kv")) {
     TEXTGEN_ASSIGN_OR_RETURN(c.n_kv_heads,
@@ -275,6 +266,12 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
           ": attention with different key and value sizes is not supported"));
     }
   }
+  return absl::OkStatus();
+}
+
+// The rotary embedding: its dimensions, base and scaling (none for learned positions).
+absl::Status ReadRopeConfig(const GgufFile& file, const ArchitectureSpec& spec,
+                            const std::string& p, ModelConfig& c) {
   if (spec.learned_positions) {
     c.rope_dim = 0;
   } else {
@@ -320,6 +317,12 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
       c.rope_attn_factor = static_cast<float>(factor);
     }
   }
+  return absl::OkStatus();
+}
+
+// The norms' epsilon (required for LayerNorm, optional for RMSNorm).
+absl::Status ReadNormEpsilon(const GgufFile& file, const ArchitectureSpec& spec,
+                             const std::string& p, ModelConfig& c) {
   const std::string eps_key = spec.norm == NormKind::kRms ? p + "attention.layer_norm_rms_epsilon"
                                                           : p + "attention.layer_norm_epsilon";
   if (spec.norm == NormKind::kLayer || file.FindKey(eps_key)) {
@@ -329,9 +332,12 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     }
     c.norm_eps = static_cast<float>(eps);
   }
-  if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
-  if (spec.sliding.pattern > 0) TEXTGEN_RETURN_IF_ERROR(ReadSlidingWindowConfig(file, spec, c));
-  TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));
+  return absl::OkStatus();
+}
+
+// Causal or bidirectional attention, token types and pooling (encoders and embedders).
+absl::Status ReadEmbeddingConfig(const GgufFile& file, const ArchitectureSpec& spec,
+                                 const std::string& p, ModelConfig& c) {
   c.causal = !spec.encoder;
   if (file.FindKey(p + "attention.causal")) {
     TEXTGEN_ASSIGN_OR_RETURN(c.causal, file.GetBool(p + "attention.causal"));
@@ -360,6 +366,27 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
     }
     c.pooling = static_cast<Pooling>(pooling);
   }
+  return absl::OkStatus();
+}
+
+// The hyperparameters under "<arch>.", as llama.cpp's converter writes them.
+absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureSpec& spec) {
+  ModelConfig c;
+  c.architecture = spec.architecture;
+  c.rope_layout = spec.rope_layout;
+  const std::string p = std::string(spec.name) + ".";
+  TEXTGEN_ASSIGN_OR_RETURN(c.dim, file.GetInt(p + "embedding_length", 1, kMaxDim));
+  TEXTGEN_ASSIGN_OR_RETURN(c.hidden_dim, file.GetInt(p + "feed_forward_length", 1, kMaxDim));
+  TEXTGEN_ASSIGN_OR_RETURN(c.n_layers, file.GetInt(p + "block_count", 1, kMaxLayers));
+  TEXTGEN_ASSIGN_OR_RETURN(c.n_heads, file.GetInt(p + "attention.head_count", 1, c.dim));
+  TEXTGEN_ASSIGN_OR_RETURN(c.context_length, file.GetInt(p + "context_length", 1, kMaxContext));
+  TEXTGEN_RETURN_IF_ERROR(ReadAttentionShape(file, p, c));
+  TEXTGEN_RETURN_IF_ERROR(ReadRopeConfig(file, spec, p, c));
+  TEXTGEN_RETURN_IF_ERROR(ReadNormEpsilon(file, spec, p, c));
+  if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
+  if (spec.sliding.pattern > 0) TEXTGEN_RETURN_IF_ERROR(ReadSlidingWindowConfig(file, spec, c));
+  TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));
+  TEXTGEN_RETURN_IF_ERROR(ReadEmbeddingConfig(file, spec, p, c));
   return c;
 }
 

@@ -381,14 +381,18 @@ absl::StatusOr<const std::vector<GgufValue>*> GgufFile::GetArray(std::string_vie
   return &v.array();
 }
 
-absl::StatusOr<GgufFile> ParseGguf(std::span<const uint8_t> bytes) {
-  GgufFile file;
-  file.bytes = bytes;
-  Parser parser(bytes);
-  Cursor& cursor = parser.cursor();
-  const std::string header = "GGUF header";
+namespace {
 
-  // --- header -----------------------------------------------------------------------------
+struct GgufCounts {
+  uint64_t tensors = 0;
+  uint64_t metadata = 0;
+};
+
+// Magic, version and the counts, which must fit in the file.
+absl::StatusOr<GgufCounts> ReadHeader(Cursor& cursor, GgufFile& file,
+                                      std::span<const uint8_t> bytes) {
+  const std::string header = "GGUF header";
+  GgufCounts counts;
   TEXTGEN_ASSIGN_OR_RETURN(const uint32_t magic, cursor.Read<uint32_t>(header, "magic"));
   if (magic != kGgufMagic) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -399,24 +403,26 @@ absl::StatusOr<GgufFile> ParseGguf(std::span<const uint8_t> bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(header, ": unsupported version ", file.version, " (supported: 2, 3)"));
   }
-  TEXTGEN_ASSIGN_OR_RETURN(const uint64_t tensor_count,
-                           cursor.Read<uint64_t>(header, "tensor count"));
-  TEXTGEN_ASSIGN_OR_RETURN(const uint64_t kv_count,
-                           cursor.Read<uint64_t>(header, "metadata count"));
+  TEXTGEN_ASSIGN_OR_RETURN(counts.tensors, cursor.Read<uint64_t>(header, "tensor count"));
+  TEXTGEN_ASSIGN_OR_RETURN(counts.metadata, cursor.Read<uint64_t>(header, "metadata count"));
   // Smallest encodings: kv = key length + 1-byte key + type + 1-byte value; tensor info =
   // name length + 1-byte name + n_dims + type + offset.
-  if (kv_count > cursor.remaining() / 14) {
-    return absl::InvalidArgumentError(absl::StrCat(header, ": metadata count ", kv_count,
+  if (counts.metadata > cursor.remaining() / 14) {
+    return absl::InvalidArgumentError(absl::StrCat(header, ": metadata count ", counts.metadata,
                                                    " cannot fit in a file of ", bytes.size(),
                                                    " bytes"));
   }
-  if (tensor_count > cursor.remaining() / 25) {
-    return absl::InvalidArgumentError(absl::StrCat(header, ": tensor count ", tensor_count,
+  if (counts.tensors > cursor.remaining() / 25) {
+    return absl::InvalidArgumentError(absl::StrCat(header, ": tensor count ", counts.tensors,
                                                    " cannot fit in a file of ", bytes.size(),
                                                    " bytes"));
   }
+  return counts;
+}
 
-  // --- metadata ---------------------------------------------------------------------------
+// The key-value pairs (no key twice), and the alignment they may set.
+absl::Status ReadMetadata(Parser& parser, GgufFile& file, uint64_t kv_count) {
+  Cursor& cursor = parser.cursor();
   file.metadata.reserve(kv_count);
   for (uint64_t i = 0; i < kv_count; ++i) {
     const std::string context = absl::StrCat("metadata key #", i);
@@ -443,8 +449,11 @@ absl::StatusOr<GgufFile> ParseGguf(std::span<const uint8_t> bytes) {
     }
     file.alignment = static_cast<uint64_t>(alignment);
   }
+  return absl::OkStatus();
+}
 
-  // --- tensor infos -----------------------------------------------------------------------
+// Each tensor's name, shape, type and offset (no name twice, offsets aligned).
+absl::Status ReadTensorInfos(Cursor& cursor, GgufFile& file, uint64_t tensor_count) {
   file.tensors.reserve(tensor_count);
   for (uint64_t i = 0; i < tensor_count; ++i) {
     const std::string context = absl::StrCat("tensor info #", i);
@@ -478,8 +487,11 @@ absl::StatusOr<GgufFile> ParseGguf(std::span<const uint8_t> bytes) {
     }
     file.tensors.push_back(std::move(tensor));
   }
+  return absl::OkStatus();
+}
 
-  // --- data section -----------------------------------------------------------------------
+// The data section after the infos: every tensor inside the file, none overlapping another.
+absl::Status PlaceTensorData(Cursor& cursor, GgufFile& file, std::span<const uint8_t> bytes) {
   const uint64_t end_of_infos = cursor.pos();
   file.data_offset = (end_of_infos + file.alignment - 1) / file.alignment * file.alignment;
   if (!file.tensors.empty() && file.data_offset > bytes.size()) {
@@ -518,6 +530,20 @@ absl::StatusOr<GgufFile> ParseGguf(std::span<const uint8_t> bytes) {
                        prev.file_offset, ", ", prev.file_offset + prev.nbytes, ")"));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GgufFile> ParseGguf(std::span<const uint8_t> bytes) {
+  GgufFile file;
+  file.bytes = bytes;
+  Parser parser(bytes);
+  Cursor& cursor = parser.cursor();
+  TEXTGEN_ASSIGN_OR_RETURN(const GgufCounts counts, ReadHeader(cursor, file, bytes));
+  TEXTGEN_RETURN_IF_ERROR(ReadMetadata(parser, file, counts.metadata));
+  TEXTGEN_RETURN_IF_ERROR(ReadTensorInfos(cursor, file, counts.tensors));
+  TEXTGEN_RETURN_IF_ERROR(PlaceTensorData(cursor, file, bytes));
   return file;
 }
 

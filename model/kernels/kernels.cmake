@@ -15,6 +15,7 @@ add_library(textgen_kernels STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/huge_page_arena.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/packed_quant_matrix.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quantized_activations.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quant_kernels.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quant_matmul.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/quantized_linear.cc
 )

@@ -97,6 +97,12 @@ class Transformer {
  private:
   explicit Transformer(const ModelConfig& config) : config_(config) {}
   absl::Status PrepareWeights(const ModelWeights& weights, int max_rows);
+  // One layer's norms, attention and feed-forward (or experts), in that order: the arena's
+  // placement follows it.
+  absl::Status PrepareLayer(const LayerWeights& lw, int layer, int max_rows,
+                            WeightStaging& staging);
+  // The LM head: the output projection, or the token embedding when tied.
+  absl::Status PrepareLmHead(const ModelWeights& weights, int max_rows, WeightStaging& staging);
   // One layer over the row-wise concatenation of `parts`: quantized kernels when
   // `quantized_kernels_` and the parts allow, else oneDNN over weights staged in f32 / bf16.
   absl::StatusOr<std::unique_ptr<ops::LinearLayer>> MakeLinear(

@@ -278,7 +278,6 @@ absl::StatusOr<std::unique_ptr<ops::LinearLayer>> Transformer::MakeLinear(
 absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   const ModelConfig& c = config_;
   const ArchitectureSpec& spec = Spec(c);
-  const bool gated = IsGated(c);
   TEXTGEN_RETURN_IF_ERROR(CheckWeights(w, c));
   // Read in place, a row per token: a copy would be the biggest tensor in f32.
   token_embedding_ = w.token_embedding;
@@ -292,78 +291,87 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   output_norm_ = ToFloatVector(w.output_norm);
   output_norm_bias_ = ToFloatVector(w.output_norm_bias);
 
-  const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   WeightStaging staging(context_->bf16(), storage_.get());
-  std::vector<float> bias;
   layers_.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& lw = w.layers[l];
-    PreparedLayer& pl = layers_[l];
-    const std::string p = absl::StrCat("blk.", l, ".");
-    if (spec.post_norms) {
-      pl.attn_post_norm = ToFloatVector(lw.attn_post_norm);
-      pl.ffn_post_norm = ToFloatVector(lw.ffn_post_norm);
-    }
-    const bool sliding = c.is_sliding(l);
-    pl.attn_sinks = ToFloatVector(lw.attn_sinks);
-    pl.scoring =
-        ops::AttentionScoring{.scale = c.attention_scale,
-                              .softcap = c.attention_softcap,
-                              .window = sliding ? c.sliding_window : 0,
-                              .causal = c.causal,
-                              .sinks = pl.attn_sinks.empty() ? nullptr : pl.attn_sinks.data()};
-    pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
-    if (spec.qk_norm) {
-      pl.q_norm = ToFloatVector(lw.q_norm);
-      pl.k_norm = ToFloatVector(lw.k_norm);
-    }
-    pl.attn_norm = ToFloatVector(lw.attn_norm);
-    pl.attn_norm_bias = ToFloatVector(lw.attn_norm_bias);
-    pl.ffn_norm = ToFloatVector(lw.ffn_norm);
-    pl.ffn_norm_bias = ToFloatVector(lw.ffn_norm_bias);
-
-    // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
-    bias.clear();
-    if (!lw.bq.empty()) {
-      bias.resize(qkv_dim_);
-      ToFloat(lw.bq, bias.data());
-      ToFloat(lw.bk, bias.data() + q_dim_);
-      ToFloat(lw.bv, bias.data() + q_dim_ + kv_dim_);
-    }
-    auto qkv = MakeLinear(p + "qkv", {&lw.wq, &lw.wk, &lw.wv}, bias, qkv_dim_, c.dim,
-                          ops::LinearActivation::kNone, max_rows, staging);
-    if (!qkv.ok()) return qkv.status();
-    pl.qkv = std::move(*qkv);
-
-    auto wo = MakeLinear(p + "attn_output", {&lw.wo}, ToFloatVector(lw.bo), c.dim, q_dim_,
-                         ops::LinearActivation::kNone, max_rows, staging);
-    if (!wo.ok()) return wo.status();
-    pl.wo = std::move(*wo);
-
-    if (c.has_experts()) {
-      TEXTGEN_RETURN_IF_ERROR(PrepareExperts(lw, p, pl, max_rows, staging));
-      continue;
-    }
-    // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
-    auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, ToFloatVector(lw.b_up),
-                                 2 * c.hidden_dim, c.dim, linear_act, max_rows, staging)
-                    : MakeLinear(p + "ffn_up", {&lw.w_up}, ToFloatVector(lw.b_up), c.hidden_dim,
-                                 c.dim, linear_act, max_rows, staging);
-    if (!up.ok()) return up.status();
-    pl.up = std::move(*up);
-
-    auto down = MakeLinear(p + "ffn_down", {&lw.w_down}, ToFloatVector(lw.b_down), c.dim,
-                           c.hidden_dim, ops::LinearActivation::kNone, max_rows, staging);
-    if (!down.ok()) return down.status();
-    pl.down = std::move(*down);
+    TEXTGEN_RETURN_IF_ERROR(PrepareLayer(w.layers[l], l, max_rows, staging));
   }
-
   // The LM head last (packing it first made decoding ~13% slower on the 110M bench,
-  // reproducibly: the arena's placement matters), from row blocks dequantized as they are
-  // packed: it is usually the largest matrix (vocab x dim, 1 GiB in bf16 for a 128k
-  // vocabulary at dim 4096) and is never staged whole.
+  // reproducibly: the arena's placement matters).
   staging.Release();
   if (spec.encoder) return absl::OkStatus();  // no LM head
+  return PrepareLmHead(w, max_rows, staging);
+}
+
+absl::Status Transformer::PrepareLayer(const LayerWeights& lw, int l, int max_rows,
+                                       WeightStaging& staging) {
+  const ModelConfig& c = config_;
+  const ArchitectureSpec& spec = Spec(c);
+  const bool gated = IsGated(c);
+  const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
+  PreparedLayer& pl = layers_[l];
+  const std::string p = absl::StrCat("blk.", l, ".");
+  if (spec.post_norms) {
+    pl.attn_post_norm = ToFloatVector(lw.attn_post_norm);
+    pl.ffn_post_norm = ToFloatVector(lw.ffn_post_norm);
+  }
+  const bool sliding = c.is_sliding(l);
+  pl.attn_sinks = ToFloatVector(lw.attn_sinks);
+  pl.scoring =
+      ops::AttentionScoring{.scale = c.attention_scale,
+                            .softcap = c.attention_softcap,
+                            .window = sliding ? c.sliding_window : 0,
+                            .causal = c.causal,
+                            .sinks = pl.attn_sinks.empty() ? nullptr : pl.attn_sinks.data()};
+  pl.rope = sliding && local_rope_ != nullptr ? local_rope_.get() : rope_.get();
+  if (spec.qk_norm) {
+    pl.q_norm = ToFloatVector(lw.q_norm);
+    pl.k_norm = ToFloatVector(lw.k_norm);
+  }
+  pl.attn_norm = ToFloatVector(lw.attn_norm);
+  pl.attn_norm_bias = ToFloatVector(lw.attn_norm_bias);
+  pl.ffn_norm = ToFloatVector(lw.ffn_norm);
+  pl.ffn_norm_bias = ToFloatVector(lw.ffn_norm_bias);
+
+  // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
+  std::vector<float> bias;
+  if (!lw.bq.empty()) {
+    bias.resize(qkv_dim_);
+    ToFloat(lw.bq, bias.data());
+    ToFloat(lw.bk, bias.data() + q_dim_);
+    ToFloat(lw.bv, bias.data() + q_dim_ + kv_dim_);
+  }
+  auto qkv = MakeLinear(p + "qkv", {&lw.wq, &lw.wk, &lw.wv}, bias, qkv_dim_, c.dim,
+                        ops::LinearActivation::kNone, max_rows, staging);
+  if (!qkv.ok()) return qkv.status();
+  pl.qkv = std::move(*qkv);
+
+  auto wo = MakeLinear(p + "attn_output", {&lw.wo}, ToFloatVector(lw.bo), c.dim, q_dim_,
+                       ops::LinearActivation::kNone, max_rows, staging);
+  if (!wo.ok()) return wo.status();
+  pl.wo = std::move(*wo);
+
+  if (c.has_experts()) return PrepareExperts(lw, p, pl, max_rows, staging);
+  // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
+  auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, ToFloatVector(lw.b_up),
+                               2 * c.hidden_dim, c.dim, linear_act, max_rows, staging)
+                  : MakeLinear(p + "ffn_up", {&lw.w_up}, ToFloatVector(lw.b_up), c.hidden_dim,
+                               c.dim, linear_act, max_rows, staging);
+  if (!up.ok()) return up.status();
+  pl.up = std::move(*up);
+
+  auto down = MakeLinear(p + "ffn_down", {&lw.w_down}, ToFloatVector(lw.b_down), c.dim,
+                         c.hidden_dim, ops::LinearActivation::kNone, max_rows, staging);
+  if (!down.ok()) return down.status();
+  pl.down = std::move(*down);
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::PrepareLmHead(const ModelWeights& w, int max_rows,
+                                        WeightStaging& staging) {
+  const ModelConfig& c = config_;
+  // From row blocks dequantized as they are packed: it is usually the largest matrix (vocab x
+  // dim, 1 GiB in bf16 for a 128k vocabulary at dim 4096) and is never staged whole.
   // Tied output: the loader points `output` at the token embedding; fall back to it too.
   const TensorView& out = w.output.empty() ? w.token_embedding : w.output;
   if (UsesQuantizedKernels(quantized_kernels_, {&out})) {

@@ -23,15 +23,33 @@ Histogram::BucketBoundaries Exponential(double start, double factor, int count) 
   return bounds;
 }
 
+prometheus::Gauge* PlainGauge(prometheus::Registry& r, const char* name, const char* help) {
+  return &BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+
+prometheus::Counter* PlainCounter(prometheus::Registry& r, const char* name, const char* help) {
+  return &BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+
 }  // namespace
 
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   prometheus::Registry& r = *registry_;
-  auto& requests =
-      BuildCounter()
-          .Name("textgen_requests_total")
-          .Help("Generation requests (gRPC Generate/Chat, HTTP completions) by final status code")
-          .Register(r);
+  RegisterRequestMetrics(r);
+  RegisterEngineMetrics(r);
+  RegisterDiskMetrics(r);
+  RegisterSessionMetrics(r);
+  RegisterPreparationMetrics(r);
+}
+
+// Requests by outcome, their latencies and their tokens.
+void Metrics::RegisterRequestMetrics(prometheus::Registry& r) {
+  auto& requests = BuildCounter()
+                       .Name("textgen_requests_total")
+                       .Help(
+                           "Requests by final status code: gRPC Generate/Chat/Embed, the HTTP API "
+                           "routes, and the requests they refused before any work")
+                       .Register(r);
   for (int code = 0; code < static_cast<int>(requests_by_code_.size()); ++code) {
     requests_by_code_[code] =
         &requests.Add({{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))}});
@@ -76,6 +94,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                          .Help("Prompt tokens computed by the engine (not served from a cache)")
                          .Register(r)
                          .Add({});
+  // Every front end's series exists from the start (at 0), so rates have data at once.
+  for (const char* api : {"grpc", "http"}) {
+    prompt_tokens_->Add({{"api", api}});
+    cached_tokens_->Add({{"api", api}});
+  }
+}
+
+// The engine's steps, the batch and the KV cache in memory.
+void Metrics::RegisterEngineMetrics(prometheus::Registry& r) {
   batch_size_ = &BuildHistogram()
                      .Name("textgen_batch_size")
                      .Help("Sequences per engine step")
@@ -106,11 +133,6 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Help("KV cache byte budget")
                           .Register(r)
                           .Add({});
-  // Every front end's series exists from the start (at 0), so rates have data at once.
-  for (const char* api : {"grpc", "http"}) {
-    prompt_tokens_->Add({{"api", api}});
-    cached_tokens_->Add({{"api", api}});
-  }
   kv_bytes_cached_ = &BuildGauge()
                           .Name("textgen_kv_cache_bytes_cached")
                           .Help(
@@ -128,29 +150,33 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Cached prefix blocks reclaimed for new K/V")
                             .Register(r)
                             .Add({});
-  auto gauge = [&](const char* name, const char* help) {
-    return &BuildGauge().Name(name).Help(help).Register(r).Add({});
-  };
-  auto counter = [&](const char* name, const char* help) {
-    return &BuildCounter().Name(name).Help(help).Register(r).Add({});
-  };
-  kv_disk_blocks_ = gauge("textgen_kv_disk_blocks",
-                          "KV blocks in the --kv-cache-dir directory (this model and KV type)");
-  kv_disk_bytes_ = gauge("textgen_kv_disk_bytes", "Bytes of those block files");
-  kv_disk_reads_ =
-      counter("textgen_kv_disk_reads_total", "KV blocks read back from disk for a prefix hit");
-  kv_disk_read_bytes_ = counter("textgen_kv_disk_read_bytes_total", "Bytes of KV blocks read");
-  kv_disk_writes_ = counter("textgen_kv_disk_writes_total",
-                            "KV blocks written to disk (evicted from memory, or on drain)");
+}
+
+// The KV cache's disk tier (--kv-cache-dir).
+void Metrics::RegisterDiskMetrics(prometheus::Registry& r) {
+  kv_disk_blocks_ =
+      PlainGauge(r, "textgen_kv_disk_blocks",
+                 "KV blocks in the --kv-cache-dir directory (this model and KV type)");
+  kv_disk_bytes_ = PlainGauge(r, "textgen_kv_disk_bytes", "Bytes of those block files");
+  kv_disk_reads_ = PlainCounter(r, "textgen_kv_disk_reads_total",
+                                "KV blocks read back from disk for a prefix hit");
+  kv_disk_read_bytes_ =
+      PlainCounter(r, "textgen_kv_disk_read_bytes_total", "Bytes of KV blocks read");
+  kv_disk_writes_ = PlainCounter(r, "textgen_kv_disk_writes_total",
+                                 "KV blocks written to disk (evicted from memory, or on drain)");
   kv_disk_written_bytes_ =
-      counter("textgen_kv_disk_written_bytes_total", "Bytes of KV blocks written");
-  kv_disk_evicted_ = counter("textgen_kv_disk_evicted_blocks_total",
-                             "KV block files removed for the directory's size limit");
+      PlainCounter(r, "textgen_kv_disk_written_bytes_total", "Bytes of KV blocks written");
+  kv_disk_evicted_ = PlainCounter(r, "textgen_kv_disk_evicted_blocks_total",
+                                  "KV block files removed for the directory's size limit");
   kv_disk_rejected_ =
-      counter("textgen_kv_disk_rejected_files_total",
-              "KV block files refused (torn, truncated, corrupted or of another model)");
-  kv_disk_errors_ =
-      counter("textgen_kv_disk_errors_total", "KV block reads or writes the file system failed");
+      PlainCounter(r, "textgen_kv_disk_rejected_files_total",
+                   "KV block files refused (torn, truncated, corrupted or of another model)");
+  kv_disk_errors_ = PlainCounter(r, "textgen_kv_disk_errors_total",
+                                 "KV block reads or writes the file system failed");
+}
+
+// Sessions and speculative decoding.
+void Metrics::RegisterSessionMetrics(prometheus::Registry& r) {
   sessions_ = &BuildGauge().Name("textgen_sessions").Help("Sessions kept").Register(r).Add({});
   auto& lookups = BuildCounter()
                       .Name("textgen_session_lookups_total")
@@ -163,14 +189,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Sessions evicted (TTL or memory pressure)")
                             .Register(r)
                             .Add({});
-  draft_tokens_ = counter("textgen_speculative_draft_tokens_total",
-                          "Tokens drafted for speculative decoding and verified");
-  draft_accepted_tokens_ =
-      counter("textgen_speculative_accepted_tokens_total",
-              "Drafted tokens kept (equal to what the model sampled); / draft tokens = acceptance");
-  draft_verifications_ = counter(
-      "textgen_speculative_verifications_total",
+  draft_tokens_ = PlainCounter(r, "textgen_speculative_draft_tokens_total",
+                               "Tokens drafted for speculative decoding and verified");
+  draft_accepted_tokens_ = PlainCounter(
+      r, "textgen_speculative_accepted_tokens_total",
+      "Drafted tokens kept (equal to what the model sampled); / draft tokens = acceptance");
+  draft_verifications_ = PlainCounter(
+      r, "textgen_speculative_verifications_total",
       "Speculative decode steps of one sequence; (accepted + this) / this = tokens per step");
+}
+
+// The preparation pool and the served model.
+void Metrics::RegisterPreparationMetrics(prometheus::Registry& r) {
   preparation_queued_ = &BuildGauge()
                              .Name("textgen_preparation_queued")
                              .Help("Requests waiting to be parsed, rendered and tokenized")

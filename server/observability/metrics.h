@@ -71,6 +71,12 @@ class Metrics final : public SchedulerObserver, public RequestObserver, public P
 
  private:
   Metrics();
+  // The families by theme (the constructor calls each once).
+  void RegisterRequestMetrics(prometheus::Registry& r);
+  void RegisterEngineMetrics(prometheus::Registry& r);
+  void RegisterDiskMetrics(prometheus::Registry& r);
+  void RegisterSessionMetrics(prometheus::Registry& r);
+  void RegisterPreparationMetrics(prometheus::Registry& r);
 
   std::shared_ptr<prometheus::Registry> registry_;
   // The same HTTP transport as the OpenAI API (one TLS implementation, one set of limits).

@@ -76,16 +76,17 @@ absl::Status BatchingScheduler::Submit(ValidatedRequest request, std::shared_ptr
   absl::Status status;
   const int64_t prompt = static_cast<int64_t>(request.prompt_tokens.size());
   const int64_t need = prompt + std::max(request.stopping.max_new_tokens, 1);
+  // The first three are broken promises of the caller (validation resolves every request to
+  // a sink, a prompt and a length that fits): INTERNAL, not the client's error.
   if (sink == nullptr) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("request ", request.request_id, ": no stream sink"));
+    status = absl::InternalError(absl::StrCat("request ", request.request_id, ": no stream sink"));
   } else if (prompt == 0) {
-    status = absl::InvalidArgumentError(
+    status = absl::InternalError(
         absl::StrCat("request ", request.request_id, ": prompt_tokens is empty"));
   } else if (need > context_length_) {
     // Validation resolves max_new_tokens to fit the context (and tells the client); this is
     // the one check that a request claiming to be validated keeps that promise.
-    status = absl::InvalidArgumentError(
+    status = absl::InternalError(
         absl::StrCat("request ", request.request_id, ": prompt (", prompt, ") + max_new_tokens (",
                      request.stopping.max_new_tokens, ") exceed the model context of ",
                      context_length_, " tokens; validation should have refused it"));
@@ -326,19 +327,40 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
 // ---------------------------------------------------------------------------------------
 
 void BatchingScheduler::Step() {
-  std::vector<model::SequenceChunk>& batch = batch_;
-  std::vector<Slot>& slots = slots_;
-  batch.clear();
-  slots.clear();
+  batch_.clear();
+  slots_.clear();
+  StepTokens tokens;
   int budget = options_.max_batch_tokens;
-  int prefill_tokens = 0;
+  AddDecodes(budget, tokens);
+  // Then prompt chunks in admission order; a prompt longer than the rest of the budget
+  // continues next step. While streams decode, prefill gets at most max(chunk, decodes)
+  // tokens: a compute-bound step then costs at most about twice a pure-decode step, so
+  // every stream's next token is never much later than usual, and with many streams
+  // decoding new prompts still get a proportional share (their TTFT stays bounded).
+  if (tokens.decodes > 0) {
+    budget = std::min(budget, std::max(options_.max_prefill_tokens_while_decoding, tokens.decodes));
+  }
+  AddPrefillChunks(budget, tokens);
+  if (batch_.empty()) return;
 
-  // Decode tokens first: one per generating sequence keeps every stream moving (with
-  // speculation, followed by its drafted tokens while the budget has room for them).
+  const absl::Time start = absl::Now();
+  absl::StatusOr<model::ForwardResult> result = engine_->Forward(batch_);
+  const absl::Time now = absl::Now();
+  if (!result.ok()) return FailBatch(result.status());
+  TakeOutputs(*result, now);
+  if (observer_ != nullptr) {
+    observer_->OnStep(static_cast<int>(slots_.size()),
+                      tokens.decodes + tokens.drafted + tokens.prefill, tokens.prefill,
+                      absl::ToDoubleSeconds(now - start));
+  }
+  RetireDone(now);
+}
+
+void BatchingScheduler::AddDecodes(int& budget, StepTokens& tokens) {
+  // One token per generating sequence keeps every stream moving (with speculation, followed
+  // by its drafted tokens while the budget has room for them).
   const size_t n = running_.size();
   const int max_draft = DraftTokensPerSequence();
-  int decodes = 0;
-  int drafted_tokens = 0;
   if (max_draft > 0 && draft_model_ != nullptr) DraftWithModel(max_draft);
   for (size_t i = 0; i < n && budget > 0; ++i) {
     Sequence& seq = *running_[(decode_cursor_ + i) % n];
@@ -346,23 +368,18 @@ void BatchingScheduler::Step() {
     std::span<const int> chunk = seq.DecodeToken();
     if (max_draft > 0) chunk = seq.DecodeChunk(DraftsFor(seq, std::min(max_draft, budget - 1)));
     const bool drafted = chunk.size() > 1;
-    batch.push_back({seq.kv().id(), chunk, /*want_logits=*/true, model::HiddenRows::kNone,
-                     /*logits_per_token=*/drafted});
-    slots.push_back(
+    batch_.push_back({seq.kv().id(), chunk, /*want_logits=*/true, model::HiddenRows::kNone,
+                      /*logits_per_token=*/drafted});
+    slots_.push_back(
         {&seq, static_cast<int>(chunk.size()), true, model::HiddenRows::kNone, drafted});
     budget -= static_cast<int>(chunk.size());
-    drafted_tokens += static_cast<int>(chunk.size()) - 1;
-    ++decodes;
+    tokens.drafted += static_cast<int>(chunk.size()) - 1;
+    ++tokens.decodes;
   }
-  decode_cursor_ += decodes;
-  // Then prompt chunks in admission order; a prompt longer than the rest of the budget
-  // continues next step. While streams decode, prefill gets at most max(chunk, decodes)
-  // tokens: a compute-bound step then costs at most about twice a pure-decode step, so
-  // every stream's next token is never much later than usual, and with many streams
-  // decoding new prompts still get a proportional share (their TTFT stays bounded).
-  if (decodes > 0) {
-    budget = std::min(budget, std::max(options_.max_prefill_tokens_while_decoding, decodes));
-  }
+  decode_cursor_ += tokens.decodes;
+}
+
+void BatchingScheduler::AddPrefillChunks(int budget, StepTokens& tokens) {
   for (const auto& ptr : running_) {
     if (budget == 0) break;
     Sequence& seq = *ptr;
@@ -381,37 +398,35 @@ void BatchingScheduler::Step() {
     const bool last = take == seq.prefill_remaining();
     const bool logits = last && !seq.embedding();
     const model::HiddenRows hidden = seq.HiddenRowsWanted();
-    batch.push_back({seq.kv().id(), seq.PrefillChunk(take), logits, hidden});
-    slots.push_back({&seq, take, logits, hidden});
+    batch_.push_back({seq.kv().id(), seq.PrefillChunk(take), logits, hidden});
+    slots_.push_back({&seq, take, logits, hidden});
     budget -= take;
-    prefill_tokens += take;
+    tokens.prefill += take;
   }
-  if (batch.empty()) return;
+}
 
-  const absl::Time start = absl::Now();
-  absl::StatusOr<model::ForwardResult> result = engine_->Forward(batch);
-  const absl::Time now = absl::Now();
-  if (!result.ok()) {
-    // Fail the batch, not the server (the engine guarantees nothing advanced).
-    absl::Status status(result.status().code(),
-                        absl::StrCat("forward pass failed: ", result.status().message()));
-    for (const Slot& slot : slots) Fail(*slot.seq, status, /*was_waiting=*/false);
-    std::erase_if(running_, [&](const std::unique_ptr<Sequence>& seq) {
-      return std::any_of(slots.begin(), slots.end(),
-                         [&](const Slot& s) { return s.seq == seq.get(); });
-    });
-    return;
-  }
+void BatchingScheduler::FailBatch(const absl::Status& forward_error) {
+  // Fail the batch, not the server (the engine guarantees nothing advanced).
+  const absl::Status status(forward_error.code(),
+                            absl::StrCat("forward pass failed: ", forward_error.message()));
+  for (const Slot& slot : slots_) Fail(*slot.seq, status, /*was_waiting=*/false);
+  std::erase_if(running_, [&](const std::unique_ptr<Sequence>& seq) {
+    return std::any_of(slots_.begin(), slots_.end(),
+                       [&](const Slot& s) { return s.seq == seq.get(); });
+  });
+}
+
+void BatchingScheduler::TakeOutputs(const model::ForwardResult& result, absl::Time now) {
   // Sampling (a pass over the vocab per sequence) runs on the engine's pool; taking the
   // tokens (detokenizer, stop strings, events) stays on this thread, in batch order.
   sampled_.clear();
   int hidden_row = 0;
   int logit_row = 0;
-  for (const Slot& slot : slots) {
+  for (const Slot& slot : slots_) {
     if (slot.hidden != model::HiddenRows::kNone) {
       const int rows = slot.hidden == model::HiddenRows::kAll ? slot.tokens : 1;
-      slot.seq->Pool({result->hidden + static_cast<int64_t>(hidden_row) * result->dim,
-                      static_cast<size_t>(rows) * result->dim},
+      slot.seq->Pool({result.hidden + static_cast<int64_t>(hidden_row) * result.dim,
+                      static_cast<size_t>(rows) * result.dim},
                      rows);
       hidden_row += rows;
     }
@@ -430,11 +445,11 @@ void BatchingScheduler::Step() {
   engine_->ParallelFor(static_cast<int>(sampled_.size()), [&](int i) {
     Sampled& s = sampled_[i];
     if (s.drafted) {
-      s.seq->SampleDrafted({result->Row(s.first_row).data(),
-                            static_cast<size_t>(s.seq->drafted() + 1) * result->vocab_size},
-                           result->vocab_size);
+      s.seq->SampleDrafted({result.Row(s.first_row).data(),
+                            static_cast<size_t>(s.seq->drafted() + 1) * result.vocab_size},
+                           result.vocab_size);
     } else {
-      s.result = s.seq->Sample(result->Row(s.first_row));
+      s.result = s.seq->Sample(result.Row(s.first_row));
     }
   });
   for (Sampled& s : sampled_) {
@@ -444,10 +459,9 @@ void BatchingScheduler::Step() {
       s.seq->Emit(std::move(s.result), now, observer_);
     }
   }
-  if (observer_ != nullptr) {
-    observer_->OnStep(static_cast<int>(slots.size()), decodes + drafted_tokens + prefill_tokens,
-                      prefill_tokens, absl::ToDoubleSeconds(now - start));
-  }
+}
+
+void BatchingScheduler::RetireDone(absl::Time now) {
   // Finished and disconnected sequences leave at once and free their KV.
   std::erase_if(running_, [&](const std::unique_ptr<Sequence>& ptr) {
     Sequence& seq = *ptr;

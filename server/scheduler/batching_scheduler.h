@@ -80,7 +80,24 @@ class BatchingScheduler final : public Scheduler {
   static int NextBlockEnd(const Sequence& seq, int cached);
   // Whether `other` is prefilling a prompt of `seq`'s scope equal to `seq`'s up to `end`.
   bool SharesPromptUpTo(const Sequence& other, const Sequence& seq, int end) const;
+  // One engine step: a batch of decode tokens and prompt chunks, one forward pass, then the
+  // sampled tokens out and the finished sequences gone.
   void Step();
+  struct StepTokens {
+    int decodes = 0;  // sequences decoding
+    int drafted = 0;  // speculative tokens after their decode tokens
+    int prefill = 0;  // prompt tokens
+  };
+  // Adds a decode chunk for every generating sequence while `budget` lasts (taking from it).
+  void AddDecodes(int& budget, StepTokens& tokens);
+  // Adds prompt chunks, in admission order, within `budget`.
+  void AddPrefillChunks(int budget, StepTokens& tokens);
+  // The forward pass failed: its sequences fail, the server goes on.
+  void FailBatch(const absl::Status& forward_error);
+  // Pools, publishes finished prompt blocks, samples and emits for every slot.
+  void TakeOutputs(const model::ForwardResult& result, absl::Time now);
+  // Finished, failed and dropped sequences leave and free their KV.
+  void RetireDone(absl::Time now);
   // The most tokens each decoding sequence drafts this step: 0 with speculation off or the
   // batch too busy; else --speculative-draft-tokens shared among the decoding sequences.
   int DraftTokensPerSequence() const;

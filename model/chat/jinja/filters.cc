@@ -371,95 +371,194 @@ absl::StatusOr<Value> Round(const Value& input, const CallArgs& args) {
   return Value::Float(rounded / scale);
 }
 
+// The "length" filters.
+absl::StatusOr<Value> LengthFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                   Interpreter& interpreter) {
+  switch (input.kind()) {
+    case Value::Kind::kString:
+      return Value::Int(static_cast<int64_t>(CodePointCount(input.str())));
+    case Value::Kind::kList:
+      if (input.is_generator()) return TypeError("object of type 'generator' has no len()");
+      return Value::Int(static_cast<int64_t>(input.list().size()));
+    case Value::Kind::kDict:
+      return Value::Int(static_cast<int64_t>(input.dict().size()));
+    case Value::Kind::kUndefined:
+      return Value::Int(0);
+    default:
+      return TypeError(absl::StrCat("object of type '", input.TypeName(), "' has no len()"));
+  }
+}
+
+// The "default" filters.
+absl::StatusOr<Value> DefaultFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                    Interpreter& interpreter) {
+  if (absl::Status s = CheckArgs(args, 2, {"default_value", "boolean"}, "default"); !s.ok()) {
+    return s;
+  }
+  const bool boolean = Arg(args, 1, "boolean", Value::Bool(false)).Truthy();
+  if (input.is_undefined() || (boolean && !input.Truthy())) {
+    return Arg(args, 0, "default_value", Value::String(""));
+  }
+  return input;
+}
+
+// The "trim" filter.
+absl::StatusOr<Value> TrimFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                 Interpreter& interpreter) {
+  const Value text = Value::String(ToText(input));
+  std::optional<std::string> chars;
+  if (const Value c = Arg(args, 0, "chars"); c.is_string()) chars = c.str();
+  const auto [begin, end] = PyStripRange(text.str(), chars, true, true);
+  return Substring(text, begin, end);
+}
+
+// The "e" filters.
+absl::StatusOr<Value> EscapeFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                   Interpreter& interpreter) {
+  if (input.is_markup() && name != "forceescape") return input;
+  return Value::Markup(DerivedString(HtmlEscape(PyStr(input)), {&input}).tainted_str());
+}
+
+// The "replace" filter.
+absl::StatusOr<Value> ReplaceFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                    Interpreter& interpreter) {
+  CallArgs method_args;
+  method_args.positional = {Arg(args, 0, "old"), Arg(args, 1, "new")};
+  const Value count = Arg(args, 2, "count", Value::MakeNone());
+  if (!count.is_none()) method_args.positional.push_back(count);
+  const Value text = Value::String(ToText(input));
+  return interpreter.Call(BoundMethod(text, "replace"), method_args);
+}
+
+// The "items" filter.
+absl::StatusOr<Value> ItemsFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                  Interpreter& interpreter) {
+  if (input.is_undefined()) return Value::MakeList({});
+  if (!input.is_dict()) return TypeError("items needs a mapping");
+  List out;
+  for (const auto& [key, value] : input.dict().entries()) {
+    out.push_back(Value::MakeTuple({key, value}));
+  }
+  return Value::MakeList(std::move(out));
+}
+
+// The "list" filter.
+absl::StatusOr<Value> ToListFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                   Interpreter& interpreter) {
+  absl::StatusOr<std::vector<Value>> items = Iterate(input);
+  if (!items.ok()) return items.status();
+  return Value::MakeList(*std::move(items));
+}
+
+// The "first" filters.
+absl::StatusOr<Value> FirstOrLastFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                        Interpreter& interpreter) {
+  absl::StatusOr<std::vector<Value>> items = Iterate(input);
+  if (!items.ok()) return items.status();
+  if (items->empty())
+    return Value::MakeUndefined(absl::StrCat("No ", name, " item, sequence was empty."));
+  return name == "first" ? items->front() : items->back();
+}
+
+// The "reverse" filter.
+absl::StatusOr<Value> ReverseFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                    Interpreter& interpreter) {
+  if (input.is_string()) {
+    return GetSlice(input, Value::MakeNone(), Value::MakeNone(), Value::Int(-1));
+  }
+  absl::StatusOr<std::vector<Value>> items = Iterate(input);
+  if (!items.ok()) return items.status();
+  std::reverse(items->begin(), items->end());
+  return Value::MakeGenerator(*std::move(items));  // Python's reversed() iterator
+}
+
+// The "attr" filter.
+absl::StatusOr<Value> AttrFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                 Interpreter& interpreter) {
+  const Value attribute = Arg(args, 0, "name");
+  if (!attribute.is_string()) return TypeError("attr needs an attribute name");
+  return GetAttribute(input, attribute.str());
+}
+
+// The "abs" filter.
+absl::StatusOr<Value> AbsFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                Interpreter& interpreter) {
+  if (input.is_int()) return Value::Int(input.as_int() < 0 ? -input.as_int() : input.as_int());
+  if (input.is_float()) return Value::Float(std::fabs(input.as_float()));
+  return TypeError(absl::StrCat("bad operand type for abs(): '", input.TypeName(), "'"));
+}
+
+// The "sum" filter.
+absl::StatusOr<Value> SumFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                Interpreter& interpreter) {
+  absl::StatusOr<std::vector<Value>> items = Iterate(input);
+  if (!items.ok()) return items.status();
+  const Value attribute = Arg(args, 0, "attribute", Value::MakeNone());
+  Value total = Arg(args, 1, "start", Value::Int(0));
+  for (const Value& item : *items) {
+    Value term = item;
+    if (!attribute.is_none()) {
+      absl::StatusOr<Value> got = GetPath(item, attribute);
+      if (!got.ok()) return got.status();
+      term = *std::move(got);
+    }
+    absl::StatusOr<Value> next = BinaryOp("+", total, term, interpreter);
+    if (!next.ok()) return next.status();
+    total = *std::move(next);
+  }
+  return total;
+}
+
+// The "wordcount" filter.
+absl::StatusOr<Value> WordCountFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                      Interpreter& interpreter) {
+  CallArgs none;
+  absl::StatusOr<Value> words =
+      interpreter.Call(BoundMethod(Value::String(PyStr(input)), "split"), none);
+  if (!words.ok()) return words.status();
+  return Value::Int(static_cast<int64_t>(words->list().size()));
+}
+
+// The "center" filter.
+absl::StatusOr<Value> CenterFilter(absl::string_view name, const Value& input, CallArgs& args,
+                                   Interpreter& interpreter) {
+  const Value width = Arg(args, 0, "width", Value::Int(80));
+  if (!width.is_int()) return TypeError("center width must be an integer");
+  const std::string text = PyStr(input);
+  const int64_t length = static_cast<int64_t>(CodePointCount(text));
+  if (width.as_int() <= length || width.as_int() > 4096)
+    return input.is_string() ? input : Value::String(text);
+  const int64_t pad = width.as_int() - length;
+  // Python puts the extra space on the left when the text length is odd.
+  const int64_t left = pad / 2 + (pad & length & 1);
+  return DerivedString(std::string(left, ' ') + text + std::string(pad - left, ' '), {&input});
+}
+
 }  // namespace
 
 absl::StatusOr<Value> ApplyFilter(absl::string_view name, const Value& input, CallArgs& args,
                                   Interpreter& interpreter) {
   if (name == "tojson") return ToJson(input, args);
-  if (name == "length" || name == "count") {
-    switch (input.kind()) {
-      case Value::Kind::kString:
-        return Value::Int(static_cast<int64_t>(CodePointCount(input.str())));
-      case Value::Kind::kList:
-        if (input.is_generator()) return TypeError("object of type 'generator' has no len()");
-        return Value::Int(static_cast<int64_t>(input.list().size()));
-      case Value::Kind::kDict:
-        return Value::Int(static_cast<int64_t>(input.dict().size()));
-      case Value::Kind::kUndefined:
-        return Value::Int(0);
-      default:
-        return TypeError(absl::StrCat("object of type '", input.TypeName(), "' has no len()"));
-    }
-  }
-  if (name == "default" || name == "d") {
-    if (absl::Status s = CheckArgs(args, 2, {"default_value", "boolean"}, "default"); !s.ok()) {
-      return s;
-    }
-    const bool boolean = Arg(args, 1, "boolean", Value::Bool(false)).Truthy();
-    if (input.is_undefined() || (boolean && !input.Truthy())) {
-      return Arg(args, 0, "default_value", Value::String(""));
-    }
-    return input;
-  }
-  if (name == "trim") {
-    const Value text = Value::String(ToText(input));
-    std::optional<std::string> chars;
-    if (const Value c = Arg(args, 0, "chars"); c.is_string()) chars = c.str();
-    const auto [begin, end] = PyStripRange(text.str(), chars, true, true);
-    return Substring(text, begin, end);
-  }
+  if (name == "length" || name == "count") return LengthFilter(name, input, args, interpreter);
+  if (name == "default" || name == "d") return DefaultFilter(name, input, args, interpreter);
+  if (name == "trim") return TrimFilter(name, input, args, interpreter);
   if (name == "string") return Value::String(ToText(input));
   if (name == "safe") return Value::Markup(ToText(input));
-  if (name == "e" || name == "escape" || name == "forceescape") {
-    if (input.is_markup() && name != "forceescape") return input;
-    return Value::Markup(DerivedString(HtmlEscape(PyStr(input)), {&input}).tainted_str());
-  }
+  if (name == "e" || name == "escape" || name == "forceescape")
+    return EscapeFilter(name, input, args, interpreter);
   if (name == "upper") return DerivedString(PyUpper(PyStr(input)), {&input});
   if (name == "lower") return DerivedString(PyLower(PyStr(input)), {&input});
   if (name == "title") return DerivedString(PyTitle(PyStr(input)), {&input});
   if (name == "capitalize") return DerivedString(PyCapitalize(PyStr(input)), {&input});
-  if (name == "replace") {
-    CallArgs method_args;
-    method_args.positional = {Arg(args, 0, "old"), Arg(args, 1, "new")};
-    const Value count = Arg(args, 2, "count", Value::MakeNone());
-    if (!count.is_none()) method_args.positional.push_back(count);
-    const Value text = Value::String(ToText(input));
-    return interpreter.Call(BoundMethod(text, "replace"), method_args);
-  }
+  if (name == "replace") return ReplaceFilter(name, input, args, interpreter);
   if (name == "join") return Join(input, args, interpreter);
-  if (name == "items") {
-    if (input.is_undefined()) return Value::MakeList({});
-    if (!input.is_dict()) return TypeError("items needs a mapping");
-    List out;
-    for (const auto& [key, value] : input.dict().entries()) {
-      out.push_back(Value::MakeTuple({key, value}));
-    }
-    return Value::MakeList(std::move(out));
-  }
-  if (name == "list") {
-    absl::StatusOr<std::vector<Value>> items = Iterate(input);
-    if (!items.ok()) return items.status();
-    return Value::MakeList(*std::move(items));
-  }
+  if (name == "items") return ItemsFilter(name, input, args, interpreter);
+  if (name == "list") return ToListFilter(name, input, args, interpreter);
   if (name == "last" && input.is_generator()) {
     return TypeError("'generator' object is not reversible");
   }
-  if (name == "first" || name == "last") {
-    absl::StatusOr<std::vector<Value>> items = Iterate(input);
-    if (!items.ok()) return items.status();
-    if (items->empty())
-      return Value::MakeUndefined(absl::StrCat("No ", name, " item, sequence was empty."));
-    return name == "first" ? items->front() : items->back();
-  }
-  if (name == "reverse") {
-    if (input.is_string()) {
-      return GetSlice(input, Value::MakeNone(), Value::MakeNone(), Value::Int(-1));
-    }
-    absl::StatusOr<std::vector<Value>> items = Iterate(input);
-    if (!items.ok()) return items.status();
-    std::reverse(items->begin(), items->end());
-    return Value::MakeGenerator(*std::move(items));  // Python's reversed() iterator
-  }
+  if (name == "first" || name == "last") return FirstOrLastFilter(name, input, args, interpreter);
+  if (name == "reverse") return ReverseFilter(name, input, args, interpreter);
   if (name == "sort") return Sort(input, args);
   if (name == "dictsort") return DictSort(input, args);
   if (name == "unique") return Unique(input, args);
@@ -471,57 +570,15 @@ absl::StatusOr<Value> ApplyFilter(absl::string_view name, const Value& input, Ca
     return Select(input, args, name == "selectattr", /*by_attribute=*/true, interpreter);
   }
   if (name == "map") return Map(input, args, interpreter);
-  if (name == "attr") {
-    const Value attribute = Arg(args, 0, "name");
-    if (!attribute.is_string()) return TypeError("attr needs an attribute name");
-    return GetAttribute(input, attribute.str());
-  }
+  if (name == "attr") return AttrFilter(name, input, args, interpreter);
   if (name == "indent") return Indent(input, args);
   if (name == "int") return ToInt(input, args);
   if (name == "float") return ToFloat(input, args);
-  if (name == "abs") {
-    if (input.is_int()) return Value::Int(input.as_int() < 0 ? -input.as_int() : input.as_int());
-    if (input.is_float()) return Value::Float(std::fabs(input.as_float()));
-    return TypeError(absl::StrCat("bad operand type for abs(): '", input.TypeName(), "'"));
-  }
+  if (name == "abs") return AbsFilter(name, input, args, interpreter);
   if (name == "round") return Round(input, args);
-  if (name == "sum") {
-    absl::StatusOr<std::vector<Value>> items = Iterate(input);
-    if (!items.ok()) return items.status();
-    const Value attribute = Arg(args, 0, "attribute", Value::MakeNone());
-    Value total = Arg(args, 1, "start", Value::Int(0));
-    for (const Value& item : *items) {
-      Value term = item;
-      if (!attribute.is_none()) {
-        absl::StatusOr<Value> got = GetPath(item, attribute);
-        if (!got.ok()) return got.status();
-        term = *std::move(got);
-      }
-      absl::StatusOr<Value> next = BinaryOp("+", total, term, interpreter);
-      if (!next.ok()) return next.status();
-      total = *std::move(next);
-    }
-    return total;
-  }
-  if (name == "wordcount") {
-    CallArgs none;
-    absl::StatusOr<Value> words =
-        interpreter.Call(BoundMethod(Value::String(PyStr(input)), "split"), none);
-    if (!words.ok()) return words.status();
-    return Value::Int(static_cast<int64_t>(words->list().size()));
-  }
-  if (name == "center") {
-    const Value width = Arg(args, 0, "width", Value::Int(80));
-    if (!width.is_int()) return TypeError("center width must be an integer");
-    const std::string text = PyStr(input);
-    const int64_t length = static_cast<int64_t>(CodePointCount(text));
-    if (width.as_int() <= length || width.as_int() > 4096)
-      return input.is_string() ? input : Value::String(text);
-    const int64_t pad = width.as_int() - length;
-    // Python puts the extra space on the left when the text length is odd.
-    const int64_t left = pad / 2 + (pad & length & 1);
-    return DerivedString(std::string(left, ' ') + text + std::string(pad - left, ' '), {&input});
-  }
+  if (name == "sum") return SumFilter(name, input, args, interpreter);
+  if (name == "wordcount") return WordCountFilter(name, input, args, interpreter);
+  if (name == "center") return CenterFilter(name, input, args, interpreter);
   return TypeError(absl::StrCat("no filter named '", name, "'"));
 }
 

@@ -440,16 +440,13 @@ absl::StatusOr<Value> Interpreter::EvalOperator(const Expr& expr, const FramePtr
   }
 }
 
-absl::StatusOr<Value> Interpreter::Eval(const Expr& expr, const FramePtr& frame) {
-  absl::StatusOr<Value> result;
+absl::StatusOr<Value> Interpreter::Located(absl::StatusOr<Value> result, const Expr& expr) const {
+  if (!result.ok()) return Locate(result.status(), expr.offset);
+  return result;
+}
+
+absl::StatusOr<Value> Interpreter::EvalCollection(const Expr& expr, const FramePtr& frame) {
   switch (expr.kind) {
-    case Expr::Kind::kLiteral:
-      return expr.literal;
-    case Expr::Kind::kName:
-      if (const Value* found = frame->Find(expr.name)) return *found;
-      return Value::MakeUndefined(absl::StrCat("'", expr.name, "' is undefined"));
-    case Expr::Kind::kBlockInput:
-      return block_input_;
     case Expr::Kind::kList:
     case Expr::Kind::kTuple: {
       List items;
@@ -473,62 +470,66 @@ absl::StatusOr<Value> Interpreter::Eval(const Expr& expr, const FramePtr& frame)
       }
       return Value::MakeDict(std::move(dict));
     }
-    case Expr::Kind::kAttribute: {
-      absl::StatusOr<Value> object = Eval(*expr.operands[0], frame);
-      if (!object.ok()) return object;
-      result = GetAttribute(*object, expr.name);
-      break;
-    }
-    case Expr::Kind::kItem: {
-      absl::StatusOr<Value> object = Eval(*expr.operands[0], frame);
-      if (!object.ok()) return object;
-      absl::StatusOr<Value> key = Eval(*expr.operands[1], frame);
-      if (!key.ok()) return key;
-      result = GetItem(*object, *key);
-      break;
-    }
-    case Expr::Kind::kSlice: {
-      absl::StatusOr<Value> object = Eval(*expr.operands[0], frame);
-      if (!object.ok()) return object;
-      Value bounds[3];
-      for (int i = 0; i < 3; ++i) {
-        if (!expr.operands[i + 1]) continue;
-        absl::StatusOr<Value> bound = Eval(*expr.operands[i + 1], frame);
-        if (!bound.ok()) return bound;
-        bounds[i] = *std::move(bound);
-      }
-      result = GetSlice(*object, bounds[0], bounds[1], bounds[2]);
-      break;
-    }
-    case Expr::Kind::kCall: {
-      absl::StatusOr<Value> callee = Eval(*expr.operands[0], frame);
-      if (!callee.ok()) return callee;
-      absl::StatusOr<CallArgs> args = EvalArgs(expr, 1, frame);
-      if (!args.ok()) return args.status();
-      result = Call(*callee, *args);
-      break;
-    }
-    case Expr::Kind::kFilter: {
-      absl::StatusOr<Value> input = Eval(*expr.operands[0], frame);
-      if (!input.ok()) return input;
-      absl::StatusOr<CallArgs> args = EvalArgs(expr, 1, frame);
-      if (!args.ok()) return args.status();
-      result = ApplyFilter(expr.name, *input, *args, *this);
-      break;
-    }
-    case Expr::Kind::kTest: {
-      absl::StatusOr<Value> input = Eval(*expr.operands[0], frame);
-      if (!input.ok()) return input;
-      absl::StatusOr<CallArgs> args = EvalArgs(expr, 1, frame);
-      if (!args.ok()) return args.status();
-      absl::StatusOr<bool> passed = ApplyTest(expr.name, *input, *args, *this);
-      if (!passed.ok()) {
-        result = passed.status();
-      } else {
-        result = Value::Bool(*passed != expr.negated);
-      }
-      break;
-    }
+    default:
+      return absl::InternalError("not a collection expression");
+  }
+}
+
+absl::StatusOr<Value> Interpreter::EvalAccess(const Expr& expr, const FramePtr& frame) {
+  absl::StatusOr<Value> object = Eval(*expr.operands[0], frame);
+  if (!object.ok()) return object;
+  if (expr.kind == Expr::Kind::kAttribute) return Located(GetAttribute(*object, expr.name), expr);
+  if (expr.kind == Expr::Kind::kItem) {
+    absl::StatusOr<Value> key = Eval(*expr.operands[1], frame);
+    if (!key.ok()) return key;
+    return Located(GetItem(*object, *key), expr);
+  }
+  Value bounds[3];  // a slice: start, stop, step, each optional
+  for (int i = 0; i < 3; ++i) {
+    if (!expr.operands[i + 1]) continue;
+    absl::StatusOr<Value> bound = Eval(*expr.operands[i + 1], frame);
+    if (!bound.ok()) return bound;
+    bounds[i] = *std::move(bound);
+  }
+  return Located(GetSlice(*object, bounds[0], bounds[1], bounds[2]), expr);
+}
+
+absl::StatusOr<Value> Interpreter::EvalApplication(const Expr& expr, const FramePtr& frame) {
+  absl::StatusOr<Value> target = Eval(*expr.operands[0], frame);
+  if (!target.ok()) return target;
+  absl::StatusOr<CallArgs> args = EvalArgs(expr, 1, frame);
+  if (!args.ok()) return args.status();
+  if (expr.kind == Expr::Kind::kCall) return Located(Call(*target, *args), expr);
+  if (expr.kind == Expr::Kind::kFilter) {
+    return Located(ApplyFilter(expr.name, *target, *args, *this), expr);
+  }
+  absl::StatusOr<bool> passed = ApplyTest(expr.name, *target, *args, *this);  // a test
+  if (!passed.ok()) return Locate(passed.status(), expr.offset);
+  return Value::Bool(*passed != expr.negated);
+}
+
+absl::StatusOr<Value> Interpreter::Eval(const Expr& expr, const FramePtr& frame) {
+  absl::StatusOr<Value> result;
+  switch (expr.kind) {
+    case Expr::Kind::kLiteral:
+      return expr.literal;
+    case Expr::Kind::kName:
+      if (const Value* found = frame->Find(expr.name)) return *found;
+      return Value::MakeUndefined(absl::StrCat("'", expr.name, "' is undefined"));
+    case Expr::Kind::kBlockInput:
+      return block_input_;
+    case Expr::Kind::kList:
+    case Expr::Kind::kTuple:
+    case Expr::Kind::kDict:
+      return EvalCollection(expr, frame);
+    case Expr::Kind::kAttribute:
+    case Expr::Kind::kItem:
+    case Expr::Kind::kSlice:
+      return EvalAccess(expr, frame);
+    case Expr::Kind::kCall:
+    case Expr::Kind::kFilter:
+    case Expr::Kind::kTest:
+      return EvalApplication(expr, frame);
     case Expr::Kind::kCompare:
       result = EvalCompare(expr, frame);
       break;

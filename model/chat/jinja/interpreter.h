@@ -89,6 +89,12 @@ class Interpreter {
 
   absl::StatusOr<Value> Eval(const Expr& expr, const FramePtr& frame);
   absl::StatusOr<Value> EvalOperator(const Expr& expr, const FramePtr& frame);
+  // `result`, its error located at `expr` (Locate).
+  absl::StatusOr<Value> Located(absl::StatusOr<Value> result, const Expr& expr) const;
+  // Lists, tuples and dicts; attribute, item and slice access; calls, filters and tests.
+  absl::StatusOr<Value> EvalCollection(const Expr& expr, const FramePtr& frame);
+  absl::StatusOr<Value> EvalAccess(const Expr& expr, const FramePtr& frame);
+  absl::StatusOr<Value> EvalApplication(const Expr& expr, const FramePtr& frame);
   absl::StatusOr<Value> EvalCompare(const Expr& expr, const FramePtr& frame);
   absl::StatusOr<CallArgs> EvalArgs(const Expr& expr, size_t first, const FramePtr& frame);
 

@@ -197,17 +197,96 @@ void AppendJsonString(absl::string_view text, bool ensure_ascii, std::string* ou
 }
 
 absl::Status AppendJson(const Value& value, const JsonOptions& options, int depth,
+                        std::string* out);
+
+// A line break and the indentation of `level` (nothing without an indent).
+void AppendJsonNewline(const JsonOptions& options, int level, std::string* out) {
+  if (!options.indent) return;
+  out->push_back('\n');
+  out->append(static_cast<size_t>(*options.indent) * level, ' ');
+}
+
+// json.dumps' item separator: "," with an indent, ", " without, unless given.
+std::string JsonItemSeparator(const JsonOptions& options) {
+  if (!options.item_separator.empty()) return options.item_separator;
+  return options.indent ? "," : ", ";
+}
+
+absl::Status AppendJsonList(const Value& value, const JsonOptions& options, int depth,
+                            std::string* out) {
+  if (value.is_generator()) {
+    return absl::InvalidArgumentError("Object of type generator is not JSON serializable");
+  }
+  if (value.list().empty()) {
+    out->append("[]");
+    return absl::OkStatus();
+  }
+  const std::string item_sep = JsonItemSeparator(options);
+  out->push_back('[');
+  bool first = true;
+  for (const Value& item : value.list()) {
+    if (!first) out->append(item_sep);
+    first = false;
+    AppendJsonNewline(options, depth + 1, out);
+    TEXTGEN_RETURN_IF_ERROR(AppendJson(item, options, depth + 1, out));
+  }
+  AppendJsonNewline(options, depth, out);
+  out->push_back(']');
+  return absl::OkStatus();
+}
+
+// json.dumps writes non-string keys as their JSON text, quoted.
+absl::Status AppendJsonKey(const Value& key, const JsonOptions& options, int depth,
+                           std::string* out) {
+  if (key.is_string()) {
+    AppendJsonString(key.str(), options.ensure_ascii, out);
+  } else if (key.is_bool() || key.is_none() || key.is_number()) {
+    std::string text;
+    TEXTGEN_RETURN_IF_ERROR(AppendJson(key, options, depth + 1, &text));
+    AppendJsonString(text, options.ensure_ascii, out);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tojson: keys must be str, int, float, bool or None, not ", key.TypeName()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AppendJsonDict(const Value& value, const JsonOptions& options, int depth,
+                            std::string* out) {
+  if (value.is_namespace()) {
+    return absl::InvalidArgumentError("tojson: Object of type Namespace is not JSON serializable");
+  }
+  if (value.dict().size() == 0) {
+    out->append("{}");
+    return absl::OkStatus();
+  }
+  std::vector<const std::pair<Value, Value>*> entries;
+  for (const auto& entry : value.dict().entries()) entries.push_back(&entry);
+  if (options.sort_keys) {
+    std::stable_sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) {
+      return a->first.is_string() && b->first.is_string() && a->first.str() < b->first.str();
+    });
+  }
+  const std::string item_sep = JsonItemSeparator(options);
+  const std::string key_sep = !options.key_separator.empty() ? options.key_separator : ": ";
+  out->push_back('{');
+  bool first = true;
+  for (const auto* entry : entries) {
+    if (!first) out->append(item_sep);
+    first = false;
+    AppendJsonNewline(options, depth + 1, out);
+    TEXTGEN_RETURN_IF_ERROR(AppendJsonKey(entry->first, options, depth, out));
+    out->append(key_sep);
+    TEXTGEN_RETURN_IF_ERROR(AppendJson(entry->second, options, depth + 1, out));
+  }
+  AppendJsonNewline(options, depth, out);
+  out->push_back('}');
+  return absl::OkStatus();
+}
+
+absl::Status AppendJson(const Value& value, const JsonOptions& options, int depth,
                         std::string* out) {
   if (depth > 128) return absl::InvalidArgumentError("tojson: value nested too deeply");
-  const auto newline = [&](int level) {
-    if (!options.indent) return;
-    out->push_back('\n');
-    out->append(static_cast<size_t>(*options.indent) * level, ' ');
-  };
-  const std::string item_sep = !options.item_separator.empty() ? options.item_separator
-                               : options.indent                ? ","
-                                                               : ", ";
-  const std::string key_sep = !options.key_separator.empty() ? options.key_separator : ": ";
   switch (value.kind()) {
     case Value::Kind::kNone:
       out->append("null");
@@ -232,69 +311,10 @@ absl::Status AppendJson(const Value& value, const JsonOptions& options, int dept
     case Value::Kind::kString:
       AppendJsonString(value.str(), options.ensure_ascii, out);
       return absl::OkStatus();
-    case Value::Kind::kList: {
-      if (value.is_generator()) {
-        return absl::InvalidArgumentError("Object of type generator is not JSON serializable");
-      }
-      if (value.list().empty()) {
-        out->append("[]");
-        return absl::OkStatus();
-      }
-      out->push_back('[');
-      bool first = true;
-      for (const Value& item : value.list()) {
-        if (!first) out->append(item_sep);
-        first = false;
-        newline(depth + 1);
-        TEXTGEN_RETURN_IF_ERROR(AppendJson(item, options, depth + 1, out));
-      }
-      newline(depth);
-      out->push_back(']');
-      return absl::OkStatus();
-    }
-    case Value::Kind::kDict: {
-      if (value.is_namespace()) {
-        return absl::InvalidArgumentError(
-            "tojson: Object of type Namespace is not JSON serializable");
-      }
-      if (value.dict().size() == 0) {
-        out->append("{}");
-        return absl::OkStatus();
-      }
-      std::vector<const std::pair<Value, Value>*> entries;
-      for (const auto& entry : value.dict().entries()) entries.push_back(&entry);
-      if (options.sort_keys) {
-        std::stable_sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) {
-          return a->first.is_string() && b->first.is_string() && a->first.str() < b->first.str();
-        });
-      }
-      out->push_back('{');
-      bool first = true;
-      for (const auto* entry : entries) {
-        if (!first) out->append(item_sep);
-        first = false;
-        newline(depth + 1);
-        const Value& key = entry->first;
-        // json.dumps writes non-string keys as their JSON text, quoted.
-        if (key.is_string()) {
-          AppendJsonString(key.str(), options.ensure_ascii, out);
-        } else if (key.is_bool() || key.is_none() || key.is_number()) {
-          std::string text;
-          TEXTGEN_RETURN_IF_ERROR(AppendJson(key, options, depth + 1, &text));
-          AppendJsonString(text, options.ensure_ascii, out);
-        } else {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "tojson: keys must be str, int, float, bool or None, not ", key.TypeName()));
-        }
-        out->append(key_sep);
-        if (absl::Status s = AppendJson(entry->second, options, depth + 1, out); !s.ok()) {
-          return s;
-        }
-      }
-      newline(depth);
-      out->push_back('}');
-      return absl::OkStatus();
-    }
+    case Value::Kind::kList:
+      return AppendJsonList(value, options, depth, out);
+    case Value::Kind::kDict:
+      return AppendJsonDict(value, options, depth, out);
     case Value::Kind::kUndefined:
       return absl::InvalidArgumentError(
           "tojson: Object of type Undefined is not JSON serializable");
