@@ -3,14 +3,14 @@
 # --threads 2 and `textgen bench` at several concurrencies (prompt 128 tokens, 64 generated,
 # closed loop), then the KV cache bytes per token read from the server's own metrics after a
 # session of known length, and the server's RSS.
-# Usage: scripts/measure-capacity.sh [OUT=docs/capacity.json]   (env BUILD=build)
+# Usage: scripts/measure-capacity.sh [OUT=docs/measurements/capacity.json]   (env BUILD=build)
 # Random weights in real shapes (textgen-make-random-gguf): speed does not depend on the values.
 # Run it on a quiet machine: anything else on the 2 cores (a fuzzer, a build) stalls oneDNN's
 # OpenMP barriers and cuts the figures several times over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
-out=${1:-docs/capacity.json}
+out=${1:-docs/measurements/capacity.json}
 work=$(mktemp -d)
 server=
 trap '[[ -n $server ]] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
