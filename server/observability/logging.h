@@ -52,7 +52,8 @@ class Logger {
 };
 
 // Tells the observer (metrics) and writes the one log line of a finished request, the same for
-// every front end. `observer` and `logger` may be null.
+// every front end. `observer` and `logger` may be null. Front ends report through
+// RequestReport (request_report.h), which calls this once per request.
 void ReportRequestDone(const RequestRecord& record, RequestObserver* observer, Logger* logger);
 
 }  // namespace textgen::server
