@@ -87,6 +87,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data)
     if (data_.unk_id >= 0) data_.token_types[data_.unk_id] = TokenizerData::kUnknown;
     if (data_.bos_id >= 0) data_.token_types[data_.bos_id] = TokenizerData::kControl;
     if (data_.eos_id >= 0) data_.token_types[data_.eos_id] = TokenizerData::kControl;
+    FindSpecialTokens();  // the base found none: there were no types to read
   }
   surface_.resize(n);
   mergeable_ids_.reserve(n);
@@ -126,8 +127,6 @@ SentencePieceTokenizer::SentencePieceTokenizer(TokenizerData data)
       rest.remove_prefix(kSpaceSymbol.size());
     if (rest.find(kSpaceSymbol) != std::string_view::npos) segment_at_space_ = false;
   }
-  // Special tokens by their text ("▁" read as a space), now that every token has its type.
-  FindSpecialTokens();
 }
 
 int SentencePieceTokenizer::MergeablePieceId(std::string_view piece) const {

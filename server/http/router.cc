@@ -25,9 +25,10 @@ bool MatchRoutePath(absl::string_view route_path, absl::string_view path,
 }
 
 void HttpRouter::Add(ApiFamily family) {
-  families_.push_back(std::make_unique<ApiFamily>(std::move(family)));
-  const ApiFamily* added = families_.back().get();
-  for (const HttpRoute& route : added->routes) entries_.push_back(Entry{route, added});
+  errors_.push_back(std::make_unique<ErrorWriter>(std::move(family.errors)));
+  for (HttpRoute& route : family.routes) {
+    entries_.push_back(Entry{std::move(route), errors_.back().get()});
+  }
 }
 
 std::string HttpRouter::RouteList() const {
@@ -37,20 +38,22 @@ std::string HttpRouter::RouteList() const {
 }
 
 HttpResponse HttpRouter::TransportError(int http_status, absl::string_view message) const {
-  return families_.front()->errors(http_status, absl::InvalidArgumentError(message));
+  return (*errors_.front())(http_status, absl::InvalidArgumentError(message));
 }
 
-void HttpRouter::Refuse(HttpExchange& exchange, const ApiFamily& family, int http_status,
+void HttpRouter::Refuse(HttpExchange& exchange, const ErrorWriter& errors, int http_status,
                         const absl::Status& status,
                         std::vector<std::pair<std::string, std::string>> headers) const {
   RequestReport report("http", options_.observer, options_.logger);
   report.Finish(status);
-  HttpResponse response = family.errors(http_status, status);
+  HttpResponse response = errors(http_status, status);
   for (auto& header : headers) response.headers.push_back(std::move(header));
   exchange.Respond(std::move(response));
 }
 
 void HttpRouter::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange> exchange) const {
+  // The client's path, cut to keep a refusal's message readable.
+  const absl::string_view shown_path = absl::string_view(request.path).substr(0, 256);
   // The path's routes: the one for this method, and the methods it allows.
   const Entry* found = nullptr;
   const Entry* path_match = nullptr;
@@ -67,12 +70,11 @@ void HttpRouter::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange
     }
   }
   if (path_match == nullptr) {
-    return Refuse(*exchange, *families_.front(), 404,
-                  absl::NotFoundError(absl::StrCat("no route ", request.method, " ",
-                                                   request.path.substr(0, 256), "; textgen serves ",
-                                                   RouteList())));
+    return Refuse(*exchange, *errors_.front(), 404,
+                  absl::NotFoundError(absl::StrCat("no route ", request.method, " ", shown_path,
+                                                   "; textgen serves ", RouteList())));
   }
-  const ApiFamily& family = *path_match->family;
+  const ErrorWriter& errors = *path_match->errors;
   std::string principal;
   if (!path_match->route.open) {
     absl::StatusOr<std::string> authenticated = options_.auth.Principal(
@@ -85,20 +87,20 @@ void HttpRouter::Handle(const HttpRequest& request, std::shared_ptr<HttpExchange
     if (!authenticated.ok()) {
       std::vector<std::pair<std::string, std::string>> headers;
       if (options_.auth.uses_api_keys()) headers.emplace_back("WWW-Authenticate", "Bearer");
-      return Refuse(*exchange, family, 401, authenticated.status(), std::move(headers));
+      return Refuse(*exchange, errors, 401, authenticated.status(), std::move(headers));
     }
     principal = *std::move(authenticated);
   }
   if (found == nullptr) {
     const std::string allow = absl::StrJoin(allowed, ", ");
-    return Refuse(*exchange, family, 405,
+    return Refuse(*exchange, errors, 405,
                   absl::UnimplementedError(absl::StrCat(request.method, " is not allowed on ",
-                                                        request.path, "; use ", allow)),
+                                                        shown_path, "; use ", allow)),
                   {{"Allow", allow}});
   }
   const ServiceBackend* backend = backend_.load(std::memory_order_acquire);
   if (backend == nullptr && !found->route.open) {
-    return Refuse(*exchange, family, 503, ModelLoadingError());
+    return Refuse(*exchange, errors, 503, ModelLoadingError());
   }
   found->route.handler(RouteCall{.request = request,
                                  .exchange = std::move(exchange),

@@ -41,9 +41,8 @@ struct HttpRoute {
   std::function<void(const RouteCall&)> handler;
 };
 
-// An API family: its name (logs, docs), its error shape, and its routes.
+// An API family: its error shape and its routes.
 struct ApiFamily {
-  std::string name;  // "openai", "textgen", ...
   ErrorWriter errors;
   std::vector<HttpRoute> routes;
 };
@@ -81,14 +80,14 @@ class HttpRouter {
  private:
   struct Entry {
     HttpRoute route;
-    const ApiFamily* family;
+    const ErrorWriter* errors;  // its family's
   };
-  void Refuse(HttpExchange& exchange, const ApiFamily& family, int http_status,
+  void Refuse(HttpExchange& exchange, const ErrorWriter& errors, int http_status,
               const absl::Status& status,
               std::vector<std::pair<std::string, std::string>> headers = {}) const;
 
   const HttpRouterOptions options_;
-  std::vector<std::unique_ptr<ApiFamily>> families_;  // stable addresses for entries_
+  std::vector<std::unique_ptr<ErrorWriter>> errors_;  // per family; stable for entries_
   std::vector<Entry> entries_;
   std::atomic<const ServiceBackend*> backend_{nullptr};
   std::atomic<bool> draining_{false};

@@ -75,8 +75,7 @@ void ServeTokenizer(const RouteCall& call, bool detokenize) {
 }  // namespace
 
 ApiFamily TextgenRoutes() {
-  return ApiFamily{.name = "textgen",
-                   .errors = &WriteApiError,
+  return ApiFamily{.errors = &WriteApiError,
                    .routes = {
                        {.method = "POST",
                         .path = "/tokenize",

@@ -46,8 +46,7 @@ ApiFamily OpenAiApi::Routes() {
   };
   const auto stored = [this](const RouteCall& call) { StoredResponse(call); };
   const auto models = [this](const RouteCall& call) { ListModels(call); };
-  return ApiFamily{.name = "openai",
-                   .errors = &WriteApiError,
+  return ApiFamily{.errors = &WriteApiError,
                    .routes = {
                        {.method = "POST",
                         .path = "/v1/chat/completions",

@@ -43,7 +43,6 @@ class CountingObserver final : public RequestObserver {
 // A family with its own error shape, to tell whose shape answered.
 ApiFamily ExampleFamily(std::vector<std::string>* served) {
   return ApiFamily{
-      .name = "example",
       .errors =
           [](int http_status, const absl::Status& status) {
             return HttpResponse::Json(
@@ -76,8 +75,7 @@ ApiFamily ExampleFamily(std::vector<std::string>* served) {
 }
 
 ApiFamily DefaultFamily() {
-  return ApiFamily{.name = "default",
-                   .errors = &WriteApiError,
+  return ApiFamily{.errors = &WriteApiError,
                    .routes = {{.method = "POST", .path = "/v1/thing", .handler = {}}}};
 }
 
