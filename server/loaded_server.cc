@@ -43,6 +43,27 @@ absl::Status AttachKvCacheDir(const ServerOptions& o, model::KvCache& cache, Log
   return absl::OkStatus();
 }
 
+// A hybrid model's recurrent state holds one position: it cannot be rolled back past a
+// rejected draft, and the prefix index (and so the disk tier) holds no state snapshots yet.
+// Refused before loading rather than served without them.
+absl::Status CheckRecurrentModelOptions(const ServerOptions& o, const model::ModelConfig& c) {
+  if (!c.has_recurrent_layers()) return absl::OkStatus();
+  const std::string what =
+      absl::StrCat(c.name, " (", model::ArchitectureName(c.architecture), ") has ",
+                   c.n_layers - c.attention_layers(), " recurrent layers of ", c.n_layers);
+  if (o.speculative != "off") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--speculative ", o.speculative, ": ", what,
+        ", whose state cannot yet be rolled back past a rejected draft; use --speculative off"));
+  }
+  if (!o.kv_cache_dir.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kv-cache-dir: ", what,
+        ", whose prefixes are not cached yet (no state snapshots); leave --kv-cache-dir unset"));
+  }
+  return absl::OkStatus();
+}
+
 // --draft-model: a causal model with the target's vocabulary, in an engine of its own whose KV
 // cache holds as many tokens as the target's (plus a block per sequence for its drafts), under
 // the memory the target and its KV budget leave.
@@ -59,6 +80,11 @@ absl::StatusOr<std::unique_ptr<model::Engine>> LoadDraftEngine(const ServerOptio
   if (!draft.ok()) return refuse(draft.status());
   if (!draft->config.causal || model::SpecOf(draft->config.architecture).encoder) {
     return refuse(absl::InvalidArgumentError("an encoder cannot draft tokens"));
+  }
+  if (draft->config.has_recurrent_layers()) {
+    return refuse(absl::InvalidArgumentError(
+        "a model with recurrent layers cannot draft tokens yet (its state cannot be rolled "
+        "back past a rejected draft)"));
   }
   if (absl::Status same = model::CheckDraftVocabulary(target.tokenizer, draft->tokenizer);
       !same.ok()) {
@@ -102,6 +128,10 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> LoadServer(const ServerOptions& o,
                                  : model::ToolCallFormatFromName(o.tool_call_format));
   if (!chat_templates.ok()) return chat_templates.status();
   loaded->backend.chat_templates = *std::move(chat_templates);
+
+  if (absl::Status status = CheckRecurrentModelOptions(o, loaded->model.config); !status.ok()) {
+    return status;
+  }
 
   const model::EngineOptions engine_options = EngineOptionsOf(o);
   absl::StatusOr<std::unique_ptr<model::Engine>> engine =

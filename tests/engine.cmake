@@ -1,6 +1,7 @@
 # Owned by the engine component: op, KV cache and engine tests.
 textgen_test(kv_cache_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_cache_test.cc
                                    ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_cache_prefix_test.cc
+                                   ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_cache_recurrent_test.cc
                                    ${CMAKE_CURRENT_SOURCE_DIR}/model/runtime/kv_disk_tier_test.cc
              LIBS textgen_engine)
 textgen_test(ops_test SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/model/kernels/ops_test.cc

@@ -35,5 +35,6 @@ endfunction()
 textgen_llamacpp_reference_test(block_formats)  # tensor types vs gguf-py's dequantizers
 textgen_llamacpp_reference_test(vocab_cases)    # tokenizers vs llama.cpp's tests and llama.cpp
 textgen_llamacpp_reference_test(arch_logits)    # architectures vs PyTorch and llama.cpp
+textgen_llamacpp_reference_test(hybrid_logits)  # hybrid recurrent architectures, likewise
 textgen_llamacpp_reference_test(embeddings)     # /v1/embeddings vs llama.cpp (pooling, quantized)
 textgen_llamacpp_reference_test(quant_mix)      # the random files' type mixes vs llama-quantize

@@ -29,6 +29,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {.allowed = true},  // Mixtral: expert_count > 0
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     {.architecture = Architecture::kGpt2,
      .name = "gpt2",
@@ -49,6 +51,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     // Qwen 2 / 2.5: Q, K, V biases; RoPE on halves (NeoX layout).
     {.architecture = Architecture::kQwen2,
@@ -70,6 +74,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     // Qwen 3: no biases; q and k RMS-normalized per head before RoPE; head size from key_length.
     {.architecture = Architecture::kQwen3,
@@ -91,6 +97,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     // Phi-3 / 3.5 mini: fused QKV and gate|up, NeoX RoPE, LongRoPE factors in 128k variants.
     {.architecture = Architecture::kPhi3,
@@ -112,6 +120,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     // Gemma 2: GeGLU, norms after each sublayer too, every other layer sliding (window 4096),
     // attention scores capped at 50 and logits at 30, embeddings scaled by sqrt(dim).
@@ -137,6 +147,8 @@ constexpr ArchitectureSpec kSpecs[] = {
                .layers_of_27b = 46},
      .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     // Gemma 3: Gemma 2 with Q/K norms instead of attention softcapping; five sliding layers
     // (base 10000) for every global one (the file's base and scaling).
@@ -162,6 +174,8 @@ constexpr ArchitectureSpec kSpecs[] = {
                .layers_of_27b = 62},
      .experts = {},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     // BERT (BGE, MiniLM, E5...): learned absolute positions and token types, post-norm
     // LayerNorm blocks with biases everywhere, a GELU feed-forward; bidirectional.
@@ -184,6 +198,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {},
      .norm_placement = NormPlacement::kAfterResidual,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = true},
     // nomic-embed-text: BERT's post-norm blocks with RoPE (NeoX) instead of learned positions,
     // fused QKV and a SwiGLU feed-forward, no biases.
@@ -206,6 +222,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {},
      .norm_placement = NormPlacement::kAfterResidual,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = true},
     // Qwen 3 MoE (30B-A3B, 235B-A22B, Coder): Qwen 3's attention, every feed-forward a mixture
     // of experts.
@@ -228,6 +246,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .gemma = {},
      .experts = {.allowed = true, .required = true, .width_divides_by_used = true},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
      .encoder = false},
     // gpt-oss (20b, 120b): every feed-forward a mixture of experts with biases, weighted by a
     // softmax over the chosen experts' logits, through a clamped SwiGLU; attention with biases
@@ -256,10 +276,38 @@ constexpr ArchitectureSpec kSpecs[] = {
                  .biases = true,
                  .softmax_over_chosen = true},
      .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kAttention,
+     .attention_output_gate = false,
+     .encoder = false},
+    // Qwen3.5 / 3.6 dense (0.8B-27B): three Gated DeltaNet layers for every attention layer;
+    // attention with per-head Q/K norms, partial NeoX RoPE (rope.dimension_sections: text uses
+    // one position for all of them) and an output gate; the feed-forward's norm is named
+    // post_attention_norm.
+    {.architecture = Architecture::kQwen35,
+     .name = "qwen35",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kNeox,
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = true,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "post_attention_norm",
+     .sliding = {},
+     .gemma = {},
+     .experts = {},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kGatedDeltaNet,
+     .attention_output_gate = true,
      .encoder = false},
 };
 
-static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kGptOss) + 1,
+static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen35) + 1,
               "one spec per Architecture, in enum order");
 
 }  // namespace

@@ -89,6 +89,12 @@ struct ArchitectureSpec {
   GemmaTraits gemma;     // embedding scale, softcaps
   ExpertTraits experts;  // mixture-of-experts feed-forward
   NormPlacement norm_placement;
+  // The recurrent layer kind of a hybrid (its layers are this or attention, as the file's
+  // layer list says: attention.recurrent_layers, else every full_attention_interval-th layer
+  // attends); kAttention for pure transformers.
+  LayerMixer recurrent_mixer;
+  // The q projection carries an output gate per head (ModelConfig::attention_output_gate).
+  bool attention_output_gate;
   // Encoders: a LayerNorm of the summed embeddings (token_embd_norm), token-type embeddings
   // (token_types), attention over the whole input unless {arch}.attention.causal says so,
   // and no LM head (no output_norm, no output): they embed, they do not generate.

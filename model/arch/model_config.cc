@@ -18,6 +18,31 @@ const char* PoolingName(Pooling pooling) {
   return "none";
 }
 
+const char* LayerMixerName(LayerMixer mixer) {
+  switch (mixer) {
+    case LayerMixer::kAttention:
+      return "attention";
+    case LayerMixer::kGatedDeltaNet:
+      return "gated_delta_net";
+  }
+  return "attention";
+}
+
+int ModelConfig::attention_layers() const {
+  if (layer_mixers.empty()) return n_layers;
+  int n = 0;
+  for (LayerMixer m : layer_mixers) n += m == LayerMixer::kAttention ? 1 : 0;
+  return n;
+}
+
+int64_t ModelConfig::recurrent_state_floats() const {
+  int64_t floats = 0;
+  for (LayerMixer m : layer_mixers) {
+    if (m == LayerMixer::kGatedDeltaNet) floats += delta_net.state_floats();
+  }
+  return floats;
+}
+
 const char* ArchitectureName(Architecture architecture) { return SpecOf(architecture).name; }
 
 }  // namespace textgen::model

@@ -18,12 +18,46 @@ enum class Architecture {
   kBert,
   kNomicBert,
   kQwen3Moe,
-  kGptOss
+  kGptOss,
+  kQwen35
 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
 // (2i, 2i+1); NeoX-style models rotate (i, i + rope_dim/2).
 enum class RopeLayout { kAdjacentPairs, kNeox };
+
+// What mixes information across positions in a layer: attention over the sequence's K/V
+// blocks, or a recurrent layer that folds every token into a fixed-size state the sequence
+// carries instead (model/runtime/kv_cache.h keeps both).
+enum class LayerMixer {
+  kAttention,
+  // Gated DeltaNet (Qwen3.5, Qwen3-Next): a causal convolution over the q|k|v projections,
+  // then per value head the gated delta rule S = exp(g) S + beta (v - S k) k^T, read out by q,
+  // RMS-normed and gated by silu(z).
+  kGatedDeltaNet,
+};
+const char* LayerMixerName(LayerMixer mixer);
+
+// The shape of a Gated DeltaNet layer (GGUF ssm.*: conv_kernel, state_size = the key head
+// size, group_count = key heads, time_step_rank = value heads, inner_size = value width).
+// Value head h reads key head h % k_heads (llama.cpp's converter tiles the heads that way).
+struct DeltaNetShape {
+  int conv_kernel = 0;
+  int k_heads = 0;
+  int v_heads = 0;
+  int head_k_dim = 0;
+  int head_v_dim = 0;
+
+  int key_dim() const { return k_heads * head_k_dim; }
+  int value_dim() const { return v_heads * head_v_dim; }
+  // Channels of the convolution: q | k | v.
+  int conv_channels() const { return 2 * key_dim() + value_dim(); }
+  // Floats of one sequence's state in one layer: the last conv_kernel - 1 inputs of the
+  // convolution, then each value head's [head_v_dim, head_k_dim] matrix.
+  int64_t state_floats() const {
+    return int64_t{conv_kernel - 1} * conv_channels() + int64_t{v_heads} * head_v_dim * head_k_dim;
+  }
+};
 
 // How an embedding is pooled from the final hidden states of an input's tokens (GGUF
 // {arch}.pooling_type, llama.cpp's numbering: 0 none, 1 mean, 2 cls, 3 last).
@@ -78,6 +112,13 @@ struct ModelConfig {
   int experts = 0;
   int experts_used = 0;
   int expert_hidden_dim = 0;
+  // What each layer mixes with ([n_layers]; empty = attention everywhere), and the shape of
+  // its recurrent layers.
+  std::vector<LayerMixer> layer_mixers;
+  DeltaNetShape delta_net;
+  // Qwen3.5: the q projection carries a gate per head (rows [q_h | gate_h] head by head); the
+  // attention output is multiplied by sigmoid(gate) before the output projection.
+  bool attention_output_gate = false;
   // Embedding models say how to pool ({arch}.pooling_type); kNone for generative models.
   Pooling pooling = Pooling::kNone;
   std::string name;  // general.name or file stem, for logs and GetModelInfo
@@ -86,6 +127,14 @@ struct ModelConfig {
   bool has_experts() const { return experts > 0; }
   // The width of the feed-forward a token runs: an expert's, or the dense one's.
   int ffn_width() const { return has_experts() ? expert_hidden_dim : hidden_dim; }
+  LayerMixer mixer(int layer) const {
+    return layer_mixers.empty() ? LayerMixer::kAttention : layer_mixers[layer];
+  }
+  // Layers that keep K/V (the rest carry a recurrent state).
+  int attention_layers() const;
+  bool has_recurrent_layers() const { return attention_layers() < n_layers; }
+  // Floats of one sequence's recurrent state over every recurrent layer (0 without any).
+  int64_t recurrent_state_floats() const;
   bool is_sliding(int layer) const {
     return !sliding_window_layers.empty() && sliding_window_layers[layer];
   }

@@ -30,39 +30,41 @@ TensorEntry Experts(std::string name, int layer, WeightSlot slot, int64_t expert
   return {std::move(name), layer, rows, cols, true, TensorInit::kRandom, {{slot, rows}}, experts};
 }
 
-}  // namespace
-
-TensorLayout FileLayoutOf(const ArchitectureSpec& spec) {
-  return {.fused_qkv = spec.fused_qkv, .fused_gate_up = spec.fused_gate_up};
+// A Gated DeltaNet layer's tensors, as llama.cpp's qwen35 loader reads them. The decay's
+// scale ssm_a (-exp(A_log)) has no ".weight" suffix.
+void AppendDeltaNetTensors(const DeltaNetShape& d, int64_t dim, const std::string& b, int l,
+                           std::vector<TensorEntry>& t) {
+  using enum WeightSlot;
+  t.push_back(Matrix(b + "attn_qkv.weight", l, kSsmInput, d.conv_channels(), dim));
+  t.push_back(Matrix(b + "attn_gate.weight", l, kSsmGate, d.value_dim(), dim));
+  t.push_back(Matrix(b + "ssm_conv1d.weight", l, kSsmConv, d.conv_channels(), d.conv_kernel));
+  t.push_back(Vector(b + "ssm_dt.bias", l, kSsmDtBias, d.v_heads, true));
+  t.push_back(Vector(b + "ssm_a", l, kSsmA, d.v_heads, true, TensorInit::kMinusOnes));
+  t.push_back(Matrix(b + "ssm_beta.weight", l, kSsmBeta, d.v_heads, dim));
+  t.push_back(Matrix(b + "ssm_alpha.weight", l, kSsmAlpha, d.v_heads, dim));
+  t.push_back(Vector(b + "ssm_norm.weight", l, kSsmNorm, d.head_v_dim, true, TensorInit::kOnes));
+  t.push_back(Matrix(b + "ssm_out.weight", l, kSsmOutput, dim, d.value_dim()));
 }
 
-std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const ModelConfig& c,
-                                          int layer, TensorLayout layout) {
+// An attention layer's tensors. With an output gate (Qwen3.5) attn_q holds each head's q and
+// gate rows one after the other, so its rows are twice the heads' width.
+void AppendAttentionTensors(const ArchitectureSpec& spec, const ModelConfig& c,
+                            const std::string& b, int l, TensorLayout layout,
+                            std::vector<TensorEntry>& t) {
   using enum WeightSlot;
-  const int64_t dim = c.dim, hidden = c.hidden_dim;
+  const int64_t dim = c.dim;
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = c.kv_dim();
-  const bool layer_norm = spec.norm == NormKind::kLayer;
-  const std::string b = absl::StrCat("blk.", layer, ".");
-  const int l = layer;
-  // Post-norm blocks (BERT) name their norms by what they follow: the attention output and the
-  // layer output; they fill the same slots as a pre-norm block's two norms.
-  const bool post = spec.norm_placement == NormPlacement::kAfterResidual;
-  const std::string attn_norm = post ? "attn_output_norm" : "attn_norm";
-  const std::string ffn_norm = post ? "layer_output_norm" : spec.ffn_norm_name;
-  std::vector<TensorEntry> t;
-  t.push_back(Vector(b + attn_norm + ".weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
-  t.push_back(
-      Vector(b + attn_norm + ".bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
+  const int64_t q_rows = (c.attention_output_gate ? 2 : 1) * q_dim;
   if (layout.fused_qkv) {
     t.push_back(Fused(b + "attn_qkv.weight", l, dim, false, true,
-                      {{kQ, q_dim}, {kK, kv_dim}, {kV, kv_dim}}));
+                      {{kQ, q_rows}, {kK, kv_dim}, {kV, kv_dim}}));
     t.push_back(Fused(b + "attn_qkv.bias", l, dim, true, spec.attention_bias,
-                      {{kQBias, q_dim}, {kKBias, kv_dim}, {kVBias, kv_dim}}));
+                      {{kQBias, q_rows}, {kKBias, kv_dim}, {kVBias, kv_dim}}));
   } else {
-    t.push_back(Matrix(b + "attn_q.weight", l, kQ, q_dim, dim));
+    t.push_back(Matrix(b + "attn_q.weight", l, kQ, q_rows, dim));
     t.push_back(Matrix(b + "attn_k.weight", l, kK, kv_dim, dim));
     t.push_back(Matrix(b + "attn_v.weight", l, kV, kv_dim, dim));
-    t.push_back(Vector(b + "attn_q.bias", l, kQBias, q_dim, spec.attention_bias));
+    t.push_back(Vector(b + "attn_q.bias", l, kQBias, q_rows, spec.attention_bias));
     t.push_back(Vector(b + "attn_k.bias", l, kKBias, kv_dim, spec.attention_bias));
     t.push_back(Vector(b + "attn_v.bias", l, kVBias, kv_dim, spec.attention_bias));
   }
@@ -75,6 +77,35 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   }
   t.push_back(Matrix(b + "attn_output.weight", l, kAttnOutput, dim, q_dim));
   t.push_back(Vector(b + "attn_output.bias", l, kAttnOutputBias, dim, spec.output_bias));
+}
+
+}  // namespace
+
+TensorLayout FileLayoutOf(const ArchitectureSpec& spec) {
+  return {.fused_qkv = spec.fused_qkv, .fused_gate_up = spec.fused_gate_up};
+}
+
+std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const ModelConfig& c,
+                                          int layer, TensorLayout layout) {
+  using enum WeightSlot;
+  const int64_t dim = c.dim, hidden = c.hidden_dim;
+  const bool layer_norm = spec.norm == NormKind::kLayer;
+  const std::string b = absl::StrCat("blk.", layer, ".");
+  const int l = layer;
+  // Post-norm blocks (BERT) name their norms by what they follow: the attention output and the
+  // layer output; they fill the same slots as a pre-norm block's two norms.
+  const bool post = spec.norm_placement == NormPlacement::kAfterResidual;
+  const std::string attn_norm = post ? "attn_output_norm" : "attn_norm";
+  const std::string ffn_norm = post ? "layer_output_norm" : spec.ffn_norm_name;
+  std::vector<TensorEntry> t;
+  t.push_back(Vector(b + attn_norm + ".weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
+  t.push_back(
+      Vector(b + attn_norm + ".bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
+  if (c.mixer(layer) == LayerMixer::kGatedDeltaNet) {
+    AppendDeltaNetTensors(c.delta_net, dim, b, l, t);
+  } else {
+    AppendAttentionTensors(spec, c, b, l, layout, t);
+  }
   t.push_back(Vector(b + ffn_norm + ".weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
   t.push_back(Vector(b + ffn_norm + ".bias", l, kFfnNormBias, dim, layer_norm, TensorInit::kZeros));
   if (c.has_experts()) {

@@ -61,10 +61,23 @@ enum class WeightSlot : uint8_t {
   kGateExpertsBias,
   kUpExpertsBias,
   kDownExpertsBias,
+  // Per layer, Gated DeltaNet (instead of the attention's): the q|k|v projection, z (the
+  // output gate), the causal convolution, the decay's bias and scale, beta's and alpha's
+  // projections, the output norm and projection.
+  kSsmInput,
+  kSsmGate,
+  kSsmConv,
+  kSsmDtBias,
+  kSsmA,
+  kSsmBeta,
+  kSsmAlpha,
+  kSsmNorm,
+  kSsmOutput,
 };
 
 // What a random-weights model stores in a tensor: norm weights 1, norm biases 0, else noise.
-enum class TensorInit : uint8_t { kRandom, kOnes, kZeros };
+// (kMinusOnes: a recurrent layer's decay scale, so random states decay instead of growing.)
+enum class TensorInit : uint8_t { kRandom, kOnes, kZeros, kMinusOnes };
 
 // A consecutive range of a fused tensor's rows (or a fused vector's elements).
 struct TensorPart {

@@ -1,5 +1,6 @@
 #include "model/format/gguf_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -369,6 +370,110 @@ absl::Status ReadEmbeddingConfig(const GgufFile& file, const ArchitectureSpec& s
   return absl::OkStatus();
 }
 
+// The layer list and shape of a hybrid's recurrent layers. Which layers attend:
+// attention.recurrent_layers (one bool per block) when present, else every
+// full_attention_interval-th (default 4, as llama.cpp). Multi-token-prediction blocks
+// (nextn_predict_layers, at the end) are not part of the trunk: they are left out.
+absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& spec,
+                                 const std::string& p, ModelConfig& c) {
+  int64_t nextn = 0;
+  if (file.FindKey(p + "nextn_predict_layers")) {
+    TEXTGEN_ASSIGN_OR_RETURN(nextn, file.GetInt(p + "nextn_predict_layers", 0, c.n_layers - 1));
+  }
+  const int all_layers = c.n_layers;
+  c.n_layers -= static_cast<int>(nextn);
+  std::vector<bool> recurrent(static_cast<size_t>(c.n_layers));
+  const std::string list_key = p + "attention.recurrent_layers";
+  if (file.FindKey(list_key)) {
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<GgufValue>* flags,
+                             file.GetArray(list_key, GgufType::kBool));
+    if (static_cast<int>(flags->size()) != all_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          list_key, " has ", flags->size(), " entries, expected one per block (", all_layers, ")"));
+    }
+    for (int l = 0; l < c.n_layers; ++l) recurrent[l] = std::get<bool>((*flags)[l].data);
+  } else {
+    int64_t interval = 4;
+    if (file.FindKey(p + "full_attention_interval")) {
+      TEXTGEN_ASSIGN_OR_RETURN(interval, file.GetInt(p + "full_attention_interval", 1, kMaxLayers));
+    }
+    for (int l = 0; l < c.n_layers; ++l) recurrent[l] = (l + 1) % interval != 0;
+  }
+  c.layer_mixers.resize(static_cast<size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    c.layer_mixers[l] = recurrent[l] ? spec.recurrent_mixer : LayerMixer::kAttention;
+  }
+  DeltaNetShape& d = c.delta_net;
+  const auto read = [&](const char* key, int& out) -> absl::Status {
+    TEXTGEN_ASSIGN_OR_RETURN(const int64_t v, file.GetInt(p + key, 1, kMaxDim));
+    out = static_cast<int>(v);
+    return absl::OkStatus();
+  };
+  int inner = 0;
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.conv_kernel", d.conv_kernel));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.state_size", d.head_k_dim));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.group_count", d.k_heads));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.time_step_rank", d.v_heads));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.inner_size", inner));
+  if (d.conv_kernel > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(p, "ssm.conv_kernel ", d.conv_kernel, " is past the supported 16"));
+  }
+  if (d.v_heads % d.k_heads != 0 || inner % d.v_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        p, "ssm.time_step_rank (value heads) ", d.v_heads, " must be a multiple of ", p,
+        "ssm.group_count (key heads) ", d.k_heads, " and divide ", p, "ssm.inner_size ", inner));
+  }
+  d.head_v_dim = inner / d.v_heads;
+  if (d.head_v_dim != d.head_k_dim) {
+    return absl::UnimplementedError(absl::StrCat("value head size ", d.head_v_dim,
+                                                 " differs from the key head size ", p,
+                                                 "ssm.state_size ", d.head_k_dim));
+  }
+  return absl::OkStatus();
+}
+
+// Multimodal RoPE (rope.dimension_sections, interleaved as Qwen3.5's): a text token has one
+// position in its first three sections and 0 in the fourth, so the rotation is the plain one
+// as long as no rotated pair falls in the fourth. Refuses a layout where one does.
+absl::Status CheckRopeSections(const GgufFile& file, const std::string& p, const ModelConfig& c) {
+  const std::string key = p + "rope.dimension_sections";
+  if (!file.FindKey(key)) return absl::OkStatus();
+  // gguf-py writes int32; accept uint32 too.
+  absl::StatusOr<const std::vector<GgufValue>*> array = file.GetArray(key, GgufType::kInt32);
+  if (!array.ok()) array = file.GetArray(key, GgufType::kUint32);
+  if (!array.ok()) return array.status();
+  const std::vector<GgufValue>* values = *array;
+  if (values->size() < 3 || values->size() > 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, " has ", values->size(), " entries, expected 3 or 4"));
+  }
+  int64_t sections[4] = {0, 0, 0, 0};
+  int64_t total = 0;
+  for (size_t i = 0; i < values->size(); ++i) {
+    const auto& data = (*values)[i].data;
+    sections[i] = std::holds_alternative<int64_t>(data)
+                      ? std::get<int64_t>(data)
+                      : static_cast<int64_t>(std::min<uint64_t>(std::get<uint64_t>(data), 1 << 20));
+    if (sections[i] < 0 || sections[i] > c.rope_dim) {
+      return absl::InvalidArgumentError(absl::StrCat(key, " entry ", sections[i], " is invalid"));
+    }
+    total += sections[i];
+  }
+  if (total <= 0) return absl::InvalidArgumentError(absl::StrCat(key, " sums to 0"));
+  for (int pair = 0; pair < c.rope_dim / 2; ++pair) {
+    const int64_t sector = pair % total;
+    const bool text = (sector % 3 == 0 && sector < 3 * sections[0]) ||
+                      (sector % 3 == 1 && sector < 3 * sections[1]) ||
+                      (sector % 3 == 2 && sector < 3 * sections[2]);
+    if (!text) {
+      return absl::UnimplementedError(absl::StrCat(
+          key, " puts rotated pair ", pair, " in the fourth section, which text does not move"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The hyperparameters under "<arch>.", as llama.cpp's converter writes them.
 absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureSpec& spec) {
   ModelConfig c;
@@ -387,6 +492,11 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
   if (spec.sliding.pattern > 0) TEXTGEN_RETURN_IF_ERROR(ReadSlidingWindowConfig(file, spec, c));
   TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));
   TEXTGEN_RETURN_IF_ERROR(ReadEmbeddingConfig(file, spec, p, c));
+  c.attention_output_gate = spec.attention_output_gate;
+  if (spec.recurrent_mixer != LayerMixer::kAttention) {
+    TEXTGEN_RETURN_IF_ERROR(ReadRecurrentConfig(file, spec, p, c));
+    TEXTGEN_RETURN_IF_ERROR(CheckRopeSections(file, p, c));
+  }
   return c;
 }
 

@@ -124,6 +124,24 @@ const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
       return l().up_experts_bias;
     case kDownExpertsBias:
       return l().down_experts_bias;
+    case kSsmInput:
+      return l().ssm_input;
+    case kSsmGate:
+      return l().ssm_gate;
+    case kSsmConv:
+      return l().ssm_conv;
+    case kSsmDtBias:
+      return l().ssm_dt_bias;
+    case kSsmA:
+      return l().ssm_a;
+    case kSsmBeta:
+      return l().ssm_beta;
+    case kSsmAlpha:
+      return l().ssm_alpha;
+    case kSsmNorm:
+      return l().ssm_norm;
+    case kSsmOutput:
+      return l().ssm_output;
   }
   std::abort();  // every slot is handled above
 }

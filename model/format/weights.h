@@ -101,6 +101,16 @@ struct LayerWeights {
   TensorView gate_experts_bias;  // [experts, expert_hidden]
   TensorView up_experts_bias;    // [experts, expert_hidden]
   TensorView down_experts_bias;  // [experts, dim]
+  // Gated DeltaNet layers (instead of the attention's tensors; see DeltaNetShape).
+  TensorView ssm_input;    // [conv channels (q | k | v), dim]   attn_qkv
+  TensorView ssm_gate;     // [value_dim, dim]                   attn_gate (z)
+  TensorView ssm_conv;     // [conv channels, conv_kernel]       ssm_conv1d
+  TensorView ssm_dt_bias;  // [1, v_heads]                       ssm_dt.bias
+  TensorView ssm_a;        // [1, v_heads]  -exp(A_log)           ssm_a
+  TensorView ssm_beta;     // [v_heads, dim]
+  TensorView ssm_alpha;    // [v_heads, dim]
+  TensorView ssm_norm;     // [1, head_v_dim]
+  TensorView ssm_output;   // [dim, value_dim]                   ssm_out
 };
 
 struct ModelWeights {

@@ -62,6 +62,16 @@ TEXTGEN_SIMD_CLONES void GeluTanhMulRow(const float* gate, const float* up, int 
   for (int i = 0; i < n; ++i) out[i] = GeluTanhOf(gate[i]) * up[i];
 }
 
+TEXTGEN_SIMD_CLONES void MulSigmoidSpan(const float* gate, int64_t n, float* x) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= 1.0f / (1.0f + FastExp(-gate[i]));
+}
+
+TEXTGEN_SIMD_CLONES void MulSiluSpan(const float* gate, int64_t n, float* x) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= gate[i] / (1.0f + FastExp(-gate[i]));
+}
+
 TEXTGEN_SIMD_CLONES void AddSpan(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -121,6 +131,16 @@ void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out) {
                   [](const float* gate, const float* up, int n, float* row_out) {
                     GeluTanhMulRow(gate, up, n, row_out);  // a direct call keeps the SIMD clone
                   });
+}
+
+void MulSigmoidInPlace(const float* gate, int64_t n, float* x) {
+  ForEachChunk(
+      n, [&](int64_t begin, int64_t count) { MulSigmoidSpan(gate + begin, count, x + begin); });
+}
+
+void MulSiluInPlace(const float* gate, int64_t n, float* x) {
+  ForEachChunk(n,
+               [&](int64_t begin, int64_t count) { MulSiluSpan(gate + begin, count, x + begin); });
 }
 
 void SoftCap(float* x, int64_t n, float cap) {

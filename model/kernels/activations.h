@@ -24,6 +24,12 @@ void GeluTanhMul(const float* gate_up, int rows, int hidden, float* out);
 // out[r, i] = g * sigmoid(1.702 g) * (u + 1).
 void SwiGluOaiMul(const float* gate_up, int rows, int hidden, float* out);
 
+// x[i] *= sigmoid(gate[i]) (Qwen3.5's attention output gate).
+void MulSigmoidInPlace(const float* gate, int64_t n, float* x);
+
+// x[i] *= silu(gate[i]) (Gated DeltaNet's gated norm).
+void MulSiluInPlace(const float* gate, int64_t n, float* x);
+
 // x[i] = cap * tanh(x[i] / cap) (Gemma's logit softcapping).
 void SoftCap(float* x, int64_t n, float cap);
 

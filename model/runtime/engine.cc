@@ -18,10 +18,14 @@
 namespace textgen::model {
 
 KvCacheLayout KvCacheLayoutFor(const ModelConfig& config, const EngineOptions& options) {
-  return KvCacheLayout{.n_layers = config.n_layers,
-                       .n_kv_heads = config.n_kv_heads,
-                       .head_dim = config.head_dim,
-                       .bytes_per_element = options.kv_cache_f16 ? 2 : 4};
+  // Recurrent states stay f32 whatever the K/V's type: every token rewrites them, so rounding
+  // would accumulate.
+  return KvCacheLayout{
+      .n_layers = config.attention_layers(),
+      .n_kv_heads = config.n_kv_heads,
+      .head_dim = config.head_dim,
+      .bytes_per_element = options.kv_cache_f16 ? 2 : 4,
+      .recurrent_state_bytes = config.recurrent_state_floats() * int64_t{sizeof(float)}};
 }
 
 namespace {
@@ -42,6 +46,7 @@ class EngineImpl final : public Engine {
     positions_.reserve(rows);
     logit_rows_.reserve(rows);
     hidden_rows_.reserve(rows);
+    states_.reserve(rows);
     seen_.reserve(rows);
   }
 
@@ -66,6 +71,7 @@ class EngineImpl final : public Engine {
   std::vector<int> positions_;               // [rows]
   std::vector<int> logit_rows_;              // [chunks wanting logits]
   std::vector<int> hidden_rows_;             // [rows whose hidden states are wanted]
+  std::vector<std::byte*> states_;           // [chunks] recurrent states (hybrids)
   std::vector<SequenceId> seen_;             // [chunks] sorted ids, duplicate check
 };
 
@@ -110,6 +116,11 @@ absl::Status EngineImpl::Validate(std::span<const SequenceChunk> batch) {
     }
     // Admission is the caller's (the scheduler reserves a request's whole K/V up front);
     // the engine only checks, so it never takes memory the admission rules did not grant.
+    if (cache_.has_recurrent_state() && cache_.RecurrentState(chunk.sequence) == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("batch[", i, "]: sequence ", chunk.sequence,
+                       " has no recurrent state: reserve it first (KvCache::Reserve)"));
+    }
     if (const int capacity = cache_.Capacity(chunk.sequence); end > capacity) {
       return absl::FailedPreconditionError(absl::StrCat(
           "batch[", i, "]: sequence ", chunk.sequence, " has room for ", capacity,
@@ -169,11 +180,21 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
     for (int row = first; row < static_cast<int>(tokens_.size()); ++row)
       hidden_rows_.push_back(row);
   }
-  for (size_t i = 0; i < batch.size(); ++i)
+  states_.clear();
+  for (size_t i = 0; i < batch.size(); ++i) {
     chunks_[i].blocks = cache_.BlockTable(batch[i].sequence);
+    if (cache_.has_recurrent_state()) states_.push_back(cache_.RecurrentState(batch[i].sequence));
+  }
 
-  BatchPlan plan{chunks_, tokens_, positions_, logit_rows_, hidden_rows_};
-  TEXTGEN_RETURN_IF_ERROR(transformer_->Forward(plan, cache_));
+  BatchPlan plan{chunks_, tokens_, positions_, logit_rows_, hidden_rows_, states_};
+  if (absl::Status status = transformer_->Forward(plan, cache_); !status.ok()) {
+    // A failure past validation may have advanced some recurrent states: those sequences
+    // start over rather than continue from a state that no longer matches their length.
+    if (cache_.has_recurrent_state()) {
+      for (const SequenceChunk& chunk : batch) cache_.Truncate(chunk.sequence, 0).IgnoreError();
+    }
+    return status;
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     TEXTGEN_RETURN_IF_ERROR(cache_.Append(batch[i].sequence, chunks_[i].n_tokens));
   }

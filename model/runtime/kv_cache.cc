@@ -25,7 +25,13 @@ int64_t KvBlockBytes(const KvCacheLayout& layout) {
 KvCache::KvCache(const KvCacheLayout& layout, int64_t budget_bytes)
     : layout_(layout),
       budget_bytes_(std::max<int64_t>(budget_bytes, 0)),
-      block_bytes_(KvBlockBytes(layout)) {}
+      block_bytes_(KvBlockBytes(layout)),
+      states_(std::max<int64_t>(layout.recurrent_state_bytes, 0)) {
+  if (has_recurrent_state()) {
+    snapshot_interval_blocks_ = static_cast<int>(std::max<int64_t>(
+        1, (layout.recurrent_state_bytes + block_bytes_ - 1) / block_bytes_));
+  }
+}
 
 KvCache::~KvCache() = default;
 
@@ -50,7 +56,138 @@ const KvCache::Sequence* KvCache::Find(SequenceId id) const {
 
 int64_t KvCache::BytesForTokens(int n) const {
   if (n <= 0) return 0;
-  return (static_cast<int64_t>(n) + kBlockTokens - 1) / kBlockTokens * block_bytes_;
+  return (static_cast<int64_t>(n) + kBlockTokens - 1) / kBlockTokens * block_bytes_ +
+         layout_.recurrent_state_bytes;
+}
+
+// State buffers are made lazily and recycled like blocks. What sequences hold stays within the
+// budget (Fits); published snapshots are reclaimed once the memory made reaches it. The memory
+// made can exceed the budget only by blocks left free while buffers were needed (or the other
+// way round), which hybrid models' small K/V keeps small.
+absl::StatusOr<std::byte*> KvCache::TakeBuffer() {
+  const int64_t made = static_cast<int64_t>(blocks_.size()) * block_bytes_ +
+                       states_.made() * layout_.recurrent_state_bytes;
+  if (!states_.HasFree() && made + layout_.recurrent_state_bytes > budget_bytes_) {
+    states_.EvictLeastRecentlyUsed();
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(std::byte* const buffer, states_.Take(memory_));
+  ++buffers_held_;
+  return buffer;
+}
+
+void KvCache::GiveBuffer(std::byte* buffer) {
+  states_.Give(buffer);
+  --buffers_held_;
+}
+
+absl::Status KvCache::TakeState(Sequence& seq) {
+  TEXTGEN_ASSIGN_OR_RETURN(seq.state, TakeBuffer());
+  std::memset(seq.state, 0, static_cast<size_t>(layout_.recurrent_state_bytes));
+  return absl::OkStatus();
+}
+
+void KvCache::DropState(Sequence& seq) {
+  DropPending(seq, 0);
+  if (seq.state == nullptr) return;
+  GiveBuffer(seq.state);
+  seq.state = nullptr;
+}
+
+void KvCache::DropPending(Sequence& seq, int blocks) {
+  std::erase_if(seq.pending, [&](const Sequence::Pending& p) {
+    if (p.block < blocks) return false;
+    GiveBuffer(p.data);
+    return true;
+  });
+}
+
+void KvCache::TakeSnapshot(Sequence& seq) {
+  if (seq.state == nullptr || seq.length == 0 || seq.length % kBlockTokens != 0) return;
+  const int block = seq.length / kBlockTokens - 1;
+  const bool kept = (block + 1) % snapshot_interval_blocks_ == 0;
+  // The latest unkept snapshot gives way to this one (its buffer is reused).
+  auto latest = std::find_if(seq.pending.begin(), seq.pending.end(),
+                             [](const Sequence::Pending& p) { return !p.kept; });
+  std::byte* data = nullptr;
+  if (latest != seq.pending.end()) {
+    data = latest->data;
+    seq.pending.erase(latest);
+  } else {
+    if (!Fits(0, 1)) return;  // optional: no room, no snapshot
+    absl::StatusOr<std::byte*> taken = TakeBuffer();
+    if (!taken.ok()) return;
+    data = *taken;
+  }
+  std::memcpy(data, seq.state, static_cast<size_t>(layout_.recurrent_state_bytes));
+  seq.pending.push_back({.block = block, .data = data, .kept = kept});
+}
+
+void KvCache::PublishSnapshots(Sequence& seq) {
+  std::erase_if(seq.pending, [&](const Sequence::Pending& p) {
+    if (p.block >= seq.indexed) return false;  // its block is not indexed yet
+    // Computed twice, or the block is not indexed (a hash collision stopped the chain): the
+    // index keeps one copy, or none.
+    if (!index_.Contains(seq.blocks[p.block]) || !states_.Publish(seq.blocks[p.block], p.data)) {
+      states_.Give(p.data);
+    }
+    --buffers_held_;
+    return true;
+  });
+}
+
+int KvCache::SnapshotStop(int position, int prompt_tokens) const {
+  if (!has_recurrent_state() || position >= prompt_tokens) return prompt_tokens;
+  const int interval = snapshot_interval_blocks_ * kBlockTokens;
+  const int next_interval = (position / interval + 1) * interval;
+  const int last_boundary = prompt_tokens / kBlockTokens * kBlockTokens;
+  int stop = prompt_tokens;
+  if (next_interval < stop) stop = next_interval;
+  if (last_boundary > position && last_boundary < stop) stop = last_boundary;
+  return stop;
+}
+
+int KvCache::AttachRecurrentPrefix(Sequence& seq, std::span<const int> tokens, int limit) {
+  // Walk the matching blocks, remembering the deepest with a snapshot past the sequence.
+  PrefixCursor cursor = seq.cursor;
+  std::vector<BlockId> matched;
+  int with_snapshot = 0;  // blocks up to and including the deepest one with a snapshot
+  for (int b = seq.indexed; (b + 1) * kBlockTokens <= limit; ++b) {
+    std::optional<BlockId> found =
+        index_.Find(cursor, tokens.subspan(static_cast<size_t>(b) * kBlockTokens)
+                                .first<kBlockTokens>());
+    if (!found.has_value()) break;
+    matched.push_back(*found);
+    cursor = index_.CursorAfter(*found);
+    if (states_.Has(*found)) with_snapshot = static_cast<int>(matched.size());
+  }
+  if (with_snapshot == 0) return 0;
+  if (seq.state == nullptr) {
+    if (!Fits(0, 1)) return 0;
+    if (!TakeState(seq).ok()) return 0;
+  }
+  std::memcpy(seq.state, states_.Find(matched[with_snapshot - 1]),
+              static_cast<size_t>(layout_.recurrent_state_bytes));
+  DropPending(seq, 0);  // older than the state now
+  for (int i = 0; i < with_snapshot; ++i) {
+    const size_t b = static_cast<size_t>(seq.indexed);
+    AddRef(matched[i]);
+    if (b < seq.blocks.size()) {
+      SetBlock(seq, b, matched[i]);  // a reserved, still empty block: given back
+    } else {
+      seq.blocks.push_back(matched[i]);
+      seq.data.push_back(blocks_[matched[i]].data);
+    }
+    seq.cursor = index_.CursorAfter(matched[i]);
+    ++seq.indexed;
+  }
+  const int added = with_snapshot * kBlockTokens - seq.length;
+  seq.length = seq.indexed * kBlockTokens;
+  return added;
+}
+
+std::byte* KvCache::RecurrentState(SequenceId id) const {
+  const Sequence* seq = Find(id);
+  return seq == nullptr ? nullptr : seq->state;
 }
 
 void KvCache::AddRef(BlockId block) {
@@ -92,6 +229,7 @@ absl::StatusOr<BlockId> KvCache::TakeBlock() {
   } else if (std::optional<PrefixIndex::Evicted> evicted = index_.EvictLeastRecentlyUsed()) {
     block = evicted->block;
     ++evicted_blocks_;
+    states_.Drop(block);  // its snapshot continued a prefix that is gone
     if (disk_ != nullptr) disk_->Store(evicted->record, BlockBytes(block));
   } else {
     return absl::InternalError("KV cache: no block to take although the budget has room");
@@ -123,9 +261,11 @@ void KvCache::RewindIndex(Sequence& seq, int blocks) {
       blocks == 0 ? PrefixIndex::Root(seq.scope) : index_.CursorAfter(seq.blocks[blocks - 1]);
 }
 
-absl::Status KvCache::ExhaustedError(SequenceId id, int n_tokens, int64_t new_blocks) const {
+absl::Status KvCache::ExhaustedError(SequenceId id, int n_tokens, int64_t new_blocks,
+                                     int64_t new_states) const {
   return absl::ResourceExhaustedError(
-      absl::StrCat("KV cache budget exceeded: sequence ", id, " needs ", new_blocks * block_bytes_,
+      absl::StrCat("KV cache budget exceeded: sequence ", id, " needs ",
+                   new_blocks * block_bytes_ + new_states * layout_.recurrent_state_bytes,
                    " more bytes for ", n_tokens, " tokens, ", budget_bytes_ - bytes_in_use(),
                    " of ", budget_bytes_, " bytes available"));
 }
@@ -134,6 +274,7 @@ int KvCache::AttachPrefix(SequenceId id, std::span<const int> tokens, int max_to
   Sequence* seq = Find(id);
   if (seq == nullptr || !seq->indexable || seq->length != seq->indexed * kBlockTokens) return 0;
   const int limit = std::min(max_tokens, static_cast<int>(tokens.size()));
+  if (has_recurrent_state()) return AttachRecurrentPrefix(*seq, tokens, limit);
   int added = 0;
   while ((seq->indexed + 1) * kBlockTokens <= limit) {
     const size_t b = static_cast<size_t>(seq->indexed);
@@ -174,7 +315,7 @@ int KvCache::AttachFromDisk(Sequence& seq, std::span<const int> tokens, int limi
       if (!reserved) {
         // TakeBlock may evict, and so write, a cached block: Store is safe inside Load (it
         // shares no state with the read in progress).
-        if (blocks_in_use_ + 1 > budget_blocks()) return {};
+        if (!Fits(1, 0)) return {};
         absl::StatusOr<BlockId> taken = TakeBlock();
         if (!taken.ok()) return {};
         block = *taken;
@@ -217,11 +358,11 @@ absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {
   }
   const int64_t want_blocks = (static_cast<int64_t>(n_tokens) + kBlockTokens - 1) / kBlockTokens;
   const int64_t have_blocks = static_cast<int64_t>(seq->blocks.size());
-  if (want_blocks <= have_blocks) return absl::OkStatus();
-  const int64_t new_blocks = want_blocks - have_blocks;
-  if (blocks_in_use_ + new_blocks > budget_blocks()) {
-    return ExhaustedError(id, n_tokens, new_blocks);
-  }
+  const int64_t new_blocks = std::max<int64_t>(want_blocks - have_blocks, 0);
+  const int64_t new_states = has_recurrent_state() && seq->state == nullptr ? 1 : 0;
+  if (new_blocks == 0 && new_states == 0) return absl::OkStatus();
+  if (!Fits(new_blocks, new_states)) return ExhaustedError(id, n_tokens, new_blocks, new_states);
+  if (new_states > 0) TEXTGEN_RETURN_IF_ERROR(TakeState(*seq));
   for (int64_t i = 0; i < new_blocks; ++i) {
     absl::StatusOr<BlockId> block = TakeBlock();
     if (!block.ok()) return block.status();  // blocks taken so far stay with the sequence
@@ -242,7 +383,7 @@ void KvCache::Publish(SequenceId id, std::span<const int> tokens) {
         index_.Insert(mine, seq->cursor, tokens.subspan(b * kBlockTokens).first<kBlockTokens>());
     if (!indexed.has_value()) {
       seq->indexable = false;
-      return;
+      break;
     }
     if (*indexed != mine) {  // computed twice: keep one copy (the K/V are bitwise equal)
       AddRef(*indexed);
@@ -255,6 +396,7 @@ void KvCache::Publish(SequenceId id, std::span<const int> tokens) {
     seq->cursor = index_.CursorAfter(*indexed);
     ++seq->indexed;
   }
+  if (has_recurrent_state()) PublishSnapshots(*seq);
 }
 
 int KvCache::Length(SequenceId id) const {
@@ -282,6 +424,11 @@ absl::StatusOr<KvCache::Sequence*> KvCache::FindToShorten(SequenceId id, int n_t
 
 absl::Status KvCache::Rewind(SequenceId id, int n_tokens) {
   TEXTGEN_ASSIGN_OR_RETURN(Sequence* const seq, FindToShorten(id, n_tokens, "Rewind"));
+  if (has_recurrent_state() && n_tokens < seq->length) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Rewind: KV sequence ", id,
+                     " carries a recurrent state, which holds position ", seq->length, " only"));
+  }
   const size_t used = (static_cast<size_t>(seq->length) + kBlockTokens - 1) / kBlockTokens;
   for (size_t b = static_cast<size_t>(n_tokens) / kBlockTokens; b < used; ++b) {
     if (Shared(seq->blocks[b])) {
@@ -295,13 +442,21 @@ absl::Status KvCache::Rewind(SequenceId id, int n_tokens) {
 
 absl::Status KvCache::Truncate(SequenceId id, int n_tokens) {
   TEXTGEN_ASSIGN_OR_RETURN(Sequence* const seq, FindToShorten(id, n_tokens, "Truncate"));
+  if (has_recurrent_state() && n_tokens < seq->length) {
+    // The state cannot go back: start over (the state stays the sequence's, zeroed).
+    n_tokens = 0;
+    DropPending(*seq, 0);
+    if (seq->state != nullptr) {
+      std::memset(seq->state, 0, static_cast<size_t>(layout_.recurrent_state_bytes));
+    }
+  }
   seq->length = n_tokens;
   const size_t keep = (static_cast<size_t>(n_tokens) + kBlockTokens - 1) / kBlockTokens;
   DropBlocksFrom(*seq, keep);
   if (seq->indexed > n_tokens / kBlockTokens) RewindIndex(*seq, n_tokens / kBlockTokens);
   if (n_tokens % kBlockTokens != 0 && Shared(seq->blocks[keep - 1])) {
     // The next token is written into this block: it must become this sequence's own.
-    if (blocks_in_use_ + 1 > budget_blocks()) {
+    if (!Fits(1, 0)) {
       seq->length = n_tokens - n_tokens % kBlockTokens;
       DropBlocksFrom(*seq, keep - 1);
       return absl::OkStatus();
@@ -321,9 +476,17 @@ absl::StatusOr<SequenceId> KvCache::Fork(SequenceId id, int n_tokens) {
     return absl::InvalidArgumentError(
         absl::StrCat("Fork: n_tokens must be in [0, ", src->length, "], got ", n_tokens));
   }
+  const bool copies_state = has_recurrent_state() && src->state != nullptr && n_tokens > 0;
+  if (has_recurrent_state() && n_tokens > 0 && n_tokens < src->length) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Fork: KV sequence ", id, " carries a recurrent state, which holds position ",
+                     src->length, " only"));
+  }
   const size_t full = static_cast<size_t>(n_tokens / kBlockTokens);
   const bool partial = n_tokens % kBlockTokens != 0;
-  if (partial && blocks_in_use_ + 1 > budget_blocks()) return ExhaustedError(id, n_tokens, 1);
+  if (!Fits(partial ? 1 : 0, copies_state ? 1 : 0)) {
+    return ExhaustedError(id, n_tokens, partial ? 1 : 0, copies_state ? 1 : 0);
+  }
   const SequenceId fork_id = NewSequence(src->scope);  // may rehash: look both up again
   Sequence& dst = sequences_[fork_id];
   const Sequence& from = sequences_[id];
@@ -343,6 +506,13 @@ absl::StatusOr<SequenceId> KvCache::Fork(SequenceId id, int n_tokens) {
     dst.blocks.push_back(*copy);
     dst.data.push_back(blocks_[*copy].data);
   }
+  if (copies_state) {
+    if (absl::Status taken = TakeState(dst); !taken.ok()) {
+      Free(fork_id).IgnoreError();  // exists: created above
+      return taken;
+    }
+    std::memcpy(dst.state, from.state, static_cast<size_t>(layout_.recurrent_state_bytes));
+  }
   dst.length = n_tokens;
   RewindIndex(dst, std::min(from.indexed, static_cast<int>(full)));
   dst.indexable = from.indexable || dst.indexed < from.indexed;
@@ -355,20 +525,23 @@ absl::Status KvCache::Free(SequenceId id) {
     return absl::NotFoundError(absl::StrCat("unknown KV sequence id ", id));
   }
   DropBlocksFrom(it->second, 0);
+  DropState(it->second);
   sequences_.erase(it);
   return absl::OkStatus();
 }
 
 int64_t KvCache::BytesFreedByDropping(std::span<const SequenceId> ids) const {
   absl::flat_hash_map<BlockId, int> held;
+  int64_t states = 0;
   for (SequenceId id : ids) {
     if (const Sequence* seq = Find(id)) {
       for (BlockId block : seq->blocks) ++held[block];
+      states += (seq->state != nullptr ? 1 : 0) + static_cast<int64_t>(seq->pending.size());
     }
   }
   int64_t freed = 0;
   for (const auto& [block, count] : held) freed += count == blocks_[block].refs ? 1 : 0;
-  return freed * block_bytes_;
+  return freed * block_bytes_ + states * layout_.recurrent_state_bytes;
 }
 
 absl::Status KvCache::Append(SequenceId id, int n) {
@@ -380,6 +553,7 @@ absl::Status KvCache::Append(SequenceId id, int n) {
                                             n, " exceeds reserved capacity ", capacity));
   }
   seq->length += n;
+  if (has_recurrent_state()) TakeSnapshot(*seq);
   return absl::OkStatus();
 }
 

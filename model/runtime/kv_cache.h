@@ -13,6 +13,7 @@
 #include "model/kernels/huge_page_arena.h"
 #include "model/runtime/kv_disk_tier.h"
 #include "model/runtime/prefix_index.h"
+#include "model/runtime/recurrent_state_pool.h"
 
 namespace textgen::model {
 
@@ -50,11 +51,26 @@ using SequenceId = int32_t;
 //   KvCache(const KvCacheLayout& layout, int64_t budget_bytes);
 //   int64_t bytes_in_use() const; int64_t budget_bytes() const;
 //   int64_t BytesForTokens(int n) const;   // what n tokens of one sequence cost (block-rounded)
+//
+// Recurrent state (hybrid models: Gated DeltaNet, ...): with layout.recurrent_state_bytes > 0
+// every sequence also owns one fixed-size state (all its recurrent layers' state after its
+// last stored token), taken with its first Reserve (or AttachPrefix) under the same budget and
+// zeroed. A state describes exactly one position, so such a sequence is cut only to its whole
+// length or to nothing: Truncate to fewer tokens empties it (Length() reads 0), Rewind and
+// Fork past 0 and short of the whole length fail with FAILED_PRECONDITION.
+// Prefixes are shared through snapshots of the state at block boundaries (RecurrentStatePool):
+// when Append leaves a sequence on a boundary, the state is copied (room permitting, else
+// skipped): kept at every SnapshotIntervalBlocks()-th boundary, otherwise only the latest one
+// (the end of a prompt, then of a reply: where a follow-up turn continues). Publish hands a
+// sequence's snapshots to the index with its blocks; AttachPrefix continues a sequence only up
+// to the deepest matching block that has a snapshot, and copies it into the sequence's state.
+// The scheduler ends prefill chunks on the boundaries worth a snapshot (SnapshotStop).
 struct KvCacheLayout {
-  int n_layers = 0;
+  int n_layers = 0;  // layers that keep K/V (attention layers)
   int n_kv_heads = 0;
   int head_dim = 0;
   int bytes_per_element = 4;
+  int64_t recurrent_state_bytes = 0;  // per sequence; 0 = no recurrent layers
 };
 
 // Bytes of one block (kKvBlockTokens tokens' K and V over every layer) in `layout`; at least 1
@@ -120,10 +136,30 @@ class KvCache {
   // returns how many. For drain: what memory holds survives the process.
   int SpillToDisk();
 
-  // Bytes of blocks referenced by sequences (each shared block once).
-  int64_t bytes_in_use() const { return blocks_in_use_ * block_bytes_; }
-  // Bytes of indexed blocks no sequence references (reclaimed on demand).
-  int64_t bytes_cached() const { return int64_t{index_.idle_blocks()} * block_bytes_; }
+  // Bytes of blocks referenced by sequences (each shared block once) and of their recurrent
+  // states.
+  int64_t bytes_in_use() const {
+    return blocks_in_use_ * block_bytes_ + buffers_held_ * layout_.recurrent_state_bytes;
+  }
+  bool has_recurrent_state() const { return layout_.recurrent_state_bytes > 0; }
+  // Bytes of indexed blocks no sequence references and of published snapshots (reclaimed on
+  // demand).
+  int64_t bytes_cached() const {
+    return int64_t{index_.idle_blocks()} * block_bytes_ +
+           states_.published() * layout_.recurrent_state_bytes;
+  }
+  // Recurrent models: a snapshot is kept at every this-many-th block boundary, so snapshots
+  // cost at most about what the K/V blocks they cover cost (state bytes / block bytes, at
+  // least 1); 0 without recurrent layers.
+  int SnapshotIntervalBlocks() const { return snapshot_interval_blocks_; }
+  // Where a prefill chunk of a sequence at `position`, whose prompt is `prompt_tokens` long,
+  // should end at the latest so that a snapshot worth keeping is taken: the next interval
+  // boundary or the prompt's last block boundary after `position`, else the prompt's end.
+  // Without recurrent layers, the prompt's end.
+  int SnapshotStop(int position, int prompt_tokens) const;
+  // Published snapshots and those evicted so far.
+  int64_t snapshots() const { return states_.published(); }
+  int64_t evicted_snapshots() const { return states_.evicted(); }
   int64_t budget_bytes() const { return budget_bytes_; }
   // What `n` tokens of one sequence cost (rounded up to whole blocks).
   int64_t BytesForTokens(int n) const;
@@ -161,6 +197,9 @@ class KvCache {
            static_cast<int64_t>(slot) * layout_.head_dim;
   }
   int64_t block_bytes() const { return block_bytes_; }
+  // The sequence's recurrent state (layout.recurrent_state_bytes, after its Length() tokens),
+  // taken by its first Reserve; null without one or for an unknown id.
+  std::byte* RecurrentState(SequenceId id) const;
   // Where layer `layer`'s K and V sit in every block, for the attention kernels.
   ops::PagedKvLayout LayerLayout(int layer) const;
 
@@ -174,8 +213,17 @@ class KvCache {
     std::vector<BlockId> blocks;   // [ceil(capacity / kBlockTokens)]
     std::vector<std::byte*> data;  // [blocks.size()] their memory, the engine's block table
     PrefixScope scope = 0;
-    int indexed = 0;        // leading blocks known to the index (cursor is after them)
-    bool indexable = true;  // false once a hash collision stopped the chain
+    std::byte* state = nullptr;  // recurrent state (layout.recurrent_state_bytes), or null
+    // Snapshots taken and not published yet: of the state after block `block`; `kept` at an
+    // interval boundary, else the sequence's latest (replaced by the next).
+    struct Pending {
+      int block = 0;
+      std::byte* data = nullptr;
+      bool kept = false;
+    };
+    std::vector<Pending> pending;
+    int indexed = 0;             // leading blocks known to the index (cursor is after them)
+    bool indexable = true;       // false once a hash collision stopped the chain
     PrefixCursor cursor;
   };
   // A block for new K/V: free, newly made, or the least recently used cached one. The
@@ -196,24 +244,50 @@ class KvCache {
   void RewindIndex(Sequence& seq, int blocks);
   bool Shared(BlockId block) const { return blocks_[block].refs > 1 || index_.Contains(block); }
   int64_t budget_blocks() const { return budget_bytes_ / block_bytes_; }
+  // Whether `blocks` more blocks and `buffers` more state buffers fit the budget beside what
+  // sequences hold.
+  bool Fits(int64_t blocks, int64_t buffers) const {
+    return (blocks_in_use_ + blocks) * block_bytes_ +
+               (buffers_held_ + buffers) * layout_.recurrent_state_bytes <=
+           budget_bytes_;
+  }
+  // A state buffer for a sequence (the caller has checked the budget): a free one, else a
+  // published snapshot's when the memory made is at the budget, else a new one.
+  absl::StatusOr<std::byte*> TakeBuffer();
+  void GiveBuffer(std::byte* buffer);
+  // A zeroed recurrent state for `seq` (the caller has checked the budget).
+  absl::Status TakeState(Sequence& seq);
+  void DropState(Sequence& seq);
+  // Append's half for recurrent models: a snapshot when `seq` ends on a block boundary.
+  void TakeSnapshot(Sequence& seq);
+  // Drops `seq`'s unpublished snapshots past its first `blocks` blocks.
+  void DropPending(Sequence& seq, int blocks);
+  // Publish's half for recurrent models: hands the pending snapshots of indexed blocks over.
+  void PublishSnapshots(Sequence& seq);
+  // AttachPrefix for recurrent models: up to the deepest block with a snapshot.
+  int AttachRecurrentPrefix(Sequence& seq, std::span<const int> tokens, int limit);
   // The sequence to cut to `n_tokens`: NOT_FOUND, or INVALID_ARGUMENT outside [0, Length]
   // naming `operation`.
   absl::StatusOr<Sequence*> FindToShorten(SequenceId id, int n_tokens, const char* operation);
   Sequence* Find(SequenceId id);
   const Sequence* Find(SequenceId id) const;
-  absl::Status ExhaustedError(SequenceId id, int n_tokens, int64_t new_blocks) const;
+  absl::Status ExhaustedError(SequenceId id, int n_tokens, int64_t new_blocks,
+                              int64_t new_states = 0) const;
 
   KvCacheLayout layout_;
   int64_t budget_bytes_;
   int64_t block_bytes_;         // kBlockTokens * n_layers * 2 * kv_dim * bytes_per_element
   int64_t blocks_in_use_ = 0;   // blocks with refs > 0
+  int64_t buffers_held_ = 0;    // recurrent states and unpublished snapshots of sequences
+  int snapshot_interval_blocks_ = 0;
   int shared_blocks_ = 0;       // blocks with refs > 1
   int64_t evicted_blocks_ = 0;  // cached blocks reclaimed for new K/V
   SequenceId next_id_ = 0;
   absl::flat_hash_map<SequenceId, Sequence> sequences_;
-  ops::HugePageArena memory_;  // every block ever made lives here
-  std::vector<Block> blocks_;  // [block id] every block ever made
-  std::vector<BlockId> free_;  // made, neither referenced nor indexed
+  ops::HugePageArena memory_;            // every block ever made lives here
+  std::vector<Block> blocks_;            // [block id] every block ever made
+  std::vector<BlockId> free_;            // made, neither referenced nor indexed
+  RecurrentStatePool states_;  // recurrent states and snapshots (hybrid models)
   PrefixIndex index_;
   std::unique_ptr<KvDiskTier> disk_;  // may be null
 };

@@ -7,8 +7,10 @@ add_library(textgen_engine STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_cache.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/kv_disk_tier.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/prefix_index.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/recurrent_state_pool.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_experts.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_recurrent.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/transformer_weights.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/weight_staging.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/runtime/system_memory.cc

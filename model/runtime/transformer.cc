@@ -64,21 +64,32 @@ absl::Status Transformer::DenseFeedForward(PreparedLayer& pl, const float* mlp_x
   return pl.down->Run(mlp_in, rows, proj_.data());
 }
 
-absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache& cache) {
+void Transformer::SplitQueryGate(int rows) {
   const ModelConfig& c = config_;
-  PreparedLayer& pl = layers_[layer];
-  const int rows = static_cast<int>(plan.tokens.size());
-  const int64_t n = static_cast<int64_t>(rows) * c.dim;
-
-  // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x)); post-norm
-  // blocks (BERT) normalize the sum instead: x = norm(x + Wo · attend(Wq·x, Wk·x, Wv·x)).
-  const bool post_norm = SpecOf(c.architecture).norm_placement == NormPlacement::kAfterResidual;
-  const float* attn_in = x_.data();
-  if (!post_norm) {
-    Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
-    attn_in = xn_.data();
+  const int hd = c.head_dim;
+  const int gated_dim = 2 * q_dim_ + 2 * kv_dim_;
+  for (int r = 0; r < rows; ++r) {
+    const float* in = gated_qkv_.data() + static_cast<size_t>(r) * gated_dim;
+    float* q = qkv_.data() + static_cast<size_t>(r) * qkv_dim_;
+    float* gate = attn_gate_.data() + static_cast<size_t>(r) * q_dim_;
+    for (int h = 0; h < c.n_heads; ++h) {
+      std::memcpy(q + h * hd, in + 2 * h * hd, sizeof(float) * hd);
+      std::memcpy(gate + h * hd, in + (2 * h + 1) * hd, sizeof(float) * hd);
+    }
+    std::memcpy(q + q_dim_, in + 2 * q_dim_, sizeof(float) * 2 * kv_dim_);
   }
-  TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(attn_in, rows, qkv_.data()));
+}
+
+absl::Status Transformer::Attention(PreparedLayer& pl, const float* in, const BatchPlan& plan,
+                                    const KvCache& cache) {
+  const ModelConfig& c = config_;
+  const int rows = static_cast<int>(plan.tokens.size());
+  if (c.attention_output_gate) {
+    TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(in, rows, gated_qkv_.data()));
+    SplitQueryGate(rows);
+  } else {
+    TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(in, rows, qkv_.data()));
+  }
   if (!pl.q_norm.empty()) {
     // Qwen 3, Gemma 3: RMSNorm over each head of q and k (row by row, so batch-invariant).
     for (int r = 0; r < rows; ++r) {
@@ -91,11 +102,36 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     pl.rope->Apply(qkv_.data(), rows, qkv_dim_, plan.positions.data(), c.n_heads);
     pl.rope->Apply(qkv_.data() + q_dim_, rows, qkv_dim_, plan.positions.data(), c.n_kv_heads);
   }
-  const ops::PagedKvLayout kv = cache.LayerLayout(layer);
+  const ops::PagedKvLayout kv = cache.LayerLayout(pl.kv_layer);
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
                       scores_.data(), c.context_length, pl.scoring);
-  TEXTGEN_RETURN_IF_ERROR(pl.wo->Run(att_.data(), rows, proj_.data()));
+  if (c.attention_output_gate) {
+    ops::MulSigmoidInPlace(attn_gate_.data(), static_cast<int64_t>(rows) * q_dim_, att_.data());
+  }
+  return pl.wo->Run(att_.data(), rows, proj_.data());
+}
+
+absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache& cache) {
+  const ModelConfig& c = config_;
+  PreparedLayer& pl = layers_[layer];
+  const int rows = static_cast<int>(plan.tokens.size());
+  const int64_t n = static_cast<int64_t>(rows) * c.dim;
+
+  // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x)); post-norm
+  // blocks (BERT) normalize the sum instead: x = norm(x + Wo · attend(Wq·x, Wk·x, Wv·x)).
+  // Recurrent layers mix through the sequence's state instead of its K/V.
+  const bool post_norm = SpecOf(c.architecture).norm_placement == NormPlacement::kAfterResidual;
+  const float* attn_in = x_.data();
+  if (!post_norm) {
+    Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
+    attn_in = xn_.data();
+  }
+  if (c.mixer(layer) == LayerMixer::kGatedDeltaNet) {
+    TEXTGEN_RETURN_IF_ERROR(DeltaNet(pl, attn_in, plan));
+  } else {
+    TEXTGEN_RETURN_IF_ERROR(Attention(pl, attn_in, plan, cache));
+  }
   if (!pl.attn_post_norm.empty()) {
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());
   }

@@ -30,6 +30,9 @@ struct BatchPlan {
   std::span<const int> positions;    // [rows]
   std::span<const int> logit_rows;   // rows whose logits are wanted, in output order
   std::span<const int> hidden_rows;  // rows whose final hidden states are wanted, in order
+  // [chunks] each chunk's sequence's recurrent state (KvCache::RecurrentState), advanced past
+  // the chunk's tokens; empty for models without recurrent layers.
+  std::span<std::byte* const> states;
 };
 
 // How the transformer computes; EngineOptions documents each field.
@@ -64,6 +67,16 @@ struct PreparedLayer {
   // The same experts when every one runs the quantized kernels (then a step's experts run in
   // one parallel region), else empty.
   std::vector<ops::QuantizedLinear*> quantized_up, quantized_down;
+  // Attention layers: which of the cache's K/V layers is this one's.
+  int kv_layer = -1;
+  // Gated DeltaNet layers, instead of qkv and wo (transformer_recurrent.cc).
+  std::unique_ptr<ops::LinearLayer> ssm_in;   // [dim] -> [conv channels + value_dim] qkv | z
+  std::unique_ptr<ops::LinearLayer> ssm_ba;   // [dim] -> [2 v_heads] beta | alpha
+  std::unique_ptr<ops::LinearLayer> ssm_out;  // [value_dim] -> [dim]
+  std::vector<float> ssm_conv;                // [conv channels][conv_kernel]
+  std::vector<float> ssm_dt_bias, ssm_a;      // [v_heads]
+  std::vector<float> ssm_norm;                // [head_v_dim]
+  int64_t state_offset = 0;                   // floats into a sequence's recurrent state
 };
 
 // The transformer math over a batch: embeddings, blocks, final norm, LM head. Owns the
@@ -113,6 +126,20 @@ class Transformer {
   void Norm(const float* x, int rows, const std::vector<float>& w, const std::vector<float>& b,
             float* out) const;
   absl::Status Block(int layer, const BatchPlan& plan, const KvCache& cache);
+  // Attention over the cache: proj_ = Wo · attend(...) of `in` (normed rows).
+  absl::Status Attention(PreparedLayer& pl, const float* in, const BatchPlan& plan,
+                         const KvCache& cache);
+  // Gated DeltaNet (transformer_recurrent.cc): proj_ = the layer's output for `in`, each
+  // chunk's recurrent state advanced past its tokens.
+  absl::Status DeltaNet(PreparedLayer& pl, const float* in, const BatchPlan& plan);
+  absl::Status PrepareAttention(const LayerWeights& lw, const std::string& prefix,
+                                PreparedLayer& pl, int max_rows, WeightStaging& staging);
+  absl::Status PrepareFeedForward(const LayerWeights& lw, const std::string& prefix,
+                                  PreparedLayer& pl, int max_rows, WeightStaging& staging);
+  absl::Status PrepareDeltaNet(const LayerWeights& lw, const std::string& prefix, PreparedLayer& pl,
+                               int max_rows, WeightStaging& staging);
+  // Qwen3.5's gated q rows [q_h | gate_h]...: q into qkv_, the gates into attn_gate_.
+  void SplitQueryGate(int rows);
   // The feed-forward of a dense block: proj_ = down(act(up(mlp_x))).
   absl::Status DenseFeedForward(PreparedLayer& pl, const float* mlp_x, int rows);
   // The mixture of experts (transformer_experts.cc): proj_ = each token's experts' outputs,
@@ -152,11 +179,20 @@ class Transformer {
   std::vector<float> xn_;          // [rows, dim] normalized
   std::vector<float> hidden_out_;  // [hidden rows, dim] output-normed (embeddings); grows once
   std::vector<float> qkv_;         // [rows, q_dim + 2 kv_dim]
-  std::vector<float> att_;         // [rows, q_dim]
-  std::vector<float> proj_;        // [rows, dim] (output of wo / down)
-  std::vector<float> hidden_;      // [rows, 2 hidden] (gate|up, or gelu(up))
-  std::vector<float> act_;         // [rows, hidden] silu(gate) * up, or gelu(gate) * up
-  std::vector<float> scores_;      // [threads, context] attention probabilities
+  std::vector<float> gated_qkv_;   // [rows, 2 q_dim + 2 kv_dim] with the output gate, else empty
+  std::vector<float> attn_gate_;   // [rows, q_dim] its gates
+  // Gated DeltaNet: the input projections, their convolution, each token's log-decay and beta
+  // per value head, and the recurrence's output (then normed and gated).
+  std::vector<float> ssm_proj_;  // [rows, conv channels + value_dim]
+  std::vector<float> ssm_ba_;    // [rows, 2 v_heads] beta | alpha projections
+  std::vector<float> ssm_conv_;  // [rows, conv channels]
+  std::vector<float> ssm_gb_;    // [rows, 2 v_heads] g | beta
+  std::vector<float> ssm_core_;  // [rows, value_dim]
+  std::vector<float> att_;       // [rows, q_dim]
+  std::vector<float> proj_;      // [rows, dim] (output of wo / down)
+  std::vector<float> hidden_;    // [rows, 2 hidden] (gate|up, or gelu(up))
+  std::vector<float> act_;       // [rows, hidden] silu(gate) * up, or gelu(gate) * up
+  std::vector<float> scores_;    // [threads, context] attention probabilities
   // Mixture of experts: router scores, each token's experts and weights, the (token, rank) pairs
   // grouped by expert, and per pair its input row, gate|up, activation and output rows.
   std::vector<float> router_logits_;   // [rows, experts]

@@ -130,7 +130,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->q_dim_ = c.n_heads * c.head_dim;
   t->kv_dim_ = c.kv_dim();
   t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
-  const int widest = std::max({c.dim, t->q_dim_, c.ffn_width()});
+  const int widest = std::max({c.dim, t->q_dim_, c.ffn_width(), c.delta_net.value_dim()});
   auto context =
       ops::OnednnContext::Create(options.threads, options.bf16, max_batch_tokens, widest);
   if (!context.ok()) return context.status();
@@ -156,6 +156,18 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->x_.resize(rows * c.dim);
   t->xn_.resize(rows * c.dim);
   t->qkv_.resize(rows * t->qkv_dim_);
+  if (c.attention_output_gate) {
+    t->gated_qkv_.resize(rows * (t->qkv_dim_ + t->q_dim_));
+    t->attn_gate_.resize(rows * t->q_dim_);
+  }
+  if (c.has_recurrent_layers()) {
+    const DeltaNetShape& d = c.delta_net;
+    t->ssm_proj_.resize(rows * (d.conv_channels() + d.value_dim()));
+    t->ssm_ba_.resize(rows * 2 * d.v_heads);
+    t->ssm_conv_.resize(rows * d.conv_channels());
+    t->ssm_gb_.resize(rows * 2 * d.v_heads);
+    t->ssm_core_.resize(rows * d.value_dim());
+  }
   t->att_.resize(rows * t->q_dim_);
   t->proj_.resize(rows * c.dim);
   if (!c.has_experts()) {
@@ -210,8 +222,15 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   for (int l = 0; l < c.n_layers; ++l) {
     static const LayerWeights kAbsent;
     const LayerWeights& lw = have_layers ? weights.layers[l] : kAbsent;
-    add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim, c.dim);
-    add({&lw.wo}, c.dim, q_dim);
+    if (c.mixer(l) == LayerMixer::kGatedDeltaNet) {
+      const DeltaNetShape& d = c.delta_net;
+      add({&lw.ssm_input, &lw.ssm_gate}, d.conv_channels() + d.value_dim(), c.dim);
+      add({&lw.ssm_beta, &lw.ssm_alpha}, 2 * d.v_heads, c.dim);
+      add({&lw.ssm_output}, c.dim, d.value_dim());
+    } else {
+      add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim + (c.attention_output_gate ? q_dim : 0), c.dim);
+      add({&lw.wo}, c.dim, q_dim);
+    }
     if (c.has_experts()) {
       add({&lw.router}, c.experts, c.dim);
       for (int e = 0; e < c.experts; ++e) {
@@ -247,8 +266,14 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   const int64_t experts =
       c.has_experts() ? c.experts + int64_t{c.experts_used} * (4 + 2 * int64_t{c.dim} + 3 * width)
                       : 0;
+  // Hybrids: the gated q rows, and the recurrent layers' projections and outputs.
+  const DeltaNetShape& d = c.delta_net;
+  const int64_t gated = c.attention_output_gate ? qkv_dim + 2 * q_dim : 0;
+  const int64_t recurrent = c.has_recurrent_layers()
+                                ? 2 * int64_t{d.conv_channels()} + 2 * d.value_dim() + 4 * d.v_heads
+                                : 0;
   const int64_t activations = rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + dense_rows + experts +
-                                      (lm_head ? c.vocab_size : 0)) +
+                                      gated + recurrent + (lm_head ? c.vocab_size : 0)) +
                               threads * c.context_length + positions;
   return weights_peak + activations * static_cast<int64_t>(sizeof(float));
 }
@@ -293,7 +318,17 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
 
   WeightStaging staging(context_->bf16(), storage_.get());
   layers_.resize(c.n_layers);
+  // Attention layers take the cache's K/V layers in order; recurrent ones their part of a
+  // sequence's state, in order.
+  int kv_layer = 0;
+  int64_t state_offset = 0;
   for (int l = 0; l < c.n_layers; ++l) {
+    if (c.mixer(l) == LayerMixer::kAttention) {
+      layers_[l].kv_layer = kv_layer++;
+    } else {
+      layers_[l].state_offset = state_offset;
+      state_offset += c.delta_net.state_floats();
+    }
     TEXTGEN_RETURN_IF_ERROR(PrepareLayer(w.layers[l], l, max_rows, staging));
   }
   // The LM head last (packing it first made decoding ~13% slower on the 110M bench,
@@ -307,8 +342,6 @@ absl::Status Transformer::PrepareLayer(const LayerWeights& lw, int l, int max_ro
                                        WeightStaging& staging) {
   const ModelConfig& c = config_;
   const ArchitectureSpec& spec = Spec(c);
-  const bool gated = IsGated(c);
-  const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   PreparedLayer& pl = layers_[l];
   const std::string p = absl::StrCat("blk.", l, ".");
   if (spec.post_norms) {
@@ -332,16 +365,28 @@ absl::Status Transformer::PrepareLayer(const LayerWeights& lw, int l, int max_ro
   pl.attn_norm_bias = ToFloatVector(lw.attn_norm_bias);
   pl.ffn_norm = ToFloatVector(lw.ffn_norm);
   pl.ffn_norm_bias = ToFloatVector(lw.ffn_norm_bias);
+  if (c.mixer(l) == LayerMixer::kGatedDeltaNet) {
+    TEXTGEN_RETURN_IF_ERROR(PrepareDeltaNet(lw, p, pl, max_rows, staging));
+  } else {
+    TEXTGEN_RETURN_IF_ERROR(PrepareAttention(lw, p, pl, max_rows, staging));
+  }
+  return PrepareFeedForward(lw, p, pl, max_rows, staging);
+}
 
-  // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim].
+absl::Status Transformer::PrepareAttention(const LayerWeights& lw, const std::string& p,
+                                           PreparedLayer& pl, int max_rows,
+                                           WeightStaging& staging) {
+  const ModelConfig& c = config_;
+  // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim] (q_dim twice with Qwen3.5's gate).
+  const int q_rows = (c.attention_output_gate ? 2 : 1) * q_dim_;
   std::vector<float> bias;
   if (!lw.bq.empty()) {
-    bias.resize(qkv_dim_);
+    bias.resize(q_rows + 2 * kv_dim_);
     ToFloat(lw.bq, bias.data());
-    ToFloat(lw.bk, bias.data() + q_dim_);
-    ToFloat(lw.bv, bias.data() + q_dim_ + kv_dim_);
+    ToFloat(lw.bk, bias.data() + q_rows);
+    ToFloat(lw.bv, bias.data() + q_rows + kv_dim_);
   }
-  auto qkv = MakeLinear(p + "qkv", {&lw.wq, &lw.wk, &lw.wv}, bias, qkv_dim_, c.dim,
+  auto qkv = MakeLinear(p + "qkv", {&lw.wq, &lw.wk, &lw.wv}, bias, q_rows + 2 * kv_dim_, c.dim,
                         ops::LinearActivation::kNone, max_rows, staging);
   if (!qkv.ok()) return qkv.status();
   pl.qkv = std::move(*qkv);
@@ -350,7 +395,15 @@ absl::Status Transformer::PrepareLayer(const LayerWeights& lw, int l, int max_ro
                        ops::LinearActivation::kNone, max_rows, staging);
   if (!wo.ok()) return wo.status();
   pl.wo = std::move(*wo);
+  return absl::OkStatus();
+}
 
+absl::Status Transformer::PrepareFeedForward(const LayerWeights& lw, const std::string& p,
+                                             PreparedLayer& pl, int max_rows,
+                                             WeightStaging& staging) {
+  const ModelConfig& c = config_;
+  const bool gated = IsGated(c);
+  const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
   if (c.has_experts()) return PrepareExperts(lw, p, pl, max_rows, staging);
   // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
   auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, ToFloatVector(lw.b_up),

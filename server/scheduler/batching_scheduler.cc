@@ -561,7 +561,8 @@ bool BatchingScheduler::SharesPrefixes(const Sequence& seq) const {
   // An embedding pooled over every token (mean, cls) needs every token's hidden state, so it
   // computes its whole input; last-token pooling needs only the last, like generation. With
   // bidirectional attention a token's K/V depend on the tokens after it: nothing is shared.
-  return prefix_cache_on() && engine_->config().causal &&
+  // A recurrent layer's state is not in the prefix index (KvCache: no snapshots yet).
+  return prefix_cache_on() && engine_->config().causal && !kv_cache_.has_recurrent_state() &&
          (!seq.embedding() || seq.request().embedding->pooling == model::Pooling::kLast);
 }
 

@@ -5,9 +5,9 @@
 #   -DCMAKE_C_COMPILER=clang and has built textgen-fuzz-gguf (and textgen-make-random-gguf).
 # Env: FUZZ_RUNS=N runs N executions instead of SECONDS (the 10M-execution runs);
 #   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
-# Seeds: the real stories260K.gguf from the shared models (if present) and tiny llama/gpt2 files
-# in every dtype from textgen-make-random-gguf. Crash inputs land in BUILD_DIR/fuzz/artifacts,
-# the whole log in BUILD_DIR/fuzz/gguf.log.
+# Seeds: the real stories260K.gguf from the shared models (if present), tiny llama/gpt2 files
+# in every dtype and a tiny qwen35 hybrid from textgen-make-random-gguf. Crash inputs land in
+# BUILD_DIR/fuzz/artifacts, the whole log in BUILD_DIR/fuzz/gguf.log.
 set -euo pipefail
 build=${1:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
 seconds=${2:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
@@ -32,6 +32,9 @@ if [ -x "$maker" ]; then
     "$maker" --arch gpt2 --preset tiny --dtype "$dtype" --dim 32 --hidden 64 --layers 1 \
       --heads 2 --vocab 258 --context 8 --out "$corpus/seed_gpt2_$dtype.gguf" >/dev/null
   done
+  # A hybrid (Gated DeltaNet layers and their ssm.* keys).
+  "$maker" --arch qwen35 --preset tiny --dtype f32 --dim 32 --hidden 64 --layers 1 \
+    --heads 2 --kv-heads 1 --vocab 260 --context 8 --out "$corpus/seed_qwen35_f32.gguf" >/dev/null
 else
   echo "note: $maker not built; no generated seeds" >&2
 fi

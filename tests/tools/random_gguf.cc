@@ -163,7 +163,8 @@ class TensorMaker {
     // keeps in f32 (it adds their rows to f32 activations directly), stay f32.
     const bool f32 = dims.size() == 1 || absl::EndsWith(name, ".bias") ||
                      name == "position_embd.weight" || name == "token_types.weight" ||
-                     absl::EndsWith(name, "ffn_gate_inp.weight");
+                     absl::EndsWith(name, "ffn_gate_inp.weight") ||
+                     absl::EndsWith(name, "ssm_conv1d.weight");  // llama.cpp never quantizes it
     const DType dtype =
         f32 ? DType::kF32
             : MixedTensorType(mix_, dtype_, mix_shape_, name, dims[0], dims.size() == 3);
@@ -198,6 +199,25 @@ constexpr int kTokenTypes = 2;
 
 int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.dim / s.n_heads; }
 
+bool IsHybrid(const RandomModelSpec& s) {
+  return SpecOf(s.architecture).recurrent_mixer != LayerMixer::kAttention;
+}
+
+// Hybrids rotate a quarter of each head, as Qwen3.5 does; the rest the whole head.
+int RopeDim(const RandomModelSpec& s) { return IsHybrid(s) ? HeadDim(s) / 4 : HeadDim(s); }
+
+// A hybrid's recurrent layers: the spec's shape, else key heads of the head size, twice as many
+// value heads (so value heads share key heads), a 4-wide convolution.
+DeltaNetShape DeltaNetOf(const RandomModelSpec& s) {
+  DeltaNetShape d = s.delta_net;
+  if (d.conv_kernel == 0) d.conv_kernel = 4;
+  if (d.k_heads == 0) d.k_heads = s.n_kv_heads;
+  if (d.v_heads == 0) d.v_heads = 2 * d.k_heads;
+  if (d.head_k_dim == 0) d.head_k_dim = HeadDim(s);
+  d.head_v_dim = d.head_k_dim;
+  return d;
+}
+
 // The dimensions the architecture's tensor table reads.
 ModelConfig TableConfig(const RandomModelSpec& s) {
   ModelConfig c;
@@ -208,7 +228,16 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.n_heads = s.n_heads;
   c.n_kv_heads = s.n_kv_heads;
   c.head_dim = HeadDim(s);
-  c.rope_dim = c.head_dim;
+  c.rope_dim = RopeDim(s);
+  if (IsHybrid(s)) {
+    c.delta_net = DeltaNetOf(s);
+    c.attention_output_gate = SpecOf(s.architecture).attention_output_gate;
+    for (int l = 0; l < s.n_layers; ++l) {
+      c.layer_mixers.push_back((l + 1) % s.full_attention_interval != 0
+                                   ? SpecOf(s.architecture).recurrent_mixer
+                                   : LayerMixer::kAttention);
+    }
+  }
   c.vocab_size = s.vocab_size;
   c.context_length = s.context_length;
   c.token_type_count = kTokenTypes;
@@ -237,6 +266,8 @@ absl::Status AddEntry(TensorMaker& m, const RandomModelSpec& s, const TensorEntr
       return m.Constant(entry.name, std::move(dims), 1.0f);
     case TensorInit::kZeros:
       return m.Constant(entry.name, std::move(dims), 0.0f);
+    case TensorInit::kMinusOnes:
+      return m.Constant(entry.name, std::move(dims), -1.0f);
     case TensorInit::kRandom:
       break;
   }
@@ -465,7 +496,7 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     w.AddMetadata(p + "attention.head_count_kv", GgufValue::Uint32(spec.n_kv_heads));
   }
   if (!arch_spec.learned_positions) {
-    w.AddMetadata(p + "rope.dimension_count", GgufValue::Uint32(HeadDim(spec)));
+    w.AddMetadata(p + "rope.dimension_count", GgufValue::Uint32(RopeDim(spec)));
     if (spec.head_dim > 0) {
       w.AddMetadata(p + "attention.key_length", GgufValue::Uint32(spec.head_dim));
       w.AddMetadata(p + "attention.value_length", GgufValue::Uint32(spec.head_dim));
@@ -483,6 +514,22 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     if (spec.expert_hidden_dim > 0) {
       w.AddMetadata(p + "expert_feed_forward_length", GgufValue::Uint32(spec.expert_hidden_dim));
     }
+  }
+  if (IsHybrid(spec)) {
+    const DeltaNetShape d = DeltaNetOf(spec);
+    w.AddMetadata(p + "ssm.conv_kernel", GgufValue::Uint32(d.conv_kernel));
+    w.AddMetadata(p + "ssm.state_size", GgufValue::Uint32(d.head_k_dim));
+    w.AddMetadata(p + "ssm.group_count", GgufValue::Uint32(d.k_heads));
+    w.AddMetadata(p + "ssm.time_step_rank", GgufValue::Uint32(d.v_heads));
+    w.AddMetadata(p + "ssm.inner_size", GgufValue::Uint32(d.value_dim()));
+    w.AddMetadata(p + "full_attention_interval", GgufValue::Uint32(spec.full_attention_interval));
+    // Qwen3.5's split of the rotated pairs (llama.cpp requires the key).
+    const int pairs = RopeDim(spec) / 2;
+    w.AddMetadata(
+        p + "rope.dimension_sections",
+        GgufValue::Array(GgufType::kInt32,
+                         {GgufValue::Int32((pairs + 2) / 3), GgufValue::Int32((pairs + 1) / 3),
+                          GgufValue::Int32(pairs / 3), GgufValue::Int32(0)}));
   }
   if (spec.sliding_window > 0) {
     w.AddMetadata(p + "attention.sliding_window", GgufValue::Uint32(spec.sliding_window));

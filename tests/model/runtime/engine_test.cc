@@ -286,6 +286,10 @@ TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
   if (SpecOf(spec.architecture).experts.required) {
     spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
   }
+  // Hybrids: recurrent, attention, recurrent, attention (states and K/V side by side).
+  if (SpecOf(spec.architecture).recurrent_mixer != LayerMixer::kAttention) {
+    spec.n_layers = 4, spec.full_attention_interval = 2;
+  }
   CheckArchitectureInvariance(spec, ArchitectureName(spec.architecture));
 }
 
@@ -294,7 +298,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                                            Architecture::kQwen2, Architecture::kQwen3,
                                            Architecture::kPhi3, Architecture::kGemma2,
                                            Architecture::kGemma3, Architecture::kQwen3Moe,
-                                           Architecture::kGptOss),
+                                           Architecture::kGptOss, Architecture::kQwen35),
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
                            std::string name = ArchitectureName(param_info.param);
                            std::erase(name, '-');
@@ -410,7 +414,8 @@ TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
   spec.expert_hidden_dim = 256;
   auto model = WriteAndLoad(spec, std::string("invariance_") + mix.name);
   ASSERT_TRUE(model.ok()) << model.status();
-  ASSERT_EQ(model->weights.layers[0].wq.dtype, mix.dtype);
+  const LayerWeights& first = model->weights.layers[0];  // a hybrid's is recurrent
+  ASSERT_EQ((first.wq.empty() ? first.ssm_input : first.wq).dtype, mix.dtype);
   {
     // Real numbers, not a degenerate model whose logits would compare equal anyway.
     auto engine = MakeEngine(*model, /*bf16=*/false);
@@ -447,7 +452,10 @@ INSTANTIATE_TEST_SUITE_P(
                       QuantMix{"llama_experts_Q6_K", DType::kQ6_K, Architecture::kLlama, false, 4},
                       // gpt-oss's file: MXFP4 everywhere here (llama.cpp's keeps the rest Q8_0),
                       // biases through the quantized experts
-                      QuantMix{"gptoss_MXFP4", DType::kMXFP4, Architecture::kGptOss, false, 8}),
+                      QuantMix{"gptoss_MXFP4", DType::kMXFP4, Architecture::kGptOss, false, 8},
+                      // Gated DeltaNet and gated attention on the quantized kernels
+                      QuantMix{"qwen35_Q4_K_M", DType::kQ4_K, Architecture::kQwen35, true},
+                      QuantMix{"qwen35_Q8_0", DType::kQ8_0, Architecture::kQwen35}),
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
     });

@@ -1,0 +1,133 @@
+// Transformer, part 3: the recurrent layers of hybrid models (Gated DeltaNet), which mix
+// positions through a state each sequence carries instead of attending over its K/V. Loading
+// and the forward pass of such a layer; the recurrence kernels are model/kernels/
+// gated_delta_net.h.
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "model/base/status_macros.h"
+#include "model/format/block_formats.h"
+#include "model/kernels/activations.h"
+#include "model/kernels/gated_delta_net.h"
+#include "model/kernels/norms.h"
+#include "model/runtime/transformer.h"
+
+namespace textgen::model {
+namespace {
+
+// Channels per convolution task: enough work per task, and tasks enough for the threads.
+constexpr int kConvChannelsPerTask = 256;
+
+// ggml's softplus: x past 20 is returned as is (log(1 + e^x) == x in float there).
+float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+}  // namespace
+
+absl::Status Transformer::PrepareDeltaNet(const LayerWeights& lw, const std::string& p,
+                                          PreparedLayer& pl, int max_rows, WeightStaging& staging) {
+  const ModelConfig& c = config_;
+  const DeltaNetShape& d = c.delta_net;
+  // q|k|v and z in one matmul; beta and alpha (v_heads rows each) in another, since llama.cpp's
+  // quantizer leaves those small matrices in a different type.
+  auto in =
+      MakeLinear(p + "ssm_in", {&lw.ssm_input, &lw.ssm_gate}, {}, d.conv_channels() + d.value_dim(),
+                 c.dim, ops::LinearActivation::kNone, max_rows, staging);
+  if (!in.ok()) return in.status();
+  pl.ssm_in = std::move(*in);
+  auto ba = MakeLinear(p + "ssm_ba", {&lw.ssm_beta, &lw.ssm_alpha}, {}, 2 * d.v_heads, c.dim,
+                       ops::LinearActivation::kNone, max_rows, staging);
+  if (!ba.ok()) return ba.status();
+  pl.ssm_ba = std::move(*ba);
+  auto out = MakeLinear(p + "ssm_out", {&lw.ssm_output}, {}, c.dim, d.value_dim(),
+                        ops::LinearActivation::kNone, max_rows, staging);
+  if (!out.ok()) return out.status();
+  pl.ssm_out = std::move(*out);
+  pl.ssm_conv = ToFloatVector(lw.ssm_conv);
+  pl.ssm_dt_bias = ToFloatVector(lw.ssm_dt_bias);
+  pl.ssm_a = ToFloatVector(lw.ssm_a);
+  pl.ssm_norm = ToFloatVector(lw.ssm_norm);
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::DeltaNet(PreparedLayer& pl, const float* in, const BatchPlan& plan) {
+  const ModelConfig& c = config_;
+  const DeltaNetShape& d = c.delta_net;
+  const int rows = static_cast<int>(plan.tokens.size());
+  const int chunks = static_cast<int>(plan.chunks.size());
+  if (static_cast<int>(plan.states.size()) != chunks) {
+    return absl::InternalError(absl::StrCat("Transformer::DeltaNet: ", plan.states.size(),
+                                            " recurrent states for ", chunks, " chunks"));
+  }
+  const int channels = d.conv_channels(), value_dim = d.value_dim();
+  const int proj_width = channels + value_dim, vh = d.v_heads;
+  TEXTGEN_RETURN_IF_ERROR(pl.ssm_in->Run(in, rows, ssm_proj_.data()));
+  TEXTGEN_RETURN_IF_ERROR(pl.ssm_ba->Run(in, rows, ssm_ba_.data()));
+
+  // Per token and value head: g = softplus(alpha + dt_bias) * a (a = -exp(A_log): a decay
+  // exp(g) in (0, 1)) and beta = sigmoid(beta).
+  for (int r = 0; r < rows; ++r) {
+    const float* ba = ssm_ba_.data() + static_cast<size_t>(r) * 2 * vh;
+    float* gb = ssm_gb_.data() + static_cast<size_t>(r) * 2 * vh;
+    for (int h = 0; h < vh; ++h) {
+      gb[h] = Softplus(ba[vh + h] + pl.ssm_dt_bias[h]) * pl.ssm_a[h];
+      gb[vh + h] = 1.0f / (1.0f + std::exp(-ba[h]));
+    }
+  }
+
+  // The convolution, chunk by chunk (each continues its sequence's inputs), split by channels.
+  const int64_t conv_state = int64_t{d.conv_kernel - 1} * channels;
+  const int channel_tasks = (channels + kConvChannelsPerTask - 1) / kConvChannelsPerTask;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int i = 0; i < chunks; ++i) {
+    for (int t = 0; t < channel_tasks; ++t) {
+      const ops::AttentionChunk& chunk = plan.chunks[i];
+      float* state = reinterpret_cast<float*>(plan.states[i]) + pl.state_offset;
+      const int begin = t * kConvChannelsPerTask;
+      const int end = std::min(channels, begin + kConvChannelsPerTask);
+      ops::CausalConvSilu(
+          ssm_proj_.data() + static_cast<size_t>(chunk.first_row) * proj_width, proj_width,
+          chunk.n_tokens, pl.ssm_conv.data(), d.conv_kernel, channels, begin, end, state,
+          ssm_conv_.data() + static_cast<size_t>(chunk.first_row) * channels, channels);
+    }
+  }
+  // L2-normed q and k heads, row by row.
+#pragma omp parallel for schedule(static) if (rows > 1)
+  for (int r = 0; r < rows; ++r) {
+    float* qk = ssm_conv_.data() + static_cast<size_t>(r) * channels;
+    for (int h = 0; h < 2 * d.k_heads; ++h) {
+      ops::L2NormInPlace(qk + h * d.head_k_dim, d.head_k_dim, c.norm_eps);
+    }
+  }
+  // The gated delta rule: every (chunk, value head) on its own, tokens in order.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_k_dim));
+  const int64_t head_state = int64_t{d.head_v_dim} * d.head_k_dim;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int i = 0; i < chunks; ++i) {
+    for (int h = 0; h < vh; ++h) {
+      const ops::AttentionChunk& chunk = plan.chunks[i];
+      const size_t row = static_cast<size_t>(chunk.first_row);
+      const int kh = h % d.k_heads;  // heads tiled, as llama.cpp's converter orders them
+      const float* qkv = ssm_conv_.data() + row * channels;
+      float* state =
+          reinterpret_cast<float*>(plan.states[i]) + pl.state_offset + conv_state + h * head_state;
+      ops::GatedDeltaRuleHead(qkv + kh * d.head_k_dim, qkv + d.key_dim() + kh * d.head_k_dim,
+                              channels, qkv + 2 * d.key_dim() + h * d.head_v_dim, channels,
+                              ssm_gb_.data() + row * 2 * vh + h,
+                              ssm_gb_.data() + row * 2 * vh + vh + h, 2 * vh, chunk.n_tokens,
+                              d.head_k_dim, d.head_v_dim, scale, state,
+                              ssm_core_.data() + row * value_dim + h * d.head_v_dim, value_dim);
+    }
+  }
+  // Each head RMS-normed, times silu(z); then the output projection.
+  for (int r = 0; r < rows; ++r) {
+    float* core = ssm_core_.data() + static_cast<size_t>(r) * value_dim;
+    ops::RmsNorm(core, vh, d.head_v_dim, pl.ssm_norm.data(), c.norm_eps, core);
+    const float* z = ssm_proj_.data() + static_cast<size_t>(r) * proj_width + channels;
+    ops::MulSiluInPlace(z, value_dim, core);
+  }
+  return pl.ssm_out->Run(ssm_core_.data(), rows, proj_.data());
+}
+
+}  // namespace textgen::model

@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+"""Hybrid attention / recurrent architectures on GGUF files written by llama.cpp's gguf-py in the
+layout llama.cpp's converter writes, against a PyTorch forward written here from the published
+definitions, and against llama.cpp itself (libllama, tests/reference/llamacpp_ref.c).
+
+    test_hybrid_logits.py --bin BUILD/bin --llamacpp LLAMA_CPP_SOURCE --work DIR
+
+qwen35 (Qwen3.5 / 3.6 dense): Gated DeltaNet layers (Hugging Face's Qwen3NextGatedDeltaNet /
+torch_recurrent_gated_delta_rule: a causal depthwise convolution with SiLU over q|k|v, L2-normed
+q and k, per value head the decay exp(-exp(A_log) softplus(alpha + dt_bias)) and
+beta = sigmoid(b), the delta rule, an RMSNorm gated by silu(z)) with more value heads than key
+heads (value head h reads key head h % key heads: the converter's tiled order), between
+attention layers whose q projection carries a sigmoid output gate per head, with Q/K norms and
+partial NeoX RoPE over rope.dimension_sections; the feed-forward's norm is post_attention_norm.
+The layer list comes from full_attention_interval in one file and from
+attention.recurrent_layers in another.
+
+Checks: textgen's logits of every position (token by token) and of one prefill's last position
+against PyTorch at 1e-4 (f32) and against llama.cpp at 1e-4; one prefill equals token-by-token
+decoding bitwise; a 2,100-token prompt (states carried across four prefill chunks of 512)
+against llama.cpp; and a Q4_K_M file made by llama.cpp's quantizer: textgen's log-probabilities
+within 0.45 of llama.cpp's (both quantize activations to 8 bits) and greedy agreeing wherever
+llama.cpp's margin is clear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+ap = argparse.ArgumentParser(description=__doc__)
+ap.add_argument("--bin", required=True)
+ap.add_argument("--llamacpp", required=True)
+ap.add_argument("--work", required=True)
+args = ap.parse_args()
+LLAMACPP_REF = os.path.join(os.path.dirname(os.path.abspath(args.llamacpp)), "bin", "llamacpp-ref")
+sys.path.insert(0, os.path.join(args.llamacpp, "gguf-py"))
+import gguf  # noqa: E402
+
+ATOL = 1e-4
+VOCAB = 300
+os.makedirs(args.work, exist_ok=True)
+F = torch.nn.functional
+
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def l2_norm(x, eps):
+    return x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + eps)
+
+
+def rope_neox(x, theta, rope_dim):
+    """x [T, heads, head_dim]: the first rope_dim dims rotate in (i, i + rope_dim/2) pairs."""
+    half = rope_dim // 2
+    freqs = theta ** (-torch.arange(0, half, dtype=torch.float64) * 2 / rope_dim)
+    ang = torch.outer(torch.arange(x.shape[0], dtype=torch.float64), freqs)[:, None, :]
+    out = x.clone()
+    a, b = x[..., :half], x[..., half:rope_dim]
+    out[..., :half] = a * torch.cos(ang) - b * torch.sin(ang)
+    out[..., half:rope_dim] = a * torch.sin(ang) + b * torch.cos(ang)
+    return out
+
+
+def gated_delta_net(m, p, h):
+    """Hugging Face's Qwen3NextGatedDeltaNet on the GGUF's tensors (state [dk, dv] per head)."""
+    T = h.shape[0]
+    kh, vh, dk, dv, kernel = m["k_heads"], m["v_heads"], m["dk"], m["dv"], m["kernel"]
+    key_dim = kh * dk
+    mixed = h @ m[p + "attn_qkv.weight"].T  # [T, channels]
+    z = (h @ m[p + "attn_gate.weight"].T).view(T, vh, dv)
+    b = torch.sigmoid(h @ m[p + "ssm_beta.weight"].T)  # [T, vh]
+    a = h @ m[p + "ssm_alpha.weight"].T
+    g = m[p + "ssm_a"] * F.softplus(a + m[p + "ssm_dt.bias"])  # ssm_a = -exp(A_log)
+    w = m[p + "ssm_conv1d.weight"]  # [channels, kernel]
+    padded = torch.cat([torch.zeros(kernel - 1, mixed.shape[1], dtype=mixed.dtype), mixed])
+    conv = torch.stack([(padded[t:t + kernel] * w.T).sum(0) for t in range(T)])
+    conv = F.silu(conv)
+    q = l2_norm(conv[:, :key_dim].view(T, kh, dk), m["eps"])
+    k = l2_norm(conv[:, key_dim:2 * key_dim].view(T, kh, dk), m["eps"])
+    v = conv[:, 2 * key_dim:].view(T, vh, dv)
+    tile = torch.arange(vh) % kh  # value head j reads key head j % kh
+    q, k = q[:, tile] * dk ** -0.5, k[:, tile]
+    state = torch.zeros(vh, dk, dv, dtype=torch.float64)
+    out = torch.zeros(T, vh, dv, dtype=torch.float64)
+    for t in range(T):
+        state = state * g[t].exp()[:, None, None]
+        kv_mem = (state * k[t][:, :, None]).sum(1)
+        delta = (v[t] - kv_mem) * b[t][:, None]
+        state = state + k[t][:, :, None] * delta[:, None, :]
+        out[t] = (state * q[t][:, :, None]).sum(1)
+    out = rms_norm(out, m[p + "ssm_norm.weight"], m["eps"]) * F.silu(z)
+    return out.reshape(T, vh * dv) @ m[p + "ssm_out.weight"].T
+
+
+def gated_attention(m, p, h):
+    T, H, KV, hd = h.shape[0], m["heads"], m["kv_heads"], m["head_dim"]
+    qg = (h @ m[p + "attn_q.weight"].T).view(T, H, 2 * hd)
+    q, gate = qg[..., :hd], qg[..., hd:].reshape(T, H * hd)
+    k = (h @ m[p + "attn_k.weight"].T).view(T, KV, hd)
+    v = (h @ m[p + "attn_v.weight"].T).view(T, KV, hd)
+    q = rope_neox(rms_norm(q, m[p + "attn_q_norm.weight"], m["eps"]), m["theta"], m["rope_dim"])
+    k = rope_neox(rms_norm(k, m[p + "attn_k_norm.weight"], m["eps"]), m["theta"], m["rope_dim"])
+    k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
+    att = torch.einsum("thd,shd->hts", q, k) * hd ** -0.5
+    att = att + torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    o = torch.einsum("hts,shd->thd", torch.softmax(att, -1), v).reshape(T, H * hd)
+    return (o * torch.sigmoid(gate)) @ m[p + "attn_output.weight"].T
+
+
+def forward(m, tokens):
+    x = m["token_embd.weight"][tokens]
+    for l in range(m["layers"]):
+        p = f"blk.{l}."
+        h = rms_norm(x, m[p + "attn_norm.weight"], m["eps"])
+        x = x + (gated_delta_net(m, p, h) if m["recurrent"][l] else gated_attention(m, p, h))
+        h = rms_norm(x, m[p + "post_attention_norm.weight"], m["eps"])
+        x = x + (F.silu(h @ m[p + "ffn_gate.weight"].T) * (h @ m[p + "ffn_up.weight"].T)) @ \
+            m[p + "ffn_down.weight"].T
+    return rms_norm(x, m["output_norm.weight"], m["eps"]) @ m["output.weight"].T
+
+
+def make_model(name, seed, dim, layers, heads, kv_heads, head_dim, rope_dim, sections, ffn,
+               k_heads, v_heads, dk, kernel, interval=None, recurrent_list=None, context=4096):
+    g = torch.Generator().manual_seed(seed)
+    rnd = lambda *shape, s=1.0: torch.randn(*shape, generator=g, dtype=torch.float64) * s
+    recurrent = recurrent_list or [(l + 1) % interval != 0 for l in range(layers)]
+    m = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim, layers=layers, eps=1e-6,
+             theta=1e7, rope_dim=rope_dim, k_heads=k_heads, v_heads=v_heads, dk=dk, dv=dk,
+             kernel=kernel, recurrent=recurrent)
+    channels, value_dim = 2 * k_heads * dk + v_heads * dk, v_heads * dk
+    t = {"token_embd.weight": rnd(VOCAB, dim)}
+    for l in range(layers):
+        p = f"blk.{l}."
+        t[p + "attn_norm.weight"] = 1 + rnd(dim, s=0.1)
+        if recurrent[l]:
+            t[p + "attn_qkv.weight"] = rnd(channels, dim, s=dim ** -0.5)
+            t[p + "attn_gate.weight"] = rnd(value_dim, dim, s=dim ** -0.5)
+            t[p + "ssm_conv1d.weight"] = rnd(channels, kernel, s=0.5)
+            t[p + "ssm_dt.bias"] = rnd(v_heads, s=0.5)
+            # -exp(A_log) with A_log ~ U(-1.5, 1): decays from ~0.2 to ~0.98 per token.
+            t[p + "ssm_a"] = -torch.exp(torch.rand(v_heads, generator=g, dtype=torch.float64) *
+                                        2.5 - 1.5)
+            t[p + "ssm_beta.weight"] = rnd(v_heads, dim, s=dim ** -0.5)
+            t[p + "ssm_alpha.weight"] = rnd(v_heads, dim, s=dim ** -0.5)
+            t[p + "ssm_norm.weight"] = 1 + rnd(dk, s=0.1)
+            t[p + "ssm_out.weight"] = rnd(dim, value_dim, s=value_dim ** -0.5)
+        else:
+            t[p + "attn_q.weight"] = rnd(2 * heads * head_dim, dim, s=dim ** -0.5)
+            t[p + "attn_k.weight"] = rnd(kv_heads * head_dim, dim, s=dim ** -0.5)
+            t[p + "attn_v.weight"] = rnd(kv_heads * head_dim, dim, s=dim ** -0.5)
+            t[p + "attn_q_norm.weight"] = 1 + rnd(head_dim, s=0.2)
+            t[p + "attn_k_norm.weight"] = 1 + rnd(head_dim, s=0.2)
+            t[p + "attn_output.weight"] = rnd(dim, heads * head_dim, s=(heads * head_dim) ** -0.5)
+        t[p + "post_attention_norm.weight"] = 1 + rnd(dim, s=0.1)
+        t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+        t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+        t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
+    t["output_norm.weight"] = 1 + rnd(dim, s=0.1)
+    t["output.weight"] = rnd(VOCAB, dim, s=3 * dim ** -0.5)
+    path = os.path.join(args.work, name + ".gguf")
+    w = gguf.GGUFWriter(path, arch="qwen35")
+    w.add_name(f"random hybrid {seed}")
+    w.add_context_length(context)
+    w.add_embedding_length(dim)
+    w.add_block_count(layers)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_rope_dimension_count(rope_dim)
+    w.add_rope_dimension_sections(sections)
+    w.add_rope_freq_base(m["theta"])
+    w.add_layer_norm_rms_eps(m["eps"])
+    w.add_ssm_conv_kernel(kernel)
+    w.add_ssm_state_size(dk)
+    w.add_ssm_group_count(k_heads)
+    w.add_ssm_time_step_rank(v_heads)
+    w.add_ssm_inner_size(value_dim)
+    if recurrent_list is not None:
+        w.add_recurrent_layers(recurrent_list)
+    else:
+        w.add_full_attention_interval(interval)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    bu = [chr(b) if 33 <= b <= 126 else chr(256 + b) for b in range(256)]
+    w.add_token_list(bu + ["ab"] + [f"<|extra_{i}|>" for i in range(VOCAB - 257)])
+    w.add_token_types([1] * 257 + [3] * (VOCAB - 257))
+    w.add_token_merges(["a b"])
+    w.add_bos_token_id(256)
+    w.add_eos_token_id(257)
+    for key, value in t.items():
+        w.add_tensor(key, value.to(torch.float32).numpy())
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    m.update({k: v.to(torch.float32).to(torch.float64) for k, v in t.items()})
+    return path, m
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr[-2000:])
+
+
+def llamacpp_logits(path, tokens):
+    out = path + ".llamacpp"
+    run([LLAMACPP_REF, "logits", path, ",".join(map(str, tokens)), out])
+    return np.fromfile(out, dtype="<f4").reshape(-1, VOCAB)
+
+
+def dump(path, tokens, mode, *flags):
+    out = path + "." + mode + "".join(flags)
+    run([os.path.join(args.bin, "textgen-dump-logits"), "--model", path, "--tokens",
+         ",".join(map(str, tokens)), "--mode", mode, "--out", out, *flags])
+    return np.fromfile(out, dtype="<f4").reshape(-1, VOCAB)
+
+
+def log_softmax(x):
+    x = x.astype(np.float64)
+    m = x.max(1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(1, keepdims=True))
+
+
+failures = checks = 0
+
+
+def check(ok, message):
+    global failures, checks
+    checks += 1
+    failures += 0 if ok else 1
+    print(f"{'ok  ' if ok else 'FAIL'} {message}")
+
+
+SMALL = dict(dim=64, heads=4, kv_heads=2, head_dim=32, rope_dim=16, sections=[3, 3, 2, 0],
+             ffn=96, k_heads=2, v_heads=4, dk=16, kernel=4)
+CASES = {
+    "qwen35 (full_attention_interval 2: DeltaNet, attention, DeltaNet, attention)":
+        dict(name="qwen35_interval", seed=1, layers=4, interval=2, **SMALL),
+    "qwen35 (attention.recurrent_layers [T, T, F]: two DeltaNet layers, then attention)":
+        dict(name="qwen35_list", seed=2, layers=3, recurrent_list=[True, True, False], **SMALL),
+}
+tokens = [256, 17, 200, 5, 99, 211, 42, 7, 260, 3, 150, 77, 31, 298, 12, 250, 199, 4]
+for label, cfg in CASES.items():
+    path, m = make_model(**cfg)
+    with torch.no_grad():
+        want = forward(m, tokens).numpy()
+    try:
+        decoded = dump(path, tokens, "decode")
+        prefilled = dump(path, tokens, "prefill")
+        theirs = llamacpp_logits(path, tokens)
+    except RuntimeError as e:
+        check(False, f"{label}: {e}")
+        continue
+    diff = float(np.abs(decoded - want).max())
+    distinct = len(set(want.argmax(1).tolist()))
+    check(diff <= ATOL and (decoded.argmax(1) == want.argmax(1)).all(),
+          f"{label} decode: max |textgen - pytorch| = {diff:.2e} over {len(want)} positions "
+          f"({distinct} distinct greedy tokens)")
+    diff = float(np.abs(prefilled - want[-1:]).max())
+    check(diff <= ATOL, f"{label} prefill: max |textgen - pytorch| = {diff:.2e}")
+    check(prefilled.tobytes() == decoded[-1:].tobytes(),
+          f"{label}: one prefill gives bitwise the logits of token-by-token decoding")
+    diff = float(np.abs(theirs - decoded).max())
+    check(diff <= ATOL, f"{label} vs llama.cpp: max |textgen - llama.cpp| = {diff:.2e}")
+
+# A long prompt: the states run through 2,100 tokens, across prefill chunks (textgen-dump-logits
+# prefills in one Forward; the engine's own chunking is the scheduler's, covered by the engine
+# tests), against llama.cpp at every position.
+path, _ = make_model(name="qwen35_long", seed=3, layers=4, interval=2, **SMALL)
+rng = np.random.default_rng(7)
+long_tokens = [256] + rng.integers(0, 256, 2099).tolist()
+try:
+    theirs = llamacpp_logits(path, long_tokens)
+    ours = dump(path, long_tokens, "decode")
+    prefill = dump(path, long_tokens, "prefill")
+    diff = float(np.abs(theirs - ours).max())
+    check(diff <= 1e-3, f"qwen35, 2,100 tokens vs llama.cpp: max |textgen - llama.cpp| = "
+                        f"{diff:.2e} (<= 1e-3) over every position")
+    check(prefill.tobytes() == ours[-1:].tobytes(),
+          "qwen35, 2,100 tokens: one prefill gives bitwise the last decode step's logits")
+except RuntimeError as e:
+    check(False, f"qwen35 long prompt: {e}")
+
+# Quantized: rows of whole K-quant super-blocks (dim 256, value width 256).
+QUANT = dict(dim=256, heads=2, kv_heads=1, head_dim=128, rope_dim=64, sections=[11, 11, 10, 0],
+             ffn=512, k_heads=2, v_heads=4, dk=64, kernel=4)
+f32_path, _ = make_model(name="qwen35_q", seed=4, layers=4, interval=4, **QUANT)
+qtokens = tokens + [88, 9, 290, 131, 66]
+for qname, ftype, tol in (("Q4_K_M", 15, 0.45), ("Q8_0", 7, 0.25)):
+    qpath = f32_path.replace(".gguf", f"-{qname}.gguf")
+    try:
+        run([LLAMACPP_REF, "quantize", f32_path, qpath, str(ftype)])
+        theirs = log_softmax(llamacpp_logits(qpath, qtokens))
+        decoded = dump(qpath, qtokens, "decode")
+        prefilled = dump(qpath, qtokens, "prefill")
+    except RuntimeError as e:
+        check(False, f"qwen35 {qname}: {e}")
+        continue
+    ours = log_softmax(decoded)
+    likely = theirs >= np.log(0.01)
+    likely[np.arange(len(theirs)), theirs.argmax(1)] = True
+    diff = float(np.abs(theirs - ours)[likely].max())
+    sorted_lp = np.sort(theirs, axis=1)
+    clear = (sorted_lp[:, -1] - sorted_lp[:, -2]) > 2 * tol
+    agree = bool(np.all(theirs.argmax(1)[clear] == ours.argmax(1)[clear]))
+    check(diff <= tol and agree,
+          f"qwen35 {qname}: max |logprob textgen - llama.cpp| over tokens with p >= 1% = "
+          f"{diff:.4f} (<= {tol}); greedy agrees on {int(clear.sum())} of {len(clear)} positions "
+          f"with a clear margin: {agree}")
+    check(prefilled.tobytes() == decoded[-1:].tobytes(),
+          f"qwen35 {qname}: one prefill gives bitwise the logits of token-by-token decoding")
+
+print(f"{checks - failures}/{checks} checks passed")
+sys.exit(1 if failures or checks < 14 else 0)
