@@ -28,8 +28,8 @@ KvCache::KvCache(const KvCacheLayout& layout, int64_t budget_bytes)
       block_bytes_(KvBlockBytes(layout)),
       states_(std::max<int64_t>(layout.recurrent_state_bytes, 0)) {
   if (has_recurrent_state()) {
-    snapshot_interval_blocks_ = static_cast<int>(std::max<int64_t>(
-        1, (layout.recurrent_state_bytes + block_bytes_ - 1) / block_bytes_));
+    snapshot_interval_blocks_ = static_cast<int>(
+        std::max<int64_t>(1, (layout.recurrent_state_bytes + block_bytes_ - 1) / block_bytes_));
   }
 }
 
@@ -152,9 +152,8 @@ int KvCache::AttachRecurrentPrefix(Sequence& seq, std::span<const int> tokens, i
   std::vector<BlockId> matched;
   int with_snapshot = 0;  // blocks up to and including the deepest one with a snapshot
   for (int b = seq.indexed; (b + 1) * kBlockTokens <= limit; ++b) {
-    std::optional<BlockId> found =
-        index_.Find(cursor, tokens.subspan(static_cast<size_t>(b) * kBlockTokens)
-                                .first<kBlockTokens>());
+    std::optional<BlockId> found = index_.Find(
+        cursor, tokens.subspan(static_cast<size_t>(b) * kBlockTokens).first<kBlockTokens>());
     if (!found.has_value()) break;
     matched.push_back(*found);
     cursor = index_.CursorAfter(*found);
@@ -180,7 +179,7 @@ int KvCache::AttachRecurrentPrefix(Sequence& seq, std::span<const int> tokens, i
     seq.cursor = index_.CursorAfter(matched[i]);
     ++seq.indexed;
   }
-  const int added = with_snapshot * kBlockTokens - seq.length;
+  const int added = seq.indexed * kBlockTokens - seq.length;
   seq.length = seq.indexed * kBlockTokens;
   return added;
 }

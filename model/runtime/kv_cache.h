@@ -222,8 +222,8 @@ class KvCache {
       bool kept = false;
     };
     std::vector<Pending> pending;
-    int indexed = 0;             // leading blocks known to the index (cursor is after them)
-    bool indexable = true;       // false once a hash collision stopped the chain
+    int indexed = 0;        // leading blocks known to the index (cursor is after them)
+    bool indexable = true;  // false once a hash collision stopped the chain
     PrefixCursor cursor;
   };
   // A block for new K/V: free, newly made, or the least recently used cached one. The
@@ -276,17 +276,17 @@ class KvCache {
 
   KvCacheLayout layout_;
   int64_t budget_bytes_;
-  int64_t block_bytes_;         // kBlockTokens * n_layers * 2 * kv_dim * bytes_per_element
-  int64_t blocks_in_use_ = 0;   // blocks with refs > 0
-  int64_t buffers_held_ = 0;    // recurrent states and unpublished snapshots of sequences
+  int64_t block_bytes_;        // kBlockTokens * n_layers * 2 * kv_dim * bytes_per_element
+  int64_t blocks_in_use_ = 0;  // blocks with refs > 0
+  int64_t buffers_held_ = 0;   // recurrent states and unpublished snapshots of sequences
   int snapshot_interval_blocks_ = 0;
   int shared_blocks_ = 0;       // blocks with refs > 1
   int64_t evicted_blocks_ = 0;  // cached blocks reclaimed for new K/V
   SequenceId next_id_ = 0;
   absl::flat_hash_map<SequenceId, Sequence> sequences_;
-  ops::HugePageArena memory_;            // every block ever made lives here
-  std::vector<Block> blocks_;            // [block id] every block ever made
-  std::vector<BlockId> free_;            // made, neither referenced nor indexed
+  ops::HugePageArena memory_;  // every block ever made lives here
+  std::vector<Block> blocks_;  // [block id] every block ever made
+  std::vector<BlockId> free_;  // made, neither referenced nor indexed
   RecurrentStatePool states_;  // recurrent states and snapshots (hybrid models)
   PrefixIndex index_;
   std::unique_ptr<KvDiskTier> disk_;  // may be null

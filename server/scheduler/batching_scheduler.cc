@@ -266,9 +266,11 @@ BatchingScheduler::Admission BatchingScheduler::TryAdmit(Sequence& seq, absl::Ti
     }
     session->tokens.clear();
   }
-  if (!kv.valid()) {
-    kv = KvSequence(&kv_cache_, ScopeOf(seq));
-    if (SharesPrefixes(seq)) kv_cache_.AttachPrefix(kv.id(), prompt, seq.prompt_length() - 1);
+  if (!kv.valid()) kv = KvSequence(&kv_cache_, ScopeOf(seq));
+  // A new sequence, or a session's cut back to nothing (a recurrent model's always is, short of
+  // its whole length).
+  if (kv.length() == 0 && SharesPrefixes(seq)) {
+    kv_cache_.AttachPrefix(kv.id(), prompt, seq.prompt_length() - 1);
   }
   const int cached = kv.length();
   // Gives the K/V back untouched when the request must wait: a session keeps it.
@@ -394,7 +396,10 @@ void BatchingScheduler::AddPrefillChunks(int budget, StepTokens& tokens) {
     // is left waits for the next step, and so do those behind it (admission order); inputs
     // are validated to fit a whole step.
     if (!engine_->config().causal && seq.prefill_remaining() > budget) break;
-    const int take = std::min(seq.prefill_remaining(), budget);
+    // Recurrent models: chunks end where a state snapshot is worth taking.
+    const int position = seq.kv().length();
+    const int take = std::min({seq.prefill_remaining(), budget,
+                               kv_cache_.SnapshotStop(position, seq.prompt_length()) - position});
     const bool last = take == seq.prefill_remaining();
     const bool logits = last && !seq.embedding();
     const model::HiddenRows hidden = seq.HiddenRowsWanted();
@@ -561,8 +566,7 @@ bool BatchingScheduler::SharesPrefixes(const Sequence& seq) const {
   // An embedding pooled over every token (mean, cls) needs every token's hidden state, so it
   // computes its whole input; last-token pooling needs only the last, like generation. With
   // bidirectional attention a token's K/V depend on the tokens after it: nothing is shared.
-  // A recurrent layer's state is not in the prefix index (KvCache: no snapshots yet).
-  return prefix_cache_on() && engine_->config().causal && !kv_cache_.has_recurrent_state() &&
+  return prefix_cache_on() && engine_->config().causal &&
          (!seq.embedding() || seq.request().embedding->pooling == model::Pooling::kLast);
 }
 

@@ -1,5 +1,6 @@
 // KvCache with a recurrent state per sequence (hybrid models): the state is taken with the
-// first Reserve under the same budget, zeroed, and can only be kept whole or started over.
+// first Reserve under the same budget, zeroed, and can only be kept whole or started over;
+// snapshots of it at block boundaries let other sequences continue a shared prefix.
 #include <cstring>
 #include <vector>
 
@@ -105,18 +106,106 @@ TEST(KvCacheRecurrentTest, RewindAndForkRefuseToCutAState) {
   EXPECT_EQ(cache.BytesFreedByDropping(ids), kState + kBlock);  // the full block is shared
 }
 
-TEST(KvCacheRecurrentTest, PrefixesAreNeitherPublishedNorAttached) {
-  KvCache cache(kHybrid, 10 * kState);
-  std::vector<int> tokens(32);
-  for (int i = 0; i < 32; ++i) tokens[i] = i;
+std::vector<int> Iota(int n) {
+  std::vector<int> tokens(n);
+  for (int i = 0; i < n; ++i) tokens[i] = i;
+  return tokens;
+}
+
+// Stores `n` tokens' K/V (nothing written: the cache does not read them) with the state set
+// to `value` before each Append, so every snapshot records where it was taken.
+void Advance(KvCache& cache, SequenceId id, int n, std::byte value) {
+  ASSERT_TRUE(cache.Reserve(id, cache.Length(id) + n).ok());
+  Scribble(cache, id, value);
+  ASSERT_TRUE(cache.Append(id, n).ok());
+}
+
+TEST(KvCacheRecurrentTest, SnapshotsEveryIntervalAndTheLatestBoundary) {
+  // A state of 3000 bytes over blocks of 1024: a snapshot kept every 3 blocks (48 tokens).
+  KvCache cache(kHybrid, 100 * kState);
+  EXPECT_EQ(cache.SnapshotIntervalBlocks(), 3);
+  const std::vector<int> tokens = Iota(200);
   const SequenceId a = cache.NewSequence();
-  ASSERT_TRUE(cache.Reserve(a, 32).ok());
-  ASSERT_TRUE(cache.Append(a, 32).ok());
+  Advance(cache, a, 16, std::byte{1});                       // block 0: the latest
+  Advance(cache, a, 32, std::byte{3});                       // block 2: an interval boundary, kept
+  Advance(cache, a, 20, std::byte{4});                       // 68: not on a boundary, no snapshot
+  Advance(cache, a, 12, std::byte{5});                       // block 4: replaces block 0's
+  Advance(cache, a, 3, std::byte{6});                        // 83
+  EXPECT_EQ(cache.bytes_in_use(), 3 * kState + 6 * kBlock);  // state + 2 snapshots + blocks
   cache.Publish(a, tokens);
-  EXPECT_EQ(cache.indexed_blocks(), 0);
+  EXPECT_EQ(cache.snapshots(), 2);
+  EXPECT_EQ(cache.bytes_in_use(), kState + 6 * kBlock);
+  // A sequence on the same tokens continues from the deepest snapshot (80 of at most 82), with
+  // that state; one that parts after 60 tokens from the one at 48.
   const SequenceId b = cache.NewSequence();
-  EXPECT_EQ(cache.AttachPrefix(b, tokens, 31), 0);
-  EXPECT_EQ(cache.Length(b), 0);
+  EXPECT_EQ(cache.AttachPrefix(b, tokens, 82), 80);
+  EXPECT_EQ(cache.Length(b), 80);
+  EXPECT_TRUE(StateIs(cache, b, std::byte{5}));
+  std::vector<int> other = tokens;
+  other[60] = 999;
+  const SequenceId c = cache.NewSequence();
+  EXPECT_EQ(cache.AttachPrefix(c, other, 82), 48);
+  EXPECT_TRUE(StateIs(cache, c, std::byte{3}));
+  // A sequence continued from one snapshot goes on to a deeper one.
+  const SequenceId g = cache.NewSequence();
+  EXPECT_EQ(cache.AttachPrefix(g, tokens, 50), 48);
+  EXPECT_EQ(cache.AttachPrefix(g, tokens, 82), 32);
+  EXPECT_EQ(cache.Length(g), 80);
+  EXPECT_TRUE(StateIs(cache, g, std::byte{5}));
+  // Before the first snapshot there is nothing to continue from.
+  other[20] = 999;
+  const SequenceId d = cache.NewSequence();
+  EXPECT_EQ(cache.AttachPrefix(d, other, 82), 0);
+  EXPECT_EQ(cache.RecurrentState(d), nullptr);
+}
+
+TEST(KvCacheRecurrentTest, PublishedSnapshotsGiveWayToStatesLeastRecentlyUsedFirst) {
+  // Room for 4 state buffers and a few blocks: two published snapshots, then two sequences
+  // that need states of their own.
+  KvCache cache(kHybrid, 4 * kState + 8 * kBlock);
+  const std::vector<int> tokens = Iota(64);
+  std::vector<int> other = tokens;
+  other[0] = 999;
+  const SequenceId a = cache.NewSequence();
+  Advance(cache, a, 16, std::byte{1});
+  cache.Publish(a, tokens);
+  ASSERT_TRUE(cache.Free(a).ok());
+  const SequenceId b = cache.NewSequence();
+  Advance(cache, b, 16, std::byte{2});
+  cache.Publish(b, other);
+  ASSERT_TRUE(cache.Free(b).ok());
+  EXPECT_EQ(cache.snapshots(), 2);
+  EXPECT_EQ(cache.bytes_in_use(), 0);
+  EXPECT_EQ(cache.bytes_cached(), 2 * kState + 2 * kBlock);
+  // Using the first makes the second the least recently used.
+  const SequenceId c = cache.NewSequence();
+  EXPECT_EQ(cache.AttachPrefix(c, tokens, 20), 16);
+  std::vector<SequenceId> fresh;
+  for (int i = 0; i < 3; ++i) {
+    fresh.push_back(cache.NewSequence());
+    ASSERT_TRUE(cache.Reserve(fresh.back(), 1).ok()) << i;
+  }
+  EXPECT_EQ(cache.evicted_snapshots(), 1);
+  const SequenceId e = cache.NewSequence();
+  EXPECT_EQ(cache.AttachPrefix(e, other, 20), 0);  // gone
+  ASSERT_TRUE(cache.Free(e).ok());
+  ASSERT_TRUE(cache.Free(c).ok());
+  const SequenceId f = cache.NewSequence();
+  EXPECT_EQ(cache.AttachPrefix(f, tokens, 20), 16);  // kept
+  EXPECT_TRUE(StateIs(cache, f, std::byte{1}));
+}
+
+TEST(KvCacheRecurrentTest, SnapshotStopsEndPrefillChunksWhereSnapshotsAreKept) {
+  KvCache cache(kHybrid, 100 * kState);  // interval: 3 blocks, 48 tokens
+  EXPECT_EQ(cache.SnapshotStop(0, 200), 48);
+  EXPECT_EQ(cache.SnapshotStop(48, 200), 96);
+  EXPECT_EQ(cache.SnapshotStop(150, 200), 192);  // the prompt's last block boundary
+  EXPECT_EQ(cache.SnapshotStop(192, 200), 200);  // the end
+  EXPECT_EQ(cache.SnapshotStop(0, 30), 16);
+  EXPECT_EQ(cache.SnapshotStop(30, 30), 30);
+  KvCache plain(KvCacheLayout{.n_layers = 1, .n_kv_heads = 1, .head_dim = 4}, 1 << 20);
+  EXPECT_EQ(plain.SnapshotIntervalBlocks(), 0);
+  EXPECT_EQ(plain.SnapshotStop(0, 200), 200);
 }
 
 }  // namespace

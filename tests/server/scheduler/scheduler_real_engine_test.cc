@@ -83,6 +83,10 @@ absl::StatusOr<std::string> ModelFor(const std::string& name, uint64_t seed = 1)
     if (arch->sliding.pattern > 0) spec.sliding_window = 7;  // shorter than the prompts
     if (arch->experts.required)
       spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
+    // Hybrids: recurrent, attention, recurrent, attention.
+    if (arch->recurrent_mixer != model::LayerMixer::kAttention) {
+      spec.n_layers = 4, spec.full_attention_interval = 2;
+    }
   }
   spec.context_length = 512;
   spec.seed = seed;
@@ -127,6 +131,7 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
     StartEngine("");
   }
   void TearDown() override { scheduler_.reset(); }
+  bool IsHybrid() const { return model_->config.has_recurrent_layers(); }
 
   // A fresh engine and scheduler (a "restart"); with `kv_dir`, its KV cache keeps blocks there;
   // with `draft`, speculation's draft model.
@@ -306,6 +311,26 @@ TEST_P(RealEngineSchedulerTest, SameTokensAfterASessionPrefixHit) {
               static_cast<int>(first.prompt_tokens.size() + turn1.size()) - 1);
     EXPECT_THAT(hit.tokens, ElementsAreArray(expected)) << "variant " << v;
   }
+}
+
+// The agent workload: a stateless follow-up turn resends the conversation; it continues from
+// the cached prefix the first turn left (for a recurrent model, the state snapshot at the last
+// block boundary it passed) and answers bitwise as computed cold.
+TEST_P(RealEngineSchedulerTest, StatelessFollowUpContinuesFromTheCachedConversation) {
+  constexpr int kNew = 20;
+  ValidatedRequest first = Make(Prompts()[3], 0, kNew);
+  std::vector<int> turn1 = RunAlone(first);
+  ValidatedRequest second = Make(Prompts()[3], 0, kNew);
+  second.prompt_tokens.insert(second.prompt_tokens.end(), turn1.begin(), turn1.end());
+  std::vector<int> more = tokenizer_->Encode(" Then they went home.", /*add_bos=*/false);
+  second.prompt_tokens.insert(second.prompt_tokens.end(), more.begin(), more.end());
+  std::vector<int> expected = RunAlone(Cold(second));
+  testing::Outcome hit = Run(second);
+  ASSERT_TRUE(hit.finished) << hit.error;
+  // The first turn stored its prompt and all but its last token.
+  const int stored = static_cast<int>(first.prompt_tokens.size() + turn1.size()) - 1;
+  EXPECT_GE(hit.finished->usage.cached_tokens, stored / 16 * 16);
+  EXPECT_THAT(hit.tokens, ElementsAreArray(expected));
 }
 
 // A JSON Schema constraint: every answer that ends by itself is valid, and a constrained
@@ -522,7 +547,12 @@ TEST_P(RealEngineSchedulerTest, SharedPrefixIsComputedOnceAndGivesTheSameTokens)
     sinks.push_back(std::make_shared<RecordingSink>());
     ASSERT_TRUE(scheduler_->Submit(std::move(r), sinks.back()).ok());
   }
-  const int shared_blocks = static_cast<int>(1 + system.size()) / 16 * 16;
+  // A recurrent model continues from state snapshots, kept at every interval boundary (and at
+  // the end of each prompt, which here is past the shared part).
+  const model::KvCache& cache = engine_->kv_cache();
+  const int unit = cache.has_recurrent_state() ? cache.SnapshotIntervalBlocks() * 16 : 16;
+  const int shared_blocks = static_cast<int>(1 + system.size()) / unit * unit;
+  ASSERT_GT(shared_blocks, 0);
   int computed_prefix_copies = 0;
   for (int i = 0; i < kRequests; ++i) {
     testing::Outcome out = Summarize(sinks[i]->Wait());
@@ -546,6 +576,7 @@ TEST_P(RealEngineSchedulerTest, SharedPrefixIsComputedOnceAndGivesTheSameTokens)
 // prefix and their own full blocks come from disk, and every answer is bitwise the one
 // computed cold.
 TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameTokens) {
+  if (IsHybrid()) GTEST_SKIP() << "the disk tier holds no recurrent-state snapshots yet (#59)";
   constexpr int kNew = 10;
   const std::string kv_dir = test_support::TestTempPath("kv_dir_" + GetParam());
   std::filesystem::remove_all(kv_dir);
@@ -630,6 +661,7 @@ SpeculationCases RealEngineSchedulerTest::SpeculationBaseline() {
 }
 
 TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
+  if (IsHybrid()) GTEST_SKIP() << "recurrent states are not rolled back past drafts yet (#59)";
   const SpeculationCases cases = SpeculationBaseline();
   const std::vector<int> plain_turns[] = {TwoTurns(0), TwoTurns(1)};
 
@@ -664,6 +696,7 @@ TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
 // greedy drafts are all right, and a model of the same shape and vocabulary with other
 // weights, whose drafts are mostly wrong.
 TEST_P(RealEngineSchedulerTest, DraftModelSpeculationGivesTheSameTokens) {
+  if (IsHybrid()) GTEST_SKIP() << "recurrent states are not rolled back past drafts yet (#59)";
   const SpeculationCases cases = SpeculationBaseline();
   const std::vector<int> plain_turns[] = {TwoTurns(0), TwoTurns(1)};
   SpeculationOptions speculation;
@@ -705,7 +738,7 @@ TEST_P(RealEngineSchedulerTest, DraftModelSpeculationGivesTheSameTokens) {
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
                                            "gemma2", "gemma3", "llama_Q4_K_M", "qwen3moe",
-                                           "llama_experts", "qwen3moe_Q4_K_M", "gpt-oss"),
+                                           "llama_experts", "qwen3moe_Q4_K_M", "gpt-oss", "qwen35"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            std::erase(name, '-');
