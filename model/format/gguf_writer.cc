@@ -128,6 +128,24 @@ void GgufWriter::AddMetadata(std::string key, GgufValue value) {
   metadata_.push_back({std::move(key), std::move(value)});
 }
 
+void GgufWriter::SetMetadata(const std::string& key, GgufValue value) {
+  for (GgufKv& kv : metadata_) {
+    if (kv.key == key) {
+      kv.value = std::move(value);
+      return;
+    }
+  }
+  AddMetadata(key, std::move(value));
+}
+
+void GgufWriter::RemoveMetadata(const std::string& key) {
+  std::erase_if(metadata_, [&](const GgufKv& kv) { return kv.key == key; });
+}
+
+void GgufWriter::RemoveTensor(const std::string& name) {
+  std::erase_if(tensors_, [&](const Tensor& t) { return t.name == name; });
+}
+
 absl::Status GgufWriter::AddTensor(std::string name, DType dtype, std::vector<int64_t> dims,
                                    std::vector<uint8_t> data) {
   if (dims.empty() || dims.size() > 4) {

@@ -26,6 +26,11 @@ class GgufWriter {
   explicit GgufWriter(uint32_t alignment = 32) : alignment_(alignment) {}
 
   void AddMetadata(std::string key, GgufValue value);
+  // Replaces `key`'s value, or adds it (tests: one key of a file made otherwise).
+  void SetMetadata(const std::string& key, GgufValue value);
+  // Drops the key or the tensor if present (tests: a file missing one).
+  void RemoveMetadata(const std::string& key);
+  void RemoveTensor(const std::string& name);
   // `dims` in GGUF order (innermost first, 1..4 of them); `data` already encoded as `dtype`.
   absl::Status AddTensor(std::string name, DType dtype, std::vector<int64_t> dims,
                          std::vector<uint8_t> data);

@@ -58,6 +58,10 @@ SHAPES = [
     ("gptoss", ["--arch", "gpt-oss", "--dim", "256", "--hidden", "256", "--layers", "4",
                 "--experts", "8", "--experts-used", "2", "--expert-hidden", "256",
                 "--sliding-window", "64", "--untied"], ("mxfp4_moe",)),
+    # Gated DeltaNet layers (attn_qkv, attn_gate, ssm_*) between attention layers.
+    ("qwen35", ["--arch", "qwen35", "--dim", "256", "--hidden", "512", "--layers", "8",
+                "--full-attention-interval", "4", "--ssm-key-heads", "2", "--ssm-value-heads",
+                "4", "--untied"], ("q4_k_m", "q5_k_m")),
 ]
 
 

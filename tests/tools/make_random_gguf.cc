@@ -19,7 +19,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: textgen-make-random-gguf --arch "
-    "llama|gpt2|qwen2|qwen3|qwen3moe|gpt-oss|phi3|gemma2|gemma3|bert|nomic-bert\n"
+    "llama|gpt2|qwen2|qwen3|qwen3moe|gpt-oss|phi3|gemma2|gemma3|bert|nomic-bert|qwen35\n"
     "         --preset stories15M|stories110M|tiny|bert-base\n"
     "         --dtype f32|f16|bf16|q8_0|q4_k_m|q5_k_m|mxfp4_moe --out FILE\n"
     "         [--tokenizer tokenizer.bin] [--seed N]\n"
@@ -28,6 +28,8 @@ constexpr char kUsage[] =
     "         [--vocab-from VOCAB.gguf [--add-control-tokens A,B,...]] [--chat-template "
     "FILE.jinja]\n"
     "         [--pooling mean|cls|last] [--experts N --experts-used N [--expert-hidden N]]\n"
+    "         [--full-attention-interval N] [--ssm-key-heads N] [--ssm-value-heads N]\n"
+    "         [--ssm-head-dim N] [--ssm-conv-kernel N]   (hybrids: qwen35)\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -128,18 +130,24 @@ int main(int argc, char** argv) {
   if (dtype_name == "q4_k_m" || dtype_name == "q5_k_m") spec->mix = QuantMix::kKQuantMedium;
   if (dtype_name == "mxfp4_moe") spec->mix = QuantMix::kMxfp4Moe;
 
-  const std::map<std::string, int*> ints = {{"dim", &spec->dim},
-                                            {"hidden", &spec->hidden_dim},
-                                            {"sliding-window", &spec->sliding_window},
-                                            {"layers", &spec->n_layers},
-                                            {"heads", &spec->n_heads},
-                                            {"kv-heads", &spec->n_kv_heads},
-                                            {"vocab", &spec->vocab_size},
-                                            {"context", &spec->context_length},
-                                            {"head-dim", &spec->head_dim},
-                                            {"experts", &spec->experts},
-                                            {"experts-used", &spec->experts_used},
-                                            {"expert-hidden", &spec->expert_hidden_dim}};
+  const std::map<std::string, int*> ints = {
+      {"dim", &spec->dim},
+      {"hidden", &spec->hidden_dim},
+      {"sliding-window", &spec->sliding_window},
+      {"layers", &spec->n_layers},
+      {"heads", &spec->n_heads},
+      {"kv-heads", &spec->n_kv_heads},
+      {"vocab", &spec->vocab_size},
+      {"context", &spec->context_length},
+      {"head-dim", &spec->head_dim},
+      {"experts", &spec->experts},
+      {"experts-used", &spec->experts_used},
+      {"expert-hidden", &spec->expert_hidden_dim},
+      {"full-attention-interval", &spec->full_attention_interval},
+      {"ssm-key-heads", &spec->delta_net.k_heads},
+      {"ssm-value-heads", &spec->delta_net.v_heads},
+      {"ssm-head-dim", &spec->delta_net.head_k_dim},
+      {"ssm-conv-kernel", &spec->delta_net.conv_kernel}};
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
         key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template" ||

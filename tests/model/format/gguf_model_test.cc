@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -192,6 +193,79 @@ TEST(GgufModelTest, EveryArchitectureLoadsItsOwnLayout) {
     EXPECT_EQ(l.q_norm.empty(), arch != Architecture::kQwen3);
     EXPECT_EQ(l.w_gate.rows, 160);  // phi3: the first half of the fused ffn_up
   }
+}
+
+// Hybrids (qwen35): the layer list and the Gated DeltaNet shape from the ssm.* keys, each
+// layer's tensors by its kind; a file whose keys or tensors do not add up is refused with the
+// key or tensor named.
+absl::StatusOr<LoadedModel> BuildQwen35(const std::function<void(GgufWriter&)>& edit) {
+  auto spec = RandomModelPreset("tiny", Architecture::kQwen35);
+  spec->n_layers = 4, spec->full_attention_interval = 2, spec->head_dim = 16;
+  auto writer = BuildRandomModel(*spec);
+  if (!writer.ok()) return writer.status();
+  edit(*writer);
+  return Build(writer->Serialize());
+}
+
+TEST(GgufModelTest, HybridLayersComeFromTheLayerListAndTheSsmKeys) {
+  auto model = BuildQwen35([](GgufWriter&) {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& c = model->config;
+  EXPECT_THAT(c.layer_mixers,
+              ::testing::ElementsAre(LayerMixer::kGatedDeltaNet, LayerMixer::kAttention,
+                                     LayerMixer::kGatedDeltaNet, LayerMixer::kAttention));
+  EXPECT_EQ(c.delta_net.conv_kernel, 4);
+  EXPECT_EQ(c.delta_net.k_heads, 2);
+  EXPECT_EQ(c.delta_net.v_heads, 4);
+  EXPECT_EQ(c.delta_net.head_v_dim, 16);
+  EXPECT_EQ(c.rope_dim, 4);
+  EXPECT_TRUE(c.attention_output_gate);
+  EXPECT_EQ(c.attention_layers(), 2);
+  EXPECT_EQ(c.recurrent_state_floats(), 2 * (3 * (2 * 32 + 64) + 4 * 16 * 16));
+  EXPECT_EQ(model->weights.layers[1].wq.rows, 2 * 4 * 16);  // q and its gate
+  EXPECT_TRUE(model->weights.layers[0].wq.empty());
+  EXPECT_EQ(model->weights.layers[0].ssm_input.rows, 2 * 32 + 64);
+  // attention.recurrent_layers overrides the interval; multi-token-prediction blocks at the
+  // end are left out.
+  model = BuildQwen35([](GgufWriter& w) {
+    w.SetMetadata(
+        "qwen35.attention.recurrent_layers",
+        GgufValue::Array(GgufType::kBool, {GgufValue::Bool(true), GgufValue::Bool(false),
+                                           GgufValue::Bool(true), GgufValue::Bool(false)}));
+    w.SetMetadata("qwen35.nextn_predict_layers", GgufValue::Uint32(1));
+  });
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.n_layers, 3);
+}
+
+TEST(GgufModelTest, HybridFilesThatDoNotAddUpAreRefusedByName) {
+  const auto refused = [](const std::function<void(GgufWriter&)>& edit) {
+    absl::StatusOr<LoadedModel> model = BuildQwen35(edit);
+    return model.ok() ? std::string("loaded") : std::string(model.status().message());
+  };
+  EXPECT_EQ(refused([](GgufWriter& w) {
+              w.SetMetadata("qwen35.attention.recurrent_layers",
+                            GgufValue::Array(GgufType::kBool, {GgufValue::Bool(true)}));
+            }),
+            "qwen35.attention.recurrent_layers has 1 entries, expected one per block (4)");
+  EXPECT_THAT(refused([](GgufWriter& w) { w.RemoveMetadata("qwen35.ssm.conv_kernel"); }),
+              HasSubstr("qwen35.ssm.conv_kernel"));
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata("qwen35.ssm.time_step_rank", GgufValue::Uint32(3));
+              }),
+              HasSubstr("must be a multiple of qwen35.ssm.group_count (key heads) 2"));
+  EXPECT_EQ(refused([](GgufWriter& w) { w.RemoveTensor("blk.2.ssm_a"); }),
+            "missing tensor blk.2.ssm_a (expected shape [4])");
+  EXPECT_THAT(
+      refused([](GgufWriter& w) { w.SetMetadata("qwen35.ssm.conv_kernel", GgufValue::Uint32(5)); }),
+      HasSubstr("tensor blk.0.ssm_conv1d.weight: expected shape [5, 128], got [4, 128]"));
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata(
+                    "qwen35.rope.dimension_sections",
+                    GgufValue::Array(GgufType::kInt32, {GgufValue::Int32(1), GgufValue::Int32(0),
+                                                        GgufValue::Int32(0), GgufValue::Int32(1)}));
+              }),
+              HasSubstr("in the fourth section"));
 }
 
 // Mixtures of experts: the router and the experts' stacked 3-D tensors (GGUF [cols, rows,
