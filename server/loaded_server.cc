@@ -43,23 +43,17 @@ absl::Status AttachKvCacheDir(const ServerOptions& o, model::KvCache& cache, Log
   return absl::OkStatus();
 }
 
-// A hybrid model's recurrent state holds one position: it cannot be rolled back past a
-// rejected draft, and the prefix index (and so the disk tier) holds no state snapshots yet.
-// Refused before loading rather than served without them.
+// A hybrid model's prefixes are cached through state snapshots, which the disk tier does not
+// store yet: refused before loading rather than served without them.
 absl::Status CheckRecurrentModelOptions(const ServerOptions& o, const model::ModelConfig& c) {
   if (!c.has_recurrent_layers()) return absl::OkStatus();
   const std::string what =
       absl::StrCat(c.name, " (", model::ArchitectureName(c.architecture), ") has ",
                    c.n_layers - c.attention_layers(), " recurrent layers of ", c.n_layers);
-  if (o.speculative != "off") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--speculative ", o.speculative, ": ", what,
-        ", whose state cannot yet be rolled back past a rejected draft; use --speculative off"));
-  }
   if (!o.kv_cache_dir.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--kv-cache-dir: ", what,
-        ", whose prefixes are not cached yet (no state snapshots); leave --kv-cache-dir unset"));
+        ", whose state snapshots the disk tier does not store yet; leave --kv-cache-dir unset"));
   }
   return absl::OkStatus();
 }

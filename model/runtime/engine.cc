@@ -183,7 +183,10 @@ absl::StatusOr<ForwardResult> EngineImpl::Forward(std::span<const SequenceChunk>
   states_.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
     chunks_[i].blocks = cache_.BlockTable(batch[i].sequence);
-    if (cache_.has_recurrent_state()) states_.push_back(cache_.RecurrentState(batch[i].sequence));
+    if (!cache_.has_recurrent_state()) continue;
+    states_.push_back(cache_.RecurrentState(batch[i].sequence));
+    // Drafted tokens may be rejected: keep the state from before them (KvCache::Rewind).
+    if (batch[i].logits_per_token) cache_.Checkpoint(batch[i].sequence);
   }
 
   BatchPlan plan{chunks_, tokens_, positions_, logit_rows_, hidden_rows_, states_};

@@ -57,7 +57,7 @@ const KvCache::Sequence* KvCache::Find(SequenceId id) const {
 int64_t KvCache::BytesForTokens(int n) const {
   if (n <= 0) return 0;
   return (static_cast<int64_t>(n) + kBlockTokens - 1) / kBlockTokens * block_bytes_ +
-         layout_.recurrent_state_bytes;
+         layout_.recurrent_state_bytes * (checkpoints_ ? 2 : 1);
 }
 
 // State buffers are made lazily and recycled like blocks. What sequences hold stays within the
@@ -88,9 +88,21 @@ absl::Status KvCache::TakeState(Sequence& seq) {
 
 void KvCache::DropState(Sequence& seq) {
   DropPending(seq, 0);
+  if (seq.checkpoint != nullptr) {
+    GiveBuffer(seq.checkpoint);
+    seq.checkpoint = nullptr;
+    seq.checkpoint_length = -1;
+  }
   if (seq.state == nullptr) return;
   GiveBuffer(seq.state);
   seq.state = nullptr;
+}
+
+void KvCache::Checkpoint(SequenceId id) {
+  Sequence* seq = Find(id);
+  if (seq == nullptr || seq->checkpoint == nullptr || seq->state == nullptr) return;
+  std::memcpy(seq->checkpoint, seq->state, static_cast<size_t>(layout_.recurrent_state_bytes));
+  seq->checkpoint_length = seq->length;
 }
 
 void KvCache::DropPending(Sequence& seq, int blocks) {
@@ -358,10 +370,15 @@ absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {
   const int64_t want_blocks = (static_cast<int64_t>(n_tokens) + kBlockTokens - 1) / kBlockTokens;
   const int64_t have_blocks = static_cast<int64_t>(seq->blocks.size());
   const int64_t new_blocks = std::max<int64_t>(want_blocks - have_blocks, 0);
-  const int64_t new_states = has_recurrent_state() && seq->state == nullptr ? 1 : 0;
+  const bool new_state = has_recurrent_state() && seq->state == nullptr;
+  const bool new_checkpoint = checkpoints_ && seq->checkpoint == nullptr;
+  const int64_t new_states = (new_state ? 1 : 0) + (new_checkpoint ? 1 : 0);
   if (new_blocks == 0 && new_states == 0) return absl::OkStatus();
   if (!Fits(new_blocks, new_states)) return ExhaustedError(id, n_tokens, new_blocks, new_states);
-  if (new_states > 0) TEXTGEN_RETURN_IF_ERROR(TakeState(*seq));
+  if (new_state) TEXTGEN_RETURN_IF_ERROR(TakeState(*seq));
+  if (new_checkpoint) {
+    TEXTGEN_ASSIGN_OR_RETURN(seq->checkpoint, TakeBuffer());
+  }
   for (int64_t i = 0; i < new_blocks; ++i) {
     absl::StatusOr<BlockId> block = TakeBlock();
     if (!block.ok()) return block.status();  // blocks taken so far stay with the sequence
@@ -424,9 +441,12 @@ absl::StatusOr<KvCache::Sequence*> KvCache::FindToShorten(SequenceId id, int n_t
 absl::Status KvCache::Rewind(SequenceId id, int n_tokens) {
   TEXTGEN_ASSIGN_OR_RETURN(Sequence* const seq, FindToShorten(id, n_tokens, "Rewind"));
   if (has_recurrent_state() && n_tokens < seq->length) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("Rewind: KV sequence ", id,
-                     " carries a recurrent state, which holds position ", seq->length, " only"));
+    if (seq->checkpoint_length < 0 || seq->checkpoint_length > n_tokens) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Rewind: KV sequence ", id, " carries a recurrent state, which holds position ",
+          seq->length, " only, and no checkpoint at or before ", n_tokens));
+    }
+    n_tokens = seq->checkpoint_length;
   }
   const size_t used = (static_cast<size_t>(seq->length) + kBlockTokens - 1) / kBlockTokens;
   for (size_t b = static_cast<size_t>(n_tokens) / kBlockTokens; b < used; ++b) {
@@ -434,6 +454,11 @@ absl::Status KvCache::Rewind(SequenceId id, int n_tokens) {
       return absl::FailedPreconditionError(absl::StrCat("Rewind: block ", b, " of KV sequence ", id,
                                                         " is shared; Truncate copies it"));
     }
+  }
+  if (has_recurrent_state() && n_tokens < seq->length) {
+    std::memcpy(seq->state, seq->checkpoint, static_cast<size_t>(layout_.recurrent_state_bytes));
+    seq->checkpoint_length = -1;
+    DropPending(*seq, n_tokens / kBlockTokens);  // snapshots past it came from dropped tokens
   }
   seq->length = n_tokens;
   return absl::OkStatus();
@@ -445,6 +470,7 @@ absl::Status KvCache::Truncate(SequenceId id, int n_tokens) {
     // The state cannot go back: start over (the state stays the sequence's, zeroed).
     n_tokens = 0;
     DropPending(*seq, 0);
+    seq->checkpoint_length = -1;
     if (seq->state != nullptr) {
       std::memset(seq->state, 0, static_cast<size_t>(layout_.recurrent_state_bytes));
     }
@@ -535,7 +561,8 @@ int64_t KvCache::BytesFreedByDropping(std::span<const SequenceId> ids) const {
   for (SequenceId id : ids) {
     if (const Sequence* seq = Find(id)) {
       for (BlockId block : seq->blocks) ++held[block];
-      states += (seq->state != nullptr ? 1 : 0) + static_cast<int64_t>(seq->pending.size());
+      states += (seq->state != nullptr ? 1 : 0) + (seq->checkpoint != nullptr ? 1 : 0) +
+                static_cast<int64_t>(seq->pending.size());
     }
   }
   int64_t freed = 0;

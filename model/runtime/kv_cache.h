@@ -65,6 +65,10 @@ using SequenceId = int32_t;
 // sequence's snapshots to the index with its blocks; AttachPrefix continues a sequence only up
 // to the deepest matching block that has a snapshot, and copies it into the sequence's state.
 // The scheduler ends prefill chunks on the boundaries worth a snapshot (SnapshotStop).
+// Speculative decoding (EnableCheckpoints): every sequence also holds a checkpoint buffer, into
+// which the engine copies the state before a chunk of drafted tokens (Checkpoint); Rewind past
+// rejected drafts then goes back to where that chunk began (Length() reads that), and the
+// caller feeds the accepted tokens again.
 struct KvCacheLayout {
   int n_layers = 0;  // layers that keep K/V (attention layers)
   int n_kv_heads = 0;
@@ -114,7 +118,8 @@ class KvCache {
   // Forgets the K/V past the first `n_tokens` tokens (0 <= n <= Length) and keeps the
   // sequence's blocks and reserved room: speculative decoding drops the K/V of drafted tokens
   // that were not kept. FAILED_PRECONDITION, with nothing changed, when a block past the
-  // first n tokens is shared (those blocks are written again).
+  // first n tokens is shared (those blocks are written again). A recurrent sequence goes back
+  // to its checkpoint instead (at most n: read Length()); FAILED_PRECONDITION without one.
   absl::Status Rewind(SequenceId id, int n_tokens);
   // Keeps the first `n_tokens` tokens (0 <= n <= Length) and gives back blocks no longer
   // needed (including reserved but unused ones). A shared block that would be written again
@@ -200,6 +205,13 @@ class KvCache {
   // The sequence's recurrent state (layout.recurrent_state_bytes, after its Length() tokens),
   // taken by its first Reserve; null without one or for an unknown id.
   std::byte* RecurrentState(SequenceId id) const;
+  // Recurrent models with speculative decoding: from now on each sequence's first Reserve
+  // also takes a checkpoint buffer (counted like its state). No-op without recurrent layers.
+  void EnableCheckpoints() { checkpoints_ = has_recurrent_state(); }
+  bool checkpoints_enabled() const { return checkpoints_; }
+  // Copies the sequence's state into its checkpoint (before a chunk of drafted tokens), so a
+  // Rewind past them can go back to Length() as it is now. No-op without a checkpoint buffer.
+  void Checkpoint(SequenceId id);
   // Where layer `layer`'s K and V sit in every block, for the attention kernels.
   ops::PagedKvLayout LayerLayout(int layer) const;
 
@@ -222,8 +234,10 @@ class KvCache {
       bool kept = false;
     };
     std::vector<Pending> pending;
-    int indexed = 0;        // leading blocks known to the index (cursor is after them)
-    bool indexable = true;  // false once a hash collision stopped the chain
+    std::byte* checkpoint = nullptr;  // with EnableCheckpoints: the state at checkpoint_length
+    int checkpoint_length = -1;       // -1: nothing saved
+    int indexed = 0;                  // leading blocks known to the index (cursor is after them)
+    bool indexable = true;            // false once a hash collision stopped the chain
     PrefixCursor cursor;
   };
   // A block for new K/V: free, newly made, or the least recently used cached one. The
@@ -280,6 +294,7 @@ class KvCache {
   int64_t blocks_in_use_ = 0;  // blocks with refs > 0
   int64_t buffers_held_ = 0;   // recurrent states and unpublished snapshots of sequences
   int snapshot_interval_blocks_ = 0;
+  bool checkpoints_ = false;
   int shared_blocks_ = 0;       // blocks with refs > 1
   int64_t evicted_blocks_ = 0;  // cached blocks reclaimed for new K/V
   SequenceId next_id_ = 0;

@@ -16,11 +16,20 @@ int ContextLength(const model::Engine& engine) {
   return ctx > 0 ? ctx : std::numeric_limits<int>::max();
 }
 
-// The most tokens one sequence can hold within the whole budget.
+// The most tokens one sequence can hold within the whole budget (beside its recurrent state,
+// a fixed cost, for hybrid models).
 int MaxFitTokens(const model::KvCache& cache, int context_length) {
-  const int64_t block = cache.BytesForTokens(model::KvCache::kBlockTokens);
-  const int64_t blocks = block > 0 ? cache.budget_bytes() / block : 0;
+  const int64_t block = cache.block_bytes();
+  const int64_t fixed = cache.BytesForTokens(model::KvCache::kBlockTokens) - block;
+  const int64_t blocks = block > 0 ? std::max<int64_t>(cache.budget_bytes() - fixed, 0) / block : 0;
   return static_cast<int>(std::min<int64_t>(blocks * model::KvCache::kBlockTokens, context_length));
+}
+
+// Speculation on a recurrent model rewinds past rejected drafts to a checkpoint of the state,
+// which every sequence then holds (and admission counts).
+model::KvCache& PrepareCache(model::KvCache& cache, const SchedulerOptions& options) {
+  if (options.speculation.mode != Speculation::kOff) cache.EnableCheckpoints();
+  return cache;
 }
 
 int CommonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
@@ -49,7 +58,7 @@ BatchingScheduler::BatchingScheduler(model::Engine* engine, const model::Tokeniz
                                      const SchedulerOptions& options, SchedulerObserver* observer,
                                      model::Engine* draft_engine)
     : engine_(engine),
-      kv_cache_(engine->kv_cache()),
+      kv_cache_(PrepareCache(engine->kv_cache(), options)),
       tokenizer_(tokenizer),
       options_(Sanitized(options)),
       observer_(observer),
@@ -367,15 +376,20 @@ void BatchingScheduler::AddDecodes(int& budget, StepTokens& tokens) {
   for (size_t i = 0; i < n && budget > 0; ++i) {
     Sequence& seq = *running_[(decode_cursor_ + i) % n];
     if (seq.prefilling()) continue;
+    // A recurrent model's Rewind past rejected drafts left accepted tokens to feed again.
+    const int replay = seq.ReplayNeeded();
     std::span<const int> chunk = seq.DecodeToken();
-    if (max_draft > 0) chunk = seq.DecodeChunk(DraftsFor(seq, std::min(max_draft, budget - 1)));
-    const bool drafted = chunk.size() > 1;
+    if (max_draft > 0 || replay > 0) {
+      chunk =
+          seq.DecodeChunk(DraftsFor(seq, std::max(std::min(max_draft, budget - 1 - replay), 0)));
+    }
+    const bool drafted = chunk.size() > static_cast<size_t>(1 + seq.replayed());
     batch_.push_back({seq.kv().id(), chunk, /*want_logits=*/true, model::HiddenRows::kNone,
                       /*logits_per_token=*/drafted});
     slots_.push_back(
         {&seq, static_cast<int>(chunk.size()), true, model::HiddenRows::kNone, drafted});
     budget -= static_cast<int>(chunk.size());
-    tokens.drafted += static_cast<int>(chunk.size()) - 1;
+    tokens.drafted += drafted ? seq.drafted() : 0;
     ++tokens.decodes;
   }
   decode_cursor_ += tokens.decodes;
@@ -443,7 +457,9 @@ void BatchingScheduler::TakeOutputs(const model::ForwardResult& result, absl::Ti
       kv_cache_.Publish(slot.seq->kv().id(), slot.seq->request().prompt_tokens);
     }
     if (slot.logits) {
-      sampled_.push_back({slot.seq, {}, logit_row, slot.drafted});
+      // A drafted chunk's rows start with the tokens it fed again, whose logits are not used.
+      const int skip = slot.drafted ? slot.seq->replayed() : 0;
+      sampled_.push_back({slot.seq, {}, logit_row + skip, slot.drafted});
       logit_row += slot.drafted ? slot.tokens : 1;
     }
   }

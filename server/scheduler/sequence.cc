@@ -263,7 +263,8 @@ int Sequence::DraftWanted(int max_draft) {
 }
 
 std::span<const int> Sequence::DecodeChunk(std::span<const int> drafts) {
-  decode_chunk_.assign(1, generated_.back());
+  replayed_ = std::clamp(ReplayNeeded(), 0, static_cast<int>(generated_.size()) - 1);
+  decode_chunk_.assign(generated_.end() - 1 - replayed_, generated_.end());
   decode_chunk_.insert(decode_chunk_.end(), drafts.begin(), drafts.end());
   return decode_chunk_;
 }
@@ -283,7 +284,7 @@ void Sequence::SampleDrafted(std::span<const float> rows, int vocab) {
       }
       return;
     }
-    const bool last = i == drafts || result.token != decode_chunk_[i + 1];
+    const bool last = i == drafts || result.token != decode_chunk_[replayed_ + i + 1];
     verified_.push_back(std::move(result));
     if (last) return;
   }
@@ -294,7 +295,9 @@ bool Sequence::EmitDrafted(absl::Time now, SchedulerObserver* observer, int& acc
   bool finished = false;
   const int drafts = drafted();
   for (size_t i = 0; i < verified_.size() && !finished; ++i) {
-    if (static_cast<int>(i) < drafts && verified_[i].token == decode_chunk_[i + 1]) ++accepted;
+    if (static_cast<int>(i) < drafts && verified_[i].token == decode_chunk_[replayed_ + i + 1]) {
+      ++accepted;
+    }
     finished = Emit(std::move(verified_[i]), now, observer);
   }
   verified_.clear();

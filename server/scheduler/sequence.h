@@ -66,13 +66,18 @@ class Sequence {
   // min(max_draft, its draft length adapted to acceptance, what max_new_tokens leaves); 0
   // when the request opted out, and for a while after steps in a row that kept no draft.
   int DraftWanted(int max_draft);
-  // A speculative decode step's chunk: the last sampled token, then `drafts`. Valid until
-  // the next call.
+  // A speculative decode step's chunk: the last sampled token, then `drafts`; preceded by the
+  // generated tokens the KV cache lost when a recurrent model's Rewind went back to its
+  // checkpoint (ReplayNeeded), which are fed again. Valid until the next call.
   std::span<const int> DecodeChunk(std::span<const int> drafts);
+  // Generated tokens before the last one whose K/V (and state) must be computed again.
+  int ReplayNeeded() const { return KvTokensOwed() - kv_.length(); }
+  // Of the chunk DecodeChunk returned last: tokens fed again before the last sampled one.
+  int replayed() const { return replayed_; }
   // The sequence's state in the draft model (--draft-model), freed with the sequence.
   DraftState& draft_state() { return draft_state_; }
   // Drafted tokens in the chunk DecodeChunk returned last.
-  int drafted() const { return static_cast<int>(decode_chunk_.size()) - 1; }
+  int drafted() const { return static_cast<int>(decode_chunk_.size()) - 1 - replayed_; }
   // `n` tokens of the last chunk are now in the KV cache.
   void Advance(int n);
   // The next `n` prompt tokens were found in the prefix cache (their K/V are stored).
@@ -155,6 +160,7 @@ class Sequence {
   // SampleDrafted, an end the samples reached (a constraint failure or completion) held back
   // until the samples before it are emitted, and the draft length adapted to acceptance.
   std::vector<int> decode_chunk_;
+  int replayed_ = 0;  // leading tokens of decode_chunk_ fed again (ReplayNeeded)
   std::vector<model::SampleResult> verified_;
   absl::Status held_failure_;
   bool held_constraint_done_ = false;

@@ -195,6 +195,38 @@ TEST(KvCacheRecurrentTest, PublishedSnapshotsGiveWayToStatesLeastRecentlyUsedFir
   EXPECT_TRUE(StateIs(cache, f, std::byte{1}));
 }
 
+// Speculative decoding: a checkpoint buffer per sequence (admission counts it); Rewind past
+// drafted tokens goes back to where the checkpointed chunk began.
+TEST(KvCacheRecurrentTest, CheckpointsLetRewindGoBackPastDrafts) {
+  KvCache cache(kHybrid, 10 * kState);
+  cache.EnableCheckpoints();
+  EXPECT_EQ(cache.BytesForTokens(1), 2 * kState + kBlock);
+  const SequenceId a = cache.NewSequence();
+  Advance(cache, a, 20, std::byte{1});
+  EXPECT_EQ(cache.bytes_in_use(), 2 * kState + 2 * kBlock);
+  // Without a checkpoint the state cannot go back.
+  EXPECT_EQ(cache.Rewind(a, 18).code(), absl::StatusCode::kFailedPrecondition);
+  Scribble(cache, a, std::byte{2});
+  cache.Checkpoint(a);                 // at 20
+  Advance(cache, a, 9, std::byte{3});  // a chunk of drafts: 29, crossing block 1's end
+  // Rejected after two accepted: back to 20 (the caller feeds 21 and 22 again), the state as it
+  // was there, the reserved room kept; a second Rewind has no checkpoint left.
+  ASSERT_TRUE(cache.Rewind(a, 22).ok());
+  EXPECT_EQ(cache.Length(a), 20);
+  EXPECT_EQ(cache.Capacity(a), 32);
+  EXPECT_TRUE(StateIs(cache, a, std::byte{2}));
+  EXPECT_EQ(cache.Rewind(a, 19).code(), absl::StatusCode::kFailedPrecondition);
+  // A snapshot taken past the checkpoint (a chunk of drafts ending on a boundary) goes with
+  // the drafts that made it.
+  cache.Checkpoint(a);
+  Advance(cache, a, 12, std::byte{4});  // 32: a snapshot of block 1
+  ASSERT_TRUE(cache.Rewind(a, 25).ok());
+  cache.Publish(a, Iota(40));
+  EXPECT_EQ(cache.snapshots(), 0);
+  ASSERT_TRUE(cache.Free(a).ok());
+  EXPECT_EQ(cache.bytes_in_use(), 0);
+}
+
 TEST(KvCacheRecurrentTest, SnapshotStopsEndPrefillChunksWhereSnapshotsAreKept) {
   KvCache cache(kHybrid, 100 * kState);  // interval: 3 blocks, 48 tokens
   EXPECT_EQ(cache.SnapshotStop(0, 200), 48);

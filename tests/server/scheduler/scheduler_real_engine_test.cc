@@ -661,7 +661,6 @@ SpeculationCases RealEngineSchedulerTest::SpeculationBaseline() {
 }
 
 TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
-  if (IsHybrid()) GTEST_SKIP() << "recurrent states are not rolled back past drafts yet (#59)";
   const SpeculationCases cases = SpeculationBaseline();
   const std::vector<int> plain_turns[] = {TwoTurns(0), TwoTurns(1)};
 
@@ -696,7 +695,6 @@ TEST_P(RealEngineSchedulerTest, SpeculationGivesTheSameTokens) {
 // greedy drafts are all right, and a model of the same shape and vocabulary with other
 // weights, whose drafts are mostly wrong.
 TEST_P(RealEngineSchedulerTest, DraftModelSpeculationGivesTheSameTokens) {
-  if (IsHybrid()) GTEST_SKIP() << "recurrent states are not rolled back past drafts yet (#59)";
   const SpeculationCases cases = SpeculationBaseline();
   const std::vector<int> plain_turns[] = {TwoTurns(0), TwoTurns(1)};
   SpeculationOptions speculation;
