@@ -19,42 +19,43 @@ namespace textgen::server {
 namespace {
 
 // Gives the engine's KV cache its disk tier (--kv-cache-dir), before the scheduler runs.
+// --kv-cache-dir: the cache's blocks on disk, and for a hybrid model its state snapshots, in a
+// namespace of their own (files of the state's size) that takes half the directory's limit.
 absl::Status AttachKvCacheDir(const ServerOptions& o, model::KvCache& cache, Logger* logger) {
   const absl::Time start = absl::Now();
-  absl::StatusOr<model::BlockKey> name_space =
-      model::KvDiskNamespace(o.model_path, cache.layout(), o.kv_cache_dtype);
-  if (!name_space.ok()) return name_space.status();
-  absl::StatusOr<std::unique_ptr<model::KvDiskTier>> tier =
-      model::KvDiskTier::Open({.dir = o.kv_cache_dir,
-                               .max_bytes = o.kv_cache_dir_mb << 20,
-                               .name_space = *name_space,
-                               .block_bytes = cache.block_bytes(),
-                               .warn = [logger](std::string_view line) {
-                                 logger->Warning(absl::string_view(line.data(), line.size()));
-                               }});
+  const bool snapshots = cache.has_recurrent_state();
+  const int64_t limit = (o.kv_cache_dir_mb << 20) / (snapshots ? 2 : 1);
+  const auto open = [&](const char* kind,
+                        int64_t file_bytes) -> absl::StatusOr<std::unique_ptr<model::KvDiskTier>> {
+    absl::StatusOr<model::BlockKey> name_space =
+        model::KvDiskNamespace(o.model_path, cache.layout(), absl::StrCat(o.kv_cache_dtype, kind));
+    if (!name_space.ok()) return name_space.status();
+    return model::KvDiskTier::Open({.dir = o.kv_cache_dir,
+                                    .max_bytes = limit,
+                                    .name_space = *name_space,
+                                    .block_bytes = file_bytes,
+                                    .warn = [logger](std::string_view line) {
+                                      logger->Warning(absl::string_view(line.data(), line.size()));
+                                    }});
+  };
+  absl::StatusOr<std::unique_ptr<model::KvDiskTier>> tier = open("", cache.block_bytes());
   if (!tier.ok()) return tier.status();
   const model::KvDiskTierStats& found = (*tier)->stats();
-  logger->Info(
-      absl::StrFormat("kv cache dir %s: %d blocks (%.1f MiB) of this model, limit %d MiB, "
-                      "opened in %.2fs",
-                      (*tier)->directory(), found.files, found.bytes / 1048576.0, o.kv_cache_dir_mb,
-                      absl::ToDoubleSeconds(absl::Now() - start)));
-  cache.AttachDiskTier(*std::move(tier));
-  return absl::OkStatus();
-}
-
-// A hybrid model's prefixes are cached through state snapshots, which the disk tier does not
-// store yet: refused before loading rather than served without them.
-absl::Status CheckRecurrentModelOptions(const ServerOptions& o, const model::ModelConfig& c) {
-  if (!c.has_recurrent_layers()) return absl::OkStatus();
-  const std::string what =
-      absl::StrCat(c.name, " (", model::ArchitectureName(c.architecture), ") has ",
-                   c.n_layers - c.attention_layers(), " recurrent layers of ", c.n_layers);
-  if (!o.kv_cache_dir.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--kv-cache-dir: ", what,
-        ", whose state snapshots the disk tier does not store yet; leave --kv-cache-dir unset"));
+  std::string states;
+  if (snapshots) {
+    absl::StatusOr<std::unique_ptr<model::KvDiskTier>> state_tier =
+        open("+recurrent-state-f32", cache.layout().recurrent_state_bytes);
+    if (!state_tier.ok()) return state_tier.status();
+    states = absl::StrFormat(" and %d state snapshots (%.1f MiB)", (*state_tier)->stats().files,
+                             (*state_tier)->stats().bytes / 1048576.0);
+    cache.AttachSnapshotTier(*std::move(state_tier));
   }
+  logger->Info(
+      absl::StrFormat("kv cache dir %s: %d blocks (%.1f MiB)%s of this model, limit %d MiB, "
+                      "opened in %.2fs",
+                      (*tier)->directory(), found.files, found.bytes / 1048576.0, states,
+                      o.kv_cache_dir_mb, absl::ToDoubleSeconds(absl::Now() - start)));
+  cache.AttachDiskTier(*std::move(tier));
   return absl::OkStatus();
 }
 
@@ -122,10 +123,6 @@ absl::StatusOr<std::unique_ptr<LoadedServer>> LoadServer(const ServerOptions& o,
                                  : model::ToolCallFormatFromName(o.tool_call_format));
   if (!chat_templates.ok()) return chat_templates.status();
   loaded->backend.chat_templates = *std::move(chat_templates);
-
-  if (absl::Status status = CheckRecurrentModelOptions(o, loaded->model.config); !status.ok()) {
-    return status;
-  }
 
   const model::EngineOptions engine_options = EngineOptionsOf(o);
   absl::StatusOr<std::unique_ptr<model::Engine>> engine =

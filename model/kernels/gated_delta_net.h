@@ -9,10 +9,11 @@
 namespace textgen::model::ops {
 
 // Depthwise causal convolution then SiLU, for channels [begin, end) of `rows` consecutive
-// tokens: out[t][c] = silu(sum_j w[c][j] * x[t - kernel + 1 + j][c]), where positions before
-// the chunk come from `state` ([kernel - 1][channels], oldest first: the sequence's last inputs,
-// zeros for a new one). Afterwards `state` holds the last kernel - 1 inputs. `weights` is
-// [channels][kernel] (GGUF ssm_conv1d). in/out rows are `in_stride` / `out_stride` apart.
+// tokens: out[t][c] = silu(sum_j w[j][c] * x[t - kernel + 1 + j][c]) (j ascending), where
+// positions before the chunk come from `state` ([kernel - 1][channels], oldest first: the
+// sequence's last inputs, zeros for a new one). Afterwards `state` holds the last kernel - 1
+// inputs. `weights` is [kernel][channels] (GGUF ssm_conv1d transposed: vectors run along the
+// channels). in/out rows are `in_stride` / `out_stride` apart.
 void CausalConvSilu(const float* in, int in_stride, int rows, const float* weights, int kernel,
                     int channels, int begin, int end, float* state, float* out, int out_stride);
 

@@ -139,8 +139,12 @@ void KvCache::PublishSnapshots(Sequence& seq) {
     if (p.block >= seq.indexed) return false;  // its block is not indexed yet
     // Computed twice, or the block is not indexed (a hash collision stopped the chain): the
     // index keeps one copy, or none.
-    if (!index_.Contains(seq.blocks[p.block]) || !states_.Publish(seq.blocks[p.block], p.data)) {
+    const BlockId block = seq.blocks[p.block];
+    if (!index_.Contains(block) || !states_.Publish(block, p.data)) {
       states_.Give(p.data);
+    } else if (snapshot_disk_ != nullptr) {
+      snapshot_disk_->Store(index_.RecordOf(block),
+                            {p.data, static_cast<size_t>(layout_.recurrent_state_bytes)});
     }
     --buffers_held_;
     return true;
@@ -159,29 +163,42 @@ int KvCache::SnapshotStop(int position, int prompt_tokens) const {
 }
 
 int KvCache::AttachRecurrentPrefix(Sequence& seq, std::span<const int> tokens, int limit) {
-  // Walk the matching blocks, remembering the deepest with a snapshot past the sequence.
+  // The matching blocks, in memory then on disk, each referenced while this runs (so taking
+  // blocks and buffers below cannot evict them).
   PrefixCursor cursor = seq.cursor;
   std::vector<BlockId> matched;
-  int with_snapshot = 0;  // blocks up to and including the deepest one with a snapshot
   for (int b = seq.indexed; (b + 1) * kBlockTokens <= limit; ++b) {
     std::optional<BlockId> found = index_.Find(
         cursor, tokens.subspan(static_cast<size_t>(b) * kBlockTokens).first<kBlockTokens>());
     if (!found.has_value()) break;
+    AddRef(*found);
     matched.push_back(*found);
     cursor = index_.CursorAfter(*found);
-    if (states_.Has(*found)) with_snapshot = static_cast<int>(matched.size());
   }
+  const auto deepest_snapshot = [&]() {
+    for (size_t i = matched.size(); i > 0; --i) {
+      if (states_.Has(matched[i - 1])) return static_cast<int>(i);
+    }
+    return 0;
+  };
+  if (disk_ != nullptr && snapshot_disk_ != nullptr) {
+    const int in_memory = deepest_snapshot();
+    FindOnDisk(cursor, seq.indexed + static_cast<int>(matched.size()), tokens, limit, matched);
+    // The deepest snapshot on disk past the one in memory.
+    for (size_t i = matched.size(); i > static_cast<size_t>(in_memory); --i) {
+      if (states_.Has(matched[i - 1]) || LoadSnapshot(matched[i - 1])) break;
+    }
+  }
+  // A state to copy into (taking it may reclaim a snapshot: look for the deepest after).
+  if (seq.state == nullptr && deepest_snapshot() > 0 && Fits(0, 1)) TakeState(seq).IgnoreError();
+  const int with_snapshot = seq.state != nullptr ? deepest_snapshot() : 0;
+  for (size_t i = static_cast<size_t>(with_snapshot); i < matched.size(); ++i) DropRef(matched[i]);
   if (with_snapshot == 0) return 0;
-  if (seq.state == nullptr) {
-    if (!Fits(0, 1)) return 0;
-    if (!TakeState(seq).ok()) return 0;
-  }
   std::memcpy(seq.state, states_.Find(matched[with_snapshot - 1]),
               static_cast<size_t>(layout_.recurrent_state_bytes));
-  DropPending(seq, 0);  // older than the state now
-  for (int i = 0; i < with_snapshot; ++i) {
+  DropPending(seq, 0);                       // older than the state now
+  for (int i = 0; i < with_snapshot; ++i) {  // already referenced above
     const size_t b = static_cast<size_t>(seq.indexed);
-    AddRef(matched[i]);
     if (b < seq.blocks.size()) {
       SetBlock(seq, b, matched[i]);  // a reserved, still empty block: given back
     } else {
@@ -357,7 +374,52 @@ int KvCache::SpillToDisk() {
   for (BlockId block : index_.IndexedBlocks()) {
     written += disk_->Store(index_.RecordOf(block), BlockBytes(block)) ? 1 : 0;
   }
+  if (snapshot_disk_ != nullptr) {
+    states_.ForEachPublished([&](BlockId block, const std::byte* data) {
+      snapshot_disk_->Store(index_.RecordOf(block),
+                            {data, static_cast<size_t>(layout_.recurrent_state_bytes)});
+    });
+  }
   return written;
+}
+
+void KvCache::FindOnDisk(PrefixCursor cursor, int b, std::span<const int> tokens, int limit,
+                         std::vector<BlockId>& matched) {
+  for (; (b + 1) * kBlockTokens <= limit; ++b) {
+    const PrefixIndex::BlockTokens block_tokens =
+        tokens.subspan(static_cast<size_t>(b) * kBlockTokens).first<kBlockTokens>();
+    BlockRecord want{.parent = cursor.content, .key = ChainBlockKey(cursor.content, block_tokens)};
+    std::copy(block_tokens.begin(), block_tokens.end(), want.tokens.begin());
+    BlockId block = -1;
+    const bool loaded = disk_->Load(want, [&]() -> std::span<std::byte> {
+      if (!Fits(1, 0)) return {};
+      absl::StatusOr<BlockId> taken = TakeBlock();
+      if (!taken.ok()) return {};
+      block = *taken;
+      return BlockBytes(block);
+    });
+    const std::optional<BlockId> indexed =
+        loaded ? index_.Insert(block, cursor, block_tokens) : std::nullopt;
+    if (!indexed.has_value() || *indexed != block) {
+      if (block >= 0) DropRef(block);
+      break;
+    }
+    matched.push_back(block);  // still referenced from TakeBlock
+    cursor = index_.CursorAfter(block);
+  }
+}
+
+bool KvCache::LoadSnapshot(BlockId block) {
+  if (!Fits(0, 1)) return false;
+  absl::StatusOr<std::byte*> buffer = TakeBuffer();
+  if (!buffer.ok()) return false;
+  const std::span<std::byte> out(*buffer, static_cast<size_t>(layout_.recurrent_state_bytes));
+  if (snapshot_disk_->Load(index_.RecordOf(block), out) && states_.Publish(block, *buffer)) {
+    --buffers_held_;  // the pool's now
+    return true;
+  }
+  GiveBuffer(*buffer);
+  return false;
 }
 
 absl::Status KvCache::Reserve(SequenceId id, int n_tokens) {

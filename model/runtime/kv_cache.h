@@ -137,6 +137,11 @@ class KvCache {
   // Keeps evicted blocks on disk and finds prefixes there (see KvDiskTier).
   void AttachDiskTier(std::unique_ptr<KvDiskTier> tier) { disk_ = std::move(tier); }
   const KvDiskTier* disk_tier() const { return disk_.get(); }
+  // Recurrent models: keeps published state snapshots on disk too (a tier whose files hold
+  // layout.recurrent_state_bytes, under the key of the block a snapshot ends at), so a prefix
+  // continues from disk after a restart. Used with AttachDiskTier.
+  void AttachSnapshotTier(std::unique_ptr<KvDiskTier> tier) { snapshot_disk_ = std::move(tier); }
+  const KvDiskTier* snapshot_tier() const { return snapshot_disk_.get(); }
   // Writes every indexed block the disk tier does not hold yet (a no-op without one);
   // returns how many. For drain: what memory holds survives the process.
   int SpillToDisk();
@@ -280,6 +285,12 @@ class KvCache {
   void PublishSnapshots(Sequence& seq);
   // AttachPrefix for recurrent models: up to the deepest block with a snapshot.
   int AttachRecurrentPrefix(Sequence& seq, std::span<const int> tokens, int limit);
+  // Its disk half: the blocks that continue `cursor` along `tokens` from block `b`, read into
+  // the index (cached), appended to `matched`.
+  void FindOnDisk(PrefixCursor cursor, int b, std::span<const int> tokens, int limit,
+                  std::vector<BlockId>& matched);
+  // The snapshot after `block` read back from the snapshot tier into the pool; false on a miss.
+  bool LoadSnapshot(BlockId block);
   // The sequence to cut to `n_tokens`: NOT_FOUND, or INVALID_ARGUMENT outside [0, Length]
   // naming `operation`.
   absl::StatusOr<Sequence*> FindToShorten(SequenceId id, int n_tokens, const char* operation);
@@ -304,7 +315,8 @@ class KvCache {
   std::vector<BlockId> free_;  // made, neither referenced nor indexed
   RecurrentStatePool states_;  // recurrent states and snapshots (hybrid models)
   PrefixIndex index_;
-  std::unique_ptr<KvDiskTier> disk_;  // may be null
+  std::unique_ptr<KvDiskTier> disk_;           // may be null
+  std::unique_ptr<KvDiskTier> snapshot_disk_;  // may be null (recurrent models)
 };
 
 }  // namespace textgen::model

@@ -45,6 +45,11 @@ class RecurrentStatePool {
   // Frees the least recently used snapshot; false when there is none.
   bool EvictLeastRecentlyUsed();
   int64_t published() const { return static_cast<int64_t>(published_.size()); }
+  // Every published snapshot's block and bytes (the drain writes them to disk).
+  template <typename Fn>
+  void ForEachPublished(Fn fn) const {
+    for (const auto& [block, snapshot] : published_) fn(block, snapshot.data);
+  }
   int64_t evicted() const { return evicted_; }
 
  private:

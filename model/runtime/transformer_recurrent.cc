@@ -44,7 +44,15 @@ absl::Status Transformer::PrepareDeltaNet(const LayerWeights& lw, const std::str
                         ops::LinearActivation::kNone, max_rows, staging);
   if (!out.ok()) return out.status();
   pl.ssm_out = std::move(*out);
-  pl.ssm_conv = ToFloatVector(lw.ssm_conv);
+  // [channels][kernel] in the file; [kernel][channels] for the kernel's vectors.
+  const std::vector<float> conv = ToFloatVector(lw.ssm_conv);
+  pl.ssm_conv.resize(conv.size());
+  for (int ch = 0; ch < d.conv_channels(); ++ch) {
+    for (int j = 0; j < d.conv_kernel; ++j) {
+      pl.ssm_conv[static_cast<size_t>(j) * d.conv_channels() + ch] =
+          conv[static_cast<size_t>(ch) * d.conv_kernel + j];
+    }
+  }
   pl.ssm_dt_bias = ToFloatVector(lw.ssm_dt_bias);
   pl.ssm_a = ToFloatVector(lw.ssm_a);
   pl.ssm_norm = ToFloatVector(lw.ssm_norm);

@@ -1,12 +1,18 @@
 // KvCache with a recurrent state per sequence (hybrid models): the state is taken with the
 // first Reserve under the same budget, zeroed, and can only be kept whole or started over;
 // snapshots of it at block boundaries let other sequences continue a shared prefix.
+#include <stdlib.h>
+
 #include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/runtime/kv_cache.h"
+#include "model/runtime/kv_disk_tier.h"
 
 namespace textgen::model {
 namespace {
@@ -225,6 +231,52 @@ TEST(KvCacheRecurrentTest, CheckpointsLetRewindGoBackPastDrafts) {
   EXPECT_EQ(cache.snapshots(), 0);
   ASSERT_TRUE(cache.Free(a).ok());
   EXPECT_EQ(cache.bytes_in_use(), 0);
+}
+
+// The disk tier keeps snapshots beside the blocks: after a restart on the same directory a
+// sequence continues from the deepest snapshot found there, with its bytes.
+std::unique_ptr<KvDiskTier> OpenTier(const std::string& dir, uint64_t kind, int64_t bytes) {
+  absl::StatusOr<std::unique_ptr<KvDiskTier>> tier =
+      KvDiskTier::Open({.dir = dir,
+                        .max_bytes = int64_t{1} << 30,
+                        .name_space = BlockKey{.lo = 0x1234, .hi = kind},
+                        .block_bytes = bytes,
+                        .warn = nullptr});
+  EXPECT_TRUE(tier.ok()) << tier.status();
+  return tier.ok() ? *std::move(tier) : nullptr;
+}
+
+TEST(KvCacheRecurrentTest, SnapshotsSurviveARestartThroughTheDiskTier) {
+  std::string dir = (std::filesystem::path(::testing::TempDir()) / "kvstates-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::vector<int> tokens = Iota(200);
+  const auto open_cache = [&]() {
+    auto cache = std::make_unique<KvCache>(kHybrid, 100 * kState);
+    cache->AttachDiskTier(OpenTier(dir, 1, kBlock));
+    cache->AttachSnapshotTier(OpenTier(dir, 2, kState));
+    return cache;
+  };
+  {
+    std::unique_ptr<KvCache> cache = open_cache();
+    const SequenceId a = cache->NewSequence();
+    Advance(*cache, a, 48, std::byte{3});  // block 2: kept
+    Advance(*cache, a, 32, std::byte{5});  // block 4: the latest
+    Advance(*cache, a, 7, std::byte{6});
+    cache->Publish(a, tokens);
+    EXPECT_EQ(cache->snapshot_tier()->stats().writes, 2);
+  }
+  std::unique_ptr<KvCache> cache = open_cache();  // a restart: memory holds nothing
+  const SequenceId b = cache->NewSequence();
+  EXPECT_EQ(cache->AttachPrefix(b, tokens, 100), 80);
+  EXPECT_TRUE(StateIs(*cache, b, std::byte{5}));
+  EXPECT_EQ(cache->disk_tier()->stats().reads, 5);
+  EXPECT_EQ(cache->snapshot_tier()->stats().reads, 1);
+  // The blocks and the snapshot are in memory now: another sequence takes them from there.
+  const SequenceId c = cache->NewSequence();
+  EXPECT_EQ(cache->AttachPrefix(c, tokens, 60), 48);  // block 2's snapshot, still on disk
+  EXPECT_TRUE(StateIs(*cache, c, std::byte{3}));
+  EXPECT_EQ(cache->snapshot_tier()->stats().reads, 2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(KvCacheRecurrentTest, SnapshotStopsEndPrefillChunksWhereSnapshotsAreKept) {
