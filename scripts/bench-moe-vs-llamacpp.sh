@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Mixture of experts (#32): textgen against llama.cpp on the same random-weight file in a real
-# model's shape, written by textgen-make-random-gguf (SHAPE):
+# Mixture of experts (#32) and hybrid recurrent models (#59): textgen against llama.cpp on the
+# same random-weight file in a real model's shape, written by textgen-make-random-gguf (SHAPE):
 #   qwen3-30b-a3b (default): qwen3moe, dim 2048, 48 layers, 32 heads / 4 KV heads of 128, 128
 #     experts of width 768 of which 8 run per token, vocab 151936 from llama.cpp's Qwen 2
 #     vocabulary, untied output, each tensor in the type llama-quantize's Q4_K_M gives it (Q4_K;
@@ -8,26 +8,34 @@
 #     f32; tests/python/test_quant_mix.py checks the mix against llama_model_quantize): 17 GB;
 #   gpt-oss-20b: gpt-oss, dim 2880, 24 layers, 64 heads / 8 KV heads of 64, 32 experts of width
 #     2880 of which 4 run per token, every other layer sliding over 128, vocab 201088, untied, in
-#     llama.cpp's MXFP4_MOE mix (experts MXFP4, the rest Q8_0; router and biases f32): 12 GB.
+#     llama.cpp's MXFP4_MOE mix (experts MXFP4, the rest Q8_0; router and biases f32): 12 GB;
+#   qwen35-2b: qwen35 (Qwen3.5-2B's dimensions), dim 2048, 24 layers of which every 4th attends
+#     (8 heads / 2 KV heads of 256, a quarter rotated, output-gated) and the rest are Gated
+#     DeltaNet (16 key and 16 value heads of 128, a 4-wide convolution), feed-forward 6144,
+#     vocab 248320, output tied, in llama-quantize's Q4_K_M mix: 1.2 GB;
+#   qwen35-0.8b: the same with dim 1024 and feed-forward 3584: 0.5 GB.
 # Every round runs, interleaved:
 #   - the DRAM read limit (textgen-bench-quant-matmul BM_ReadBandwidth, 2 threads);
 #   - decode, 1 stream: llama-bench tg64 (-p 0) and textgen-bench-engine --prompt 1 --gen 64
 #     (with the share of its anonymous memory the kernel backs with 2 MiB pages after loading,
 #     and --read-probe: the read rate on its own threads just before and after its decode);
-#   - prefill 128: llama-bench pp128 and textgen-bench-engine --prompt 128;
-#   - decode, 16 streams after 128-token prompts: llama-batched-bench's S_TG (generated tokens
+#   - prefill P (PREFILL, default 128): llama-bench ppP and textgen-bench-engine --prompt P;
+#   - decode, 16 streams after P-token prompts: llama-batched-bench's S_TG (generated tokens
 #     over the decode time) and textgen-bench-engine's decode batch 16 (the same);
 #   - textgen's peak RSS.
 # Then prints medians, ratios, and the 1-stream decode rates as a share of the read limit for
 # the bytes a token reads: every tensor but the stacked experts and the token embedding, plus
-# experts_used / experts of the experts (the active ones), plus one embedding row.
-# Usage: [SHAPE=qwen3-30b-a3b|gpt-oss-20b] scripts/bench-moe-vs-llamacpp.sh [ROUNDS=3]
+# experts_used / experts of the experts (the active ones), plus one embedding row (a tied
+# embedding is the LM head too: read whole).
+# Usage: [SHAPE=qwen3-30b-a3b|gpt-oss-20b|qwen35-2b|qwen35-0.8b] [PREFILL=128]
+#        scripts/bench-moe-vs-llamacpp.sh [ROUNDS=3]
 #   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); LAYERS (default: the model's; fewer
 #        keeps each layer's shape and makes a smaller file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 shape=${SHAPE:-qwen3-30b-a3b}
+prefill=${PREFILL:-128}
 source scripts/bench-common.sh
 require_tools "$L/llama-bench" "$L/llama-batched-bench" "$B/bin/textgen-bench-engine" \
   "$B/bin/textgen-bench-quant-matmul" "$B/bin/textgen-make-random-gguf"
@@ -49,7 +57,17 @@ case $shape in
       --kv-heads 8 --head-dim 64 --experts 32 --experts-used 4 --expert-hidden 2880
       --sliding-window 128 --context 4096 --vocab 201088 --dtype mxfp4_moe --untied
       --name gpt-oss-20b-shape) ;;
-  *) echo "SHAPE must be qwen3-30b-a3b or gpt-oss-20b" >&2; exit 1 ;;
+  qwen35-2b|qwen35-0.8b)
+    layers=${LAYERS:-24}
+    suffix=$([[ $layers == 24 ]] && echo "" || echo "-${layers}l")
+    dims=(--dim 2048 --hidden 6144)
+    [[ $shape == qwen35-0.8b ]] && dims=(--dim 1024 --hidden 3584)
+    f=$M/$shape-shape$suffix-q4_k_m-r$RANDOM_GGUF_REV.gguf
+    make=(--arch qwen35 --preset tiny "${dims[@]}" --layers "$layers" --heads 8 --kv-heads 2
+      --head-dim 256 --ssm-key-heads 16 --ssm-value-heads 16 --ssm-head-dim 128
+      --full-attention-interval 4 --vocab 248320 --context 8192 --dtype q4_k_m
+      --name "$shape-shape") ;;
+  *) echo "SHAPE must be qwen3-30b-a3b, gpt-oss-20b, qwen35-2b or qwen35-0.8b" >&2; exit 1 ;;
 esac
 [[ -f $f ]] || "$B/bin/textgen-make-random-gguf" "${make[@]}" --out "$f"
 
@@ -70,10 +88,24 @@ llama_bench() {  # -p P -n N: prints the t/s of the one test
   cache_file
   "$L/llama-bench" -m "$f" -t 2 "$@" -r 3 2>/dev/null | awk -F'|' '/(pp|tg)[0-9]/ { split($(NF-1), a, "±"); print a[1] + 0 }'
 }
+# llama.cpp's repacked (AMX) weights crash its prefill on qwen35 here (ggml_backend_amx_mul_mat,
+# any prompt length; its decode runs): for hybrids prompts go through llama-batched-bench with
+# --no-repack, which llama-bench has no flag for.
+no_repack=()
+[[ $shape == qwen35* ]] && no_repack=(--no-repack)
 llama_batched16() {
   cache_file
-  "$L/llama-batched-bench" -m "$f" -t 2 -c 8192 -npp 128 -ntg 64 -npl 16 2>/dev/null |
-    awk -F'|' '$4 + 0 == 16 && $8 + 0 > 0 { print $9 + 0 }'
+  "$L/llama-batched-bench" -m "$f" -t 2 -c 16384 -npp "$prefill" -ntg 64 -npl 16 \
+    "${no_repack[@]}" 2>/dev/null | awk -F'|' '$4 + 0 == 16 && $8 + 0 > 0 { print $9 + 0 }'
+}
+llama_prefill() {
+  if [[ ${#no_repack[@]} -eq 0 ]]; then
+    llama_bench -p "$prefill" -n 0
+    return
+  fi
+  cache_file
+  "$L/llama-batched-bench" -m "$f" -t 2 -c 4096 -npp "$prefill" -ntg 1 -npl 1 "${no_repack[@]}" \
+    2>/dev/null | awk -F'|' '$4 + 0 == 1 && $7 + 0 > 0 { print $7 + 0 }'
 }
 
 for round in $(seq "$rounds"); do
@@ -86,10 +118,11 @@ for round in $(seq "$rounds"); do
   record "read GB/s around textgen decode" \
     "$(awk '/read rate around it/ { printf "%.1f", ($5 + $8) / 2 }' <<<"$out")"
   record "decode textgen 2 MiB pages %" "$(awk '/2 MiB pages/ { printf "%.0f", 100 * $6 / $8 }' <<<"$out")"
-  record "prefill128 llama.cpp" "$(llama_bench -p 128 -n 0)"
+  record "prefill llama.cpp" "$(llama_prefill)"
   record "decode16 llama.cpp" "$(llama_batched16)"
-  out=$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt 128 --gen 64 --batches 16)
-  record "prefill128 textgen" "$(awk '/prefill 128 tokens/ { print $4 }' <<<"$out")"
+  out=$("$B/bin/textgen-bench-engine" --model "$f" --threads 2 --prompt "$prefill" --gen 64 \
+    --batches 16)
+  record "prefill textgen" "$(awk '/prefill [0-9]+ tokens/ { print $4 }' <<<"$out")"
   record "decode16 textgen" "$(awk '/decode batch  16/ { print $4 }' <<<"$out")"
   record "textgen peak RSS MiB" "$(awk '/peak RSS/ { print $3 }' <<<"$out")"
 done
@@ -103,21 +136,24 @@ values, med = read_results(sys.argv[1])
 reader = gguf.GGUFReader(sys.argv[2])
 field = lambda key: reader.fields[key].parts[-1]
 arch = bytes(field("general.architecture")).decode()
-experts = int(field(arch + ".expert_count")[0])
-used = int(field(arch + ".expert_used_count")[0])
+has = lambda key: key in reader.fields
+experts = int(field(arch + ".expert_count")[0]) if has(arch + ".expert_count") else 0
+used = int(field(arch + ".expert_used_count")[0]) if experts else 0
+tied = "output.weight" not in {t.name for t in reader.tensors}
 active = 0
 for t in reader.tensors:
     if t.name.endswith(("_exps.weight", "_exps.bias")):
         active += t.n_bytes * used / experts
-    elif t.name == "token_embd.weight":
+    elif t.name == "token_embd.weight" and not tied:
         active += t.n_bytes / int(t.shape[-1])
     else:
         active += t.n_bytes
 read = med["read GB/s"]
+experts_note = f"{used} of {experts} experts" if experts else "dense"
 print(f"file {os.path.getsize(sys.argv[2]) / 2**30:.2f} GiB; a token reads {active / 1e9:.3f} GB "
-      f"({used} of {experts} experts); DRAM read limit {read} GB/s (runs {values['read GB/s']}): "
+      f"({experts_note}); DRAM read limit {read} GB/s (runs {values['read GB/s']}): "
       f"{read * 1e9 / active:.1f} tok/s")
-for what in ("decode", "prefill128", "decode16"):
+for what in ("decode", "prefill", "decode16"):
     ours, theirs = med[f"{what} textgen"], med[f"{what} llama.cpp"]
     line = (f"{what:10s} textgen {ours:7.1f} (runs {values[what + ' textgen']})  llama.cpp "
             f"{theirs:7.1f} (runs {values[what + ' llama.cpp']})  ratio {ours / theirs:.2f}x")

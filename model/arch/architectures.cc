@@ -305,9 +305,35 @@ constexpr ArchitectureSpec kSpecs[] = {
      .recurrent_mixer = LayerMixer::kGatedDeltaNet,
      .attention_output_gate = true,
      .encoder = false},
+    // Qwen3.5 / 3.6 mixtures (35B-A3B, 122B-A10B, 397B-A17B): qwen35's layers with every
+    // feed-forward a mixture of experts (softmax router, renormalized top-k) plus a gated
+    // shared expert.
+    {.architecture = Architecture::kQwen35Moe,
+     .name = "qwen35moe",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kNeox,
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = true,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "post_attention_norm",
+     .sliding = {},
+     .gemma = {},
+     .experts =
+         {.allowed = true, .required = true, .width_divides_by_used = true, .shared_expert = true},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kGatedDeltaNet,
+     .attention_output_gate = true,
+     .encoder = false},
 };
 
-static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen35) + 1,
+static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen35Moe) + 1,
               "one spec per Architecture, in enum order");
 
 }  // namespace

@@ -58,6 +58,10 @@ struct ExpertTraits {
   // How the chosen experts are weighted: a softmax over their router logits (gpt-oss), else
   // their softmax probabilities over all experts, renormalized to sum to 1.
   bool softmax_over_chosen = false;
+  // A gated shared expert beside the routed ones (ffn_{gate,up,down}_shexp, its width
+  // expert_shared_feed_forward_length, else feed_forward_length; ffn_gate_inp_shexp: one
+  // logit per token whose sigmoid scales it).
+  bool shared_expert = false;
 };
 
 // Where a block's norms sit: before each sublayer, on its input (pre-norm decoders), or after

@@ -19,7 +19,8 @@ enum class Architecture {
   kNomicBert,
   kQwen3Moe,
   kGptOss,
-  kQwen35
+  kQwen35,
+  kQwen35Moe
 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
@@ -112,6 +113,9 @@ struct ModelConfig {
   int experts = 0;
   int experts_used = 0;
   int expert_hidden_dim = 0;
+  // A shared expert every token runs beside the routed ones (qwen35moe: its SwiGLU output
+  // times sigmoid(ffn_gate_inp_shexp . x)); 0 = none.
+  int shared_expert_hidden_dim = 0;
   // What each layer mixes with ([n_layers]; empty = attention everywhere), and the shape of
   // its recurrent layers.
   std::vector<LayerMixer> layer_mixers;

@@ -115,6 +115,13 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
     t.push_back(Experts(b + "ffn_gate_exps.weight", l, kGateExperts, experts, width, dim));
     t.push_back(Experts(b + "ffn_up_exps.weight", l, kUpExperts, experts, width, dim));
     t.push_back(Experts(b + "ffn_down_exps.weight", l, kDownExperts, experts, dim, width));
+    if (spec.experts.shared_expert) {
+      const int64_t shared = c.shared_expert_hidden_dim;
+      t.push_back(Vector(b + "ffn_gate_inp_shexp.weight", l, kSharedExpertGate, dim, true));
+      t.push_back(Matrix(b + "ffn_gate_shexp.weight", l, kSharedGate, shared, dim));
+      t.push_back(Matrix(b + "ffn_up_shexp.weight", l, kSharedUp, shared, dim));
+      t.push_back(Matrix(b + "ffn_down_shexp.weight", l, kSharedDown, dim, shared));
+    }
     if (spec.experts.biases) {
       // GGUF [width, experts]: a bias row per expert.
       t.push_back(Vector(b + "ffn_gate_inp.bias", l, kRouterBias, experts, true));

@@ -73,6 +73,11 @@ enum class WeightSlot : uint8_t {
   kSsmAlpha,
   kSsmNorm,
   kSsmOutput,
+  // Per layer, a gated shared expert (qwen35moe): its gate logit's row and its SwiGLU.
+  kSharedExpertGate,
+  kSharedGate,
+  kSharedUp,
+  kSharedDown,
 };
 
 // What a random-weights model stores in a tensor: norm weights 1, norm biases 0, else noise.

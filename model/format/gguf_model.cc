@@ -233,6 +233,13 @@ absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec
                        c.hidden_dim, " / ", c.experts_used, " experts per token leaves no width"));
     }
   }
+  if (spec.experts.shared_expert) {
+    c.shared_expert_hidden_dim = c.hidden_dim;  // llama.cpp's default
+    if (file.FindKey(p + "expert_shared_feed_forward_length")) {
+      TEXTGEN_ASSIGN_OR_RETURN(c.shared_expert_hidden_dim,
+                               file.GetInt(p + "expert_shared_feed_forward_length", 1, kMaxDim));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -142,6 +142,14 @@ const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
       return l().ssm_norm;
     case kSsmOutput:
       return l().ssm_output;
+    case kSharedExpertGate:
+      return l().shared_expert_gate;
+    case kSharedGate:
+      return l().shared_gate;
+    case kSharedUp:
+      return l().shared_up;
+    case kSharedDown:
+      return l().shared_down;
   }
   std::abort();  // every slot is handled above
 }

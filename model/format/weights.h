@@ -111,6 +111,11 @@ struct LayerWeights {
   TensorView ssm_alpha;    // [v_heads, dim]
   TensorView ssm_norm;     // [1, head_v_dim]
   TensorView ssm_output;   // [dim, value_dim]                   ssm_out
+  // A gated shared expert (qwen35moe).
+  TensorView shared_expert_gate;  // [1, dim]  ffn_gate_inp_shexp
+  TensorView shared_gate;         // [shared width, dim]
+  TensorView shared_up;           // [shared width, dim]
+  TensorView shared_down;         // [dim, shared width]
 };
 
 struct ModelWeights {

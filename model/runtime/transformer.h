@@ -67,13 +67,17 @@ struct PreparedLayer {
   // The same experts when every one runs the quantized kernels (then a step's experts run in
   // one parallel region), else empty.
   std::vector<ops::QuantizedLinear*> quantized_up, quantized_down;
+  // A gated shared expert (qwen35moe): gate|up and down, and the row whose dot with the input
+  // gives its gate logit.
+  std::unique_ptr<ops::LinearLayer> shared_up, shared_down;
+  std::vector<float> shared_expert_gate;  // [dim]
   // Attention layers: which of the cache's K/V layers is this one's.
   int kv_layer = -1;
   // Gated DeltaNet layers, instead of qkv and wo (transformer_recurrent.cc).
   std::unique_ptr<ops::LinearLayer> ssm_in;   // [dim] -> [conv channels + value_dim] qkv | z
   std::unique_ptr<ops::LinearLayer> ssm_ba;   // [dim] -> [2 v_heads] beta | alpha
   std::unique_ptr<ops::LinearLayer> ssm_out;  // [value_dim] -> [dim]
-  std::vector<float> ssm_conv;                // [conv channels][conv_kernel]
+  std::vector<float> ssm_conv;                // [conv_kernel][conv channels]
   std::vector<float> ssm_dt_bias, ssm_a;      // [v_heads]
   std::vector<float> ssm_norm;                // [head_v_dim]
   int64_t state_offset = 0;                   // floats into a sequence's recurrent state
@@ -147,6 +151,8 @@ class Transformer {
   absl::Status ExpertFeedForward(PreparedLayer& pl, const float* mlp_x, int rows);
   absl::Status PrepareExperts(const LayerWeights& lw, const std::string& prefix, PreparedLayer& pl,
                               int max_rows, WeightStaging& staging);
+  // The gated shared expert's output added to proj_ (qwen35moe).
+  absl::Status SharedExpert(PreparedLayer& pl, const float* mlp_x, int rows);
   // One of the experts' matrices (`layers`, quantized) for every expert with tokens, in one
   // parallel region: each expert's rows of `in` (pairs grouped by expert, in_width wide) into
   // the same rows of `out`.
@@ -206,6 +212,9 @@ class Transformer {
   std::vector<float> expert_hidden_;   // [rows * used, 2 width] gate|up
   std::vector<float> expert_act_;      // [rows * used, width]
   std::vector<float> expert_out_;      // [rows * used, dim]
+  std::vector<float> shared_hidden_;   // [rows, 2 shared width] the shared expert's gate|up
+  std::vector<float> shared_act_;      // [rows, shared width]
+  std::vector<float> shared_out_;      // [rows, dim]
   std::vector<ops::QuantScratch> expert_scratch_;  // [experts] quantized inputs of RunMany
   std::vector<ops::QuantizedLinear::Call> expert_calls_;
   std::vector<float> logits_;  // [rows wanted, vocab], grown on demand

@@ -4,6 +4,7 @@
 // so that every expert's weights are read once per step, whatever number of its tokens.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -61,6 +62,36 @@ absl::Status Transformer::PrepareExperts(const LayerWeights& lw, const std::stri
   if (static_cast<int>(pl.quantized_up.size()) != c.experts) {
     pl.quantized_up.clear();
     pl.quantized_down.clear();
+  }
+  if (c.shared_expert_hidden_dim > 0) {
+    const int shared = c.shared_expert_hidden_dim;
+    TEXTGEN_ASSIGN_OR_RETURN(
+        pl.shared_up,
+        MakeLinear(prefix + "ffn_gate_up_shexp", {&lw.shared_gate, &lw.shared_up}, {}, 2 * shared,
+                   c.dim, ops::LinearActivation::kNone, max_rows, staging));
+    TEXTGEN_ASSIGN_OR_RETURN(
+        pl.shared_down, MakeLinear(prefix + "ffn_down_shexp", {&lw.shared_down}, {}, c.dim, shared,
+                                   ops::LinearActivation::kNone, max_rows, staging));
+    pl.shared_expert_gate = ToFloatVector(lw.shared_expert_gate);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::SharedExpert(PreparedLayer& pl, const float* mlp_x, int rows) {
+  const ModelConfig& c = config_;
+  const size_t dim = static_cast<size_t>(c.dim);
+  TEXTGEN_RETURN_IF_ERROR(pl.shared_up->Run(mlp_x, rows, shared_hidden_.data()));
+  ops::SiluMul(shared_hidden_.data(), rows, c.shared_expert_hidden_dim, shared_act_.data());
+  TEXTGEN_RETURN_IF_ERROR(pl.shared_down->Run(shared_act_.data(), rows, shared_out_.data()));
+  // proj_ += sigmoid(g . x) * shared, row by row (as llama.cpp: the routed sum, then this).
+  for (int r = 0; r < rows; ++r) {
+    const float* x = mlp_x + r * dim;
+    float logit = 0.0f;
+    for (size_t i = 0; i < dim; ++i) logit += pl.shared_expert_gate[i] * x[i];
+    const float gate = 1.0f / (1.0f + std::exp(-logit));
+    float* out = proj_.data() + r * dim;
+    const float* shared = shared_out_.data() + r * dim;
+    for (size_t i = 0; i < dim; ++i) out[i] += shared[i] * gate;
   }
   return absl::OkStatus();
 }
@@ -144,6 +175,7 @@ absl::Status Transformer::ExpertFeedForward(PreparedLayer& pl, const float* mlp_
       for (size_t i = 0; i < dim; ++i) out[i] += w[k] * expert[i];
     }
   }
+  if (pl.shared_up != nullptr) return SharedExpert(pl, mlp_x, rows);
   return absl::OkStatus();
 }
 

@@ -130,7 +130,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->q_dim_ = c.n_heads * c.head_dim;
   t->kv_dim_ = c.kv_dim();
   t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
-  const int widest = std::max({c.dim, t->q_dim_, c.ffn_width(), c.delta_net.value_dim()});
+  const int widest = std::max(
+      {c.dim, t->q_dim_, c.ffn_width(), c.delta_net.value_dim(), c.shared_expert_hidden_dim});
   auto context =
       ops::OnednnContext::Create(options.threads, options.bf16, max_batch_tokens, widest);
   if (!context.ok()) return context.status();
@@ -188,6 +189,11 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
     t->expert_out_.resize(pairs * c.dim);
     t->expert_scratch_.resize(c.experts);
     t->expert_calls_.reserve(c.experts);
+    if (c.shared_expert_hidden_dim > 0) {
+      t->shared_hidden_.resize(rows * 2 * c.shared_expert_hidden_dim);
+      t->shared_act_.resize(rows * c.shared_expert_hidden_dim);
+      t->shared_out_.resize(rows * c.dim);
+    }
   }
   t->scores_.resize(
       static_cast<size_t>(ops::AttentionScratchFloats(t->context_->threads(), c.context_length)));
@@ -240,6 +246,10 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
         add({&gate, &up}, up_rows, c.dim);
         add({&down}, c.dim, width);
       }
+      if (c.shared_expert_hidden_dim > 0) {
+        add({&lw.shared_gate, &lw.shared_up}, 2 * int64_t{c.shared_expert_hidden_dim}, c.dim);
+        add({&lw.shared_down}, c.dim, c.shared_expert_hidden_dim);
+      }
     } else if (IsGated(c)) {
       add({&lw.w_gate, &lw.w_up}, up_rows, c.dim);
       add({&lw.w_down}, c.dim, width);
@@ -264,7 +274,8 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   // Experts: router scores, and per (token, expert) pair its indices, input, gate|up,
   // activation and output rows.
   const int64_t experts =
-      c.has_experts() ? c.experts + int64_t{c.experts_used} * (4 + 2 * int64_t{c.dim} + 3 * width)
+      c.has_experts() ? c.experts + int64_t{c.experts_used} * (4 + 2 * int64_t{c.dim} + 3 * width) +
+                            3 * int64_t{c.shared_expert_hidden_dim} + c.dim
                       : 0;
   // Hybrids: the gated q rows, and the recurrent layers' projections and outputs.
   const DeltaNetShape& d = c.delta_net;

@@ -5,7 +5,7 @@ definitions, and against llama.cpp itself (libllama, tests/reference/llamacpp_re
 
     test_hybrid_logits.py --bin BUILD/bin --llamacpp LLAMA_CPP_SOURCE --work DIR
 
-qwen35 (Qwen3.5 / 3.6 dense): Gated DeltaNet layers (Hugging Face's Qwen3NextGatedDeltaNet /
+qwen35 (Qwen3.5 / 3.6 dense) and qwen35moe (their mixtures): Gated DeltaNet layers (Hugging Face's Qwen3NextGatedDeltaNet /
 torch_recurrent_gated_delta_rule: a causal depthwise convolution with SiLU over q|k|v, L2-normed
 q and k, per value head the decay exp(-exp(A_log) softplus(alpha + dt_bias)) and
 beta = sigmoid(b), the delta rule, an RMSNorm gated by silu(z)) with more value heads than key
@@ -13,12 +13,14 @@ heads (value head h reads key head h % key heads: the converter's tiled order), 
 attention layers whose q projection carries a sigmoid output gate per head, with Q/K norms and
 partial NeoX RoPE over rope.dimension_sections; the feed-forward's norm is post_attention_norm.
 The layer list comes from full_attention_interval in one file and from
-attention.recurrent_layers in another.
+attention.recurrent_layers in another. qwen35moe: every feed-forward is 8 experts of which 2 run
+per token (softmax router, renormalized, a hot and cold experts) plus a shared expert scaled by
+the sigmoid of its gate logit (llama.cpp's qwen35moe graph).
 
 Checks: textgen's logits of every position (token by token) and of one prefill's last position
 against PyTorch at 1e-4 (f32) and against llama.cpp at 1e-4; one prefill equals token-by-token
 decoding bitwise; a 2,100-token prompt (states carried across four prefill chunks of 512)
-against llama.cpp; and a Q4_K_M file made by llama.cpp's quantizer: textgen's log-probabilities
+against llama.cpp; and Q4_K_M files (qwen35, qwen35moe) made by llama.cpp's quantizer: textgen's log-probabilities
 within 0.45 of llama.cpp's (both quantize activations to 8 bits) and greedy agreeing wherever
 llama.cpp's margin is clear.
 """
@@ -114,6 +116,30 @@ def gated_attention(m, p, h):
     return (o * torch.sigmoid(gate)) @ m[p + "attn_output.weight"].T
 
 
+def swiglu(h, gate, up, down):
+    return (F.silu(h @ gate.T) * (h @ up.T)) @ down.T
+
+
+def experts_with_shared(m, p, h):
+    """qwen35moe's feed-forward (llama.cpp's build_moe_ffn with softmax gating and norm_w, then
+    the shared expert scaled by the sigmoid of its gate logit): the softmax of the router picks
+    the top experts_used (ties to the lower index), their probabilities renormalized."""
+    probs = torch.softmax(h @ m[p + "ffn_gate_inp.weight"].T, -1)
+    ranked = torch.sort(probs, dim=-1, descending=True, stable=True)
+    chosen = ranked.indices[:, :m["experts_used"]]
+    w = probs.gather(1, chosen)
+    w = w / w.sum(-1, keepdim=True)
+    out = torch.zeros_like(h)
+    for t in range(h.shape[0]):
+        for j, e in enumerate(chosen[t].tolist()):
+            out[t] += w[t, j] * swiglu(h[t], m[p + "ffn_gate_exps.weight"][e],
+                                       m[p + "ffn_up_exps.weight"][e],
+                                       m[p + "ffn_down_exps.weight"][e])
+    shared = swiglu(h, m[p + "ffn_gate_shexp.weight"], m[p + "ffn_up_shexp.weight"],
+                    m[p + "ffn_down_shexp.weight"])
+    return out + shared * torch.sigmoid(h @ m[p + "ffn_gate_inp_shexp.weight"])[:, None]
+
+
 def forward(m, tokens):
     x = m["token_embd.weight"][tokens]
     for l in range(m["layers"]):
@@ -121,19 +147,23 @@ def forward(m, tokens):
         h = rms_norm(x, m[p + "attn_norm.weight"], m["eps"])
         x = x + (gated_delta_net(m, p, h) if m["recurrent"][l] else gated_attention(m, p, h))
         h = rms_norm(x, m[p + "post_attention_norm.weight"], m["eps"])
-        x = x + (F.silu(h @ m[p + "ffn_gate.weight"].T) * (h @ m[p + "ffn_up.weight"].T)) @ \
-            m[p + "ffn_down.weight"].T
+        if p + "ffn_gate_inp.weight" in m:
+            x = x + experts_with_shared(m, p, h)
+        else:
+            x = x + swiglu(h, m[p + "ffn_gate.weight"], m[p + "ffn_up.weight"],
+                           m[p + "ffn_down.weight"])
     return rms_norm(x, m["output_norm.weight"], m["eps"]) @ m["output.weight"].T
 
 
 def make_model(name, seed, dim, layers, heads, kv_heads, head_dim, rope_dim, sections, ffn,
-               k_heads, v_heads, dk, kernel, interval=None, recurrent_list=None, context=4096):
+               k_heads, v_heads, dk, kernel, interval=None, recurrent_list=None, context=4096,
+               experts=0, experts_used=0, expert_ffn=0, shared_ffn=0):
     g = torch.Generator().manual_seed(seed)
     rnd = lambda *shape, s=1.0: torch.randn(*shape, generator=g, dtype=torch.float64) * s
     recurrent = recurrent_list or [(l + 1) % interval != 0 for l in range(layers)]
     m = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim, layers=layers, eps=1e-6,
              theta=1e7, rope_dim=rope_dim, k_heads=k_heads, v_heads=v_heads, dk=dk, dv=dk,
-             kernel=kernel, recurrent=recurrent)
+             kernel=kernel, recurrent=recurrent, experts_used=experts_used)
     channels, value_dim = 2 * k_heads * dk + v_heads * dk, v_heads * dk
     t = {"token_embd.weight": rnd(VOCAB, dim)}
     for l in range(layers):
@@ -159,18 +189,36 @@ def make_model(name, seed, dim, layers, heads, kv_heads, head_dim, rope_dim, sec
             t[p + "attn_k_norm.weight"] = 1 + rnd(head_dim, s=0.2)
             t[p + "attn_output.weight"] = rnd(dim, heads * head_dim, s=(heads * head_dim) ** -0.5)
         t[p + "post_attention_norm.weight"] = 1 + rnd(dim, s=0.1)
-        t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
-        t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
-        t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
+        if experts:  # a router that routes unevenly, the experts, the gated shared expert
+            scale = torch.ones(experts, 1, dtype=torch.float64)
+            scale[experts // 2:-1] = 0.3  # cold
+            scale[-1] = 2.5  # hot
+            t[p + "ffn_gate_inp.weight"] = rnd(experts, dim, s=2 * dim ** -0.5) * scale
+            t[p + "ffn_gate_exps.weight"] = rnd(experts, expert_ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_up_exps.weight"] = rnd(experts, expert_ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_down_exps.weight"] = rnd(experts, dim, expert_ffn, s=expert_ffn ** -0.5)
+            t[p + "ffn_gate_inp_shexp.weight"] = rnd(dim, s=2 * dim ** -0.5)
+            t[p + "ffn_gate_shexp.weight"] = rnd(shared_ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_up_shexp.weight"] = rnd(shared_ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_down_shexp.weight"] = rnd(dim, shared_ffn, s=shared_ffn ** -0.5)
+        else:
+            t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
     t["output_norm.weight"] = 1 + rnd(dim, s=0.1)
     t["output.weight"] = rnd(VOCAB, dim, s=3 * dim ** -0.5)
     path = os.path.join(args.work, name + ".gguf")
-    w = gguf.GGUFWriter(path, arch="qwen35")
+    w = gguf.GGUFWriter(path, arch="qwen35moe" if experts else "qwen35")
     w.add_name(f"random hybrid {seed}")
     w.add_context_length(context)
     w.add_embedding_length(dim)
     w.add_block_count(layers)
     w.add_feed_forward_length(ffn)
+    if experts:
+        w.add_expert_count(experts)
+        w.add_expert_used_count(experts_used)
+        w.add_expert_feed_forward_length(expert_ffn)
+        w.add_expert_shared_feed_forward_length(shared_ffn)
     w.add_head_count(heads)
     w.add_head_count_kv(kv_heads)
     w.add_key_length(head_dim)
@@ -248,6 +296,10 @@ CASES = {
         dict(name="qwen35_interval", seed=1, layers=4, interval=2, **SMALL),
     "qwen35 (attention.recurrent_layers [T, T, F]: two DeltaNet layers, then attention)":
         dict(name="qwen35_list", seed=2, layers=3, recurrent_list=[True, True, False], **SMALL),
+    # The dense width 192 is not the experts' (48) nor the shared expert's (80).
+    "qwen35moe (8 experts, 2 per token, a gated shared expert; DeltaNet, attention)":
+        dict(name="qwen35moe", seed=5, layers=2, interval=2, experts=8, experts_used=2,
+             expert_ffn=48, shared_ffn=80, **(SMALL | {"ffn": 192})),
 }
 tokens = [256, 17, 200, 5, 99, 211, 42, 7, 260, 3, 150, 77, 31, 298, 12, 250, 199, 4]
 for label, cfg in CASES.items():
@@ -296,15 +348,19 @@ QUANT = dict(dim=256, heads=2, kv_heads=1, head_dim=128, rope_dim=64, sections=[
              ffn=512, k_heads=2, v_heads=4, dk=64, kernel=4)
 f32_path, _ = make_model(name="qwen35_q", seed=4, layers=4, interval=4, **QUANT)
 qtokens = tokens + [88, 9, 290, 131, 66]
-for qname, ftype, tol in (("Q4_K_M", 15, 0.45), ("Q8_0", 7, 0.25)):
-    qpath = f32_path.replace(".gguf", f"-{qname}.gguf")
+moe_path, _ = make_model(name="qwen35moe_q", seed=6, layers=4, interval=4, experts=8,
+                         experts_used=2, expert_ffn=256, shared_ffn=512, **(QUANT | {"ffn": 768}))
+for base, qname, ftype, tol in ((f32_path, "Q4_K_M", 15, 0.45), (f32_path, "Q8_0", 7, 0.25),
+                                (moe_path, "Q4_K_M", 15, 0.45)):
+    label = "qwen35moe" if base == moe_path else "qwen35"
+    qpath = base.replace(".gguf", f"-{qname}.gguf")
     try:
         run([LLAMACPP_REF, "quantize", f32_path, qpath, str(ftype)])
         theirs = log_softmax(llamacpp_logits(qpath, qtokens))
         decoded = dump(qpath, qtokens, "decode")
         prefilled = dump(qpath, qtokens, "prefill")
     except RuntimeError as e:
-        check(False, f"qwen35 {qname}: {e}")
+        check(False, f"{label} {qname}: {e}")
         continue
     ours = log_softmax(decoded)
     likely = theirs >= np.log(0.01)
@@ -314,11 +370,11 @@ for qname, ftype, tol in (("Q4_K_M", 15, 0.45), ("Q8_0", 7, 0.25)):
     clear = (sorted_lp[:, -1] - sorted_lp[:, -2]) > 2 * tol
     agree = bool(np.all(theirs.argmax(1)[clear] == ours.argmax(1)[clear]))
     check(diff <= tol and agree,
-          f"qwen35 {qname}: max |logprob textgen - llama.cpp| over tokens with p >= 1% = "
+          f"{label} {qname}: max |logprob textgen - llama.cpp| over tokens with p >= 1% = "
           f"{diff:.4f} (<= {tol}); greedy agrees on {int(clear.sum())} of {len(clear)} positions "
           f"with a clear margin: {agree}")
     check(prefilled.tobytes() == decoded[-1:].tobytes(),
-          f"qwen35 {qname}: one prefill gives bitwise the logits of token-by-token decoding")
+          f"{label} {qname}: one prefill gives bitwise the logits of token-by-token decoding")
 
 print(f"{checks - failures}/{checks} checks passed")
-sys.exit(1 if failures or checks < 14 else 0)
+sys.exit(1 if failures or checks < 20 else 0)

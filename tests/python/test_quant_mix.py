@@ -62,6 +62,10 @@ SHAPES = [
     ("qwen35", ["--arch", "qwen35", "--dim", "256", "--hidden", "512", "--layers", "8",
                 "--full-attention-interval", "4", "--ssm-key-heads", "2", "--ssm-value-heads",
                 "4", "--untied"], ("q4_k_m", "q5_k_m")),
+    ("qwen35moe", ["--arch", "qwen35moe", "--dim", "256", "--hidden", "512", "--layers", "4",
+                   "--full-attention-interval", "2", "--ssm-key-heads", "2",
+                   "--ssm-value-heads", "4", "--experts", "8", "--experts-used", "2",
+                   "--expert-hidden", "256", "--untied"], ("q4_k_m",)),
 ]
 
 

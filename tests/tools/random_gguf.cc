@@ -248,6 +248,8 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.expert_hidden_dim = s.expert_hidden_dim > 0         ? s.expert_hidden_dim
                         : divides && s.experts_used > 0 ? s.hidden_dim / s.experts_used
                                                         : s.hidden_dim;
+  // The shared expert (qwen35moe) as wide as feed_forward_length: the loader's default.
+  if (SpecOf(s.architecture).experts.shared_expert) c.shared_expert_hidden_dim = s.hidden_dim;
   return c;
 }
 

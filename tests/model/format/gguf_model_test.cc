@@ -165,7 +165,7 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
-            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35)");
+            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, qwen35moe)");
 }
 
 // A tiny model of `arch` with extra metadata appended (later keys are read like any other).

@@ -298,7 +298,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                                            Architecture::kQwen2, Architecture::kQwen3,
                                            Architecture::kPhi3, Architecture::kGemma2,
                                            Architecture::kGemma3, Architecture::kQwen3Moe,
-                                           Architecture::kGptOss, Architecture::kQwen35),
+                                           Architecture::kGptOss, Architecture::kQwen35,
+                                           Architecture::kQwen35Moe),
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
                            std::string name = ArchitectureName(param_info.param);
                            std::erase(name, '-');
@@ -414,8 +415,14 @@ TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
   spec.expert_hidden_dim = 256;
   auto model = WriteAndLoad(spec, std::string("invariance_") + mix.name);
   ASSERT_TRUE(model.ok()) << model.status();
-  const LayerWeights& first = model->weights.layers[0];  // a hybrid's is recurrent
-  ASSERT_EQ((first.wq.empty() ? first.ssm_input : first.wq).dtype, mix.dtype);
+  // The file is of that type (a mix keeps some tensors in others: look across the layers).
+  bool typed = false;
+  for (const LayerWeights& l : model->weights.layers) {
+    for (const TensorView* t : {&l.wq, &l.ssm_input, &l.w_up, &l.gate_experts}) {
+      typed = typed || (!t->empty() && t->dtype == mix.dtype);
+    }
+  }
+  ASSERT_TRUE(typed) << mix.name;
   {
     // Real numbers, not a degenerate model whose logits would compare equal anyway.
     auto engine = MakeEngine(*model, /*bf16=*/false);
@@ -455,7 +462,10 @@ INSTANTIATE_TEST_SUITE_P(
                       QuantMix{"gptoss_MXFP4", DType::kMXFP4, Architecture::kGptOss, false, 8},
                       // Gated DeltaNet and gated attention on the quantized kernels
                       QuantMix{"qwen35_Q4_K_M", DType::kQ4_K, Architecture::kQwen35, true},
-                      QuantMix{"qwen35_Q8_0", DType::kQ8_0, Architecture::kQwen35}),
+                      QuantMix{"qwen35_Q8_0", DType::kQ8_0, Architecture::kQwen35},
+                      // Routed experts and the gated shared expert beside recurrent layers
+                      QuantMix{"qwen35moe_Q4_K_M", DType::kQ4_K, Architecture::kQwen35Moe, true,
+                               8}),
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
     });

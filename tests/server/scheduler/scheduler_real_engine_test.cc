@@ -168,6 +168,19 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
                                    .warn = nullptr});
       ASSERT_TRUE(tier.ok()) << tier.status();
       cache.AttachDiskTier(*std::move(tier));
+      if (cache.has_recurrent_state()) {  // the state snapshots, as the server keeps them
+        absl::StatusOr<model::BlockKey> states =
+            model::KvDiskNamespace(model_path_, cache.layout(), "f32+recurrent-state-f32");
+        ASSERT_TRUE(states.ok()) << states.status();
+        absl::StatusOr<std::unique_ptr<model::KvDiskTier>> state_tier =
+            model::KvDiskTier::Open({.dir = kv_dir,
+                                     .max_bytes = int64_t{1} << 30,
+                                     .name_space = *states,
+                                     .block_bytes = cache.layout().recurrent_state_bytes,
+                                     .warn = nullptr});
+        ASSERT_TRUE(state_tier.ok()) << state_tier.status();
+        cache.AttachSnapshotTier(*std::move(state_tier));
+      }
     }
     SchedulerOptions options;
     options.max_batch_sequences = 64;
@@ -401,7 +414,11 @@ TEST_P(RealEngineSchedulerTest, LazyConstraintStartsAtItsTriggerToken) {
     ASSERT_TRUE(scheduler_->Submit(Make(Prompts()[p], p % 2, 40), sink).ok());
     const std::vector<int> free = Summarize(sink->Wait()).tokens;
     ASSERT_FALSE(free.empty());
-    const int trigger = free[free.size() / 3];
+    // A third of the way in, before any end token (the constrained run stops at one).
+    size_t ends = 0;
+    while (ends < free.size() && !tokenizer_->IsEndOfGeneration(free[ends])) ++ends;
+    ASSERT_GT(ends, 0u) << "prompt " << p << ": the free run ends at once";
+    const int trigger = free[std::min(free.size() / 3, ends - 1)];
     ValidatedRequest r = Make(Prompts()[p], p % 2, 120);
     r.stopping.ignore_eos = false;
     r.constraint.grammar = compiled->grammar;
@@ -576,7 +593,6 @@ TEST_P(RealEngineSchedulerTest, SharedPrefixIsComputedOnceAndGivesTheSameTokens)
 // prefix and their own full blocks come from disk, and every answer is bitwise the one
 // computed cold.
 TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameTokens) {
-  if (IsHybrid()) GTEST_SKIP() << "the disk tier holds no recurrent-state snapshots yet (#59)";
   constexpr int kNew = 10;
   const std::string kv_dir = test_support::TestTempPath("kv_dir_" + GetParam());
   std::filesystem::remove_all(kv_dir);
@@ -610,6 +626,10 @@ TEST_P(RealEngineSchedulerTest, PrefixesReadFromDiskAfterARestartGiveTheSameToke
   scheduler_.reset();  // the engine thread is gone: its stats can be read here
   EXPECT_GE(engine_->kv_cache().disk_tier()->stats().reads, shared / 16);
   EXPECT_EQ(engine_->kv_cache().disk_tier()->stats().rejected, 0);
+  if (IsHybrid()) {  // each request continued from a snapshot read back
+    EXPECT_GE(engine_->kv_cache().snapshot_tier()->stats().reads, 4);
+    EXPECT_EQ(engine_->kv_cache().snapshot_tier()->stats().rejected, 0);
+  }
   std::filesystem::remove_all(kv_dir);
 }
 
@@ -736,7 +756,8 @@ TEST_P(RealEngineSchedulerTest, DraftModelSpeculationGivesTheSameTokens) {
 INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
                                            "gemma2", "gemma3", "llama_Q4_K_M", "qwen3moe",
-                                           "llama_experts", "qwen3moe_Q4_K_M", "gpt-oss", "qwen35"),
+                                           "llama_experts", "qwen3moe_Q4_K_M", "gpt-oss", "qwen35",
+                                           "qwen35moe"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            std::erase(name, '-');
