@@ -23,6 +23,24 @@ require_tools() {
   done
 }
 
+# qwen35_chat_model DTYPE CONTEXT: makes (once, in $M) and prints the path of the
+# Qwen3.5-0.8B-shaped random-weight hybrid (qwen35: dim 1024, 24 layers of which every 4th
+# attends, Gated DeltaNet's 16 + 16 heads of 128) with llama.cpp's Qwen3.5 test vocabulary and
+# the Qwen3.5 chat template.
+qwen35_chat_model() {
+  local dtype=$1 context=$2
+  local vocab=$S/models/ggml-vocab-qwen35.gguf
+  local template=$S/models/templates/Qwen3.5-4B.jinja
+  local model=$M/qwen35-0.8b-shape-$dtype-ctx$context-r$RANDOM_GGUF_REV.gguf
+  require_tools "$B/bin/textgen-make-random-gguf"
+  [[ -f $vocab ]] || { echo "missing $vocab (tests/reference/llamacpp_source.sh $B/reference/llamacpp)" >&2; exit 1; }
+  [[ -f $model ]] || "$B/bin/textgen-make-random-gguf" --arch qwen35 --preset tiny --dim 1024 \
+    --hidden 3584 --layers 24 --heads 8 --kv-heads 2 --head-dim 256 --ssm-key-heads 16 \
+    --ssm-value-heads 16 --ssm-head-dim 128 --context "$context" --dtype "$dtype" \
+    --vocab-from "$vocab" --chat-template "$template" --name qwen3.5-0.8b-shape --out "$model" >/dev/null
+  echo "$model"
+}
+
 # llama1b_chat_model DTYPE CONTEXT: makes (once, in $M) and prints the path of the
 # Llama-3.2-1B-shaped random-weight file with llama.cpp's Llama 3 vocabulary and the Llama 3.1
 # chat template, the file the HTTP benchmarks load.

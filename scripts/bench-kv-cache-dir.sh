@@ -9,14 +9,20 @@
 #   disk-cold   turn 4 after another restart with the page cache dropped first (when this
 #               machine lets us: /proc/sys/vm/drop_caches), so the blocks come off the device
 # Also reports the drain's write time and the restart's load time from the server's log.
-#   env: BUILD, MODELS (scripts/bench-common.sh), ROUNDS (default 3), HISTORY_WORDS, KV_DTYPE
+#   env: BUILD, MODELS (scripts/bench-common.sh), ROUNDS (default 3), HISTORY_WORDS, KV_DTYPE,
+#        SHAPE (llama-1b, default; qwen35-0.8b: the hybrid, whose prefix continues from state
+#        snapshots written beside the blocks)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/bench-common.sh"
 rounds=${ROUNDS:-3}
 require_tools "$B/bin/textgen-server"
 modules=$(openai_node_modules textgen-bench-prefix)
-model=$(llama1b_chat_model q4_k_m 8192)
+case ${SHAPE:-llama-1b} in
+  llama-1b) model=$(llama1b_chat_model q4_k_m 8192) ;;
+  qwen35-0.8b) model=$(qwen35_chat_model q4_k_m 8192); export MODEL_NAME=qwen3.5-0.8b-shape ;;
+  *) echo "SHAPE must be llama-1b or qwen35-0.8b" >&2; exit 1 ;;
+esac
 work=$(mktemp -d)
 server=
 trap 'rm -rf "$work"; [[ -n $server ]] && kill $server 2>/dev/null || true' EXIT

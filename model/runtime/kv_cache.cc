@@ -162,6 +162,25 @@ int KvCache::SnapshotStop(int position, int prompt_tokens) const {
   return stop;
 }
 
+int KvCache::SnapshotStop(SequenceId id, std::span<const int> prompt) const {
+  const Sequence* seq = Find(id);
+  const int prompt_tokens = static_cast<int>(prompt.size());
+  if (seq == nullptr) return prompt_tokens;
+  int stop = SnapshotStop(seq->length, prompt_tokens);
+  if (!has_recurrent_state() || !seq->indexable) return stop;
+  PrefixCursor cursor = seq->cursor;
+  int b = seq->indexed;
+  for (; (b + 1) * kBlockTokens <= prompt_tokens; ++b) {
+    std::optional<BlockId> found = index_.Find(
+        cursor, prompt.subspan(static_cast<size_t>(b) * kBlockTokens).first<kBlockTokens>());
+    if (!found.has_value()) break;
+    cursor = index_.CursorAfter(*found);
+  }
+  const int run_end = b * kBlockTokens;
+  if (run_end > seq->length && run_end < stop) stop = run_end;
+  return stop;
+}
+
 int KvCache::AttachRecurrentPrefix(Sequence& seq, std::span<const int> tokens, int limit) {
   // The matching blocks, in memory then on disk, each referenced while this runs (so taking
   // blocks and buffers below cannot evict them).

@@ -167,6 +167,10 @@ class KvCache {
   // boundary or the prompt's last block boundary after `position`, else the prompt's end.
   // Without recurrent layers, the prompt's end.
   int SnapshotStop(int position, int prompt_tokens) const;
+  // The same for sequence `id` prefilling `prompt`, stopping also where the run of indexed
+  // blocks that continues its prompt ends: the end of a prefix other sequences share (a system
+  // prompt), worth a snapshot for the next ones that share it.
+  int SnapshotStop(SequenceId id, std::span<const int> prompt) const;
   // Published snapshots and those evicted so far.
   int64_t snapshots() const { return states_.published(); }
   int64_t evicted_snapshots() const { return states_.evicted(); }

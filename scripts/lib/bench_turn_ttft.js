@@ -4,7 +4,7 @@
 // Prints one JSON line: time to first token measured here, prompt and cached tokens from the
 // usage the server reports; appends this turn's answer to STATE_FILE for the next call.
 // Usage: node bench_turn_ttft.js HTTP_PORT LABEL STATE_FILE
-//   env: HISTORY_WORDS (3000), MAX_TOKENS (16)
+//   env: HISTORY_WORDS (3000), MAX_TOKENS (16), MODEL_NAME (llama-3.2-1b-shape)
 'use strict';
 const fs = require('fs');
 const OpenAI = require('openai');
@@ -37,7 +37,7 @@ async function main() {
   let ttft = null;
   let answer = '';
   let usage = null;
-  const stream = await client.completions.create({ model: 'llama-3.2-1b-shape', prompt, max_tokens: MAX_TOKENS,
+  const stream = await client.completions.create({ model: process.env.MODEL_NAME || 'llama-3.2-1b-shape', prompt, max_tokens: MAX_TOKENS,
     temperature: 0, stream: true, stream_options: { include_usage: true } });
   for await (const chunk of stream) {
     if (chunk.choices && chunk.choices.length && chunk.choices[0].text) {

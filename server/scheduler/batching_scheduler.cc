@@ -412,8 +412,9 @@ void BatchingScheduler::AddPrefillChunks(int budget, StepTokens& tokens) {
     if (!engine_->config().causal && seq.prefill_remaining() > budget) break;
     // Recurrent models: chunks end where a state snapshot is worth taking.
     const int position = seq.kv().length();
-    const int take = std::min({seq.prefill_remaining(), budget,
-                               kv_cache_.SnapshotStop(position, seq.prompt_length()) - position});
+    const int take =
+        std::min({seq.prefill_remaining(), budget,
+                  kv_cache_.SnapshotStop(seq.kv().id(), seq.request().prompt_tokens) - position});
     const bool last = take == seq.prefill_remaining();
     const bool logits = last && !seq.embedding();
     const model::HiddenRows hidden = seq.HiddenRowsWanted();

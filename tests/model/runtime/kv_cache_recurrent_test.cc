@@ -287,6 +287,20 @@ TEST(KvCacheRecurrentTest, SnapshotStopsEndPrefillChunksWhereSnapshotsAreKept) {
   EXPECT_EQ(cache.SnapshotStop(192, 200), 200);  // the end
   EXPECT_EQ(cache.SnapshotStop(0, 30), 16);
   EXPECT_EQ(cache.SnapshotStop(30, 30), 30);
+  // A prefix others share (blocks indexed without a snapshot at their end): a sequence that
+  // continues from a snapshot inside it stops again where the shared run ends.
+  const std::vector<int> tokens = Iota(200);
+  const SequenceId a = cache.NewSequence();
+  Advance(cache, a, 48, std::byte{1});
+  Advance(cache, a, 32, std::byte{2});
+  Advance(cache, a, 10, std::byte{3});
+  cache.Publish(a, tokens);  // blocks 0-4 indexed, snapshots at 48 and 80
+  std::vector<int> prompt(tokens.begin(), tokens.begin() + 70);
+  prompt.insert(prompt.end(), 60, 7);  // parts from a's at 70: blocks 0-3 shared
+  const SequenceId b = cache.NewSequence();
+  EXPECT_EQ(cache.AttachPrefix(b, prompt, 129), 48);
+  EXPECT_EQ(cache.SnapshotStop(b, prompt), 64);                    // the end of the shared run
+  EXPECT_EQ(cache.SnapshotStop(cache.NewSequence(), prompt), 48);  // an interval comes first
   KvCache plain(KvCacheLayout{.n_layers = 1, .n_kv_heads = 1, .head_dim = 4}, 1 << 20);
   EXPECT_EQ(plain.SnapshotIntervalBlocks(), 0);
   EXPECT_EQ(plain.SnapshotStop(0, 200), 200);
