@@ -25,26 +25,26 @@ absl::Status AttachKvCacheDir(const ServerOptions& o, model::KvCache& cache, Log
   const absl::Time start = absl::Now();
   const bool snapshots = cache.has_recurrent_state();
   const int64_t limit = (o.kv_cache_dir_mb << 20) / (snapshots ? 2 : 1);
-  const auto open = [&](const char* kind,
-                        int64_t file_bytes) -> absl::StatusOr<std::unique_ptr<model::KvDiskTier>> {
-    absl::StatusOr<model::BlockKey> name_space =
-        model::KvDiskNamespace(o.model_path, cache.layout(), absl::StrCat(o.kv_cache_dtype, kind));
-    if (!name_space.ok()) return name_space.status();
+  absl::StatusOr<model::BlockKey> name_space =
+      model::KvDiskNamespace(o.model_path, cache.layout(), o.kv_cache_dtype);
+  if (!name_space.ok()) return name_space.status();
+  const auto open = [&](const model::BlockKey& ns, int64_t file_bytes) {
     return model::KvDiskTier::Open({.dir = o.kv_cache_dir,
                                     .max_bytes = limit,
-                                    .name_space = *name_space,
+                                    .name_space = ns,
                                     .block_bytes = file_bytes,
                                     .warn = [logger](std::string_view line) {
                                       logger->Warning(absl::string_view(line.data(), line.size()));
                                     }});
   };
-  absl::StatusOr<std::unique_ptr<model::KvDiskTier>> tier = open("", cache.block_bytes());
+  absl::StatusOr<std::unique_ptr<model::KvDiskTier>> tier = open(*name_space, cache.block_bytes());
   if (!tier.ok()) return tier.status();
   const model::KvDiskTierStats& found = (*tier)->stats();
   std::string states;
   if (snapshots) {
+    const int64_t state_bytes = cache.layout().recurrent_state_bytes;
     absl::StatusOr<std::unique_ptr<model::KvDiskTier>> state_tier =
-        open("+recurrent-state-f32", cache.layout().recurrent_state_bytes);
+        open(model::KvStateNamespace(*name_space, state_bytes), state_bytes);
     if (!state_tier.ok()) return state_tier.status();
     states = absl::StrFormat(" and %d state snapshots (%.1f MiB)", (*state_tier)->stats().files,
                              (*state_tier)->stats().bytes / 1048576.0);

@@ -97,7 +97,8 @@ struct ArchitectureSpec {
   // layer list says: attention.recurrent_layers, else every full_attention_interval-th layer
   // attends); kAttention for pure transformers.
   LayerMixer recurrent_mixer;
-  // The q projection carries an output gate per head (ModelConfig::attention_output_gate).
+  // Qwen3.5: the q projection carries a gate per head (rows [q_h | gate_h] head by head); the
+  // attention output is multiplied by sigmoid(gate) before the output projection.
   bool attention_output_gate;
   // Encoders: a LayerNorm of the summed embeddings (token_embd_norm), token-type embeddings
   // (token_types), attention over the whole input unless {arch}.attention.causal says so,

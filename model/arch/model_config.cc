@@ -18,16 +18,6 @@ const char* PoolingName(Pooling pooling) {
   return "none";
 }
 
-const char* LayerMixerName(LayerMixer mixer) {
-  switch (mixer) {
-    case LayerMixer::kAttention:
-      return "attention";
-    case LayerMixer::kGatedDeltaNet:
-      return "gated_delta_net";
-  }
-  return "attention";
-}
-
 int ModelConfig::attention_layers() const {
   if (layer_mixers.empty()) return n_layers;
   int n = 0;

@@ -37,7 +37,6 @@ enum class LayerMixer {
   // RMS-normed and gated by silu(z).
   kGatedDeltaNet,
 };
-const char* LayerMixerName(LayerMixer mixer);
 
 // The shape of a Gated DeltaNet layer (GGUF ssm.*: conv_kernel, state_size = the key head
 // size, group_count = key heads, time_step_rank = value heads, inner_size = value width).
@@ -120,9 +119,6 @@ struct ModelConfig {
   // its recurrent layers.
   std::vector<LayerMixer> layer_mixers;
   DeltaNetShape delta_net;
-  // Qwen3.5: the q projection carries a gate per head (rows [q_h | gate_h] head by head); the
-  // attention output is multiplied by sigmoid(gate) before the output projection.
-  bool attention_output_gate = false;
   // Embedding models say how to pool ({arch}.pooling_type); kNone for generative models.
   Pooling pooling = Pooling::kNone;
   std::string name;  // general.name or file stem, for logs and GetModelInfo

@@ -54,7 +54,7 @@ void AppendAttentionTensors(const ArchitectureSpec& spec, const ModelConfig& c,
   using enum WeightSlot;
   const int64_t dim = c.dim;
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = c.kv_dim();
-  const int64_t q_rows = (c.attention_output_gate ? 2 : 1) * q_dim;
+  const int64_t q_rows = (spec.attention_output_gate ? 2 : 1) * q_dim;
   if (layout.fused_qkv) {
     t.push_back(Fused(b + "attn_qkv.weight", l, dim, false, true,
                       {{kQ, q_rows}, {kK, kv_dim}, {kV, kv_dim}}));

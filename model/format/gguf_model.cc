@@ -499,7 +499,6 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
   if (spec.sliding.pattern > 0) TEXTGEN_RETURN_IF_ERROR(ReadSlidingWindowConfig(file, spec, c));
   TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));
   TEXTGEN_RETURN_IF_ERROR(ReadEmbeddingConfig(file, spec, p, c));
-  c.attention_output_gate = spec.attention_output_gate;
   if (spec.recurrent_mixer != LayerMixer::kAttention) {
     TEXTGEN_RETURN_IF_ERROR(ReadRecurrentConfig(file, spec, p, c));
     TEXTGEN_RETURN_IF_ERROR(CheckRopeSections(file, p, c));

@@ -15,6 +15,17 @@ namespace textgen::model {
 // block_bytes blocks are ever made; cached blocks are part of that, so the budget bounds
 // referenced and cached memory together.
 
+namespace {
+
+// The disk record of the block holding `tokens` after the prefix `at` ends.
+BlockRecord RecordAfter(const PrefixCursor& at, PrefixIndex::BlockTokens tokens) {
+  BlockRecord record{.parent = at.content, .key = ChainBlockKey(at.content, tokens)};
+  std::copy(tokens.begin(), tokens.end(), record.tokens.begin());
+  return record;
+}
+
+}  // namespace
+
 int64_t KvBlockBytes(const KvCacheLayout& layout) {
   const int64_t bytes = int64_t{kKvBlockTokens} * std::max(layout.n_layers, 0) * 2 *
                         std::max(layout.n_kv_heads, 0) * std::max(layout.head_dim, 0) *
@@ -350,9 +361,7 @@ int KvCache::AttachFromDisk(Sequence& seq, std::span<const int> tokens, int limi
     const size_t b = static_cast<size_t>(seq.indexed);
     const PrefixIndex::BlockTokens block_tokens =
         tokens.subspan(b * kBlockTokens).first<kBlockTokens>();
-    BlockRecord want{.parent = seq.cursor.content,
-                     .key = ChainBlockKey(seq.cursor.content, block_tokens)};
-    std::copy(block_tokens.begin(), block_tokens.end(), want.tokens.begin());
+    const BlockRecord want = RecordAfter(seq.cursor, block_tokens);
     // Into the sequence's own reserved (empty) block where it has one, else a new one, taken
     // only once the file is found: a miss must not evict a cached block.
     const bool reserved = b < seq.blocks.size();
@@ -407,8 +416,7 @@ void KvCache::FindOnDisk(PrefixCursor cursor, int b, std::span<const int> tokens
   for (; (b + 1) * kBlockTokens <= limit; ++b) {
     const PrefixIndex::BlockTokens block_tokens =
         tokens.subspan(static_cast<size_t>(b) * kBlockTokens).first<kBlockTokens>();
-    BlockRecord want{.parent = cursor.content, .key = ChainBlockKey(cursor.content, block_tokens)};
-    std::copy(block_tokens.begin(), block_tokens.end(), want.tokens.begin());
+    const BlockRecord want = RecordAfter(cursor, block_tokens);
     BlockId block = -1;
     const bool loaded = disk_->Load(want, [&]() -> std::span<std::byte> {
       if (!Fits(1, 0)) return {};

@@ -217,7 +217,6 @@ class KvCache {
   // Recurrent models with speculative decoding: from now on each sequence's first Reserve
   // also takes a checkpoint buffer (counted like its state). No-op without recurrent layers.
   void EnableCheckpoints() { checkpoints_ = has_recurrent_state(); }
-  bool checkpoints_enabled() const { return checkpoints_; }
   // Copies the sequence's state into its checkpoint (before a chunk of drafted tokens), so a
   // Rewind past them can go back to Length() as it is now. No-op without a checkpoint buffer.
   void Checkpoint(SequenceId id);

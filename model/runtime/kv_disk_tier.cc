@@ -99,6 +99,13 @@ absl::StatusOr<BlockKey> KvDiskNamespace(const std::string& model_path, const Kv
   return BlockKey{.lo = h.low64, .hi = h.high64};
 }
 
+BlockKey KvStateNamespace(const BlockKey& blocks, int64_t state_bytes) {
+  const std::string description = absl::StrCat(
+      "textgen recurrent states v1 f32 bytes=", state_bytes, " blocks=", blocks.lo, ":", blocks.hi);
+  const XXH128_hash_t h = XXH3_128bits(description.data(), description.size());
+  return BlockKey{.lo = h.low64, .hi = h.high64};
+}
+
 KvDiskTier::KvDiskTier(KvDiskTierOptions options, std::string ns_dir)
     : options_(std::move(options)), ns_dir_(std::move(ns_dir)) {}
 

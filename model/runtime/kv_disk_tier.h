@@ -24,6 +24,10 @@ struct KvCacheLayout;
 absl::StatusOr<BlockKey> KvDiskNamespace(const std::string& model_path, const KvCacheLayout& layout,
                                          std::string_view kv_dtype);
 
+// The namespace of a hybrid model's state snapshots beside the blocks of `blocks` (from
+// KvDiskNamespace: the model file is not read again), for states of `state_bytes`.
+BlockKey KvStateNamespace(const BlockKey& blocks, int64_t state_bytes);
+
 struct KvDiskTierOptions {
   std::string dir;          // created if missing; may be shared by several processes
   int64_t max_bytes = 0;    // the directory's size limit (least recently used go first)

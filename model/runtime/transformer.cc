@@ -83,8 +83,9 @@ void Transformer::SplitQueryGate(int rows) {
 absl::Status Transformer::Attention(PreparedLayer& pl, const float* in, const BatchPlan& plan,
                                     const KvCache& cache) {
   const ModelConfig& c = config_;
+  const bool output_gate = SpecOf(c.architecture).attention_output_gate;
   const int rows = static_cast<int>(plan.tokens.size());
-  if (c.attention_output_gate) {
+  if (output_gate) {
     TEXTGEN_RETURN_IF_ERROR(pl.qkv->Run(in, rows, gated_qkv_.data()));
     SplitQueryGate(rows);
   } else {
@@ -106,7 +107,7 @@ absl::Status Transformer::Attention(PreparedLayer& pl, const float* in, const Ba
   ops::StoreKv(plan.chunks, kv, qkv_.data() + q_dim_, qkv_.data() + q_dim_ + kv_dim_, qkv_dim_);
   ops::PagedAttention(plan.chunks, kv, c.n_heads, qkv_.data(), qkv_dim_, att_.data(), q_dim_,
                       scores_.data(), c.context_length, pl.scoring);
-  if (c.attention_output_gate) {
+  if (output_gate) {
     ops::MulSigmoidInPlace(attn_gate_.data(), static_cast<int64_t>(rows) * q_dim_, att_.data());
   }
   return pl.wo->Run(att_.data(), rows, proj_.data());

@@ -157,7 +157,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->x_.resize(rows * c.dim);
   t->xn_.resize(rows * c.dim);
   t->qkv_.resize(rows * t->qkv_dim_);
-  if (c.attention_output_gate) {
+  if (Spec(c).attention_output_gate) {
     t->gated_qkv_.resize(rows * (t->qkv_dim_ + t->q_dim_));
     t->attn_gate_.resize(rows * t->q_dim_);
   }
@@ -234,7 +234,7 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
       add({&lw.ssm_beta, &lw.ssm_alpha}, 2 * d.v_heads, c.dim);
       add({&lw.ssm_output}, c.dim, d.value_dim());
     } else {
-      add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim + (c.attention_output_gate ? q_dim : 0), c.dim);
+      add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim + (Spec(c).attention_output_gate ? q_dim : 0), c.dim);
       add({&lw.wo}, c.dim, q_dim);
     }
     if (c.has_experts()) {
@@ -279,7 +279,7 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
                       : 0;
   // Hybrids: the gated q rows, and the recurrent layers' projections and outputs.
   const DeltaNetShape& d = c.delta_net;
-  const int64_t gated = c.attention_output_gate ? qkv_dim + 2 * q_dim : 0;
+  const int64_t gated = Spec(c).attention_output_gate ? qkv_dim + 2 * q_dim : 0;
   const int64_t recurrent = c.has_recurrent_layers()
                                 ? 2 * int64_t{d.conv_channels()} + 2 * d.value_dim() + 4 * d.v_heads
                                 : 0;
@@ -389,7 +389,7 @@ absl::Status Transformer::PrepareAttention(const LayerWeights& lw, const std::st
                                            WeightStaging& staging) {
   const ModelConfig& c = config_;
   // Q, K and V as one matmul: [q_dim + 2 kv_dim, dim] (q_dim twice with Qwen3.5's gate).
-  const int q_rows = (c.attention_output_gate ? 2 : 1) * q_dim_;
+  const int q_rows = (Spec(c).attention_output_gate ? 2 : 1) * q_dim_;
   std::vector<float> bias;
   if (!lw.bq.empty()) {
     bias.resize(q_rows + 2 * kv_dim_);

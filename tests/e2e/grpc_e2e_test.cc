@@ -319,6 +319,25 @@ TEST(DraftModelServerTest, RefusesAnEncoderAsTheDraftModel) {
   std::filesystem::remove(encoder);
 }
 
+// A hybrid (a random qwen35) cannot draft: its recurrent state cannot be rolled back past a
+// rejected draft. Refused at start, before its vocabulary is compared.
+TEST(DraftModelServerTest, RefusesAHybridAsTheDraftModel) {
+  const std::string target = std::string(TEXTGEN_SOURCE_DIR) + "/models/default.gguf";
+  const std::string hybrid = test_support::TestTempPath("draft-hybrid.gguf");
+  const std::string command = std::string(TEXTGEN_MAKE_GGUF_BIN) +
+                              " --arch qwen35 --preset tiny --dtype f32 --out " + hybrid +
+                              " > /dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  test_support::ServerProcess server;
+  EXPECT_FALSE(server.Start(TEXTGEN_SERVER_BIN,
+                            {"--model", target, "--listen", "127.0.0.1:0", "--metrics-listen=",
+                             "--speculative", "draft", "--draft-model", hybrid},
+                            std::chrono::seconds(60)));
+  EXPECT_THAT(server.log(), HasSubstr("--draft-model " + hybrid +
+                                      ": a model with recurrent layers cannot draft tokens yet"));
+  std::filesystem::remove(hybrid);
+}
+
 // Runs last (gtest keeps declaration order): SIGTERM drains and exits 0.
 TEST_F(GrpcEndToEndTest, SigtermDrainsAndExitsZero) {
   EXPECT_EQ(server_->Stop(), 0);

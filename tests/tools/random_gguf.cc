@@ -231,7 +231,6 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.rope_dim = RopeDim(s);
   if (IsHybrid(s)) {
     c.delta_net = DeltaNetOf(s);
-    c.attention_output_gate = SpecOf(s.architecture).attention_output_gate;
     for (int l = 0; l < s.n_layers; ++l) {
       c.layer_mixers.push_back((l + 1) % s.full_attention_interval != 0
                                    ? SpecOf(s.architecture).recurrent_mixer

@@ -219,7 +219,6 @@ TEST(GgufModelTest, HybridLayersComeFromTheLayerListAndTheSsmKeys) {
   EXPECT_EQ(c.delta_net.v_heads, 4);
   EXPECT_EQ(c.delta_net.head_v_dim, 16);
   EXPECT_EQ(c.rope_dim, 4);
-  EXPECT_TRUE(c.attention_output_gate);
   EXPECT_EQ(c.attention_layers(), 2);
   EXPECT_EQ(c.recurrent_state_floats(), 2 * (3 * (2 * 32 + 64) + 4 * 16 * 16));
   EXPECT_EQ(model->weights.layers[1].wq.rows, 2 * 4 * 16);  // q and its gate

@@ -169,13 +169,11 @@ class RealEngineSchedulerTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(tier.ok()) << tier.status();
       cache.AttachDiskTier(*std::move(tier));
       if (cache.has_recurrent_state()) {  // the state snapshots, as the server keeps them
-        absl::StatusOr<model::BlockKey> states =
-            model::KvDiskNamespace(model_path_, cache.layout(), "f32+recurrent-state-f32");
-        ASSERT_TRUE(states.ok()) << states.status();
         absl::StatusOr<std::unique_ptr<model::KvDiskTier>> state_tier =
             model::KvDiskTier::Open({.dir = kv_dir,
                                      .max_bytes = int64_t{1} << 30,
-                                     .name_space = *states,
+                                     .name_space = model::KvStateNamespace(
+                                         *name_space, cache.layout().recurrent_state_bytes),
                                      .block_bytes = cache.layout().recurrent_state_bytes,
                                      .warn = nullptr});
         ASSERT_TRUE(state_tier.ok()) << state_tier.status();
