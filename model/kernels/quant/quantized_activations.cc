@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "model/format/float16.h"
+
 namespace textgen::model::ops {
 namespace {
 
@@ -32,7 +34,10 @@ TEXTGEN_AVX512 float QuantizeBlock(const float* x, int block, int8_t* codes, int
     amax = _mm512_max_ps(amax, _mm512_castsi512_ps(bits));
   }
   const float max_abs = LaneMax(amax);
-  const float scale = max_abs / 127.0f;
+  // A block of 32 keeps its scale in f16, as llama.cpp's block_q8_0 does (the codes come from
+  // the f32 scale, as there): the dot products then match llama.cpp's to the last bit, so its
+  // outputs are a tight reference. Q8_K (blocks of 256) keeps an f32 scale, as llama.cpp does.
+  const float scale = block == 32 ? HalfToFloat(FloatToHalf(max_abs / 127.0f)) : max_abs / 127.0f;
   const __m512 inverse = _mm512_set1_ps(max_abs > 0.0f ? 127.0f / max_abs : 0.0f);
   for (int i = 0; i < block; i += 16) {
     const __m512i q =
