@@ -304,7 +304,8 @@ constexpr ArchitectureSpec kSpecs[] = {
      .norm_placement = NormPlacement::kBeforeSublayer,
      .recurrent_mixer = LayerMixer::kGatedDeltaNet,
      .attention_output_gate = true,
-     .encoder = false},
+     .encoder = false,
+     .default_attention_interval = 4},
     // Qwen3.5 / 3.6 mixtures (35B-A3B, 122B-A10B, 397B-A17B): qwen35's layers with every
     // feed-forward a mixture of experts (softmax router, renormalized top-k) plus a gated
     // shared expert.
@@ -330,10 +331,66 @@ constexpr ArchitectureSpec kSpecs[] = {
      .norm_placement = NormPlacement::kBeforeSublayer,
      .recurrent_mixer = LayerMixer::kGatedDeltaNet,
      .attention_output_gate = true,
-     .encoder = false},
+     .encoder = false,
+     .default_attention_interval = 4},
+    // LFM2 / LFM2.5 (350M-2.6B): gated short-convolution layers between attention layers
+    // (those with attention.head_count_kv > 0) with per-head Q/K norms and NeoX RoPE; the
+    // final norm is named token_embd_norm.
+    {.architecture = Architecture::kLfm2,
+     .name = "lfm2",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kNeox,
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = true,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "ffn_norm",
+     .sliding = {},
+     .gemma = {},
+     .experts = {},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kShortConv,
+     .attention_output_gate = false,
+     .encoder = false,
+     .output_norm_name = "token_embd_norm",
+     .default_attention_interval = 0},
+    // Qwen3-Next (80B-A3B): qwen35moe's layers (three Gated DeltaNet layers for each attention
+    // layer, routed experts plus a gated shared expert) in the converter's Qwen3-Next layout;
+    // plain NeoX RoPE over a quarter of each head.
+    {.architecture = Architecture::kQwen3Next,
+     .name = "qwen3next",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kNeox,
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = true,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "post_attention_norm",
+     .sliding = {},
+     .gemma = {},
+     .experts =
+         {.allowed = true, .required = true, .width_divides_by_used = true, .shared_expert = true},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kGatedDeltaNet,
+     .attention_output_gate = true,
+     .encoder = false,
+     .default_attention_interval = 4,
+     .delta_net_layout = DeltaNetLayout::kQwen3Next},
 };
 
-static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen35Moe) + 1,
+static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen3Next) + 1,
               "one spec per Architecture, in enum order");
 
 }  // namespace

@@ -64,6 +64,13 @@ struct ExpertTraits {
   bool shared_expert = false;
 };
 
+// How a converter lays out a Gated DeltaNet layer's tensors. Qwen3.5: value heads tiled over
+// the key heads, ssm_beta and ssm_alpha apart. Qwen3-Next: Hugging Face's grouped value heads,
+// and ssm_ba holding per key head its value heads' beta rows then their alpha rows;
+// files converted before llama.cpp split ssm_in hold it (per key head q, k, v, z) instead of
+// attn_qkv and attn_gate.
+enum class DeltaNetLayout { kQwen35, kQwen3Next };
+
 // Where a block's norms sit: before each sublayer, on its input (pre-norm decoders), or after
 // the residual add, on the sum (BERT's post-norm: x = norm(x + sublayer(x))).
 enum class NormPlacement { kBeforeSublayer, kAfterResidual };
@@ -104,6 +111,14 @@ struct ArchitectureSpec {
   // (token_types), attention over the whole input unless {arch}.attention.causal says so,
   // and no LM head (no output_norm, no output): they embed, they do not generate.
   bool encoder;
+  // The final norm's tensor name: output_norm, or token_embd_norm (LFM2's converter).
+  const char* output_norm_name = "output_norm";
+  // Which layers of a hybrid attend when the file lists none (attention.recurrent_layers):
+  // every full_attention_interval-th, this many by default (Qwen); 0: the layers whose
+  // attention.head_count_kv entry is non-zero (LFM2 writes one entry per layer, 0 for its
+  // convolution layers).
+  int default_attention_interval = 0;
+  DeltaNetLayout delta_net_layout = DeltaNetLayout::kQwen35;
 };
 
 // The description of `architecture`.

@@ -25,11 +25,22 @@ int ModelConfig::attention_layers() const {
   return n;
 }
 
+int64_t ModelConfig::layer_state_floats(int layer) const {
+  switch (mixer(layer)) {
+    case LayerMixer::kAttention:
+      return 0;
+    case LayerMixer::kGatedDeltaNet:
+      return delta_net.state_floats();
+    case LayerMixer::kShortConv:
+      // The last short_conv_kernel - 1 inputs b * x of the convolution.
+      return int64_t{short_conv_kernel - 1} * dim;
+  }
+  return 0;
+}
+
 int64_t ModelConfig::recurrent_state_floats() const {
   int64_t floats = 0;
-  for (LayerMixer m : layer_mixers) {
-    if (m == LayerMixer::kGatedDeltaNet) floats += delta_net.state_floats();
-  }
+  for (int l = 0; l < n_layers; ++l) floats += layer_state_floats(l);
   return floats;
 }
 

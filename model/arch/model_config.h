@@ -20,7 +20,9 @@ enum class Architecture {
   kQwen3Moe,
   kGptOss,
   kQwen35,
-  kQwen35Moe
+  kQwen35Moe,
+  kLfm2,
+  kQwen3Next
 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
@@ -36,17 +38,27 @@ enum class LayerMixer {
   // then per value head the gated delta rule S = exp(g) S + beta (v - S k) k^T, read out by q,
   // RMS-normed and gated by silu(z).
   kGatedDeltaNet,
+  // LFM2's gated short convolution: in_proj gives b | c | x per token, and the layer's output
+  // is out_proj(c * conv(b * x)) with a depthwise causal convolution over the last
+  // short_conv_kernel tokens (no activation).
+  kShortConv,
 };
 
 // The shape of a Gated DeltaNet layer (GGUF ssm.*: conv_kernel, state_size = the key head
 // size, group_count = key heads, time_step_rank = value heads, inner_size = value width).
-// Value head h reads key head h % k_heads (llama.cpp's converter tiles the heads that way).
+// Value head h reads key head h % k_heads where llama.cpp's converter tiles the heads (Qwen3.5),
+// h / (v_heads / k_heads) where it keeps Hugging Face's grouped order (Qwen3-Next).
 struct DeltaNetShape {
   int conv_kernel = 0;
   int k_heads = 0;
   int v_heads = 0;
   int head_k_dim = 0;
   int head_v_dim = 0;
+  bool grouped_value_heads = false;
+
+  int key_head(int value_head) const {
+    return grouped_value_heads ? value_head / (v_heads / k_heads) : value_head % k_heads;
+  }
 
   int key_dim() const { return k_heads * head_k_dim; }
   int value_dim() const { return v_heads * head_v_dim; }
@@ -119,6 +131,7 @@ struct ModelConfig {
   // its recurrent layers.
   std::vector<LayerMixer> layer_mixers;
   DeltaNetShape delta_net;
+  int short_conv_kernel = 0;  // taps of a kShortConv layer's convolution (shortconv.l_cache)
   // Embedding models say how to pool ({arch}.pooling_type); kNone for generative models.
   Pooling pooling = Pooling::kNone;
   std::string name;  // general.name or file stem, for logs and GetModelInfo
@@ -133,7 +146,9 @@ struct ModelConfig {
   // Layers that keep K/V (the rest carry a recurrent state).
   int attention_layers() const;
   bool has_recurrent_layers() const { return attention_layers() < n_layers; }
-  // Floats of one sequence's recurrent state over every recurrent layer (0 without any).
+  // Floats of one sequence's recurrent state in `layer` (0 for attention layers), and over
+  // every layer (0 without recurrent layers).
+  int64_t layer_state_floats(int layer) const;
   int64_t recurrent_state_floats() const;
   bool is_sliding(int layer) const {
     return !sliding_window_layers.empty() && sliding_window_layers[layer];

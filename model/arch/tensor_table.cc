@@ -30,20 +30,39 @@ TensorEntry Experts(std::string name, int layer, WeightSlot slot, int64_t expert
   return {std::move(name), layer, rows, cols, true, TensorInit::kRandom, {{slot, rows}}, experts};
 }
 
-// A Gated DeltaNet layer's tensors, as llama.cpp's qwen35 loader reads them. The decay's
-// scale ssm_a (-exp(A_log)) has no ".weight" suffix.
+// A Gated DeltaNet layer's tensors, as llama.cpp's qwen35 and qwen3next loaders read them. The
+// decay's scale ssm_a (-exp(A_log)) has no ".weight" suffix.
 void AppendDeltaNetTensors(const DeltaNetShape& d, int64_t dim, const std::string& b, int l,
-                           std::vector<TensorEntry>& t) {
+                           TensorLayout layout, std::vector<TensorEntry>& t) {
   using enum WeightSlot;
-  t.push_back(Matrix(b + "attn_qkv.weight", l, kSsmInput, d.conv_channels(), dim));
-  t.push_back(Matrix(b + "attn_gate.weight", l, kSsmGate, d.value_dim(), dim));
+  if (layout.fused_qkvz) {
+    t.push_back(Matrix(b + "ssm_in.weight", l, kSsmQkvz, d.conv_channels() + d.value_dim(), dim));
+  } else {
+    t.push_back(Matrix(b + "attn_qkv.weight", l, kSsmInput, d.conv_channels(), dim));
+    t.push_back(Matrix(b + "attn_gate.weight", l, kSsmGate, d.value_dim(), dim));
+  }
   t.push_back(Matrix(b + "ssm_conv1d.weight", l, kSsmConv, d.conv_channels(), d.conv_kernel));
   t.push_back(Vector(b + "ssm_dt.bias", l, kSsmDtBias, d.v_heads, true));
   t.push_back(Vector(b + "ssm_a", l, kSsmA, d.v_heads, true, TensorInit::kMinusOnes));
-  t.push_back(Matrix(b + "ssm_beta.weight", l, kSsmBeta, d.v_heads, dim));
-  t.push_back(Matrix(b + "ssm_alpha.weight", l, kSsmAlpha, d.v_heads, dim));
+  if (layout.fused_beta_alpha) {
+    t.push_back(Matrix(b + "ssm_ba.weight", l, kSsmBetaAlpha, 2 * d.v_heads, dim));
+  } else {
+    t.push_back(Matrix(b + "ssm_beta.weight", l, kSsmBeta, d.v_heads, dim));
+    t.push_back(Matrix(b + "ssm_alpha.weight", l, kSsmAlpha, d.v_heads, dim));
+  }
   t.push_back(Vector(b + "ssm_norm.weight", l, kSsmNorm, d.head_v_dim, true, TensorInit::kOnes));
   t.push_back(Matrix(b + "ssm_out.weight", l, kSsmOutput, dim, d.value_dim()));
+}
+
+// A gated short-convolution layer's tensors (LFM2), in the slots of the recurrent input
+// projection (b | c | x rows), convolution and output projection.
+void AppendShortConvTensors(const ModelConfig& c, const std::string& b, int l,
+                            std::vector<TensorEntry>& t) {
+  using enum WeightSlot;
+  const int64_t dim = c.dim;
+  t.push_back(Matrix(b + "shortconv.in_proj.weight", l, kSsmInput, 3 * dim, dim));
+  t.push_back(Matrix(b + "shortconv.conv.weight", l, kSsmConv, dim, c.short_conv_kernel));
+  t.push_back(Matrix(b + "shortconv.out_proj.weight", l, kSsmOutput, dim, dim));
 }
 
 // An attention layer's tensors. With an output gate (Qwen3.5) attn_q holds each head's q and
@@ -82,7 +101,9 @@ void AppendAttentionTensors(const ArchitectureSpec& spec, const ModelConfig& c,
 }  // namespace
 
 TensorLayout FileLayoutOf(const ArchitectureSpec& spec) {
-  return {.fused_qkv = spec.fused_qkv, .fused_gate_up = spec.fused_gate_up};
+  return {.fused_qkv = spec.fused_qkv,
+          .fused_gate_up = spec.fused_gate_up,
+          .fused_beta_alpha = spec.delta_net_layout == DeltaNetLayout::kQwen3Next};
 }
 
 std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const ModelConfig& c,
@@ -101,10 +122,16 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   t.push_back(Vector(b + attn_norm + ".weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
   t.push_back(
       Vector(b + attn_norm + ".bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
-  if (c.mixer(layer) == LayerMixer::kGatedDeltaNet) {
-    AppendDeltaNetTensors(c.delta_net, dim, b, l, t);
-  } else {
-    AppendAttentionTensors(spec, c, b, l, layout, t);
+  switch (c.mixer(layer)) {
+    case LayerMixer::kGatedDeltaNet:
+      AppendDeltaNetTensors(c.delta_net, dim, b, l, layout, t);
+      break;
+    case LayerMixer::kShortConv:
+      AppendShortConvTensors(c, b, l, t);
+      break;
+    case LayerMixer::kAttention:
+      AppendAttentionTensors(spec, c, b, l, layout, t);
+      break;
   }
   t.push_back(Vector(b + ffn_norm + ".weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
   t.push_back(Vector(b + ffn_norm + ".bias", l, kFfnNormBias, dim, layer_norm, TensorInit::kZeros));
@@ -172,8 +199,9 @@ std::vector<TensorEntry> GlobalTensorTable(const ArchitectureSpec& spec, const M
         Vector("token_embd_norm.bias", -1, kEmbeddingNormBias, dim, true, TensorInit::kZeros));
     return t;  // no LM head
   }
-  t.push_back(Vector("output_norm.weight", -1, kOutputNorm, dim, true, TensorInit::kOnes));
-  t.push_back(Vector("output_norm.bias", -1, kOutputNormBias, dim, spec.norm == NormKind::kLayer,
+  const std::string norm = spec.output_norm_name;
+  t.push_back(Vector(norm + ".weight", -1, kOutputNorm, dim, true, TensorInit::kOnes));
+  t.push_back(Vector(norm + ".bias", -1, kOutputNormBias, dim, spec.norm == NormKind::kLayer,
                      TensorInit::kZeros));
   // Absent when the output is tied to the token embedding.
   t.push_back(Matrix("output.weight", -1, kOutput, vocab, dim, /*required=*/false));

@@ -73,6 +73,10 @@ enum class WeightSlot : uint8_t {
   kSsmAlpha,
   kSsmNorm,
   kSsmOutput,
+  // Qwen3-Next's fused forms (DeltaNetLayout::kQwen3Next): ssm_ba (beta | alpha), and the legacy
+  // ssm_in (q, k, v, z per key head) of files converted before attn_qkv | attn_gate.
+  kSsmBetaAlpha,
+  kSsmQkvz,
   // Per layer, a gated shared expert (qwen35moe): its gate logit's row and its SwiGLU.
   kSharedExpertGate,
   kSharedGate,
@@ -114,6 +118,11 @@ struct TensorEntry {
 struct TensorLayout {
   bool fused_qkv = false;
   bool fused_gate_up = false;
+  // Gated DeltaNet: ssm_ba instead of ssm_beta and ssm_alpha, ssm_in instead of
+  // attn_qkv and attn_gate (Qwen3-Next files). Not row splits (the rows interleave per key
+  // head), so the weights keep them whole and the checks follow what was loaded.
+  bool fused_beta_alpha = false;
+  bool fused_qkvz = false;
 };
 TensorLayout FileLayoutOf(const ArchitectureSpec& spec);
 

@@ -246,9 +246,33 @@ absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec
 // Heads, KV heads and the head size.
 absl::Status ReadAttentionShape(const GgufFile& file, const std::string& p, ModelConfig& c) {
   c.n_kv_heads = c.n_heads;
-  if (file.FindKey(p + "attention.head_count_kv")) {
-    TEXTGEN_ASSIGN_OR_RETURN(c.n_kv_heads,
-                             file.GetInt(p + "attention.head_count_kv", 1, c.n_heads));
+  const std::string kv_key = p + "attention.head_count_kv";
+  const GgufKv* kv = file.FindKey(kv_key);
+  if (kv != nullptr && kv->value.type == GgufType::kArray) {
+    // One entry per layer (LFM2): 0 for the layers that do not attend (ReadRecurrentConfig),
+    // the same count for every one that does.
+    TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int64_t> per_layer,
+                             file.GetIntArray(kv_key, 0, c.n_heads));
+    if (static_cast<int>(per_layer.size()) != c.n_layers) {
+      return absl::InvalidArgumentError(absl::StrCat(kv_key, " has ", per_layer.size(),
+                                                     " entries, expected one per block (",
+                                                     c.n_layers, ")"));
+    }
+    int64_t heads = 0;
+    for (const int64_t n : per_layer) {
+      if (n == 0) continue;
+      if (heads != 0 && n != heads) {
+        return absl::UnimplementedError(
+            absl::StrCat(kv_key, " differs between attention layers (", heads, " and ", n,
+                         "): a different number of KV heads per layer is not supported"));
+      }
+      heads = n;
+    }
+    if (heads > 0) c.n_kv_heads = static_cast<int>(heads);
+  } else if (kv != nullptr) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.n_kv_heads, file.GetInt(kv_key, 1, c.n_heads));
+  }
+  if (kv != nullptr) {
     if (c.n_heads % c.n_kv_heads != 0) {
       return absl::InvalidArgumentError(absl::StrCat(p, "attention.head_count ", c.n_heads,
                                                      " is not a multiple of ", p,
@@ -377,7 +401,25 @@ absl::Status ReadEmbeddingConfig(const GgufFile& file, const ArchitectureSpec& s
   return absl::OkStatus();
 }
 
-// The layer list and shape of a hybrid's recurrent layers. Which layers attend:
+// LFM2's short convolution: its taps (shortconv.l_cache). Sliding-window attention (only
+// LFM2.5-Audio's tokenizer has it) is refused rather than ignored.
+absl::Status ReadShortConvConfig(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  TEXTGEN_ASSIGN_OR_RETURN(const int64_t taps, file.GetInt(p + "shortconv.l_cache", 2, 16));
+  c.short_conv_kernel = static_cast<int>(taps);
+  if (file.FindKey(p + "attention.sliding_window")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int64_t window,
+                             file.GetInt(p + "attention.sliding_window", 0, kMaxContext));
+    if (window > 0) {
+      return absl::UnimplementedError(
+          absl::StrCat(p, "attention.sliding_window is ", window,
+                       ": LFM2 with sliding-window attention is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The layer list and shape of a hybrid's recurrent layers. Which layers attend: for LFM2
+// (default_attention_interval 0) those with attention.head_count_kv entries > 0; else
 // attention.recurrent_layers (one bool per block) when present, else every
 // full_attention_interval-th (default 4, as llama.cpp). Multi-token-prediction blocks
 // (nextn_predict_layers, at the end) are not part of the trunk: they are left out.
@@ -391,7 +433,16 @@ absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& s
   c.n_layers -= static_cast<int>(nextn);
   std::vector<bool> recurrent(static_cast<size_t>(c.n_layers));
   const std::string list_key = p + "attention.recurrent_layers";
-  if (file.FindKey(list_key)) {
+  const std::string kv_key = p + "attention.head_count_kv";
+  const GgufKv* kv = file.FindKey(kv_key);
+  if (spec.default_attention_interval == 0) {
+    // The layers without KV heads are recurrent (a scalar count: every layer attends).
+    if (kv != nullptr && kv->value.type == GgufType::kArray) {
+      TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int64_t> per_layer,
+                               file.GetIntArray(kv_key, 0, c.n_heads));
+      for (int l = 0; l < c.n_layers; ++l) recurrent[l] = per_layer[l] == 0;
+    }
+  } else if (file.FindKey(list_key)) {
     TEXTGEN_ASSIGN_OR_RETURN(const std::vector<GgufValue>* flags,
                              file.GetArray(list_key, GgufType::kBool));
     if (static_cast<int>(flags->size()) != all_layers) {
@@ -400,7 +451,7 @@ absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& s
     }
     for (int l = 0; l < c.n_layers; ++l) recurrent[l] = std::get<bool>((*flags)[l].data);
   } else {
-    int64_t interval = 4;
+    int64_t interval = spec.default_attention_interval;
     if (file.FindKey(p + "full_attention_interval")) {
       TEXTGEN_ASSIGN_OR_RETURN(interval, file.GetInt(p + "full_attention_interval", 1, kMaxLayers));
     }
@@ -410,6 +461,7 @@ absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& s
   for (int l = 0; l < c.n_layers; ++l) {
     c.layer_mixers[l] = recurrent[l] ? spec.recurrent_mixer : LayerMixer::kAttention;
   }
+  if (spec.recurrent_mixer == LayerMixer::kShortConv) return ReadShortConvConfig(file, p, c);
   DeltaNetShape& d = c.delta_net;
   const auto read = [&](const char* key, int& out) -> absl::Status {
     TEXTGEN_ASSIGN_OR_RETURN(const int64_t v, file.GetInt(p + key, 1, kMaxDim));
@@ -432,6 +484,7 @@ absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& s
         "ssm.group_count (key heads) ", d.k_heads, " and divide ", p, "ssm.inner_size ", inner));
   }
   d.head_v_dim = inner / d.v_heads;
+  d.grouped_value_heads = spec.delta_net_layout == DeltaNetLayout::kQwen3Next;
   if (d.head_v_dim != d.head_k_dim) {
     return absl::UnimplementedError(absl::StrCat("value head size ", d.head_v_dim,
                                                  " differs from the key head size ", p,
@@ -539,8 +592,13 @@ absl::Status ReadWeights(const TensorFetcher& f, const ArchitectureSpec& spec, c
   }
   for (int l = 0; l < c.n_layers; ++l) {
     TensorLayout layout = FileLayoutOf(spec);
-    // Some llama-architecture files fuse Q, K and V too.
-    layout.fused_qkv = layout.fused_qkv || f.Has(absl::StrCat("blk.", l, ".attn_qkv.weight"));
+    // Some llama-architecture files fuse Q, K and V too (a Gated DeltaNet layer's attn_qkv is
+    // its own); Qwen3-Next files converted before llama.cpp split ssm_in still carry it.
+    const bool attention = c.mixer(l) == LayerMixer::kAttention;
+    layout.fused_qkv =
+        layout.fused_qkv || (attention && f.Has(absl::StrCat("blk.", l, ".attn_qkv.weight")));
+    layout.fused_qkvz = spec.delta_net_layout == DeltaNetLayout::kQwen3Next &&
+                        f.Has(absl::StrCat("blk.", l, ".ssm_in.weight"));
     for (const TensorEntry& entry : LayerTensorTable(spec, c, l, layout)) {
       TEXTGEN_RETURN_IF_ERROR(ReadEntry(f, entry, w));
     }

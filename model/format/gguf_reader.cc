@@ -350,6 +350,32 @@ absl::StatusOr<int64_t> GgufFile::GetInt(std::string_view key, int64_t min, int6
   return result;
 }
 
+absl::StatusOr<std::vector<int64_t>> GgufFile::GetIntArray(std::string_view key, int64_t min,
+                                                           int64_t max) const {
+  TEXTGEN_ASSIGN_OR_RETURN(const size_t index, KeyIndex(*this, key));
+  const GgufValue& v = metadata[index].value;
+  if (v.type != GgufType::kArray) return TypeError(*this, index, "an array of integers");
+  std::vector<int64_t> result;
+  result.reserve(v.array().size());
+  for (const GgufValue& element : v.array()) {
+    int64_t value = 0;
+    if (const auto* u = std::get_if<uint64_t>(&element.data)) {
+      value = *u > static_cast<uint64_t>(max) ? max + 1 : static_cast<int64_t>(*u);
+    } else if (const auto* s = std::get_if<int64_t>(&element.data)) {
+      value = *s;
+    } else {
+      return TypeError(*this, index, "an array of integers");
+    }
+    if (value < min || value > max) {
+      return absl::InvalidArgumentError(absl::StrCat("metadata key #", index, " (",
+                                                     std::string(key), "): entry ", result.size(),
+                                                     " out of range [", min, ", ", max, "]"));
+    }
+    result.push_back(value);
+  }
+  return result;
+}
+
 absl::StatusOr<double> GgufFile::GetFloat(std::string_view key) const {
   TEXTGEN_ASSIGN_OR_RETURN(const size_t index, KeyIndex(*this, key));
   const GgufValue& v = metadata[index].value;

@@ -106,6 +106,9 @@ struct GgufFile {
   // Typed lookups. NOT_FOUND when absent; INVALID_ARGUMENT naming the key's index, name, expected
   // and actual type (or the range) otherwise. Integers accept any integer type whose value fits.
   absl::StatusOr<int64_t> GetInt(std::string_view key, int64_t min, int64_t max) const;
+  // The elements of an array of any integer type, each in [min, max] (max < INT64_MAX).
+  absl::StatusOr<std::vector<int64_t>> GetIntArray(std::string_view key, int64_t min,
+                                                   int64_t max) const;
   absl::StatusOr<double> GetFloat(std::string_view key) const;
   absl::StatusOr<bool> GetBool(std::string_view key) const;
   absl::StatusOr<std::string> GetString(std::string_view key) const;

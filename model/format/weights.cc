@@ -142,6 +142,10 @@ const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
       return l().ssm_norm;
     case kSsmOutput:
       return l().ssm_output;
+    case kSsmBetaAlpha:
+      return l().ssm_beta_alpha;
+    case kSsmQkvz:
+      return l().ssm_qkvz;
     case kSharedExpertGate:
       return l().shared_expert_gate;
     case kSharedGate:

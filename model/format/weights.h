@@ -101,7 +101,9 @@ struct LayerWeights {
   TensorView gate_experts_bias;  // [experts, expert_hidden]
   TensorView up_experts_bias;    // [experts, expert_hidden]
   TensorView down_experts_bias;  // [experts, dim]
-  // Gated DeltaNet layers (instead of the attention's tensors; see DeltaNetShape).
+  // Gated DeltaNet layers (instead of the attention's tensors; see DeltaNetShape). LFM2's
+  // short-convolution layers use ssm_input [3 dim, dim] (b | c | x, shortconv.in_proj),
+  // ssm_conv [dim, taps] (shortconv.conv) and ssm_output [dim, dim] (shortconv.out_proj).
   TensorView ssm_input;    // [conv channels (q | k | v), dim]   attn_qkv
   TensorView ssm_gate;     // [value_dim, dim]                   attn_gate (z)
   TensorView ssm_conv;     // [conv channels, conv_kernel]       ssm_conv1d
@@ -111,6 +113,9 @@ struct LayerWeights {
   TensorView ssm_alpha;    // [v_heads, dim]
   TensorView ssm_norm;     // [1, head_v_dim]
   TensorView ssm_output;   // [dim, value_dim]                   ssm_out
+  // Qwen3-Next's fused forms, instead of ssm_beta | ssm_alpha and ssm_input | ssm_gate.
+  TensorView ssm_beta_alpha;  // [2 v_heads, dim] per key head: betas, alphas
+  TensorView ssm_qkvz;        // [2 key_dim + 2 value_dim, dim] per key head: q, k, v, z
   // A gated shared expert (qwen35moe).
   TensorView shared_expert_gate;  // [1, dim]  ffn_gate_inp_shexp
   TensorView shared_gate;         // [shared width, dim]

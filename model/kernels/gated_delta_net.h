@@ -1,21 +1,12 @@
 #pragma once
 
 // The recurrent half of a Gated DeltaNet layer (Qwen3.5, Qwen3-Next), one sequence's chunk at a
-// time: the causal convolution over the q|k|v projections and the gated delta rule. Tokens are
-// folded in one after another in position order, so a chunk's outputs are bitwise what feeding
-// its tokens one at a time gives (chunk and batch invariance); callers split the work across
-// threads by channel range and by head, which never changes what one element computes.
+// time: the gated delta rule (its convolution is causal_conv.h). Tokens are folded in one after
+// another in position order, so a chunk's outputs are bitwise what feeding its tokens one at a
+// time gives (chunk and batch invariance); callers split the work across threads by head, which
+// never changes what one element computes.
 
 namespace textgen::model::ops {
-
-// Depthwise causal convolution then SiLU, for channels [begin, end) of `rows` consecutive
-// tokens: out[t][c] = silu(sum_j w[j][c] * x[t - kernel + 1 + j][c]) (j ascending), where
-// positions before the chunk come from `state` ([kernel - 1][channels], oldest first: the
-// sequence's last inputs, zeros for a new one). Afterwards `state` holds the last kernel - 1
-// inputs. `weights` is [kernel][channels] (GGUF ssm_conv1d transposed: vectors run along the
-// channels). in/out rows are `in_stride` / `out_stride` apart.
-void CausalConvSilu(const float* in, int in_stride, int rows, const float* weights, int kernel,
-                    int channels, int begin, int end, float* state, float* out, int out_stride);
 
 // One value head of the gated delta rule over `rows` tokens. Per token t, with the head's
 // state S ([dv][dk], row j for value element j) and its L2-normed key k_t and query q_t

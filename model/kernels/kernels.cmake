@@ -7,6 +7,7 @@ add_library(textgen_kernels STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/attention.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/cpu_features.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/expert_routing.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/causal_conv.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/gated_delta_net.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/norms.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/onednn_matmul.cc

@@ -128,10 +128,16 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
     attn_in = xn_.data();
   }
-  if (c.mixer(layer) == LayerMixer::kGatedDeltaNet) {
-    TEXTGEN_RETURN_IF_ERROR(DeltaNet(pl, attn_in, plan));
-  } else {
-    TEXTGEN_RETURN_IF_ERROR(Attention(pl, attn_in, plan, cache));
+  switch (c.mixer(layer)) {
+    case LayerMixer::kGatedDeltaNet:
+      TEXTGEN_RETURN_IF_ERROR(DeltaNet(pl, attn_in, plan));
+      break;
+    case LayerMixer::kShortConv:
+      TEXTGEN_RETURN_IF_ERROR(ShortConv(pl, attn_in, plan));
+      break;
+    case LayerMixer::kAttention:
+      TEXTGEN_RETURN_IF_ERROR(Attention(pl, attn_in, plan, cache));
+      break;
   }
   if (!pl.attn_post_norm.empty()) {
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());

@@ -11,6 +11,7 @@
 #include "model/arch/model_config.h"
 #include "model/format/weights.h"
 #include "model/kernels/attention.h"
+#include "model/kernels/causal_conv.h"
 #include "model/kernels/huge_page_arena.h"
 #include "model/kernels/linear_layer.h"
 #include "model/kernels/onednn_matmul.h"
@@ -73,14 +74,18 @@ struct PreparedLayer {
   std::vector<float> shared_expert_gate;  // [dim]
   // Attention layers: which of the cache's K/V layers is this one's.
   int kv_layer = -1;
-  // Gated DeltaNet layers, instead of qkv and wo (transformer_recurrent.cc).
+  // Gated DeltaNet layers, instead of qkv and wo (transformer_recurrent.cc); short-convolution
+  // layers use ssm_in ([dim] -> [3 dim] b | c | x), ssm_out ([dim] -> [dim]) and ssm_conv.
   std::unique_ptr<ops::LinearLayer> ssm_in;   // [dim] -> [conv channels + value_dim] qkv | z
   std::unique_ptr<ops::LinearLayer> ssm_ba;   // [dim] -> [2 v_heads] beta | alpha
   std::unique_ptr<ops::LinearLayer> ssm_out;  // [value_dim] -> [dim]
   std::vector<float> ssm_conv;                // [conv_kernel][conv channels]
   std::vector<float> ssm_dt_bias, ssm_a;      // [v_heads]
   std::vector<float> ssm_norm;                // [head_v_dim]
-  int64_t state_offset = 0;                   // floats into a sequence's recurrent state
+  // ssm_ba's rows grouped per key head (its value heads' betas, then their alphas: Qwen3-Next's
+  // ssm_ba), else all betas then all alphas.
+  bool beta_alpha_grouped = false;
+  int64_t state_offset = 0;  // floats into a sequence's recurrent state
 };
 
 // The transformer math over a batch: embeddings, blocks, final norm, LM head. Owns the
@@ -123,9 +128,16 @@ class Transformer {
   // One layer over the row-wise concatenation of `parts`: quantized kernels when
   // `quantized_kernels_` and the parts allow, else oneDNN over weights staged in f32 / bf16.
   absl::StatusOr<std::unique_ptr<ops::LinearLayer>> MakeLinear(
-      const std::string& name, std::initializer_list<const TensorView*> parts,
+      const std::string& name, std::span<const TensorView* const> parts,
       const std::vector<float>& bias, int n, int k, ops::LinearActivation act, int max_rows,
       WeightStaging& staging);
+  absl::StatusOr<std::unique_ptr<ops::LinearLayer>> MakeLinear(
+      const std::string& name, std::initializer_list<const TensorView*> parts,
+      const std::vector<float>& bias, int n, int k, ops::LinearActivation act, int max_rows,
+      WeightStaging& staging) {
+    return MakeLinear(name, std::span<const TensorView* const>(parts.begin(), parts.size()), bias,
+                      n, k, act, max_rows, staging);
+  }
   void Embed(const BatchPlan& plan);
   void Norm(const float* x, int rows, const std::vector<float>& w, const std::vector<float>& b,
             float* out) const;
@@ -136,12 +148,20 @@ class Transformer {
   // Gated DeltaNet (transformer_recurrent.cc): proj_ = the layer's output for `in`, each
   // chunk's recurrent state advanced past its tokens.
   absl::Status DeltaNet(PreparedLayer& pl, const float* in, const BatchPlan& plan);
+  // LFM2's gated short convolution, likewise.
+  absl::Status ShortConv(PreparedLayer& pl, const float* in, const BatchPlan& plan);
+  // The recurrent layers' causal convolution of `in` into `out` (rows `channels` wide), each
+  // chunk continuing its sequence's state at pl.state_offset.
+  void CausalConv(const PreparedLayer& pl, const BatchPlan& plan, const float* in, int in_stride,
+                  int kernel, int channels, ops::ConvActivation act, float* out);
   absl::Status PrepareAttention(const LayerWeights& lw, const std::string& prefix,
                                 PreparedLayer& pl, int max_rows, WeightStaging& staging);
   absl::Status PrepareFeedForward(const LayerWeights& lw, const std::string& prefix,
                                   PreparedLayer& pl, int max_rows, WeightStaging& staging);
   absl::Status PrepareDeltaNet(const LayerWeights& lw, const std::string& prefix, PreparedLayer& pl,
                                int max_rows, WeightStaging& staging);
+  absl::Status PrepareShortConv(const LayerWeights& lw, const std::string& prefix,
+                                PreparedLayer& pl, int max_rows, WeightStaging& staging);
   // Qwen3.5's gated q rows [q_h | gate_h]...: q into qkv_, the gates into attn_gate_.
   void SplitQueryGate(int rows);
   // The feed-forward of a dense block: proj_ = down(act(up(mlp_x))).
@@ -188,7 +208,9 @@ class Transformer {
   std::vector<float> gated_qkv_;   // [rows, 2 q_dim + 2 kv_dim] with the output gate, else empty
   std::vector<float> attn_gate_;   // [rows, q_dim] its gates
   // Gated DeltaNet: the input projections, their convolution, each token's log-decay and beta
-  // per value head, and the recurrence's output (then normed and gated).
+  // per value head, and the recurrence's output (then normed and gated). Short convolutions:
+  // b | c | x in ssm_proj_, b * x and then the gated output in ssm_core_, the convolution in
+  // ssm_conv_ (each sized for the widest of the model's recurrent layers).
   std::vector<float> ssm_proj_;  // [rows, conv channels + value_dim]
   std::vector<float> ssm_ba_;    // [rows, 2 v_heads] beta | alpha projections
   std::vector<float> ssm_conv_;  // [rows, conv channels]

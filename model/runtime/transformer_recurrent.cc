@@ -1,7 +1,7 @@
-// Transformer, part 3: the recurrent layers of hybrid models (Gated DeltaNet), which mix
-// positions through a state each sequence carries instead of attending over its K/V. Loading
-// and the forward pass of such a layer; the recurrence kernels are model/kernels/
-// gated_delta_net.h.
+// Transformer, part 3: the recurrent layers of hybrid models (Gated DeltaNet, LFM2's short
+// convolution), which mix positions through a state each sequence carries instead of attending
+// over its K/V. Loading and the forward pass of such a layer; the kernels are model/kernels/
+// causal_conv.h and gated_delta_net.h.
 
 #include <cmath>
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "model/base/status_macros.h"
 #include "model/format/block_formats.h"
 #include "model/kernels/activations.h"
+#include "model/kernels/causal_conv.h"
 #include "model/kernels/gated_delta_net.h"
 #include "model/kernels/norms.h"
 #include "model/runtime/transformer.h"
@@ -25,34 +26,81 @@ float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 }  // namespace
 
+// The convolution, chunk by chunk (each continues its sequence's inputs from the state at the
+// layer's offset), split by channels.
+void Transformer::CausalConv(const PreparedLayer& pl, const BatchPlan& plan, const float* in,
+                             int in_stride, int kernel, int channels, ops::ConvActivation act,
+                             float* out) {
+  const int chunks = static_cast<int>(plan.chunks.size());
+  const int channel_tasks = (channels + kConvChannelsPerTask - 1) / kConvChannelsPerTask;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int i = 0; i < chunks; ++i) {
+    for (int t = 0; t < channel_tasks; ++t) {
+      const ops::AttentionChunk& chunk = plan.chunks[i];
+      float* state = reinterpret_cast<float*>(plan.states[i]) + pl.state_offset;
+      const int begin = t * kConvChannelsPerTask;
+      const int end = std::min(channels, begin + kConvChannelsPerTask);
+      ops::CausalConv(in + static_cast<size_t>(chunk.first_row) * in_stride, in_stride,
+                      chunk.n_tokens, pl.ssm_conv.data(), kernel, channels, begin, end, act, state,
+                      out + static_cast<size_t>(chunk.first_row) * channels, channels);
+    }
+  }
+}
+
+namespace {
+
+// [channels][kernel] in the file; [kernel][channels] for the kernel's vectors.
+std::vector<float> ConvWeightsByTap(const TensorView& file_weights, int channels, int kernel) {
+  const std::vector<float> conv = ToFloatVector(file_weights);
+  std::vector<float> by_tap(conv.size());
+  for (int ch = 0; ch < channels; ++ch) {
+    for (int j = 0; j < kernel; ++j) {
+      by_tap[static_cast<size_t>(j) * channels + ch] = conv[static_cast<size_t>(ch) * kernel + j];
+    }
+  }
+  return by_tap;
+}
+
+}  // namespace
+
 absl::Status Transformer::PrepareDeltaNet(const LayerWeights& lw, const std::string& p,
                                           PreparedLayer& pl, int max_rows, WeightStaging& staging) {
   const ModelConfig& c = config_;
   const DeltaNetShape& d = c.delta_net;
   // q|k|v and z in one matmul; beta and alpha (v_heads rows each) in another, since llama.cpp's
   // quantizer leaves those small matrices in a different type.
-  auto in =
-      MakeLinear(p + "ssm_in", {&lw.ssm_input, &lw.ssm_gate}, {}, d.conv_channels() + d.value_dim(),
-                 c.dim, ops::LinearActivation::kNone, max_rows, staging);
+  std::vector<TensorView> qkvz_rows;  // a legacy ssm_in's rows as q | k | v | z
+  std::vector<const TensorView*> in_parts = {&lw.ssm_input, &lw.ssm_gate};
+  if (!lw.ssm_qkvz.empty()) {
+    // Per key head q (dk rows), k (dk), v and z (r dv each, r = value heads per key head).
+    const int64_t dk = d.head_k_dim, vz = int64_t{d.v_heads / d.k_heads} * d.head_v_dim;
+    const int64_t group = 2 * dk + 2 * vz;
+    const int64_t offsets[4] = {0, dk, 2 * dk, 2 * dk + vz}, sizes[4] = {dk, dk, vz, vz};
+    for (int part = 0; part < 4; ++part) {
+      for (int g = 0; g < d.k_heads; ++g) {
+        qkvz_rows.push_back(RowsOf(lw.ssm_qkvz, g * group + offsets[part], sizes[part]));
+      }
+    }
+    in_parts.clear();
+    for (const TensorView& rows : qkvz_rows) in_parts.push_back(&rows);
+  }
+  auto in = MakeLinear(p + "ssm_in", in_parts, {}, d.conv_channels() + d.value_dim(), c.dim,
+                       ops::LinearActivation::kNone, max_rows, staging);
   if (!in.ok()) return in.status();
   pl.ssm_in = std::move(*in);
-  auto ba = MakeLinear(p + "ssm_ba", {&lw.ssm_beta, &lw.ssm_alpha}, {}, 2 * d.v_heads, c.dim,
-                       ops::LinearActivation::kNone, max_rows, staging);
+  pl.beta_alpha_grouped = !lw.ssm_beta_alpha.empty();
+  auto ba = pl.beta_alpha_grouped
+                ? MakeLinear(p + "ssm_ba", {&lw.ssm_beta_alpha}, {}, 2 * d.v_heads, c.dim,
+                             ops::LinearActivation::kNone, max_rows, staging)
+                : MakeLinear(p + "ssm_ba", {&lw.ssm_beta, &lw.ssm_alpha}, {}, 2 * d.v_heads, c.dim,
+                             ops::LinearActivation::kNone, max_rows, staging);
   if (!ba.ok()) return ba.status();
   pl.ssm_ba = std::move(*ba);
   auto out = MakeLinear(p + "ssm_out", {&lw.ssm_output}, {}, c.dim, d.value_dim(),
                         ops::LinearActivation::kNone, max_rows, staging);
   if (!out.ok()) return out.status();
   pl.ssm_out = std::move(*out);
-  // [channels][kernel] in the file; [kernel][channels] for the kernel's vectors.
-  const std::vector<float> conv = ToFloatVector(lw.ssm_conv);
-  pl.ssm_conv.resize(conv.size());
-  for (int ch = 0; ch < d.conv_channels(); ++ch) {
-    for (int j = 0; j < d.conv_kernel; ++j) {
-      pl.ssm_conv[static_cast<size_t>(j) * d.conv_channels() + ch] =
-          conv[static_cast<size_t>(ch) * d.conv_kernel + j];
-    }
-  }
+  pl.ssm_conv = ConvWeightsByTap(lw.ssm_conv, d.conv_channels(), d.conv_kernel);
   pl.ssm_dt_bias = ToFloatVector(lw.ssm_dt_bias);
   pl.ssm_a = ToFloatVector(lw.ssm_a);
   pl.ssm_norm = ToFloatVector(lw.ssm_norm);
@@ -75,31 +123,27 @@ absl::Status Transformer::DeltaNet(PreparedLayer& pl, const float* in, const Bat
 
   // Per token and value head: g = softplus(alpha + dt_bias) * a (a = -exp(A_log): a decay
   // exp(g) in (0, 1)) and beta = sigmoid(beta).
+  // Head h's beta and alpha: at h and vh + h, or grouped per key head (r value heads each:
+  // betas then alphas).
+  const int per_key = vh / d.k_heads;
+  const auto beta_at = [&](int h) {
+    return pl.beta_alpha_grouped ? (h / per_key) * 2 * per_key + h % per_key : h;
+  };
+  const auto alpha_at = [&](int h) {
+    return pl.beta_alpha_grouped ? beta_at(h) + per_key : vh + h;
+  };
   for (int r = 0; r < rows; ++r) {
     const float* ba = ssm_ba_.data() + static_cast<size_t>(r) * 2 * vh;
     float* gb = ssm_gb_.data() + static_cast<size_t>(r) * 2 * vh;
     for (int h = 0; h < vh; ++h) {
-      gb[h] = Softplus(ba[vh + h] + pl.ssm_dt_bias[h]) * pl.ssm_a[h];
-      gb[vh + h] = 1.0f / (1.0f + std::exp(-ba[h]));
+      gb[h] = Softplus(ba[alpha_at(h)] + pl.ssm_dt_bias[h]) * pl.ssm_a[h];
+      gb[vh + h] = 1.0f / (1.0f + std::exp(-ba[beta_at(h)]));
     }
   }
 
-  // The convolution, chunk by chunk (each continues its sequence's inputs), split by channels.
   const int64_t conv_state = int64_t{d.conv_kernel - 1} * channels;
-  const int channel_tasks = (channels + kConvChannelsPerTask - 1) / kConvChannelsPerTask;
-#pragma omp parallel for schedule(static) collapse(2)
-  for (int i = 0; i < chunks; ++i) {
-    for (int t = 0; t < channel_tasks; ++t) {
-      const ops::AttentionChunk& chunk = plan.chunks[i];
-      float* state = reinterpret_cast<float*>(plan.states[i]) + pl.state_offset;
-      const int begin = t * kConvChannelsPerTask;
-      const int end = std::min(channels, begin + kConvChannelsPerTask);
-      ops::CausalConvSilu(
-          ssm_proj_.data() + static_cast<size_t>(chunk.first_row) * proj_width, proj_width,
-          chunk.n_tokens, pl.ssm_conv.data(), d.conv_kernel, channels, begin, end, state,
-          ssm_conv_.data() + static_cast<size_t>(chunk.first_row) * channels, channels);
-    }
-  }
+  CausalConv(pl, plan, ssm_proj_.data(), proj_width, d.conv_kernel, channels,
+             ops::ConvActivation::kSilu, ssm_conv_.data());
   // L2-normed q and k heads, row by row.
 #pragma omp parallel for schedule(static) if (rows > 1)
   for (int r = 0; r < rows; ++r) {
@@ -116,7 +160,7 @@ absl::Status Transformer::DeltaNet(PreparedLayer& pl, const float* in, const Bat
     for (int h = 0; h < vh; ++h) {
       const ops::AttentionChunk& chunk = plan.chunks[i];
       const size_t row = static_cast<size_t>(chunk.first_row);
-      const int kh = h % d.k_heads;  // heads tiled, as llama.cpp's converter orders them
+      const int kh = d.key_head(h);
       const float* qkv = ssm_conv_.data() + row * channels;
       float* state =
           reinterpret_cast<float*>(plan.states[i]) + pl.state_offset + conv_state + h * head_state;
@@ -136,6 +180,51 @@ absl::Status Transformer::DeltaNet(PreparedLayer& pl, const float* in, const Bat
     ops::MulSiluInPlace(z, value_dim, core);
   }
   return pl.ssm_out->Run(ssm_core_.data(), rows, proj_.data());
+}
+
+absl::Status Transformer::PrepareShortConv(const LayerWeights& lw, const std::string& p,
+                                           PreparedLayer& pl, int max_rows,
+                                           WeightStaging& staging) {
+  const int dim = config_.dim;
+  auto in = MakeLinear(p + "shortconv_in", {&lw.ssm_input}, {}, 3 * dim, dim,
+                       ops::LinearActivation::kNone, max_rows, staging);
+  if (!in.ok()) return in.status();
+  pl.ssm_in = std::move(*in);
+  auto out = MakeLinear(p + "shortconv_out", {&lw.ssm_output}, {}, dim, dim,
+                        ops::LinearActivation::kNone, max_rows, staging);
+  if (!out.ok()) return out.status();
+  pl.ssm_out = std::move(*out);
+  pl.ssm_conv = ConvWeightsByTap(lw.ssm_conv, dim, config_.short_conv_kernel);
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::ShortConv(PreparedLayer& pl, const float* in, const BatchPlan& plan) {
+  const int dim = config_.dim;
+  const int rows = static_cast<int>(plan.tokens.size());
+  if (plan.states.size() != plan.chunks.size()) {
+    return absl::InternalError(absl::StrCat("Transformer::ShortConv: ", plan.states.size(),
+                                            " recurrent states for ", plan.chunks.size(),
+                                            " chunks"));
+  }
+  // b | c | x per token; the convolution runs over b * x, and c gates its output.
+  TEXTGEN_RETURN_IF_ERROR(pl.ssm_in->Run(in, rows, ssm_proj_.data()));
+  float* bx = ssm_core_.data();
+#pragma omp parallel for schedule(static) if (rows > 1)
+  for (int r = 0; r < rows; ++r) {
+    const float* bcx = ssm_proj_.data() + static_cast<size_t>(r) * 3 * dim;
+    float* out = bx + static_cast<size_t>(r) * dim;
+    for (int i = 0; i < dim; ++i) out[i] = bcx[i] * bcx[2 * dim + i];
+  }
+  CausalConv(pl, plan, bx, dim, config_.short_conv_kernel, dim, ops::ConvActivation::kNone,
+             ssm_conv_.data());
+#pragma omp parallel for schedule(static) if (rows > 1)
+  for (int r = 0; r < rows; ++r) {
+    const float* c = ssm_proj_.data() + static_cast<size_t>(r) * 3 * dim + dim;
+    const float* conv = ssm_conv_.data() + static_cast<size_t>(r) * dim;
+    float* y = bx + static_cast<size_t>(r) * dim;
+    for (int i = 0; i < dim; ++i) y[i] = c[i] * conv[i];
+  }
+  return pl.ssm_out->Run(bx, rows, proj_.data());
 }
 
 }  // namespace textgen::model

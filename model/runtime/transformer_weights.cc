@@ -53,16 +53,46 @@ absl::Status CheckWeights(const ModelWeights& w, const ModelConfig& c) {
     TEXTGEN_RETURN_IF_ERROR(check(entry));
   }
   for (int l = 0; l < c.n_layers; ++l) {
-    for (const TensorEntry& entry : LayerTensorTable(spec, c, l, TensorLayout{})) {
+    const LayerWeights& lw = w.layers[l];
+    const TensorLayout loaded{.fused_beta_alpha = !lw.ssm_beta_alpha.empty(),
+                              .fused_qkvz = !lw.ssm_qkvz.empty()};
+    for (const TensorEntry& entry : LayerTensorTable(spec, c, l, loaded)) {
       TEXTGEN_RETURN_IF_ERROR(check(entry));
     }
-    const LayerWeights& lw = w.layers[l];
     if (lw.bq.empty() != lw.bk.empty() || lw.bq.empty() != lw.bv.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("block ", l, " has some but not all of the Q, K and V biases"));
     }
   }
   return absl::OkStatus();
+}
+
+// Per-row widths of the recurrent layers' scratch: the widest of the model's recurrent layer
+// kinds (all 0 without recurrent layers).
+struct RecurrentWidths {
+  int64_t proj = 0, ba = 0, conv = 0, core = 0;
+};
+RecurrentWidths RecurrentWidthsOf(const ModelConfig& c) {
+  RecurrentWidths w;
+  const DeltaNetShape& d = c.delta_net;
+  for (int l = 0; l < c.n_layers; ++l) {
+    switch (c.mixer(l)) {
+      case LayerMixer::kGatedDeltaNet:
+        w.proj = std::max<int64_t>(w.proj, d.conv_channels() + d.value_dim());
+        w.ba = std::max<int64_t>(w.ba, 2 * d.v_heads);
+        w.conv = std::max<int64_t>(w.conv, d.conv_channels());
+        w.core = std::max<int64_t>(w.core, d.value_dim());
+        break;
+      case LayerMixer::kShortConv:
+        w.proj = std::max<int64_t>(w.proj, 3 * int64_t{c.dim});
+        w.conv = std::max<int64_t>(w.conv, c.dim);
+        w.core = std::max<int64_t>(w.core, c.dim);
+        break;
+      case LayerMixer::kAttention:
+        break;
+    }
+  }
+  return w;
 }
 
 // Whether `parts` become one QuantizedLinear (kept quantized) rather than a oneDNN Linear.
@@ -161,14 +191,12 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
     t->gated_qkv_.resize(rows * (t->qkv_dim_ + t->q_dim_));
     t->attn_gate_.resize(rows * t->q_dim_);
   }
-  if (c.has_recurrent_layers()) {
-    const DeltaNetShape& d = c.delta_net;
-    t->ssm_proj_.resize(rows * (d.conv_channels() + d.value_dim()));
-    t->ssm_ba_.resize(rows * 2 * d.v_heads);
-    t->ssm_conv_.resize(rows * d.conv_channels());
-    t->ssm_gb_.resize(rows * 2 * d.v_heads);
-    t->ssm_core_.resize(rows * d.value_dim());
-  }
+  const RecurrentWidths widths = RecurrentWidthsOf(c);
+  t->ssm_proj_.resize(rows * widths.proj);
+  t->ssm_ba_.resize(rows * widths.ba);
+  t->ssm_conv_.resize(rows * widths.conv);
+  t->ssm_gb_.resize(rows * widths.ba);
+  t->ssm_core_.resize(rows * widths.core);
   t->att_.resize(rows * t->q_dim_);
   t->proj_.resize(rows * c.dim);
   if (!c.has_experts()) {
@@ -228,14 +256,29 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   for (int l = 0; l < c.n_layers; ++l) {
     static const LayerWeights kAbsent;
     const LayerWeights& lw = have_layers ? weights.layers[l] : kAbsent;
-    if (c.mixer(l) == LayerMixer::kGatedDeltaNet) {
-      const DeltaNetShape& d = c.delta_net;
-      add({&lw.ssm_input, &lw.ssm_gate}, d.conv_channels() + d.value_dim(), c.dim);
-      add({&lw.ssm_beta, &lw.ssm_alpha}, 2 * d.v_heads, c.dim);
-      add({&lw.ssm_output}, c.dim, d.value_dim());
-    } else {
-      add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim + (Spec(c).attention_output_gate ? q_dim : 0), c.dim);
-      add({&lw.wo}, c.dim, q_dim);
+    const DeltaNetShape& d = c.delta_net;
+    switch (c.mixer(l)) {
+      case LayerMixer::kGatedDeltaNet:
+        if (lw.ssm_qkvz.empty()) {
+          add({&lw.ssm_input, &lw.ssm_gate}, d.conv_channels() + d.value_dim(), c.dim);
+        } else {
+          add({&lw.ssm_qkvz}, d.conv_channels() + d.value_dim(), c.dim);
+        }
+        if (lw.ssm_beta_alpha.empty()) {
+          add({&lw.ssm_beta, &lw.ssm_alpha}, 2 * d.v_heads, c.dim);
+        } else {
+          add({&lw.ssm_beta_alpha}, 2 * d.v_heads, c.dim);
+        }
+        add({&lw.ssm_output}, c.dim, d.value_dim());
+        break;
+      case LayerMixer::kShortConv:
+        add({&lw.ssm_input}, 3 * int64_t{c.dim}, c.dim);
+        add({&lw.ssm_output}, c.dim, c.dim);
+        break;
+      case LayerMixer::kAttention:
+        add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim + (Spec(c).attention_output_gate ? q_dim : 0), c.dim);
+        add({&lw.wo}, c.dim, q_dim);
+        break;
     }
     if (c.has_experts()) {
       add({&lw.router}, c.experts, c.dim);
@@ -278,11 +321,9 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
                             3 * int64_t{c.shared_expert_hidden_dim} + c.dim
                       : 0;
   // Hybrids: the gated q rows, and the recurrent layers' projections and outputs.
-  const DeltaNetShape& d = c.delta_net;
   const int64_t gated = Spec(c).attention_output_gate ? qkv_dim + 2 * q_dim : 0;
-  const int64_t recurrent = c.has_recurrent_layers()
-                                ? 2 * int64_t{d.conv_channels()} + 2 * d.value_dim() + 4 * d.v_heads
-                                : 0;
+  const RecurrentWidths widths = RecurrentWidthsOf(c);
+  const int64_t recurrent = widths.proj + 2 * widths.ba + widths.conv + widths.core;
   const int64_t activations = rows * (3 * int64_t{c.dim} + qkv_dim + q_dim + dense_rows + experts +
                                       gated + recurrent + (lm_head ? c.vocab_size : 0)) +
                               threads * c.context_length + positions;
@@ -290,14 +331,13 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
 }
 
 absl::StatusOr<std::unique_ptr<ops::LinearLayer>> Transformer::MakeLinear(
-    const std::string& name, std::initializer_list<const TensorView*> parts,
+    const std::string& name, std::span<const TensorView* const> parts,
     const std::vector<float>& bias, int n, int k, ops::LinearActivation act, int max_rows,
     WeightStaging& staging) {
   const float* bias_data = bias.empty() ? nullptr : bias.data();
-  if (UsesQuantizedKernels(quantized_kernels_, parts)) {
-    auto layer = ops::QuantizedLinear::Create(
-        name, std::span<const TensorView* const>(parts.begin(), parts.size()), bias_data, act,
-        max_rows, quant_weights_, quant_scratch_);
+  if (quantized_kernels_ && ops::QuantizedLinear::Supports(parts)) {
+    auto layer = ops::QuantizedLinear::Create(name, parts, bias_data, act, max_rows, quant_weights_,
+                                              quant_scratch_);
     if (!layer.ok()) return layer.status();
     for (const TensorView* p : parts) storage_->DoneReading(p->data, ByteSize(*p));
     return std::unique_ptr<ops::LinearLayer>(std::move(*layer));
@@ -338,7 +378,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
       layers_[l].kv_layer = kv_layer++;
     } else {
       layers_[l].state_offset = state_offset;
-      state_offset += c.delta_net.state_floats();
+      state_offset += c.layer_state_floats(l);
     }
     TEXTGEN_RETURN_IF_ERROR(PrepareLayer(w.layers[l], l, max_rows, staging));
   }
@@ -376,10 +416,16 @@ absl::Status Transformer::PrepareLayer(const LayerWeights& lw, int l, int max_ro
   pl.attn_norm_bias = ToFloatVector(lw.attn_norm_bias);
   pl.ffn_norm = ToFloatVector(lw.ffn_norm);
   pl.ffn_norm_bias = ToFloatVector(lw.ffn_norm_bias);
-  if (c.mixer(l) == LayerMixer::kGatedDeltaNet) {
-    TEXTGEN_RETURN_IF_ERROR(PrepareDeltaNet(lw, p, pl, max_rows, staging));
-  } else {
-    TEXTGEN_RETURN_IF_ERROR(PrepareAttention(lw, p, pl, max_rows, staging));
+  switch (c.mixer(l)) {
+    case LayerMixer::kGatedDeltaNet:
+      TEXTGEN_RETURN_IF_ERROR(PrepareDeltaNet(lw, p, pl, max_rows, staging));
+      break;
+    case LayerMixer::kShortConv:
+      TEXTGEN_RETURN_IF_ERROR(PrepareShortConv(lw, p, pl, max_rows, staging));
+      break;
+    case LayerMixer::kAttention:
+      TEXTGEN_RETURN_IF_ERROR(PrepareAttention(lw, p, pl, max_rows, staging));
+      break;
   }
   return PrepareFeedForward(lw, p, pl, max_rows, staging);
 }

@@ -13,7 +13,7 @@ constexpr int64_t kChunkElements = int64_t{1} << 20;
 
 }  // namespace
 
-void WeightStaging::Gather(std::initializer_list<const TensorView*> parts) {
+void WeightStaging::Gather(std::span<const TensorView* const> parts) {
   int64_t total = 0;
   for (const TensorView* p : parts) total += p->elements();
   if (bf16_) {

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "model/format/weights.h"
@@ -20,7 +20,7 @@ class WeightStaging {
   WeightStaging(bool bf16, const WeightStorage* storage) : bf16_(bf16), storage_(storage) {}
 
   // Stages the rows of `parts` one after another (all must have the same cols).
-  void Gather(std::initializer_list<const TensorView*> parts);
+  void Gather(std::span<const TensorView* const> parts);
 
   // Writes the rows of `rows` to `out` in the staging type (f32, or bf16 rounded to nearest
   // even): the LM head is packed from blocks of rows this way, never staged whole.

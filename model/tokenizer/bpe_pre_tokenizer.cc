@@ -51,7 +51,7 @@ const std::vector<PreTokenizerSpec>& Specs() {
       {{"default"}, {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"}, {}},
       {{"gpt-2", "gpt2", "phi-2", "mpt", "olmo", "jais", "gpt-neox"}, {kGpt2}, {}},
       {{"llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral", "dbrx", "smaug-bpe", "chatglm-bpe",
-        "glm4"},
+        "glm4", "lfm2"},
        {kLlama3},
        {.ignore_merges = true, .add_bos = true}},
       {{"qwen2", "deepseek-r1-qwen", "stablelm2"}, {kQwen2}, {}},

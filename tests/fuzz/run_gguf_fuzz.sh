@@ -6,7 +6,7 @@
 # Env: FUZZ_RUNS=N runs N executions instead of SECONDS (the 10M-execution runs);
 #   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
 # Seeds: the real stories260K.gguf from the shared models (if present), tiny llama/gpt2 files
-# in every dtype and a tiny qwen35 hybrid from textgen-make-random-gguf. Crash inputs land in
+# in every dtype and tiny qwen35 and lfm2 hybrids from textgen-make-random-gguf. Crash inputs land in
 # BUILD_DIR/fuzz/artifacts, the whole log in BUILD_DIR/fuzz/gguf.log.
 set -euo pipefail
 build=${1:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
@@ -35,6 +35,10 @@ if [ -x "$maker" ]; then
   # A hybrid (Gated DeltaNet layers and their ssm.* keys).
   "$maker" --arch qwen35 --preset tiny --dtype f32 --dim 32 --hidden 64 --layers 1 \
     --heads 2 --kv-heads 1 --vocab 260 --context 8 --out "$corpus/seed_qwen35_f32.gguf" >/dev/null
+  # LFM2: a short convolution, then attention (per-layer head_count_kv, shortconv.l_cache).
+  "$maker" --arch lfm2 --preset tiny --dtype f32 --dim 32 --hidden 64 --layers 2 \
+    --full-attention-interval 2 --heads 2 --kv-heads 1 --vocab 260 --context 8 \
+    --out "$corpus/seed_lfm2_f32.gguf" >/dev/null
 else
   echo "note: $maker not built; no generated seeds" >&2
 fi

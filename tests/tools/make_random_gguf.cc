@@ -19,7 +19,9 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: textgen-make-random-gguf --arch "
-    "llama|gpt2|qwen2|qwen3|qwen3moe|gpt-oss|phi3|gemma2|gemma3|bert|nomic-bert|qwen35|qwen35moe\n"
+    "llama|gpt2|qwen2|qwen3|qwen3moe|gpt-oss|phi3|gemma2|gemma3|bert|nomic-bert|qwen35|qwen35moe|"
+    "lfm2|\n"
+    "         qwen3next\n"
     "         --preset stories15M|stories110M|tiny|bert-base\n"
     "         --dtype f32|f16|bf16|q8_0|q4_k_m|q5_k_m|mxfp4_moe --out FILE\n"
     "         [--tokenizer tokenizer.bin] [--seed N]\n"
@@ -29,7 +31,8 @@ constexpr char kUsage[] =
     "FILE.jinja]\n"
     "         [--pooling mean|cls|last] [--experts N --experts-used N [--expert-hidden N]]\n"
     "         [--full-attention-interval N] [--ssm-key-heads N] [--ssm-value-heads N]\n"
-    "         [--ssm-head-dim N] [--ssm-conv-kernel N]   (hybrids: qwen35, qwen35moe)\n"
+    "         [--ssm-head-dim N] [--ssm-conv-kernel N]   (hybrids: qwen35, qwen35moe, qwen3next)\n"
+    "         [--short-conv-kernel N]   (lfm2: its convolution's taps, default 3)\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -147,7 +150,8 @@ int main(int argc, char** argv) {
       {"ssm-key-heads", &spec->delta_net.k_heads},
       {"ssm-value-heads", &spec->delta_net.v_heads},
       {"ssm-head-dim", &spec->delta_net.head_k_dim},
-      {"ssm-conv-kernel", &spec->delta_net.conv_kernel}};
+      {"ssm-conv-kernel", &spec->delta_net.conv_kernel},
+      {"short-conv-kernel", &spec->short_conv_kernel}};
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
         key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template" ||

@@ -161,10 +161,11 @@ class TensorMaker {
                    const std::vector<float>& v) {
     // Vectors and biases (the experts' are 2-D), and the tables llama.cpp's converter always
     // keeps in f32 (it adds their rows to f32 activations directly), stay f32.
-    const bool f32 = dims.size() == 1 || absl::EndsWith(name, ".bias") ||
-                     name == "position_embd.weight" || name == "token_types.weight" ||
-                     absl::EndsWith(name, "ffn_gate_inp.weight") ||
-                     absl::EndsWith(name, "ssm_conv1d.weight");  // llama.cpp never quantizes it
+    const bool f32 =
+        dims.size() == 1 || absl::EndsWith(name, ".bias") || name == "position_embd.weight" ||
+        name == "token_types.weight" || absl::EndsWith(name, "ffn_gate_inp.weight") ||
+        // llama.cpp never quantizes the convolutions (rows of a few taps)
+        absl::EndsWith(name, "ssm_conv1d.weight") || absl::EndsWith(name, "shortconv.conv.weight");
     const DType dtype =
         f32 ? DType::kF32
             : MixedTensorType(mix_, dtype_, mix_shape_, name, dims[0], dims.size() == 3);
@@ -203,8 +204,18 @@ bool IsHybrid(const RandomModelSpec& s) {
   return SpecOf(s.architecture).recurrent_mixer != LayerMixer::kAttention;
 }
 
-// Hybrids rotate a quarter of each head, as Qwen3.5 does; the rest the whole head.
-int RopeDim(const RandomModelSpec& s) { return IsHybrid(s) ? HeadDim(s) / 4 : HeadDim(s); }
+LayerMixer RecurrentMixerOf(const RandomModelSpec& s) {
+  return SpecOf(s.architecture).recurrent_mixer;
+}
+
+// Qwen's hybrids rotate a quarter of each head, as Qwen3.5 does; the rest the whole head.
+int RopeDim(const RandomModelSpec& s) {
+  return RecurrentMixerOf(s) == LayerMixer::kGatedDeltaNet ? HeadDim(s) / 4 : HeadDim(s);
+}
+
+bool IsRecurrentLayer(const RandomModelSpec& s, int layer) {
+  return IsHybrid(s) && (layer + 1) % s.full_attention_interval != 0;
+}
 
 // A hybrid's recurrent layers: the spec's shape, else key heads of the head size, twice as many
 // value heads (so value heads share key heads), a 4-wide convolution.
@@ -215,6 +226,7 @@ DeltaNetShape DeltaNetOf(const RandomModelSpec& s) {
   if (d.v_heads == 0) d.v_heads = 2 * d.k_heads;
   if (d.head_k_dim == 0) d.head_k_dim = HeadDim(s);
   d.head_v_dim = d.head_k_dim;
+  d.grouped_value_heads = SpecOf(s.architecture).delta_net_layout == DeltaNetLayout::kQwen3Next;
   return d;
 }
 
@@ -231,10 +243,10 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.rope_dim = RopeDim(s);
   if (IsHybrid(s)) {
     c.delta_net = DeltaNetOf(s);
+    c.short_conv_kernel = s.short_conv_kernel;
     for (int l = 0; l < s.n_layers; ++l) {
-      c.layer_mixers.push_back((l + 1) % s.full_attention_interval != 0
-                                   ? SpecOf(s.architecture).recurrent_mixer
-                                   : LayerMixer::kAttention);
+      c.layer_mixers.push_back(IsRecurrentLayer(s, l) ? RecurrentMixerOf(s)
+                                                      : LayerMixer::kAttention);
     }
   }
   c.vocab_size = s.vocab_size;
@@ -493,7 +505,16 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
       w.AddMetadata("tokenizer.ggml.token_type_count", GgufValue::Uint32(kTokenTypes));
     }
   }
-  if (!gpt2) {
+  if (RecurrentMixerOf(spec) == LayerMixer::kShortConv) {
+    // LFM2's converter: one entry per layer, 0 for the convolution layers.
+    std::vector<GgufValue> kv_heads;
+    for (int l = 0; l < spec.n_layers; ++l) {
+      kv_heads.push_back(GgufValue::Int32(IsRecurrentLayer(spec, l) ? 0 : spec.n_kv_heads));
+    }
+    w.AddMetadata(p + "attention.head_count_kv",
+                  GgufValue::Array(GgufType::kInt32, std::move(kv_heads)));
+    w.AddMetadata(p + "shortconv.l_cache", GgufValue::Uint32(spec.short_conv_kernel));
+  } else if (!gpt2) {
     w.AddMetadata(p + "attention.head_count_kv", GgufValue::Uint32(spec.n_kv_heads));
   }
   if (!arch_spec.learned_positions) {
@@ -516,7 +537,7 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
       w.AddMetadata(p + "expert_feed_forward_length", GgufValue::Uint32(spec.expert_hidden_dim));
     }
   }
-  if (IsHybrid(spec)) {
+  if (RecurrentMixerOf(spec) == LayerMixer::kGatedDeltaNet) {
     const DeltaNetShape d = DeltaNetOf(spec);
     w.AddMetadata(p + "ssm.conv_kernel", GgufValue::Uint32(d.conv_kernel));
     w.AddMetadata(p + "ssm.state_size", GgufValue::Uint32(d.head_k_dim));
@@ -524,13 +545,15 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     w.AddMetadata(p + "ssm.time_step_rank", GgufValue::Uint32(d.v_heads));
     w.AddMetadata(p + "ssm.inner_size", GgufValue::Uint32(d.value_dim()));
     w.AddMetadata(p + "full_attention_interval", GgufValue::Uint32(spec.full_attention_interval));
-    // Qwen3.5's split of the rotated pairs (llama.cpp requires the key).
+    // Qwen3.5's split of the rotated pairs (llama.cpp requires the key; Qwen3-Next has none).
     const int pairs = RopeDim(spec) / 2;
-    w.AddMetadata(
-        p + "rope.dimension_sections",
-        GgufValue::Array(GgufType::kInt32,
-                         {GgufValue::Int32((pairs + 2) / 3), GgufValue::Int32((pairs + 1) / 3),
-                          GgufValue::Int32(pairs / 3), GgufValue::Int32(0)}));
+    if (SpecOf(spec.architecture).delta_net_layout == DeltaNetLayout::kQwen35) {
+      w.AddMetadata(
+          p + "rope.dimension_sections",
+          GgufValue::Array(GgufType::kInt32,
+                           {GgufValue::Int32((pairs + 2) / 3), GgufValue::Int32((pairs + 1) / 3),
+                            GgufValue::Int32(pairs / 3), GgufValue::Int32(0)}));
+    }
   }
   if (spec.sliding_window > 0) {
     w.AddMetadata(p + "attention.sliding_window", GgufValue::Uint32(spec.sliding_window));

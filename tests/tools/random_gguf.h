@@ -45,11 +45,12 @@ struct RandomModelSpec {
   std::vector<GgufKv> vocab_metadata;
   std::string chat_template;  // written as tokenizer.chat_template when not empty
   int pooling_type = -1;      // written as {arch}.pooling_type when >= 0 (embedding models)
-  // Hybrids (qwen35): every full_attention_interval-th layer attends, the rest are recurrent,
-  // of this shape (zeros: key heads = n_kv_heads of the head size, twice as many value heads,
-  // kernel 4). Hybrids rotate a quarter of each head.
+  // Hybrids (qwen35, lfm2): every full_attention_interval-th layer attends, the rest are
+  // recurrent, of this shape (zeros: key heads = n_kv_heads of the head size, twice as many value
+  // heads, kernel 4). Qwen's hybrids rotate a quarter of each head.
   int full_attention_interval = 4;
   DeltaNetShape delta_net;
+  int short_conv_kernel = 3;  // lfm2: shortconv.l_cache, as LFM2's checkpoints
   std::string name = "random";
 };
 

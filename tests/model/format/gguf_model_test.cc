@@ -165,7 +165,8 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
-            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, qwen35moe)");
+            "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, qwen35moe, "
+            "lfm2, qwen3next)");
 }
 
 // A tiny model of `arch` with extra metadata appended (later keys are read like any other).
@@ -265,6 +266,112 @@ TEST(GgufModelTest, HybridFilesThatDoNotAddUpAreRefusedByName) {
                                                         GgufValue::Int32(0), GgufValue::Int32(1)}));
               }),
               HasSubstr("in the fourth section"));
+}
+
+// Qwen3-Next: grouped value heads and ssm_ba, as the converter writes them; a file
+// converted before llama.cpp split ssm_in loads it whole (the engine reorders its rows).
+TEST(GgufModelTest, Qwen3NextLoadsItsFusedLayouts) {
+  auto spec = RandomModelPreset("tiny", Architecture::kQwen3Next);
+  ASSERT_TRUE(spec.ok());
+  spec->n_layers = 2, spec->full_attention_interval = 2, spec->head_dim = 16;
+  auto writer = BuildRandomModel(*spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  auto model = Build(writer->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const DeltaNetShape& d = model->config.delta_net;
+  EXPECT_TRUE(d.grouped_value_heads);
+  EXPECT_EQ(d.key_head(1), 0);  // 4 value heads over 2 key heads: 0 0 1 1
+  EXPECT_EQ(d.key_head(2), 1);
+  const LayerWeights& l = model->weights.layers[0];
+  EXPECT_EQ(l.ssm_beta_alpha.rows, 2 * 4);
+  EXPECT_TRUE(l.ssm_beta.empty() && l.ssm_qkvz.empty());
+  EXPECT_FALSE(model->weights.layers[1].shared_up.empty());
+  // The legacy layout: ssm_in instead of attn_qkv and attn_gate.
+  const int64_t rows = 2 * 2 * 16 + 2 * 4 * 16;
+  writer->RemoveTensor("blk.0.attn_qkv.weight");
+  writer->RemoveTensor("blk.0.attn_gate.weight");
+  ASSERT_TRUE(writer
+                  ->AddFloatTensor("blk.0.ssm_in.weight", DType::kF32, {64, rows},
+                                   std::vector<float>(64 * rows, 0.01f))
+                  .ok());
+  model = Build(writer->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->weights.layers[0].ssm_qkvz.rows, rows);
+  EXPECT_TRUE(model->weights.layers[0].ssm_input.empty());
+  writer->RemoveTensor("blk.0.ssm_in.weight");
+  EXPECT_EQ(Build(writer->Serialize()).status().message(),
+            "missing tensor blk.0.attn_qkv.weight (expected shape [64, 128])");
+}
+
+// LFM2: the layer list from a per-layer attention.head_count_kv (0: a short convolution), the
+// taps from shortconv.l_cache, the final norm named token_embd_norm.
+absl::StatusOr<LoadedModel> BuildLfm2(const std::function<void(GgufWriter&)>& edit) {
+  auto spec = RandomModelPreset("tiny", Architecture::kLfm2);
+  spec->n_layers = 3, spec->full_attention_interval = 3, spec->head_dim = 16;
+  auto writer = BuildRandomModel(*spec);
+  if (!writer.ok()) return writer.status();
+  edit(*writer);
+  return Build(writer->Serialize());
+}
+
+TEST(GgufModelTest, Lfm2LayersComeFromThePerLayerKvHeads) {
+  auto model = BuildLfm2([](GgufWriter&) {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& c = model->config;
+  EXPECT_THAT(c.layer_mixers, ::testing::ElementsAre(LayerMixer::kShortConv, LayerMixer::kShortConv,
+                                                     LayerMixer::kAttention));
+  EXPECT_EQ(c.n_kv_heads, 2);
+  EXPECT_EQ(c.short_conv_kernel, 3);
+  EXPECT_EQ(c.rope_dim, 16);                          // the whole head
+  EXPECT_EQ(c.recurrent_state_floats(), 2 * 2 * 64);  // two layers, the last 2 inputs b * x
+  EXPECT_EQ(model->weights.layers[0].ssm_input.rows, 3 * 64);
+  EXPECT_EQ(model->weights.layers[0].ssm_conv.cols, 3);
+  EXPECT_FALSE(model->weights.output_norm.empty());
+  EXPECT_TRUE(model->weights.layers[0].wq.empty());
+  EXPECT_FALSE(model->weights.layers[2].q_norm.empty());
+  // A scalar count: every layer attends (as llama.cpp reads it), so the attention tensors of
+  // layer 0 are missing.
+  EXPECT_EQ(BuildLfm2([](GgufWriter& w) {
+              w.SetMetadata("lfm2.attention.head_count_kv", GgufValue::Uint32(2));
+            })
+                .status()
+                .message(),
+            "missing tensor blk.0.attn_q.weight (expected shape [64, 64])");
+}
+
+TEST(GgufModelTest, Lfm2FilesThatDoNotAddUpAreRefusedByName) {
+  const auto refused = [](const std::function<void(GgufWriter&)>& edit) {
+    absl::StatusOr<LoadedModel> model = BuildLfm2(edit);
+    return model.ok() ? std::string("loaded") : std::string(model.status().message());
+  };
+  const auto kv_heads = [](std::vector<int> per_layer) {
+    std::vector<GgufValue> v;
+    for (int n : per_layer) v.push_back(GgufValue::Int32(n));
+    return GgufValue::Array(GgufType::kInt32, std::move(v));
+  };
+  EXPECT_THAT(refused([&](GgufWriter& w) {
+                w.SetMetadata("lfm2.attention.head_count_kv", kv_heads({0, 0}));
+              }),
+              HasSubstr("lfm2.attention.head_count_kv has 2 entries, expected one per block (3)"));
+  EXPECT_THAT(refused([&](GgufWriter& w) {
+                w.SetMetadata("lfm2.attention.head_count_kv", kv_heads({1, 0, 2}));
+              }),
+              HasSubstr("differs between attention layers (1 and 2)"));
+  EXPECT_THAT(refused([&](GgufWriter& w) {
+                w.SetMetadata("lfm2.attention.head_count_kv", kv_heads({0, 0, 5}));
+              }),
+              HasSubstr("out of range [0, 4]"));
+  EXPECT_THAT(refused([](GgufWriter& w) { w.RemoveMetadata("lfm2.shortconv.l_cache"); }),
+              HasSubstr("lfm2.shortconv.l_cache"));
+  EXPECT_THAT(
+      refused([](GgufWriter& w) { w.SetMetadata("lfm2.shortconv.l_cache", GgufValue::Uint32(4)); }),
+      HasSubstr("tensor blk.0.shortconv.conv.weight: expected shape [4, 64], got [3, 64]"));
+  EXPECT_EQ(refused([](GgufWriter& w) { w.RemoveTensor("blk.1.shortconv.out_proj.weight"); }),
+            "missing tensor blk.1.shortconv.out_proj.weight (expected shape [64, 64])");
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.AddMetadata("lfm2.attention.sliding_window", GgufValue::Uint32(512));
+              }),
+              HasSubstr("sliding-window attention is not supported"));
 }
 
 // Mixtures of experts: the router and the experts' stacked 3-D tensors (GGUF [cols, rows,

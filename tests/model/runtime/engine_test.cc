@@ -299,7 +299,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                                            Architecture::kPhi3, Architecture::kGemma2,
                                            Architecture::kGemma3, Architecture::kQwen3Moe,
                                            Architecture::kGptOss, Architecture::kQwen35,
-                                           Architecture::kQwen35Moe),
+                                           Architecture::kQwen35Moe, Architecture::kLfm2,
+                                           Architecture::kQwen3Next),
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
                            std::string name = ArchitectureName(param_info.param);
                            std::erase(name, '-');
@@ -464,8 +465,9 @@ INSTANTIATE_TEST_SUITE_P(
                       QuantMix{"qwen35_Q4_K_M", DType::kQ4_K, Architecture::kQwen35, true},
                       QuantMix{"qwen35_Q8_0", DType::kQ8_0, Architecture::kQwen35},
                       // Routed experts and the gated shared expert beside recurrent layers
-                      QuantMix{"qwen35moe_Q4_K_M", DType::kQ4_K, Architecture::kQwen35Moe, true,
-                               8}),
+                      QuantMix{"qwen35moe_Q4_K_M", DType::kQ4_K, Architecture::kQwen35Moe, true, 8},
+                      // LFM2's short convolutions on the quantized kernels
+                      QuantMix{"lfm2_Q4_K_M", DType::kQ4_K, Architecture::kLfm2, true}),
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
     });

@@ -755,7 +755,7 @@ INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
                                            "gemma2", "gemma3", "llama_Q4_K_M", "qwen3moe",
                                            "llama_experts", "qwen3moe_Q4_K_M", "gpt-oss", "qwen35",
-                                           "qwen35moe"),
+                                           "qwen35moe", "lfm2"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            std::erase(name, '-');
