@@ -66,6 +66,13 @@ SHAPES = [
                    "--full-attention-interval", "2", "--ssm-key-heads", "2",
                    "--ssm-value-heads", "4", "--experts", "8", "--experts-used", "2",
                    "--expert-hidden", "256", "--untied"], ("q4_k_m",)),
+    # Qwen3-Next's ssm_ba; LFM2's short convolutions with a tied output.
+    ("qwen3next", ["--arch", "qwen3next", "--dim", "256", "--hidden", "512", "--layers", "4",
+                   "--full-attention-interval", "2", "--ssm-key-heads", "2",
+                   "--ssm-value-heads", "4", "--experts", "8", "--experts-used", "2",
+                   "--expert-hidden", "256", "--untied"], ("q4_k_m",)),
+    ("lfm2", ["--arch", "lfm2", "--dim", "256", "--hidden", "512", "--layers", "6",
+              "--full-attention-interval", "3"], ("q4_k_m", "q5_k_m")),
 ]
 
 

@@ -63,9 +63,20 @@ DType KQuantMediumType(DType base, const QuantMixShape& shape, Role role, int la
       return DType::kQ6_K;
     case Role::kTokenEmbd:
       return shape.has_output ? base : DType::kQ6_K;
-    case Role::kAttnV:
+    case Role::kAttnV: {
       if (eight_experts) return DType::kQ8_0;
-      return UseMoreBits(layer, shape.n_layers) ? DType::kQ6_K : base;
+      if (shape.value_layers.empty()) {
+        return UseMoreBits(layer, shape.n_layers) ? DType::kQ6_K : base;
+      }
+      // The ordinal of this V tensor among the model's.
+      int index = 0, count = 0;
+      for (int l = 0; l < static_cast<int>(shape.value_layers.size()); ++l) {
+        if (!shape.value_layers[l]) continue;
+        if (l < layer) ++index;
+        ++count;
+      }
+      return UseMoreBits(index, count) ? DType::kQ6_K : base;
+    }
     case Role::kAttnK:
       return eight_experts ? DType::kQ8_0 : base;
     case Role::kAttnOutput:

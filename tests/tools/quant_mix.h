@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "model/format/weights.h"
 
@@ -21,6 +22,9 @@ struct QuantMixShape {
   int n_layers = 0;
   int n_experts = 0;
   bool has_output = false;
+  // The layers holding an attn_v or attn_qkv tensor, which llama-quantize counts on their own
+  // for the "more bits" rule (LFM2's convolution layers hold none); empty: every layer.
+  std::vector<bool> value_layers;
 };
 
 // The type of the matrix `name` (a GGUF tensor name, "blk.7.ffn_down_exps.weight") whose rows

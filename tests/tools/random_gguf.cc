@@ -127,6 +127,18 @@ uint32_t FileType(DType dtype) {
   }
 }
 
+bool IsRecurrentLayer(const RandomModelSpec& s, int layer);
+LayerMixer RecurrentMixerOf(const RandomModelSpec& s);
+
+// The layers with an attn_v or attn_qkv tensor: all but short-convolution layers.
+std::vector<bool> ValueLayers(const RandomModelSpec& s) {
+  std::vector<bool> layers(static_cast<size_t>(s.n_layers));
+  for (int l = 0; l < s.n_layers; ++l) {
+    layers[l] = !(IsRecurrentLayer(s, l) && RecurrentMixerOf(s) == LayerMixer::kShortConv);
+  }
+  return layers;
+}
+
 // Adds random tensors; matrices take spec.dtype (or the type spec.mix gives them), vectors stay
 // F32.
 class TensorMaker {
@@ -135,8 +147,10 @@ class TensorMaker {
       : writer_(writer),
         dtype_(spec.dtype),
         mix_(spec.mix),
-        mix_shape_{
-            .n_layers = spec.n_layers, .n_experts = spec.experts, .has_output = !spec.tied_output},
+        mix_shape_{.n_layers = spec.n_layers,
+                   .n_experts = spec.experts,
+                   .has_output = !spec.tied_output,
+                   .value_layers = ValueLayers(spec)},
         rng_(spec.seed),
         normal_(0.0f, 0.02f) {}
 
