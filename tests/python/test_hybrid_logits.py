@@ -485,34 +485,29 @@ for label, maker, reference, cfg in MODELS:
 # A long prompt: the states run through 2,100 tokens, across prefill chunks (textgen-dump-logits
 # prefills in one Forward; the engine's own chunking is the scheduler's, covered by the engine
 # tests), against llama.cpp at every position.
-path, _ = make_model(name="qwen35_long", seed=3, layers=4, interval=2, **SMALL)
 rng = np.random.default_rng(7)
 long_tokens = [256] + rng.integers(0, 256, 2099).tolist()
-try:
-    theirs = llamacpp_logits(path, long_tokens)
-    ours = dump(path, long_tokens, "decode")
-    prefill = dump(path, long_tokens, "prefill")
-    diff = float(np.abs(theirs - ours).max())
-    check(diff <= 1e-3, f"qwen35, 2,100 tokens vs llama.cpp: max |textgen - llama.cpp| = "
-                        f"{diff:.2e} (<= 1e-3) over every position")
-    check(prefill.tobytes() == ours[-1:].tobytes(),
-          "qwen35, 2,100 tokens: one prefill gives bitwise the last decode step's logits")
-except RuntimeError as e:
-    check(False, f"qwen35 long prompt: {e}")
 
-path, _ = make_lfm2(name="lfm2_long", seed=9, layers=4, recurrent=[True, False, True, False],
-                    **LFM2_SMALL)
-try:
-    theirs = llamacpp_logits(path, long_tokens)
-    ours = dump(path, long_tokens, "decode")
-    prefill = dump(path, long_tokens, "prefill")
+
+def check_long_prompt(label, path):
+    try:
+        theirs = llamacpp_logits(path, long_tokens)
+        ours = dump(path, long_tokens, "decode")
+        prefill = dump(path, long_tokens, "prefill")
+    except RuntimeError as e:
+        check(False, f"{label} long prompt: {e}")
+        return
     diff = float(np.abs(theirs - ours).max())
-    check(diff <= 1e-3, f"lfm2, 2,100 tokens vs llama.cpp: max |textgen - llama.cpp| = "
+    check(diff <= 1e-3, f"{label}, 2,100 tokens vs llama.cpp: max |textgen - llama.cpp| = "
                         f"{diff:.2e} (<= 1e-3) over every position")
     check(prefill.tobytes() == ours[-1:].tobytes(),
-          "lfm2, 2,100 tokens: one prefill gives bitwise the last decode step's logits")
-except RuntimeError as e:
-    check(False, f"lfm2 long prompt: {e}")
+          f"{label}, 2,100 tokens: one prefill gives bitwise the last decode step's logits")
+
+
+check_long_prompt("qwen35", make_model(name="qwen35_long", seed=3, layers=4, interval=2,
+                                       **SMALL)[0])
+check_long_prompt("lfm2", make_lfm2(name="lfm2_long", seed=9, layers=4,
+                                    recurrent=[True, False, True, False], **LFM2_SMALL)[0])
 
 # Quantized: rows of whole K-quant super-blocks (dim 256, value width 256).
 QUANT = dict(dim=256, heads=2, kv_heads=1, head_dim=128, rope_dim=64, sections=[11, 11, 10, 0],

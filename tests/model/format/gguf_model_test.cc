@@ -199,13 +199,19 @@ TEST(GgufModelTest, EveryArchitectureLoadsItsOwnLayout) {
 // Hybrids (qwen35): the layer list and the Gated DeltaNet shape from the ssm.* keys, each
 // layer's tensors by its kind; a file whose keys or tensors do not add up is refused with the
 // key or tensor named.
-absl::StatusOr<LoadedModel> BuildQwen35(const std::function<void(GgufWriter&)>& edit) {
-  auto spec = RandomModelPreset("tiny", Architecture::kQwen35);
-  spec->n_layers = 4, spec->full_attention_interval = 2, spec->head_dim = 16;
+// A tiny hybrid of `layers` layers of which every `interval`-th attends, edited before loading.
+absl::StatusOr<LoadedModel> BuildHybrid(Architecture arch, int layers, int interval,
+                                        const std::function<void(GgufWriter&)>& edit) {
+  auto spec = RandomModelPreset("tiny", arch);
+  spec->n_layers = layers, spec->full_attention_interval = interval, spec->head_dim = 16;
   auto writer = BuildRandomModel(*spec);
   if (!writer.ok()) return writer.status();
   edit(*writer);
   return Build(writer->Serialize());
+}
+
+absl::StatusOr<LoadedModel> BuildQwen35(const std::function<void(GgufWriter&)>& edit) {
+  return BuildHybrid(Architecture::kQwen35, 4, 2, edit);
 }
 
 TEST(GgufModelTest, HybridLayersComeFromTheLayerListAndTheSsmKeys) {
@@ -306,12 +312,7 @@ TEST(GgufModelTest, Qwen3NextLoadsItsFusedLayouts) {
 // LFM2: the layer list from a per-layer attention.head_count_kv (0: a short convolution), the
 // taps from shortconv.l_cache, the final norm named token_embd_norm.
 absl::StatusOr<LoadedModel> BuildLfm2(const std::function<void(GgufWriter&)>& edit) {
-  auto spec = RandomModelPreset("tiny", Architecture::kLfm2);
-  spec->n_layers = 3, spec->full_attention_interval = 3, spec->head_dim = 16;
-  auto writer = BuildRandomModel(*spec);
-  if (!writer.ok()) return writer.status();
-  edit(*writer);
-  return Build(writer->Serialize());
+  return BuildHybrid(Architecture::kLfm2, 3, 3, edit);
 }
 
 TEST(GgufModelTest, Lfm2LayersComeFromThePerLayerKvHeads) {
