@@ -44,6 +44,10 @@ enum class LayerMixer {
   kShortConv,
 };
 
+// The widest causal convolution a recurrent layer may have (ssm.conv_kernel,
+// shortconv.l_cache); the loader refuses wider ones, the kernel sizes its window by it.
+inline constexpr int kMaxConvKernel = 16;
+
 // The shape of a Gated DeltaNet layer (GGUF ssm.*: conv_kernel, state_size = the key head
 // size, group_count = key heads, time_step_rank = value heads, inner_size = value width).
 // Value head h reads key head h % k_heads where llama.cpp's converter tiles the heads (Qwen3.5),

@@ -404,7 +404,8 @@ absl::Status ReadEmbeddingConfig(const GgufFile& file, const ArchitectureSpec& s
 // LFM2's short convolution: its taps (shortconv.l_cache). Sliding-window attention (only
 // LFM2.5-Audio's tokenizer has it) is refused rather than ignored.
 absl::Status ReadShortConvConfig(const GgufFile& file, const std::string& p, ModelConfig& c) {
-  TEXTGEN_ASSIGN_OR_RETURN(const int64_t taps, file.GetInt(p + "shortconv.l_cache", 2, 16));
+  TEXTGEN_ASSIGN_OR_RETURN(const int64_t taps,
+                           file.GetInt(p + "shortconv.l_cache", 2, kMaxConvKernel));
   c.short_conv_kernel = static_cast<int>(taps);
   if (file.FindKey(p + "attention.sliding_window")) {
     TEXTGEN_ASSIGN_OR_RETURN(const int64_t window,
@@ -474,9 +475,9 @@ absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& s
   TEXTGEN_RETURN_IF_ERROR(read("ssm.group_count", d.k_heads));
   TEXTGEN_RETURN_IF_ERROR(read("ssm.time_step_rank", d.v_heads));
   TEXTGEN_RETURN_IF_ERROR(read("ssm.inner_size", inner));
-  if (d.conv_kernel > 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(p, "ssm.conv_kernel ", d.conv_kernel, " is past the supported 16"));
+  if (d.conv_kernel > kMaxConvKernel) {
+    return absl::InvalidArgumentError(absl::StrCat(p, "ssm.conv_kernel ", d.conv_kernel,
+                                                   " is past the supported ", kMaxConvKernel));
   }
   if (d.v_heads % d.k_heads != 0 || inner % d.v_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/arch/model_config.h"
 #include "model/kernels/fast_math.h"
 #include "model/kernels/simd.h"
 

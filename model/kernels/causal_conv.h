@@ -15,8 +15,7 @@ enum class ConvActivation { kNone, kSilu };
 // before the chunk come from `state` ([kernel - 1][channels], oldest first: the sequence's last
 // inputs, zeros for a new one). Afterwards `state` holds the last kernel - 1 inputs. `weights`
 // is [kernel][channels] (the GGUF tensor transposed: vectors run along the channels); kernel
-// <= kMaxConvKernel. in/out rows are `in_stride` / `out_stride` apart.
-inline constexpr int kMaxConvKernel = 16;
+// <= kMaxConvKernel (model_config.h). in/out rows are `in_stride` / `out_stride` apart.
 void CausalConv(const float* in, int in_stride, int rows, const float* weights, int kernel,
                 int channels, int begin, int end, ConvActivation act, float* state, float* out,
                 int out_stride);

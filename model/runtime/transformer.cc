@@ -170,6 +170,12 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
     return absl::InternalError(
         absl::StrCat("Transformer::Forward: ", rows, " rows outside [1, ", max_rows_, "]"));
   }
+  // Recurrent layers advance one state per chunk.
+  if (config_.has_recurrent_layers() && plan.states.size() != plan.chunks.size()) {
+    return absl::InternalError(absl::StrCat("Transformer::Forward: ", plan.states.size(),
+                                            " recurrent states for ", plan.chunks.size(),
+                                            " chunks"));
+  }
   // The OpenMP pool size is per calling thread: set it on the engine thread every time.
   omp_set_num_threads(context_->threads());
   Embed(plan);

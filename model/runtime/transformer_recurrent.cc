@@ -112,10 +112,6 @@ absl::Status Transformer::DeltaNet(PreparedLayer& pl, const float* in, const Bat
   const DeltaNetShape& d = c.delta_net;
   const int rows = static_cast<int>(plan.tokens.size());
   const int chunks = static_cast<int>(plan.chunks.size());
-  if (static_cast<int>(plan.states.size()) != chunks) {
-    return absl::InternalError(absl::StrCat("Transformer::DeltaNet: ", plan.states.size(),
-                                            " recurrent states for ", chunks, " chunks"));
-  }
   const int channels = d.conv_channels(), value_dim = d.value_dim();
   const int proj_width = channels + value_dim, vh = d.v_heads;
   TEXTGEN_RETURN_IF_ERROR(pl.ssm_in->Run(in, rows, ssm_proj_.data()));
@@ -201,11 +197,6 @@ absl::Status Transformer::PrepareShortConv(const LayerWeights& lw, const std::st
 absl::Status Transformer::ShortConv(PreparedLayer& pl, const float* in, const BatchPlan& plan) {
   const int dim = config_.dim;
   const int rows = static_cast<int>(plan.tokens.size());
-  if (plan.states.size() != plan.chunks.size()) {
-    return absl::InternalError(absl::StrCat("Transformer::ShortConv: ", plan.states.size(),
-                                            " recurrent states for ", plan.chunks.size(),
-                                            " chunks"));
-  }
   // b | c | x per token; the convolution runs over b * x, and c gates its output.
   TEXTGEN_RETURN_IF_ERROR(pl.ssm_in->Run(in, rows, ssm_proj_.data()));
   float* bx = ssm_core_.data();
