@@ -82,10 +82,9 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
                                                    o.max_new_tokens_limit, ")"));
   }
   if (!o.tool_call_format.empty() && !model::ToolCallFormatFromName(o.tool_call_format)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tool-call-format must be hermes, llama3-json, mistral, phi4-mini or "
-                     "generic-json, got \"",
-                     o.tool_call_format, "\""));
+    return absl::InvalidArgumentError(absl::StrCat("--tool-call-format must be one of ",
+                                                   model::ToolCallFormatNames(), "; got \"",
+                                                   o.tool_call_format, "\""));
   }
   if (o.session_ttl <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(

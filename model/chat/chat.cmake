@@ -28,6 +28,7 @@ add_library(textgen_chat STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/json_value.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_call_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_polyfill.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/xml_call_reader.cc
 )
 target_link_libraries(textgen_chat
   PUBLIC textgen_jinja

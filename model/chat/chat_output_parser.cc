@@ -22,6 +22,7 @@ std::optional<std::string> DecodeString(const std::string& literal) {
 std::vector<std::string> CallTags(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::kHermes:
+    case ToolCallFormat::kQwen3Coder:
       return {"<tool_call>"};
     case ToolCallFormat::kMistral:
       return {"[TOOL_CALLS]"};
@@ -48,7 +49,7 @@ void ChatOutputDelta::Append(ChatOutputDelta later) {
 
 // ---- CallReader ----
 
-ChatOutputParser::CallReader::Step ChatOutputParser::CallReader::Push(char c) {
+ToolCallReader::Step ChatOutputParser::CallReader::Push(char c) {
   raw_ += c;
   switch (state_) {
     case State::kOpen:
@@ -108,11 +109,14 @@ ChatOutputParser::CallReader::Step ChatOutputParser::CallReader::Push(char c) {
   return Step::kError;
 }
 
-ChatOutputParser::CallReader::Step ChatOutputParser::CallReader::Value(char c) {
+ToolCallReader::Step ChatOutputParser::CallReader::Value(char c) {
   const bool is_arguments = key_ == arguments_key_ || key_ == "arguments" || key_ == "parameters";
   bool complete = false;
   if (value_.empty()) {
     if (IsSpace(c)) return Step::kMore;
+    // A second arguments key: which are the call's? (What streamed cannot be taken back.)
+    if (is_arguments && arguments_seen_) return Step::kError;
+    arguments_seen_ = arguments_seen_ || is_arguments;
     value_ += c;
     if (c == '"') {
       in_string_ = true;
@@ -257,12 +261,16 @@ void ChatOutputParser::FlushText(size_t end, std::string& sink) {
 std::string ChatOutputParser::NextId() { return NextToolCallId(options_.format, id_state_); }
 
 void ChatOutputParser::StartCall() {
-  call_.emplace(markup_.arguments_key);
+  if (markup_.xml_parameters) {
+    call_ = std::make_unique<XmlCallReader>(&options_.text_parameters);
+  } else {
+    call_ = std::make_unique<CallReader>(markup_.arguments_key);
+  }
   call_started_ = false;
 }
 
 void ChatOutputParser::PumpCall(ChatOutputDelta& out, char c) {
-  const CallReader::Step step = call_->Push(c);
+  const ToolCallReader::Step step = call_->Push(c);
   const bool tentative = mode_ == Mode::kBareJson;
   if (!call_started_ && call_->name()) {
     const bool declared = std::find(options_.tool_names.begin(), options_.tool_names.end(),
@@ -287,8 +295,8 @@ void ChatOutputParser::PumpCall(ChatOutputDelta& out, char c) {
       out.tool_calls.back().arguments += fragment;
     }
   }
-  if (step == CallReader::Step::kDone) EndCall(out, /*complete=*/true);
-  if (step == CallReader::Step::kError) EndCall(out, /*complete=*/false);
+  if (step == ToolCallReader::Step::kDone) EndCall(out, /*complete=*/true);
+  if (step == ToolCallReader::Step::kError) EndCall(out, /*complete=*/false);
 }
 
 void ChatOutputParser::EndCall(ChatOutputDelta& out, bool complete) {
@@ -320,7 +328,7 @@ void ChatOutputParser::EndCall(ChatOutputDelta& out, bool complete) {
     array_expect_call_ = false;  // now a "," or "]"
     return;
   }
-  mode_ = options_.format == ToolCallFormat::kHermes ? Mode::kCallClose : Mode::kAfterCall;
+  mode_ = markup_.call_open.empty() ? Mode::kAfterCall : Mode::kCallClose;
 }
 
 void ChatOutputParser::RevertBareJson(ChatOutputDelta& out) {
@@ -367,8 +375,10 @@ size_t ChatOutputParser::LeadingSpaces() const {
 }
 
 std::string ChatOutputParser::CallCloseTag() const {
-  return options_.format == ToolCallFormat::kHermes ? std::string("</tool_call>")
-                                                    : markup_.array_close;
+  // Formats with a tag per call close each with its tag (what call_close ends with).
+  if (markup_.call_open.empty()) return markup_.array_close;
+  const std::string_view close = markup_.call_close;
+  return std::string(close.substr(close.find_first_not_of('\n')));
 }
 
 // The reply's first text: reasoning, a tool call at the very start, or content.
@@ -400,7 +410,7 @@ bool ChatOutputParser::ReadStart(ChatOutputDelta& out, bool final) {
       if (!final && tag.substr(0, rest.size()) == rest) return false;
     }
     if (maybe_tag) {
-      if (drop_leading_space_) pending_.erase(0, first);
+      pending_.erase(0, first);  // whitespace before a first call is no content
       drop_leading_space_ = false;
       mode_ = Mode::kText;
       return true;
@@ -413,8 +423,7 @@ bool ChatOutputParser::ReadStart(ChatOutputDelta& out, bool final) {
   }
   mode_ = Mode::kText;
   const char opener = pending_[first];
-  if (options_.parse_tool_calls && options_.format != ToolCallFormat::kHermes &&
-      (opener == '{' || opener == '[')) {
+  if (options_.parse_tool_calls && markup_.call_open.empty() && (opener == '{' || opener == '[')) {
     // Maybe a bare JSON call: read it before deciding what it is.
     const bool array = opener == '[';
     content_ += pending_.substr(0, first);
@@ -438,6 +447,17 @@ bool ChatOutputParser::ReadStart(ChatOutputDelta& out, bool final) {
 bool ChatOutputParser::ReadReasoning(ChatOutputDelta& out, bool final) {
   const std::string& close = options_.reasoning->close;
   const size_t at = pending_.find(close);
+  // A call's tag ends the reasoning too, where the format says so; the call is read next.
+  const bool calls_end_reasoning =
+      markup_.xml_parameters && options_.parse_tool_calls && !tags_.empty();
+  const size_t call_at = calls_end_reasoning ? pending_.find(tags_.front()) : std::string::npos;
+  if (call_at < at) {
+    out.reasoning.append(pending_, 0, call_at);
+    FlushText(call_at, reasoning_);
+    reasoning_seen_ = true;
+    mode_ = Mode::kText;
+    return true;
+  }
   if (at != std::string::npos) {
     out.reasoning.append(pending_, 0, at);
     FlushText(at, reasoning_);
@@ -447,7 +467,8 @@ bool ChatOutputParser::ReadReasoning(ChatOutputDelta& out, bool final) {
     mode_ = Mode::kStart;
     return true;
   }
-  const size_t keep = final ? pending_.size() : HoldBack(close);
+  size_t keep = final ? pending_.size() : HoldBack(close);
+  if (calls_end_reasoning && !final) keep = std::min(keep, HoldBack(tags_.front()));
   out.reasoning.append(pending_, 0, keep);
   FlushText(keep, reasoning_);
   if (final) mode_ = Mode::kText;

@@ -10,6 +10,8 @@
 //     inside them) is reasoning; the whitespace after the closing tag is dropped;
 //   - hermes: each <tool_call>{json}</tool_call> is a call; text before, between or after
 //     the calls is content, but not the whitespace that follows a call;
+//   - qwen3-coder: the same, each call's body read by XmlCallReader; a <tool_call> inside the
+//     reasoning also ends it;
 //   - bare JSON formats (llama3-json, mistral, phi4-mini, generic-json): a reply whose first
 //     non-space character opens an object (or array) is read as calls when it names a declared
 //     tool; otherwise that text is content;
@@ -31,6 +33,8 @@
 #include <vector>
 
 #include "model/chat/tool_call_format.h"
+#include "model/chat/tool_call_reader.h"
+#include "model/chat/xml_call_reader.h"
 
 namespace textgen::model {
 
@@ -61,6 +65,8 @@ struct ChatOutputOptions {
   // Tools were offered: look for calls. Their names (a call to another name is not a call).
   bool parse_tool_calls = false;
   std::vector<std::string> tool_names;
+  // qwen3-coder: per tool, the parameters whose values are text (written raw, not as JSON).
+  TextParameters text_parameters;
   std::optional<ReasoningTags> reasoning;
   bool starts_in_reasoning = false;  // the prompt ended inside the reasoning tags
   // Call ids: "call_" + 24 letters and digits, or 9 for mistral (its template checks); drawn
@@ -108,16 +114,14 @@ class ChatOutputParser {
   };
 
   // Reads one JSON object {"name": ..., "arguments": ...} a character at a time.
-  class CallReader {
+  class CallReader final : public ToolCallReader {
    public:
     explicit CallReader(const char* arguments_key) : arguments_key_(arguments_key) {}
-    enum class Step { kMore, kDone, kError };
-    Step Push(char c);
-    const std::optional<std::string>& name() const { return name_; }
+    Step Push(char c) override;
+    const std::optional<std::string>& name() const override { return name_; }
     // Arguments text read since the last call (raw JSON; a string value comes decoded, whole).
-    std::string TakeArguments();
-    const std::string& arguments() const { return arguments_; }
-    const std::string& raw() const { return raw_; }
+    std::string TakeArguments() override;
+    const std::string& arguments() const override { return arguments_; }
 
    private:
     enum class State { kOpen, kKeyOrClose, kKey, kColon, kValue, kAfterValue, kDone };
@@ -137,6 +141,7 @@ class ChatOutputParser {
     std::string arguments_;  // all arguments text (JSON)
     size_t arguments_taken_ = 0;
     bool arguments_streaming_ = false;  // inside an object/array value of the arguments key
+    bool arguments_seen_ = false;       // the arguments key's value has started
   };
 
   // Reads pending_ by mode until it needs more text; `final`: the reply is over.
@@ -174,7 +179,7 @@ class ChatOutputParser {
   std::string reasoning_;
   std::vector<ParsedToolCall> calls_;
   int malformed_ = 0;
-  std::optional<CallReader> call_;
+  std::unique_ptr<ToolCallReader> call_;
   bool call_started_ = false;  // its first delta went out
   std::string call_id_;
   // The array formats: reading "[", calls, ",", "]".

@@ -14,8 +14,10 @@ constexpr absl::string_view kReservedVariables[] = {"messages", "add_generation_
 
 // `calls_format` set: the calls are written into the content in that format (for templates
 // that do not render tool_calls).
+// `object_arguments`: the template iterates a call's arguments as a mapping.
 absl::StatusOr<Value> MessageValue(const ChatMessage& message, size_t index,
-                                   std::optional<ToolCallFormat> calls_format) {
+                                   std::optional<ToolCallFormat> calls_format,
+                                   bool object_arguments) {
   jinja::Dict dict;
   // Everything from the request is tainted, roles included.
   dict.Set(Value::String("role"), Value::Tainted(message.role));
@@ -44,7 +46,8 @@ absl::StatusOr<Value> MessageValue(const ChatMessage& message, size_t index,
       }
       dict.Set(Value::String("content"), Value::String(*std::move(content)));
     }
-    dict.Set(Value::String("tool_calls"), *std::move(calls));
+    dict.Set(Value::String("tool_calls"),
+             object_arguments ? WithObjectArguments(*calls) : *std::move(calls));
   }
   return Value::MakeDict(std::move(dict));
 }
@@ -71,7 +74,8 @@ absl::StatusOr<jinja::List> ChatTemplate::MessagesValue(const ChatInput& input) 
   if (polyfill && !tool_support_.reads_tool_calls) calls_format = input.tool_call_format;
   jinja::List messages;
   for (size_t i = 0; i < input.messages.size(); ++i) {
-    absl::StatusOr<Value> message = MessageValue(input.messages[i], i, calls_format);
+    absl::StatusOr<Value> message =
+        MessageValue(input.messages[i], i, calls_format, tool_support_.reads_object_arguments);
     if (!message.ok()) return message.status();
     messages.push_back(*std::move(message));
   }

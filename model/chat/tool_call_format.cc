@@ -6,12 +6,13 @@
 namespace textgen::model {
 namespace {
 
-constexpr std::array<std::pair<ToolCallFormat, const char*>, 6> kNames = {{
+constexpr std::array<std::pair<ToolCallFormat, const char*>, 7> kNames = {{
     {ToolCallFormat::kHermes, "hermes"},
     {ToolCallFormat::kLlama3Json, "llama3-json"},
     {ToolCallFormat::kMistral, "mistral"},
     {ToolCallFormat::kPhi4Mini, "phi4-mini"},
     {ToolCallFormat::kHarmony, "harmony"},
+    {ToolCallFormat::kQwen3Coder, "qwen3-coder"},
     {ToolCallFormat::kGenericJson, "generic-json"},
 }};
 
@@ -35,9 +36,23 @@ std::optional<ToolCallFormat> ToolCallFormatFromName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string ToolCallFormatNames() {
+  std::string names;
+  for (const auto& [f, name] : kNames) {
+    if (!names.empty()) names += ", ";
+    names += name;
+  }
+  return names;
+}
+
 ToolCallFormat DetectToolCallFormat(std::string_view source) {
   // Most specific markers first: a Hermes-style template may mention JSON "parameters".
   if (Has(source, "<|channel|>") && Has(source, "<|message|>")) return ToolCallFormat::kHarmony;
+  // Qwen3-Coder's XML parameters inside Hermes's tags (Qwen3.5, Nemotron 3 Nano): the tag
+  // alone would read as hermes.
+  if (Has(source, "<tool_call>") && Has(source, "<function=") && Has(source, "<parameter=")) {
+    return ToolCallFormat::kQwen3Coder;
+  }
   if (Has(source, "<tool_call>")) return ToolCallFormat::kHermes;
   if (Has(source, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
   // Phi-4-mini's own template lists the tools between <|tool|> and <|/tool|> and renders no
@@ -65,6 +80,11 @@ ToolCallMarkup MarkupOf(ToolCallFormat format) {
     case ToolCallFormat::kHermes:
       m.call_open = "<tool_call>\n";
       m.call_close = "\n</tool_call>";
+      break;
+    case ToolCallFormat::kQwen3Coder:
+      m.call_open = "<tool_call>\n";
+      m.call_close = "\n</tool_call>";
+      m.xml_parameters = true;
       break;
     case ToolCallFormat::kLlama3Json:
       m.arguments_key = "parameters";

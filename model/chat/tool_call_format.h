@@ -13,6 +13,9 @@
 //   phi4-mini     <|tool_call|>[{"name": ..., "arguments": {...}}]<|/tool_call|>
 //   harmony       <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}
 //                 (gpt-oss: a message to the tool; reasoning in the analysis channel)
+//   qwen3-coder   <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...
+//                 </function>\n</tool_call>, repeated (Qwen3-Coder, Qwen3.5 / 3.6, Nemotron 3
+//                 Nano): a text parameter's value is the raw text, any other is JSON
 //   generic-json  {"name": ..., "arguments": {...}} or an array of them, as the whole reply,
 //                 for templates without a format of their own
 
@@ -22,10 +25,20 @@
 
 namespace textgen::model {
 
-enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kPhi4Mini, kHarmony, kGenericJson };
+enum class ToolCallFormat {
+  kHermes,
+  kLlama3Json,
+  kMistral,
+  kPhi4Mini,
+  kHarmony,
+  kQwen3Coder,
+  kGenericJson,
+};
 
 const char* ToolCallFormatName(ToolCallFormat format);
 std::optional<ToolCallFormat> ToolCallFormatFromName(std::string_view name);
+// Every format's name, comma-separated (for messages that list the choices).
+std::string ToolCallFormatNames();
 
 // The format a template's markers name; kGenericJson when it has none.
 ToolCallFormat DetectToolCallFormat(std::string_view template_source);
@@ -56,6 +69,18 @@ struct ToolCallMarkup {
   std::string array_close;
   const char* arguments_key = "arguments";  // llama3-json: "parameters"
   bool id_in_call = false;                  // mistral: the template expects "id" back
+  // qwen3-coder: between the tags, <function=NAME> and one <parameter=KEY> block per argument
+  // instead of a JSON object; an opening call tag also ends the reasoning (Qwen3.5 may call
+  // without closing its thinking, as llama.cpp's parser allows).
+  bool xml_parameters = false;
+};
+
+// The qwen3-coder format's tags.
+struct XmlCallTags {
+  static constexpr std::string_view kFunctionOpen = "<function=";
+  static constexpr std::string_view kFunctionClose = "</function>";
+  static constexpr std::string_view kParameterOpen = "<parameter=";
+  static constexpr std::string_view kParameterClose = "</parameter>";
 };
 ToolCallMarkup MarkupOf(ToolCallFormat format);
 

@@ -34,6 +34,21 @@ bool NamesToolsVariable(std::string_view source) {
   return false;
 }
 
+// Whether `source` applies `filter` to a call's arguments ("arguments | tojson", spaces or not).
+bool FiltersArguments(std::string_view source, std::string_view filter) {
+  constexpr std::string_view kWord = "arguments";
+  for (size_t at = source.find(kWord); at != std::string_view::npos;
+       at = source.find(kWord, at + 1)) {
+    size_t i = at + kWord.size();
+    while (i < source.size() && source[i] == ' ') ++i;
+    if (i >= source.size() || source[i] != '|') continue;
+    ++i;
+    while (i < source.size() && source[i] == ' ') ++i;
+    if (source.substr(i, filter.size()) == filter) return true;
+  }
+  return false;
+}
+
 // A call's arguments as the model would have written them: a JSON string holding an object
 // becomes that object; anything else stays as it is.
 Value ArgumentsValue(const Value& arguments) {
@@ -68,6 +83,48 @@ absl::StatusOr<std::string> CallJson(const Value& call, const ToolCallMarkup& ma
 
 void AppendTrusted(jinja::TaintedString& out, std::string_view text) { out.bytes.append(text); }
 
+void AppendTainted(jinja::TaintedString& out, std::string_view text);
+
+// One call in qwen3-coder's XML: <tool_call>\n<function=NAME>\n, a <parameter=KEY> block per
+// argument (text as it is, other values as JSON), </function>\n</tool_call>.
+absl::Status AppendXmlCall(const Value& call, size_t index, jinja::TaintedString& out) {
+  const std::string where = absl::StrCat("tool_calls[", index, "]");
+  if (!call.is_dict()) return absl::InvalidArgumentError(where + " must be an object");
+  const Value* function = call.dict().Find("function");
+  const Value& body = function != nullptr && function->is_dict() ? *function : call;
+  const Value* name = body.dict().Find("name");
+  if (name == nullptr || !name->is_string()) {
+    return absl::InvalidArgumentError(where + " has no function name");
+  }
+  AppendTrusted(out, "<tool_call>\n");
+  AppendTrusted(out, XmlCallTags::kFunctionOpen);
+  AppendTainted(out, name->str());
+  AppendTrusted(out, ">\n");
+  const Value* arguments = body.dict().Find("arguments");
+  const Value parsed = arguments != nullptr ? ArgumentsValue(*arguments) : Value();
+  if (parsed.is_dict()) {
+    for (const auto& [key, value] : parsed.dict().entries()) {
+      if (!key.is_string()) continue;
+      AppendTrusted(out, XmlCallTags::kParameterOpen);
+      AppendTainted(out, key.str());
+      AppendTrusted(out, ">\n");
+      if (value.is_string()) {
+        AppendTainted(out, value.str());
+      } else {
+        absl::StatusOr<std::string> json = jinja::PyJsonDumps(value, {});
+        if (!json.ok()) return json.status();
+        AppendTainted(out, *json);
+      }
+      AppendTrusted(out, "\n");
+      AppendTrusted(out, XmlCallTags::kParameterClose);
+      AppendTrusted(out, "\n");
+    }
+  }
+  AppendTrusted(out, XmlCallTags::kFunctionClose);
+  AppendTrusted(out, "\n</tool_call>");
+  return absl::OkStatus();
+}
+
 void AppendTainted(jinja::TaintedString& out, std::string_view text) {
   if (text.empty()) return;
   const size_t begin = out.bytes.size();
@@ -88,7 +145,34 @@ TemplateToolSupport DetectTemplateToolSupport(std::string_view source) {
                                    Has(source, "message[\"tools\"]") ||
                                    Has(source, "message.tools");
   support.tools_in_system_message = reads_message_tools && !NamesToolsVariable(source);
+  support.reads_object_arguments =
+      FiltersArguments(source, "items") || FiltersArguments(source, "tojson");
   return support;
+}
+
+Value WithObjectArguments(const Value& calls) {
+  if (!calls.is_list()) return calls;
+  jinja::List out;
+  for (const Value& call : calls.list()) {
+    const Value* function = call.is_dict() ? call.dict().Find("function") : nullptr;
+    const Value* arguments =
+        function != nullptr && function->is_dict() ? function->dict().Find("arguments") : nullptr;
+    if (arguments == nullptr || !arguments->is_string()) {
+      out.push_back(call);
+      continue;
+    }
+    Value parsed = ArgumentsValue(*arguments);
+    if (!parsed.is_dict()) {
+      out.push_back(call);
+      continue;
+    }
+    jinja::Dict new_function = function->dict();
+    new_function.Set(Value::String("arguments"), std::move(parsed));
+    jinja::Dict new_call = call.dict();
+    new_call.Set(Value::String("function"), Value::MakeDict(std::move(new_function)));
+    out.push_back(Value::MakeDict(std::move(new_call)));
+  }
+  return Value::MakeList(std::move(out));
 }
 
 absl::StatusOr<std::string> ToolsAsSystemText(const jinja::Value& tools) {
@@ -106,6 +190,15 @@ absl::StatusOr<jinja::TaintedString> ContentWithCalls(std::string_view content,
                                                       ToolCallFormat format) {
   if (!calls.is_list()) return absl::InvalidArgumentError("tool_calls must be a JSON array");
   const ToolCallMarkup markup = MarkupOf(format);
+  if (markup.xml_parameters) {
+    jinja::TaintedString out;
+    AppendTainted(out, content);
+    for (size_t i = 0; i < calls.list().size(); ++i) {
+      if (i > 0 || !content.empty()) AppendTrusted(out, "\n");
+      if (absl::Status s = AppendXmlCall(calls.list()[i], i, out); !s.ok()) return s;
+    }
+    return out;
+  }
   std::vector<std::string> texts;
   for (size_t i = 0; i < calls.list().size(); ++i) {
     absl::StatusOr<std::string> text = CallJson(calls.list()[i], markup, i);

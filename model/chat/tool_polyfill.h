@@ -19,6 +19,12 @@ struct TemplateToolSupport {
   bool reads_tool_calls = false;  // renders an assistant message's tool_calls
   // Shows tools only through a system message's `tools` field, never the `tools` variable.
   bool tools_in_system_message = false;
+  // Treats a call's arguments as a mapping (`arguments|items`: Qwen3.5, Qwen3-Coder, Nemotron 3
+  // Nano; `arguments|tojson`: Qwen 2.5, Llama 3.x, gpt-oss), so arguments sent as OpenAI's JSON
+  // string reach it as the object they hold, as the model was trained to see them (a string
+  // would be iterated as characters, or written quoted). Templates that join the arguments
+  // into text as they are get the string.
+  bool reads_object_arguments = false;
 };
 TemplateToolSupport DetectTemplateToolSupport(std::string_view source);
 
@@ -29,6 +35,10 @@ inline constexpr char kToolsSystemPrompt[] = "You are a helpful assistant with s
 // `tools` (OpenAI's list of {"type": "function", "function": {...}}) as the JSON text a system
 // message's `tools` field holds: the list of function objects, as json.dumps writes it.
 absl::StatusOr<std::string> ToolsAsSystemText(const jinja::Value& tools);
+
+// `calls` (OpenAI's shape) with each arguments JSON string that holds an object replaced by
+// that object.
+jinja::Value WithObjectArguments(const jinja::Value& calls);
 
 // An assistant message's content followed by its `tool_calls` (OpenAI's shape; arguments a
 // JSON string or an object) written as `format` writes calls. The format's tags are trusted (so

@@ -54,8 +54,9 @@ absl::StatusOr<CompiledConstraint> ConstraintCompiler::Compile(const ConstraintS
   }
   // Every field, each length-prefixed so no two specs share a key.
   const JsonFraming& f = spec.framing;
-  std::string key = absl::StrCat(static_cast<int>(spec.kind), ":", f.max_documents, ":",
-                                 f.max_leading_whitespace, ":", f.max_sections, ":");
+  std::string key =
+      absl::StrCat(static_cast<int>(spec.kind), ":", f.max_documents, ":", f.max_leading_whitespace,
+                   ":", f.max_sections, ":", f.xml_parameters ? 1 : 0, ":");
   for (const std::string* part :
        {&f.before, &f.after, &f.separator, &f.section_open, &f.section_close}) {
     absl::StrAppend(&key, part->size(), ":", *part);

@@ -51,8 +51,31 @@ struct JsonFraming {
   // is before, before_branch[i], then the branch (a call whose header names its tool outside
   // the JSON).
   std::vector<std::string> before_branch;
+  // Each branch of the root's anyOf is an object schema (a tool's parameters) written as
+  // qwen3-coder's XML parameters instead of a JSON object: one "<parameter=KEY>\nVALUE\n
+  // </parameter>\n" block per property in the schema's order (required ones always, others
+  // optionally), VALUE raw text when IsXmlTextParameter(property) and JSON otherwise.
+  bool xml_parameters = false;
   bool operator==(const JsonFraming&) const = default;
 };
+
+// Whether qwen3-coder's XML parameters write a value of this schema as raw text (the model's
+// template writes strings as they are): its own "type" is "string", or it has no type and its
+// enum (or const) holds strings only. One rule for the reply parser and the constraint; a
+// template, so that any nlohmann::basic_json serves.
+template <typename JsonT>
+bool IsXmlTextParameter(const JsonT& property_schema) {
+  if (!property_schema.is_object()) return false;
+  if (property_schema.contains("type")) return property_schema["type"] == "string";
+  if (property_schema.contains("const")) return property_schema["const"].is_string();
+  if (!property_schema.contains("enum")) return false;
+  const JsonT& values = property_schema["enum"];
+  if (!values.is_array() || values.empty()) return false;
+  for (const JsonT& v : values) {
+    if (!v.is_string()) return false;
+  }
+  return true;
+}
 
 absl::StatusOr<Grammar> CompileJsonSchema(std::string_view schema,
                                           const JsonSchemaLimits& limits = {},

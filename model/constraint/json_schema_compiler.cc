@@ -26,7 +26,9 @@ absl::StatusOr<int> SchemaCompiler::Body(const JsonFraming& framing) {
   }
   std::vector<Sequence> alternatives;
   for (size_t i = 0; i < framing.before_branch.size(); ++i) {
-    absl::StatusOr<int> branch = Schema((*branches)[i], absl::StrCat("/anyOf/", i), 1);
+    const std::string pointer = absl::StrCat("/anyOf/", i);
+    absl::StatusOr<int> branch = framing.xml_parameters ? XmlParameters((*branches)[i], pointer, 1)
+                                                        : Schema((*branches)[i], pointer, 1);
     if (!branch.ok()) return branch.status();
     Sequence alternative = Lit(framing.before_branch[i]);
     alternative.push_back(GrammarBuilder::Ref(*branch));
@@ -358,6 +360,23 @@ absl::StatusOr<int> SchemaCompiler::Ref(const Json& ref, const std::string& poin
   if (!body.ok()) return body.status();
   b_.AddAlternative(rule, {GrammarBuilder::Ref(*body)});
   return rule;
+}
+
+const Json* SchemaCompiler::Resolve(const Json& s) const {
+  const Json* at = &s;
+  for (int hops = 0; hops < 16; ++hops) {
+    if (!at->is_object() || !at->contains("$ref") || !(*at)["$ref"].is_string()) return at;
+    const std::string target = (*at)["$ref"].get<std::string>();
+    if (target.empty() || target[0] != '#') return nullptr;
+    try {
+      const Json::json_pointer pointer(target.substr(1));
+      if (!root_.contains(pointer)) return nullptr;
+      at = &root_.at(pointer);
+    } catch (const Json::exception&) {
+      return nullptr;
+    }
+  }
+  return nullptr;  // a cycle of references
 }
 
 std::string SchemaCompiler::Escape(const std::string& name) {

@@ -129,6 +129,17 @@ class SchemaCompiler {
   static bool OfType(const Json& v, const Json& type);
 
   absl::StatusOr<int> Ref(const Json& ref, const std::string& pointer, int depth);
+  // The schema a chain of $refs ends at (nullptr when one points at nothing).
+  const Json* Resolve(const Json& s) const;
+
+  // ---- qwen3-coder's XML parameters (json_schema_xml.cc) ----
+  // An object schema's properties as <parameter=KEY> blocks.
+  absl::StatusOr<int> XmlParameters(const Json& s, const std::string& pointer, int depth);
+  // A text parameter's value: its enum or const as written, text its pattern matches, between
+  // minLength and maxLength characters other than "<", or any text without the closing tag
+  // (format is not checked).
+  absl::StatusOr<int> XmlTextValue(const Json& s, const std::string& pointer);
+  int XmlAnyText();
 
   static std::string Escape(const std::string& name);
 
@@ -150,6 +161,7 @@ class SchemaCompiler {
   int any_number_ = -1;
   int any_integer_ = -1;
   int any_chars_ = -1;
+  int xml_any_text_ = -1;
   std::optional<Symbol> json_char_;
   std::map<std::string, int> refs_;
 };

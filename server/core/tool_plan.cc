@@ -158,6 +158,36 @@ Ordered CallSchema(const Tool& tool, int index, const model::ToolCallMarkup& mar
                  {"additionalProperties", false}};
 }
 
+// qwen3-coder's calls: "<function=NAME>\n" names the tool outside the arguments, which are
+// its parameters' XML blocks (model::JsonFraming::xml_parameters), then "</function>".
+model::ConstraintSpec XmlCallConstraint(const std::vector<Tool>& tools, int max_calls,
+                                        bool after_open_tag) {
+  Ordered defs = Ordered::object();
+  Ordered branches = Ordered::array();
+  model::JsonFraming framing;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    branches.push_back(Ordered{{"$ref", AddParameters(tools[i], static_cast<int>(i), defs)}});
+    framing.before_branch.push_back(
+        StrCat(std::string(model::XmlCallTags::kFunctionOpen), tools[i].name, ">\n"));
+  }
+  framing.xml_parameters = true;
+  framing.max_documents = max_calls;
+  framing.after = StrCat(std::string(model::XmlCallTags::kFunctionClose), "\n</tool_call>");
+  if (after_open_tag) {
+    // "<tool_call>" was written; later calls open their own.
+    framing.before = "\n";
+    framing.separator = "\n<tool_call>";
+  } else {
+    framing.before = "<tool_call>\n";
+    framing.separator = "\n";
+  }
+  model::ConstraintSpec spec;
+  spec.kind = model::ConstraintKind::kJsonSchema;
+  spec.text = Ordered{{"anyOf", std::move(branches)}, {"$defs", std::move(defs)}}.dump();
+  spec.framing = std::move(framing);
+  return spec;
+}
+
 // `after_open_tag`: the grammar of what follows the model's own "<tool_call>" (hermes, lazy).
 model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::ToolCallFormat format,
                                      int max_calls, bool after_open_tag = false) {
@@ -219,6 +249,7 @@ model::ConstraintSpec HarmonyCallConstraint(const std::vector<Tool>& tools) {
 std::string LazyTrigger(model::ToolCallFormat format) {
   switch (format) {
     case model::ToolCallFormat::kHermes:
+    case model::ToolCallFormat::kQwen3Coder:
       return "<tool_call>";
     case model::ToolCallFormat::kMistral:
     case model::ToolCallFormat::kPhi4Mini:
@@ -261,7 +292,19 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
   plan.offer_tools = true;
   plan.template_tools = std::move(template_tools);
   plan.reply.parse_tool_calls = true;
-  for (const Tool& tool : *tools) plan.reply.tool_names.push_back(tool.name);
+  const bool xml = model::MarkupOf(format.tool_calls).xml_parameters;
+  for (const Tool& tool : *tools) {
+    plan.reply.tool_names.push_back(tool.name);
+    if (!xml) continue;
+    // The parameters the XML format writes as raw text (the constraint uses the same rule).
+    std::set<std::string>& text = plan.reply.text_parameters[tool.name];
+    if (!tool.parameters.contains("properties") || !tool.parameters["properties"].is_object()) {
+      continue;
+    }
+    for (const auto& [key, schema] : tool.parameters["properties"].items()) {
+      if (model::IsXmlTextParameter(schema)) text.insert(key);
+    }
+  }
   const bool parallel = !request.has_parallel_tool_calls() || request.parallel_tool_calls();
   if (!forced) {
     // auto: free text until the model opens a call with its format's tag, then the call
@@ -270,8 +313,10 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
     const std::string trigger = LazyTrigger(format.tool_calls);
     if (!trigger.empty() && compiler != nullptr &&
         request.constraint().kind_case() == v1::OutputConstraint::KIND_NOT_SET) {
-      plan.constraint = CallConstraint(
-          *tools, format.tool_calls, parallel ? kMaxToolCallsPerReply : 1, /*after_open_tag=*/true);
+      const int max_calls = parallel ? kMaxToolCallsPerReply : 1;
+      plan.constraint = xml ? XmlCallConstraint(*tools, max_calls, /*after_open_tag=*/true)
+                            : CallConstraint(*tools, format.tool_calls, max_calls,
+                                             /*after_open_tag=*/true);
       plan.constraint_trigger = trigger;
     }
     return plan;
@@ -301,7 +346,9 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
   }
   const bool single = choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION || !parallel ||
                       format.tool_calls == model::ToolCallFormat::kLlama3Json;
-  plan.constraint = CallConstraint(callable, format.tool_calls, single ? 1 : kMaxToolCallsPerReply);
+  const int max_calls = single ? 1 : kMaxToolCallsPerReply;
+  plan.constraint = xml ? XmlCallConstraint(callable, max_calls, /*after_open_tag=*/false)
+                        : CallConstraint(callable, format.tool_calls, max_calls);
   return plan;
 }
 

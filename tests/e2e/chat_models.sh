@@ -1,12 +1,14 @@
 # Sourced by the e2e wrappers that need chat models: make_chat_model MAKE_GGUF LLAMACPP_DIR
 # FAMILY CONTEXT OUT [TEMPLATE] writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5,
-# qwen3, llama3.1, mistral-nemo, phi4-mini or gpt-oss) with its real vocabulary and chat template from
+# qwen3, qwen3.5, llama3.1, mistral-nemo, phi4-mini or gpt-oss) with its real vocabulary and chat template from
 # llama.cpp's source (TEMPLATE: a template file of the family's own from elsewhere).
 make_chat_model() {
   _models=$2/models
   case $3 in
     qwen2.5) _arch=qwen2 _vocab=ggml-vocab-qwen2.gguf _template=Qwen-Qwen2.5-7B-Instruct.jinja ;;
     qwen3) _arch=qwen3 _vocab=ggml-vocab-qwen2.gguf _template=Qwen-Qwen3-0.6B.jinja ;;
+    # A hybrid (Gated DeltaNet and gated attention) writing qwen3-coder's XML calls.
+    qwen3.5) _arch=qwen35 _vocab=ggml-vocab-qwen35.gguf _template=Qwen3.5-4B.jinja ;;
     llama3.1)
       _arch=llama _vocab=ggml-vocab-llama-bpe.gguf
       _template=meta-llama-Llama-3.1-8B-Instruct.jinja ;;

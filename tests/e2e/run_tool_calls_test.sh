@@ -1,5 +1,5 @@
 #!/bin/sh
-# Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3, Llama 3.1, Mistral-Nemo,
+# Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3, Qwen3.5, Llama 3.1, Mistral-Nemo,
 # Phi-4-mini and gpt-oss layouts (their real vocabularies and chat templates, from llama.cpp's
 # source; Mistral's, Phi-4-mini's and harmony's special tokens added to Llama 3's vocabulary;
 # Phi-4-mini's template from Hugging Face's @huggingface/ollama-utils npm package), the
@@ -17,11 +17,12 @@ node_packages "$work" openai@^6 ajv@^8 @huggingface/ollama-utils@0.0.18
 NODE_PATH="$work/node_modules" node "$here/phi4_mini_template.js" "$work/phi4-mini.jinja"
 make_chat_model "$make_gguf" "$llamacpp" qwen2.5 4096 "$work/qwen2.gguf"
 make_chat_model "$make_gguf" "$llamacpp" qwen3 4096 "$work/qwen3.gguf"
+make_chat_model "$make_gguf" "$llamacpp" qwen3.5 4096 "$work/qwen3.5.gguf"
 make_chat_model "$make_gguf" "$llamacpp" llama3.1 4096 "$work/llama.gguf"
 make_chat_model "$make_gguf" "$llamacpp" mistral-nemo 4096 "$work/mistral-nemo.gguf"
 make_chat_model "$make_gguf" "$llamacpp" phi4-mini 4096 "$work/phi4-mini.gguf" \
   "$work/phi4-mini.jinja"
 make_chat_model "$make_gguf" "$llamacpp" gpt-oss 4096 "$work/gpt-oss.gguf"
 NODE_PATH="$work/node_modules" exec node "$here/tool_calls_test.js" "$server" \
-  "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/llama.gguf" "$work/mistral-nemo.gguf" \
+  "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/qwen3.5.gguf" "$work/llama.gguf" "$work/mistral-nemo.gguf" \
   "$work/phi4-mini.gguf" "$work/gpt-oss.gguf"

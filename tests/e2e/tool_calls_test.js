@@ -1,5 +1,6 @@
 // Tool calls through the HTTP API with the official `openai` npm client, on random-weight
-// models in Qwen 2.5 (hermes), Qwen 3 (hermes, <think>), Llama 3.1 (llama3-json), Mistral-Nemo
+// models in Qwen 2.5 (hermes), Qwen 3 (hermes, <think>), Qwen3.5 (qwen3-coder's XML parameters,
+// a hybrid recurrent model, its prompt opening <think>), Llama 3.1 (llama3-json), Mistral-Nemo
 // (mistral, [TOOL_CALLS]), Phi-4-mini (phi4-mini, <|tool_call|>; its template shows tools
 // only in a system message and renders no calls) and gpt-oss (harmony: a call is a message to
 // the tool, after the model's analysis) layouts with their vocabularies and templates. For
@@ -23,7 +24,7 @@ const { startServer } = require('./start_server');
 const Ajv2020 = require('ajv/dist/2020');
 
 const SEEDS = Number(process.env.TOOL_SEEDS || 100);
-const MARKUP = new RegExp('<tool_call>|</tool_call>|\\[TOOL_CALLS\\]|<\\|python_tag\\|>|<think>|</think>|' +
+const MARKUP = new RegExp('<tool_call>|</tool_call>|<function=|</?parameter|\\[TOOL_CALLS\\]|<\\|python_tag\\|>|<think>|</think>|' +
   '<\\|/?tool_call\\|>|<\\|(start|channel|message|constrain|end)\\|>');
 
 const TOOLS = [
@@ -39,6 +40,11 @@ const TOOLS = [
     required: ['a', 'b'], additionalProperties: false } } },
 ];
 
+// Per model: Qwen3.5's prompt opens <think>, and a forced call waits for the model to close it,
+// which random weights never do; with thinking off the prompt closes it and the call is
+// constrained from the first token (the thinking path is ChatOutputParserTest's and
+// ToolPlanTest's).
+const EXTRA = { 'qwen3.5-random': { reasoning_effort: 'none' } };
 
 // Runs `count` requests made by `make(i)`, 8 at a time.
 async function batched(count, make) {
@@ -57,6 +63,7 @@ async function checkModel(serverBin, modelPath, validators) {
   const client = new OpenAI({ baseURL: `http://127.0.0.1:${httpPort}/v1`, apiKey: 'none',
     maxRetries: 0 });
   const counts = { calls: 0, length: 0, invalid: 0, leaks: 0, auto: 0 };
+  const extra = EXTRA[modelName] || {};
   const messages = [{ role: 'user', content: 'What is 2 + 3, and the weather in Oslo?' }];
   const check = (label, choice) => {
     if (choice.message.content && MARKUP.test(choice.message.content)) {
@@ -95,7 +102,7 @@ async function checkModel(serverBin, modelPath, validators) {
     for (const [label, tool_choice] of [
       ['named', { type: 'function', function: { name: 'add' } }], ['required', 'required']]) {
       await batched(SEEDS, (seed) => client.chat.completions.create({
-        model: modelName, seed, temperature: 1, max_tokens: 120, messages, tools: TOOLS,
+        model: modelName, ...extra, seed, temperature: 1, max_tokens: 120, messages, tools: TOOLS,
         tool_choice }).then((r) => {
         check(`${label} seed ${seed}`, r.choices[0]);
         if (label === 'named' && r.choices[0].finish_reason === 'tool_calls') {
@@ -106,7 +113,7 @@ async function checkModel(serverBin, modelPath, validators) {
     }
     // Auto: whatever the model writes, no markup reaches content.
     await batched(SEEDS, (seed) => client.chat.completions.create({
-      model: modelName, seed, max_tokens: 40, messages, tools: TOOLS }).then((r) => {
+      model: modelName, ...extra, seed, max_tokens: 40, messages, tools: TOOLS }).then((r) => {
       ++counts.auto;
       const content = r.choices[0].message.content || '';
       if (MARKUP.test(content)) {
@@ -116,7 +123,7 @@ async function checkModel(serverBin, modelPath, validators) {
     }));
     // Streamed calls equal the non-streamed ones for the same seed.
     for (let seed = 1; seed <= 5; ++seed) {
-      const params = { model: modelName, seed, temperature: 1, max_tokens: 120, messages,
+      const params = { model: modelName, ...extra, seed, temperature: 1, max_tokens: 120, messages,
         tools: TOOLS, tool_choice: 'required' };
       const whole = (await client.chat.completions.create(params)).choices[0];
       const stream = await client.chat.completions.create({ ...params, stream: true });
@@ -155,7 +162,7 @@ async function checkModel(serverBin, modelPath, validators) {
     let cut = 0;
     for (let seed = 1; seed <= 30 && used.size < 2; ++seed) {
       const runner = client.chat.completions.runTools({
-        model: modelName, seed, temperature: 1, max_tokens: 400, messages,
+        model: modelName, ...extra, seed, temperature: 1, max_tokens: 400, messages,
         tool_choice: 'required', parallel_tool_calls: false, session_id: `tools-${seed}`,
         tools: TOOLS.map((t) => ({ type: 'function', function: { name: t.function.name,
           description: t.function.description, parameters: t.function.parameters,
@@ -182,22 +189,22 @@ async function checkModel(serverBin, modelPath, validators) {
     // The template shows the model its tools (Phi-4-mini's only through a system message):
     // offering them makes the prompt longer than tool_choice none, which withholds them.
     const promptTokens = async (extra) => (await client.chat.completions.create({
-      model: modelName, messages, tools: TOOLS, max_tokens: 1, ...extra })).usage.prompt_tokens;
+      model: modelName, ...extra, messages, tools: TOOLS, max_tokens: 1, ...extra })).usage.prompt_tokens;
     const offered = await promptTokens({});
     const withheld = await promptTokens({ tool_choice: 'none' });
     assert.ok(offered > withheld + 40, `tools offered: ${offered} prompt tokens, none: ${withheld}`);
     // Bad requests name the parameter.
-    await assert.rejects(client.chat.completions.create({ model: modelName, messages,
+    await assert.rejects(client.chat.completions.create({ model: modelName, ...extra, messages,
       tools: TOOLS, tool_choice: { type: 'function', function: { name: 'mul' } } }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice.function.name');
-    await assert.rejects(client.chat.completions.create({ model: modelName, messages,
+    await assert.rejects(client.chat.completions.create({ model: modelName, ...extra, messages,
       tool_choice: 'required' }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice');
-    await assert.rejects(client.chat.completions.create({ model: modelName, tools: TOOLS,
+    await assert.rejects(client.chat.completions.create({ model: modelName, ...extra, tools: TOOLS,
       messages: [...messages, { role: 'tool', tool_call_id: 'nope', content: '5' }] }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages' &&
       /tool_call_id/.test(e.message));
-    await assert.rejects(client.chat.completions.create({ model: modelName, messages,
+    await assert.rejects(client.chat.completions.create({ model: modelName, ...extra, messages,
       tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object',
         properties: { x: { not: {} } } } } }] }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools' &&

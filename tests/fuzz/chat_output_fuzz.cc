@@ -60,13 +60,15 @@ Result Parse(const ChatOutputOptions& options, std::string_view text, size_t ste
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  constexpr ToolCallFormat kFormats[] = {ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json,
-                                         ToolCallFormat::kMistral,     ToolCallFormat::kPhi4Mini,
-                                         ToolCallFormat::kGenericJson, ToolCallFormat::kHarmony};
+  constexpr ToolCallFormat kFormats[] = {
+      ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
+      ToolCallFormat::kPhi4Mini,    ToolCallFormat::kGenericJson, ToolCallFormat::kHarmony,
+      ToolCallFormat::kQwen3Coder};
   ChatOutputOptions options;
   options.format = kFormats[(data[0] & 0x07) % std::size(kFormats)];
   options.parse_tool_calls = (data[0] & 0x08) == 0;
   if (options.parse_tool_calls) options.tool_names = {"get_weather", "add", "a"};
+  options.text_parameters = {{"get_weather", {"city"}}, {"a", {"a", "b"}}};
   if (data[0] & 0x10) options.reasoning = textgen::model::ReasoningTags{"<think>", "</think>"};
   options.starts_in_reasoning = (data[0] & 0x20) != 0;
   options.id_seed = data[0];
@@ -91,6 +93,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(whole.parser.tool_calls()[i].name == pieces.parser.tool_calls()[i].name);
     Check(whole.parser.tool_calls()[i].arguments == pieces.parser.tool_calls()[i].arguments);
     Check(whole.parser.tool_calls()[i].id == pieces.parser.tool_calls()[i].id);
+  }
+  // What streamed is what the calls hold.
+  for (const Result* r : {&whole, &pieces}) {
+    Check(r->streamed_names.size() == r->parser.tool_calls().size());
+    for (size_t i = 0; i < r->streamed_names.size() && i < r->parser.tool_calls().size(); ++i) {
+      Check(r->streamed_names[i] == r->parser.tool_calls()[i].name);
+      Check(r->streamed_arguments[i] == r->parser.tool_calls()[i].arguments);
+    }
   }
   return 0;
 }

@@ -109,6 +109,8 @@ seed_reply() {
   printf '\x30\x01still thinking</think> done' > "$corpus/in_reasoning"
   printf '\x05\x03<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"a": 1}' \
     > "$corpus/harmony"
+  printf '\x16\x03<think>\nhm\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo <b>\n</parameter>\n<parameter=days>\n[1, 2]\n</parameter>\n</function>\n</tool_call>' \
+    > "$corpus/qwen3_coder"
 }
 
 seed_kvblock() {

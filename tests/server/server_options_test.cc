@@ -45,8 +45,8 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
   o = {};
   o.tool_call_format = "xml";
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
-              HasSubstr("--tool-call-format must be hermes, llama3-json, mistral, phi4-mini or "
-                        "generic-json, got \"xml\""));
+              HasSubstr("--tool-call-format must be one of hermes, llama3-json, mistral, "
+                        "phi4-mini, harmony, qwen3-coder, generic-json; got \"xml\""));
   o.tool_call_format = "mistral";
   EXPECT_TRUE(ValidateServerOptions(o).ok());
   o = {};

@@ -320,8 +320,118 @@ TEST(ChatOutputParserTest, HarmonyChannelsAndCalls) {
   EXPECT_EQ(moved.tool_calls()[0].id, same.final_calls.at(0).id);
 }
 
+ChatOutputOptions XmlOptions() {
+  ChatOutputOptions o = Options(ToolCallFormat::kQwen3Coder, {"get_weather", "write_file"});
+  o.text_parameters = {{"get_weather", {"city"}}, {"write_file", {"path", "text"}}};
+  return o;
+}
+
+TEST(ChatOutputParserTest, Qwen3CoderCallsWithTextAndJsonValues) {
+  // Text values are taken as written ('<', quotes, "</param" and newlines inside included);
+  // other values are JSON when they parse, else strings.
+  const Parsed p = RunEverySplit(
+      XmlOptions(),
+      "I'll look.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSaint-\"Ma\"lo "
+      "<b>\n</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=hours>\n[1, 2]\n"
+      "</parameter>\n<parameter=note>\nnot json\n</parameter>\n</function>\n</tool_call>\n"
+      "<tool_call>\n<function=write_file>\n<parameter=path>\n/tmp/a.c\n</parameter>\n"
+      "<parameter=text>\n#include <stdio.h>\n</param x\n\n</parameter>\n</function>\n"
+      "</tool_call>");
+  EXPECT_EQ(p.content, "I'll look.\n\n");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(p.calls[0].arguments),
+            Json::parse(R"({"city": "Saint-\"Ma\"lo <b>", "days": 3, "hours": [1, 2],
+                            "note": "not json"})"));
+  EXPECT_EQ(p.calls[1].name, "write_file");
+  EXPECT_EQ(Json::parse(p.calls[1].arguments),
+            Json::parse(R"({"path": "/tmp/a.c", "text": "#include <stdio.h>\n</param x\n"})"));
+  EXPECT_EQ(p.malformed, 0);
+  // A text parameter holding digits stays text; an undeclared one is JSON when it parses.
+  const Parsed typed = RunEverySplit(XmlOptions(),
+                                     "<tool_call>\n<function=get_weather>\n<parameter=city>\n"
+                                     "1984\n</parameter>\n<parameter=x>\ntrue\n</parameter>\n"
+                                     "</function>\n</tool_call>");
+  ASSERT_EQ(typed.calls.size(), 1u);
+  EXPECT_EQ(Json::parse(typed.calls[0].arguments), Json::parse(R"({"city": "1984", "x": true})"));
+  // No parameters: {}.
+  const Parsed none =
+      RunEverySplit(XmlOptions(), "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>");
+  ASSERT_EQ(none.calls.size(), 1u);
+  EXPECT_EQ(none.calls[0].arguments, "{}");
+}
+
+TEST(ChatOutputParserTest, Qwen3CoderTextValuesStreamAsTheyArrive) {
+  ChatOutputParser parser(XmlOptions());
+  EXPECT_TRUE(parser.Feed("<tool_call>\n<function=write_fi").empty());
+  ChatOutputDelta d = parser.Feed("le>\n<parameter=text>\nline one\nline");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].name, "write_file");
+  EXPECT_EQ(d.tool_calls[0].arguments, "{\"text\": \"line one\\nline");
+  // What may still be the closing tag (or the newline before it) is held back.
+  d = parser.Feed(" two\n</param");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].arguments, " two");
+  d = parser.Feed("eter>\n</function>\n</tool_call>");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].arguments, "\"}");
+  EXPECT_TRUE(parser.Finish().empty());
+  ASSERT_EQ(parser.tool_calls().size(), 1u);
+  EXPECT_EQ(Json::parse(parser.tool_calls()[0].arguments)["text"], "line one\nline two");
+}
+
+TEST(ChatOutputParserTest, Qwen3CoderReasoningEndsAtItsCloseTagOrACall) {
+  ChatOutputOptions o = XmlOptions();
+  o.reasoning = ReasoningTags{"<think>", "</think>"};
+  o.starts_in_reasoning = true;  // Qwen3.5's prompt ends with "<think>\n"
+  const std::string call =
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n"
+      "</function>\n</tool_call>";
+  Parsed p = RunEverySplit(o, "\nWeather: call it.\n</think>\n\n" + call);
+  EXPECT_EQ(p.reasoning, "\nWeather: call it.\n");
+  EXPECT_EQ(p.content, "");
+  ASSERT_EQ(p.calls.size(), 1u);
+  // A call written before the reasoning closed ends it (as llama.cpp reads Qwen3.5).
+  p = RunEverySplit(o, "\nWeather: call it.\n" + call);
+  EXPECT_EQ(p.reasoning, "\nWeather: call it.\n");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"city": "Oslo"})"));
+  // Without tools offered, a call tag in the reasoning is reasoning.
+  o.parse_tool_calls = false;
+  p = RunEverySplit(o, "\nHmm " + call + "</think>Done.");
+  EXPECT_EQ(p.reasoning, "\nHmm " + call);
+  EXPECT_EQ(p.content, "Done.");
+}
+
+TEST(ChatOutputParserTest, Qwen3CoderMalformedCalls) {
+  // An undeclared function: dropped to its closing tag, counted.
+  Parsed p = RunEverySplit(XmlOptions(),
+                           "A<tool_call>\n<function=rm>\n<parameter=path>\n/\n</parameter>\n"
+                           "</function>\n</tool_call>B");
+  EXPECT_EQ(p.content, "AB");
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.malformed, 1);
+  // JSON inside the tags (the hermes way) is not this format: dropped, counted.
+  p = RunEverySplit(XmlOptions(), "<tool_call>\n{\"name\": \"get_weather\"}\n</tool_call>\nok");
+  EXPECT_EQ(p.content, "ok");
+  EXPECT_EQ(p.malformed, 1);
+  // Cut off inside a value: the call went out, so it stays, counted as malformed.
+  p = RunEverySplit(XmlOptions(), "<tool_call>\n<function=get_weather>\n<parameter=city>\nPar");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{\"city\": \"Par");
+  EXPECT_EQ(p.malformed, 1);
+  // A stray tag between parameters breaks the call; the rest to </tool_call> is dropped.
+  p = RunEverySplit(XmlOptions(),
+                    "<tool_call>\n<function=get_weather>\n<oops>\n</function>\n</tool_call>X");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.content, "X");
+  EXPECT_EQ(p.malformed, 1);
+}
+
 TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
   EXPECT_EQ(DetectToolCallFormat("... <tool_call>\\n ..."), ToolCallFormat::kHermes);
+  EXPECT_EQ(DetectToolCallFormat("<tool_call>\\n<function=' + name + '>\\n<parameter="),
+            ToolCallFormat::kQwen3Coder);
   EXPECT_EQ(DetectToolCallFormat("{{ '[TOOL_CALLS][' }}"), ToolCallFormat::kMistral);
   EXPECT_EQ(DetectToolCallFormat("<|tool_call|>"), ToolCallFormat::kPhi4Mini);
   EXPECT_EQ(DetectToolCallFormat("<|start_header_id|> ... \"parameters\": "),
@@ -331,7 +441,8 @@ TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
             ToolCallFormat::kHarmony);
   for (ToolCallFormat f :
        {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
-        ToolCallFormat::kPhi4Mini, ToolCallFormat::kHarmony, ToolCallFormat::kGenericJson}) {
+        ToolCallFormat::kPhi4Mini, ToolCallFormat::kHarmony, ToolCallFormat::kQwen3Coder,
+        ToolCallFormat::kGenericJson}) {
     EXPECT_EQ(ToolCallFormatFromName(ToolCallFormatName(f)), f);
   }
   EXPECT_FALSE(ToolCallFormatFromName("xml").has_value());
@@ -356,6 +467,9 @@ struct TemplateCase {
   ToolCallFormat format;
   std::string eos;                       // the template's eos_token
   std::vector<std::string> end_markers;  // control tokens ending the turn: no text in a reply
+  // Extra variables: Nemotron 3 Nano renders a past turn's thinking as "<think></think>", which
+  // its prompt only opens that way with thinking off.
+  std::string variables_json = "";
 };
 
 class TemplateRoundTripTest : public ::testing::TestWithParam<TemplateCase> {};
@@ -370,71 +484,93 @@ TEST_P(TemplateRoundTripTest, RenderedCallsParseBack) {
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   const std::string tools =
       R"([{"type":"function","function":{"name":"get_weather","description":"Weather",)"
-      R"("parameters":{"type":"object","properties":{"city":{"type":"string"}},)"
-      R"("required":["city"]}}}])";
-  const std::string calls =
-      R"([{"id":"abcDEF123","type":"function","function":{"name":"get_weather",)"
-      R"("arguments":{"city":"Paris, \"FR\""}}}])";
-  ChatInput prompt_only;
-  prompt_only.messages = {{"user", "Weather in Paris?", "", "", "", ""}};
-  prompt_only.tools = *ParseJsonValue(tools, /*tainted=*/true, "tools");
-  ChatInput with_reply = prompt_only;
-  with_reply.add_generation_prompt = false;
-  with_reply.messages.push_back({"assistant", "", "", "", "", calls});
-  absl::StatusOr<ChatPrompt> prefix = tmpl->Render(prompt_only);
-  ASSERT_TRUE(prefix.ok()) << prefix.status();
-  absl::StatusOr<ChatPrompt> full = tmpl->Render(with_reply);
-  ASSERT_TRUE(full.ok()) << full.status();
-  ASSERT_TRUE(full->text.starts_with(prefix->text)) << c.file << "\n" << full->text;
-  std::string reply = full->text.substr(prefix->text.size());
-  const auto trim = [&] {
-    while (!reply.empty() && (reply.back() == '\n' || reply.back() == ' ')) reply.pop_back();
-  };
-  trim();
-  for (const std::string& marker : c.end_markers) {
-    if (reply.ends_with(marker)) reply.resize(reply.size() - marker.size());
+      R"("parameters":{"type":"object","properties":{"city":{"type":"string"},)"
+      R"("days":{"type":"integer"}},"required":["city"]}}}])";
+  // Arguments as an object, and as OpenAI sends them back: a JSON string (templates that
+  // iterate them as a mapping get the object).
+  for (const std::string& calls :
+       {std::string(R"([{"id":"abcDEF123","type":"function","function":{"name":"get_weather",)"
+                    R"("arguments":{"city":"Paris, \"FR\"","days":3}}}])"),
+        std::string(R"([{"id":"abcDEF123","type":"function","function":{"name":"get_weather",)"
+                    R"("arguments":"{\"city\":\"Paris, \\\"FR\\\"\",\"days\":3}"}}])")}) {
+    ChatInput prompt_only;
+    prompt_only.messages = {{"user", "Weather in Paris?", "", "", "", ""}};
+    prompt_only.tools = *ParseJsonValue(tools, /*tainted=*/true, "tools");
+    prompt_only.variables_json = c.variables_json;
+    ChatInput with_reply = prompt_only;
+    with_reply.add_generation_prompt = false;
+    with_reply.messages.push_back({"assistant", "", "", "", "", calls});
+    absl::StatusOr<ChatPrompt> prefix = tmpl->Render(prompt_only);
+    ASSERT_TRUE(prefix.ok()) << prefix.status();
+    absl::StatusOr<ChatPrompt> full = tmpl->Render(with_reply);
+    ASSERT_TRUE(full.ok()) << full.status();
+    ASSERT_TRUE(full->text.starts_with(prefix->text)) << c.file << "\n" << full->text;
+    std::string reply = full->text.substr(prefix->text.size());
+    const auto trim = [&] {
+      while (!reply.empty() && (reply.back() == '\n' || reply.back() == ' ')) reply.pop_back();
+    };
+    trim();
+    for (const std::string& marker : c.end_markers) {
+      if (reply.ends_with(marker)) reply.resize(reply.size() - marker.size());
+    }
+    trim();
+    SCOPED_TRACE(c.file + " reply: " + reply);
+    ChatOutputOptions options = Options(c.format, {"get_weather"});
+    options.reasoning = DetectReasoningTags(source);
+    options.text_parameters = {{"get_weather", {"city"}}};
+    // The prompt may open the reasoning itself (Qwen3.5's "<think>\n").
+    std::string_view prompt_text = prefix->text;
+    while (!prompt_text.empty() && (prompt_text.back() == '\n' || prompt_text.back() == ' ')) {
+      prompt_text.remove_suffix(1);
+    }
+    options.starts_in_reasoning =
+        options.reasoning && prompt_text.ends_with(options.reasoning->open);
+    const Parsed p = RunEverySplit(options, reply);
+    EXPECT_EQ(p.content, "");
+    ASSERT_EQ(p.calls.size(), 1u);
+    EXPECT_EQ(p.calls[0].name, "get_weather");
+    EXPECT_EQ(Json::parse(p.calls[0].arguments),
+              Json::parse(R"({"city": "Paris, \"FR\"", "days": 3})"));
   }
-  trim();
-  SCOPED_TRACE(c.file + " reply: " + reply);
-  ChatOutputOptions options = Options(c.format, {"get_weather"});
-  options.reasoning = DetectReasoningTags(source);
-  const Parsed p = RunEverySplit(options, reply);
-  EXPECT_EQ(p.content, "");
-  ASSERT_EQ(p.calls.size(), 1u);
-  EXPECT_EQ(p.calls[0].name, "get_weather");
-  EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"city": "Paris, \"FR\""})"));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Templates, TemplateRoundTripTest,
-    ::testing::Values(TemplateCase{"Qwen-Qwen2.5-7B-Instruct.jinja",
-                                   ToolCallFormat::kHermes,
-                                   "<|im_end|>",
-                                   {"<|im_end|>"}},
-                      TemplateCase{"Qwen-Qwen3-0.6B.jinja",
-                                   ToolCallFormat::kHermes,
-                                   "<|im_end|>",
-                                   {"<|im_end|>"}},
-                      TemplateCase{"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
-                                   ToolCallFormat::kHermes,
-                                   "<|im_end|>",
-                                   {"<|im_end|>"}},
-                      TemplateCase{"meta-llama-Llama-3.1-8B-Instruct.jinja",
-                                   ToolCallFormat::kLlama3Json,
-                                   "<|eot_id|>",
-                                   {"<|eot_id|>", "<|eom_id|>"}},
-                      TemplateCase{"meta-llama-Llama-3.3-70B-Instruct.jinja",
-                                   ToolCallFormat::kLlama3Json,
-                                   "<|eot_id|>",
-                                   {"<|eot_id|>", "<|eom_id|>"}},
-                      TemplateCase{"mistralai-Mistral-Nemo-Instruct-2407.jinja",
-                                   ToolCallFormat::kMistral,
-                                   "</s>",
-                                   {"</s>"}},
-                      TemplateCase{"openai-gpt-oss-120b.jinja",
-                                   ToolCallFormat::kHarmony,
-                                   "<|return|>",
-                                   {"<|call|>", "<|return|>"}}),
+    ::testing::Values(
+        TemplateCase{"Qwen-Qwen2.5-7B-Instruct.jinja",
+                     ToolCallFormat::kHermes,
+                     "<|im_end|>",
+                     {"<|im_end|>"}},
+        TemplateCase{
+            "Qwen-Qwen3-0.6B.jinja", ToolCallFormat::kHermes, "<|im_end|>", {"<|im_end|>"}},
+        TemplateCase{"NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
+                     ToolCallFormat::kHermes,
+                     "<|im_end|>",
+                     {"<|im_end|>"}},
+        TemplateCase{"meta-llama-Llama-3.1-8B-Instruct.jinja",
+                     ToolCallFormat::kLlama3Json,
+                     "<|eot_id|>",
+                     {"<|eot_id|>", "<|eom_id|>"}},
+        TemplateCase{"meta-llama-Llama-3.3-70B-Instruct.jinja",
+                     ToolCallFormat::kLlama3Json,
+                     "<|eot_id|>",
+                     {"<|eot_id|>", "<|eom_id|>"}},
+        TemplateCase{"mistralai-Mistral-Nemo-Instruct-2407.jinja",
+                     ToolCallFormat::kMistral,
+                     "</s>",
+                     {"</s>"}},
+        TemplateCase{"Qwen3.5-4B.jinja", ToolCallFormat::kQwen3Coder, "<|im_end|>", {"<|im_end|>"}},
+        TemplateCase{
+            "Qwen3-Coder.jinja", ToolCallFormat::kQwen3Coder, "<|im_end|>", {"<|im_end|>"}},
+        TemplateCase{"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
+                     ToolCallFormat::kQwen3Coder,
+                     "<|im_end|>",
+                     {"<|im_end|>"},
+                     R"({"enable_thinking": false})"},
+        TemplateCase{"openai-gpt-oss-120b.jinja",
+                     ToolCallFormat::kHarmony,
+                     "<|return|>",
+                     {"<|call|>", "<|return|>"}}),
     [](const ::testing::TestParamInfo<TemplateCase>& param) {
       std::string name = param.param.file.substr(0, param.param.file.find(".jinja"));
       for (char& ch : name) {

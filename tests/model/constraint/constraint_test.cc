@@ -117,6 +117,45 @@ TEST(RegexTest, RefusesWhatItCannotMatchWithTheOffset) {
             "regex: repetition bound over the limit of 1000 at offset 7");
 }
 
+// qwen3-coder's XML parameters: a tool's arguments as <parameter=KEY> blocks (the whole framed
+// call is ToolPlanTest's).
+TEST(JsonSchemaTest, XmlParametersWriteTextRawAndOtherValuesAsJson) {
+  JsonFraming framing;
+  framing.before_branch = {"<function=f>\n"};
+  framing.xml_parameters = true;
+  const auto g = Shared(CompileJsonSchema(
+      R"({"anyOf": [{"type": "object", "properties": {
+           "code": {"type": "string", "minLength": 2, "maxLength": 4},
+           "id": {"type": "string", "pattern": "^[a-z]+[0-9]$"},
+           "any": {"type": "string"},
+           "n": {"type": "integer"}},
+         "required": ["code", "n"]}]})",
+      {}, framing));
+  const auto call = [](const std::string& blocks) { return "<function=f>\n" + blocks; };
+  const auto block = [](const std::string& key, const std::string& value) {
+    return "<parameter=" + key + ">\n" + value + "\n</parameter>\n";
+  };
+  EXPECT_TRUE(Matches(g, call(block("code", "ab") + block("n", "7"))));
+  EXPECT_TRUE(Matches(g, call(block("code", "λμé") + block("id", "ab3") +
+                              block("any", "x </param <p>\n\"y\"") + block("n", "-1"))));
+  // Length bounds count characters (none of them "<"); the pattern is anchored as written.
+  EXPECT_FALSE(Matches(g, call(block("code", "a") + block("n", "7"))));
+  EXPECT_FALSE(Matches(g, call(block("code", "abcde") + block("n", "7"))));
+  EXPECT_FALSE(Matches(g, call(block("code", "a<") + block("n", "7"))));
+  EXPECT_FALSE(Matches(g, call(block("code", "ab") + block("id", "3ab") + block("n", "7"))));
+  // Raw text never holds its closing tag; JSON values follow their schema; order as declared.
+  EXPECT_FALSE(
+      Matches(g, call(block("code", "ab") + block("any", "</parameter>") + block("n", "7"))));
+  EXPECT_FALSE(Matches(g, call(block("code", "ab") + block("n", "\"7\""))));
+  EXPECT_FALSE(Matches(g, call(block("n", "7") + block("code", "ab"))));
+  // A required property that is not declared cannot be written.
+  const absl::Status undeclared =
+      CompileJsonSchema(R"({"anyOf": [{"type": "object", "required": ["x"]}]})", {}, framing)
+          .status();
+  EXPECT_TRUE(absl::StrContains(undeclared.message(), "\"x\" is required but not declared"))
+      << undeclared;
+}
+
 TEST(JsonSchemaTest, ObjectsFollowTheSchema) {
   auto g = Schema(R"({"type":"object","properties":{
       "name":{"type":"string","maxLength":5},

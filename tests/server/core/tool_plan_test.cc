@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -173,6 +174,72 @@ TEST(ToolPlanTest, RequiredCallsAreConstrainedInEachFormat) {
                       R"([{"name": "get_weather", "arguments": {"city": "Rome", "unit": "c"}},)"
                       R"( {"name": "add", "arguments": {"a": 0, "b": 0}}])"));
   EXPECT_FALSE(Accepts(compiler, *mistral, "[]"));
+}
+
+TEST(ToolPlanTest, Qwen3CoderCallsAreConstrainedAsXmlParameters) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<ToolPlan> plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED),
+                                            Format(model::ToolCallFormat::kQwen3Coder), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // The reply parser learns which parameters are text: "city" (a string) and "unit" (an enum
+  // of strings); add's integers are JSON.
+  EXPECT_EQ(plan->reply.text_parameters.at("get_weather"), (std::set<std::string>{"city", "unit"}));
+  EXPECT_TRUE(plan->reply.text_parameters.at("add").empty());
+  const std::string weather =
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\nSão Paulo <\"x\">\n"
+      "</param\n</parameter>\n<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>";
+  const std::string add =
+      "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n-2\n"
+      "</parameter>\n</function>\n</tool_call>";
+  EXPECT_TRUE(Accepts(compiler, *plan, weather));
+  EXPECT_TRUE(Accepts(compiler, *plan, weather + "\n" + add));
+  // Optional parameters may be left out; required ones may not; values follow the schemas.
+  EXPECT_TRUE(Accepts(compiler, *plan,
+                      "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n"
+                      "</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(Accepts(compiler, *plan,
+                       "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n"
+                       "</function>\n</tool_call>"));
+  EXPECT_FALSE(Accepts(compiler, *plan,
+                       "<tool_call>\n<function=add>\n<parameter=a>\n1.5\n</parameter>\n"
+                       "<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(Accepts(compiler, *plan,
+                       "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n"
+                       "</parameter>\n<parameter=unit>\nk\n</parameter>\n</function>\n"
+                       "</tool_call>"));
+  // A text value cannot hold its closing tag; an undeclared tool or parameter is refused.
+  EXPECT_FALSE(Accepts(compiler, *plan,
+                       "<tool_call>\n<function=get_weather>\n<parameter=city>\na</parameter>b"
+                       "\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(Accepts(compiler, *plan, "<tool_call>\n<function=rm>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(Accepts(compiler, *plan,
+                       "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n"
+                       "</parameter>\n<parameter=x>\n1\n</parameter>\n</function>\n"
+                       "</tool_call>"));
+  // The grammar's calls read back as the same calls.
+  model::ChatOutputParser parser(plan->reply);
+  parser.Feed(weather + "\n" + add);
+  parser.Finish();
+  ASSERT_EQ(parser.tool_calls().size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(parser.tool_calls()[0].arguments),
+            nlohmann::json::parse(R"({"city": "São Paulo <\"x\">\n</param", "unit": "c"})"));
+  EXPECT_EQ(nlohmann::json::parse(parser.tool_calls()[1].arguments),
+            nlohmann::json::parse(R"({"a": 1, "b": -2})"));
+  // auto: the same calls once the model writes "<tool_call>".
+  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO),
+                   Format(model::ToolCallFormat::kQwen3Coder), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->constraint_trigger, "<tool_call>");
+  const std::string after_tag = add.substr(std::string("<tool_call>").size());
+  EXPECT_TRUE(Accepts(compiler, *plan, after_tag));
+  EXPECT_TRUE(Accepts(compiler, *plan, after_tag + "\n" + add));
+  // A named function: that one call only.
+  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_FUNCTION, "add"),
+                   Format(model::ToolCallFormat::kQwen3Coder), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(Accepts(compiler, *plan, add));
+  EXPECT_FALSE(Accepts(compiler, *plan, weather));
+  EXPECT_FALSE(Accepts(compiler, *plan, add + "\n" + add));
 }
 
 TEST(ToolPlanTest, NamedFunctionAndSingleCalls) {
