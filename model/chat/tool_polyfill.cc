@@ -57,9 +57,9 @@ Value ArgumentsValue(const Value& arguments) {
   return parsed.ok() ? *std::move(parsed) : arguments;
 }
 
-// One call in the format's own key order: {"name": ..., "arguments": ...[, "id": ...]}.
-absl::StatusOr<std::string> CallJson(const Value& call, const ToolCallMarkup& markup,
-                                     size_t index) {
+// The object of a call that names its function (OpenAI's {"function": {...}}, or the call
+// itself).
+absl::StatusOr<const Value*> CallBody(const Value& call, size_t index) {
   const std::string where = absl::StrCat("tool_calls[", index, "]");
   if (!call.is_dict()) return absl::InvalidArgumentError(where + " must be an object");
   const Value* function = call.dict().Find("function");
@@ -68,6 +68,16 @@ absl::StatusOr<std::string> CallJson(const Value& call, const ToolCallMarkup& ma
   if (name == nullptr || !name->is_string()) {
     return absl::InvalidArgumentError(where + " has no function name");
   }
+  return &body;
+}
+
+// One call in the format's own key order: {"name": ..., "arguments": ...[, "id": ...]}.
+absl::StatusOr<std::string> CallJson(const Value& call, const ToolCallMarkup& markup,
+                                     size_t index) {
+  absl::StatusOr<const Value*> found = CallBody(call, index);
+  if (!found.ok()) return found.status();
+  const Value& body = **found;
+  const Value* name = body.dict().Find("name");
   jinja::Dict out;
   out.Set(Value::String("name"), *name);
   const Value* arguments = body.dict().Find("arguments");
@@ -88,14 +98,10 @@ void AppendTainted(jinja::TaintedString& out, std::string_view text);
 // One call in qwen3-coder's XML: <tool_call>\n<function=NAME>\n, a <parameter=KEY> block per
 // argument (text as it is, other values as JSON), </function>\n</tool_call>.
 absl::Status AppendXmlCall(const Value& call, size_t index, jinja::TaintedString& out) {
-  const std::string where = absl::StrCat("tool_calls[", index, "]");
-  if (!call.is_dict()) return absl::InvalidArgumentError(where + " must be an object");
-  const Value* function = call.dict().Find("function");
-  const Value& body = function != nullptr && function->is_dict() ? *function : call;
+  absl::StatusOr<const Value*> found = CallBody(call, index);
+  if (!found.ok()) return found.status();
+  const Value& body = **found;
   const Value* name = body.dict().Find("name");
-  if (name == nullptr || !name->is_string()) {
-    return absl::InvalidArgumentError(where + " has no function name");
-  }
   AppendTrusted(out, "<tool_call>\n");
   AppendTrusted(out, XmlCallTags::kFunctionOpen);
   AppendTainted(out, name->str());

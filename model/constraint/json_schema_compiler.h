@@ -99,6 +99,10 @@ class SchemaCompiler {
   absl::StatusOr<int> LengthBound(const Json& s, const char* key, const std::string& pointer,
                                   int fallback, std::set<std::string>& used);
 
+  // minLength and maxLength (-1: none), checked against each other.
+  absl::StatusOr<std::pair<int, int>> LengthBounds(const Json& s, const std::string& pointer,
+                                                   std::set<std::string>& used);
+
   absl::StatusOr<int> StringRule(const Json& s, const std::string& pointer,
                                  std::set<std::string>& used);
 

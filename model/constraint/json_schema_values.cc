@@ -79,8 +79,9 @@ absl::StatusOr<int> SchemaCompiler::LengthBound(const Json& s, const char* key,
   return static_cast<int>(v.get<int64_t>());
 }
 
-absl::StatusOr<int> SchemaCompiler::StringRule(const Json& s, const std::string& pointer,
-                                               std::set<std::string>& used) {
+absl::StatusOr<std::pair<int, int>> SchemaCompiler::LengthBounds(const Json& s,
+                                                                 const std::string& pointer,
+                                                                 std::set<std::string>& used) {
   absl::StatusOr<int> min = LengthBound(s, "minLength", pointer, 0, used);
   if (!min.ok()) return min.status();
   absl::StatusOr<int> max = LengthBound(s, "maxLength", pointer, -1, used);
@@ -88,10 +89,18 @@ absl::StatusOr<int> SchemaCompiler::StringRule(const Json& s, const std::string&
   if (*max >= 0 && *max < *min) {
     return Refuse(pointer + "/maxLength", "is smaller than minLength: no string matches");
   }
+  return std::pair{*min, *max};
+}
+
+absl::StatusOr<int> SchemaCompiler::StringRule(const Json& s, const std::string& pointer,
+                                               std::set<std::string>& used) {
+  absl::StatusOr<std::pair<int, int>> bounds = LengthBounds(s, pointer, used);
+  if (!bounds.ok()) return bounds.status();
+  const auto [min, max] = *bounds;
   used.insert("pattern");
   used.insert("format");
   const bool pattern = s.contains("pattern"), format = s.contains("format");
-  if ((pattern || format) && (*min > 0 || *max >= 0)) {
+  if ((pattern || format) && (min > 0 || max >= 0)) {
     return Unsupported(pointer, pattern ? "pattern" : "format", " together with a length bound");
   }
   if (pattern && format) return Unsupported(pointer, "format", " together with pattern");
@@ -115,7 +124,7 @@ absl::StatusOr<int> SchemaCompiler::StringRule(const Json& s, const std::string&
     if (!f.ok()) return f.status();
     body = *f;
   } else {
-    body = StringChars(*min, *max);
+    body = StringChars(min, max);
   }
   Sequence string = Lit("\"");
   string.push_back(GrammarBuilder::Ref(body));

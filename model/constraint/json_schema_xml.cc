@@ -76,17 +76,12 @@ absl::StatusOr<int> SchemaCompiler::XmlTextValue(const Json& s, const std::strin
     return b_.RuleOf("xml-pattern", {text});
   }
   std::set<std::string> used;
-  absl::StatusOr<int> min = LengthBound(s, "minLength", pointer, 0, used);
-  if (!min.ok()) return min.status();
-  absl::StatusOr<int> max = LengthBound(s, "maxLength", pointer, -1, used);
-  if (!max.ok()) return max.status();
-  if (*max >= 0 && *max < *min) {
-    return Refuse(pointer + "/maxLength", "is smaller than minLength: no string matches");
-  }
-  if (*min > 0 || *max >= 0) {
+  absl::StatusOr<std::pair<int, int>> bounds = LengthBounds(s, pointer, used);
+  if (!bounds.ok()) return bounds.status();
+  if (const auto [min, max] = *bounds; min > 0 || max >= 0) {
     // Counted characters, none of them "<" (so none starts the closing tag).
-    return b_.Repeat("xml-text-bounded", {CharSymbol(b_, AllExcept("<"), TextContext::kRaw)}, *min,
-                     *max);
+    return b_.Repeat("xml-text-bounded", {CharSymbol(b_, AllExcept("<"), TextContext::kRaw)}, min,
+                     max);
   }
   return XmlAnyText();
 }
