@@ -60,10 +60,10 @@ Result Parse(const ChatOutputOptions& options, std::string_view text, size_t ste
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  constexpr ToolCallFormat kFormats[] = {
-      ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
-      ToolCallFormat::kPhi4Mini,    ToolCallFormat::kGenericJson, ToolCallFormat::kHarmony,
-      ToolCallFormat::kQwen3Coder};
+  constexpr ToolCallFormat kFormats[] = {ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json,
+                                         ToolCallFormat::kMistral,     ToolCallFormat::kPhi4Mini,
+                                         ToolCallFormat::kGenericJson, ToolCallFormat::kHarmony,
+                                         ToolCallFormat::kQwen3Coder};
   ChatOutputOptions options;
   options.format = kFormats[(data[0] & 0x07) % std::size(kFormats)];
   options.parse_tool_calls = (data[0] & 0x08) == 0;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "model/constraint/gbnf.h"
@@ -50,20 +51,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t nul = input.find('\0');
   const std::string_view source = input.substr(0, nul);
-  const std::string_view feed = nul == std::string_view::npos ? "" : input.substr(nul + 1);
+  std::string_view feed = nul == std::string_view::npos ? "" : input.substr(nul + 1);
   textgen::model::GrammarLimits small{.max_positions = 200000};
 #ifdef TEXTGEN_FUZZ_SCHEMA
   // A feed that opens with the control-token mark frames the document as a harmony reply does
   // (free-text sections behind marked tags, then a marked header).
+  // One that opens with 0xFE writes the schema as a tool's qwen3-coder XML parameters: the
+  // schema becomes the only branch of a root anyOf.
   textgen::model::JsonFraming framing;
+  std::string schema(source);
   if (!feed.empty() && feed[0] == '\xFF') {
     framing.section_open = "\xFF<s>";
     framing.section_close = "\xFF</s>";
     framing.max_sections = 2;
     framing.before = "\xFF<h>";
+  } else if (!feed.empty() && feed[0] == '\xFE') {
+    framing.before_branch = {"<function=f>\n"};
+    framing.xml_parameters = true;
+    schema = "{\"anyOf\": [" + schema + "]}";
+    feed.remove_prefix(1);  // the mark is not part of the document
   }
   auto grammar = textgen::model::CompileJsonSchema(
-      source, textgen::model::JsonSchemaLimits{.max_length_bound = 256, .grammar = small}, framing);
+      schema, textgen::model::JsonSchemaLimits{.max_length_bound = 256, .grammar = small}, framing);
 #else
   auto grammar = textgen::model::ParseGbnf(
       source, textgen::model::GbnfLimits{.max_repeat = 256, .grammar = small});

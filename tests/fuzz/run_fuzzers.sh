@@ -92,6 +92,9 @@ PY
   # A framed reply (the fuzzer frames documents whose feed opens with 0xFF).
   printf '{"type":"object","properties":{"a":{"type":"integer"}}}\0\377<s>think\377</s>\377<h>{"a": 1}' \
     > "$corpus/framed"
+  # A tool's parameters as qwen3-coder's XML blocks (a feed opening with 0xFE).
+  printf '{"type":"object","properties":{"s":{"type":"string","maxLength":8},"n":{"type":"integer"},"e":{"enum":["a","b"]}},"required":["n"]}\0\376<function=f>\n<parameter=s>\nab<\n</parameter>\n<parameter=n>\n1\n</parameter>\n' \
+    > "$corpus/xml_parameters"
 }
 
 seed_reply() {
