@@ -55,7 +55,7 @@ if(TARGET textgen-server)
                        LABELS e2e FIXTURES_REQUIRED llamacpp_source)
 
   # Tool calls with the `openai` npm client (calls, streams, runTools) and ajv, on random-weight
-  # Qwen 2.5, Qwen 3, Llama 3.1, Mistral-Nemo, Phi-4-mini and gpt-oss layouts with their
+  # Qwen 2.5, Qwen 3, Qwen3.5, Llama 3.1, Mistral-Nemo, Phi-4-mini, gpt-oss and LFM2.5 layouts with their
   # vocabularies and templates (Phi-4-mini's from the @huggingface/ollama-utils npm package).
   add_test(NAME e2e_tool_calls
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_tool_calls_test.sh

@@ -40,7 +40,8 @@ if(TEXTGEN_FUZZ)
                  ${CMAKE_SOURCE_DIR}/model/chat/chat_output_parser.cc
                  ${CMAKE_SOURCE_DIR}/model/chat/harmony_reply_parser.cc
                  ${CMAKE_SOURCE_DIR}/model/chat/tool_call_format.cc
-                 ${CMAKE_SOURCE_DIR}/model/chat/xml_call_reader.cc)
+                 ${CMAKE_SOURCE_DIR}/model/chat/xml_call_reader.cc
+                 ${CMAKE_SOURCE_DIR}/model/chat/python_call_reader.cc)
   target_link_libraries(textgen-fuzz-reply PRIVATE nlohmann_json::nlohmann_json)
   # KV block files read back from --kv-cache-dir (which replicas share: untrusted).
   add_executable(textgen-fuzz-kvblock ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/kv_block_fuzz.cc

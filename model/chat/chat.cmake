@@ -26,6 +26,7 @@ add_library(textgen_chat STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_template.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/harmony_reply_parser.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/json_value.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/python_call_reader.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_call_format.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/tool_polyfill.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/xml_call_reader.cc

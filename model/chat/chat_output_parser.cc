@@ -4,12 +4,18 @@
 #include <utility>
 
 #include "model/chat/harmony_reply_parser.h"
+#include "model/chat/python_call_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace textgen::model {
 namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The first character of a Python-style call's name.
+bool IsCallNameStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
 
 // A JSON string literal's value, or nullopt when `literal` is not one.
 std::optional<std::string> DecodeString(const std::string& literal) {
@@ -28,6 +34,8 @@ std::vector<std::string> CallTags(ToolCallFormat format) {
       return {"[TOOL_CALLS]"};
     case ToolCallFormat::kPhi4Mini:
       return {"<|tool_call|>"};
+    case ToolCallFormat::kLfm2:
+      return {"<|tool_call_start|>"};
     default:
       return {};
   }
@@ -263,6 +271,8 @@ std::string ChatOutputParser::NextId() { return NextToolCallId(options_.format, 
 void ChatOutputParser::StartCall() {
   if (markup_.xml_parameters) {
     call_ = std::make_unique<XmlCallReader>(&options_.text_parameters);
+  } else if (markup_.python_calls) {
+    call_ = std::make_unique<PythonCallReader>();
   } else {
     call_ = std::make_unique<CallReader>(markup_.arguments_key);
   }
@@ -423,7 +433,8 @@ bool ChatOutputParser::ReadStart(ChatOutputDelta& out, bool final) {
   }
   mode_ = Mode::kText;
   const char opener = pending_[first];
-  if (options_.parse_tool_calls && markup_.call_open.empty() && (opener == '{' || opener == '[')) {
+  const bool bare_opener = markup_.python_calls ? opener == '[' : (opener == '{' || opener == '[');
+  if (options_.parse_tool_calls && markup_.call_open.empty() && bare_opener) {
     // Maybe a bare JSON call: read it before deciding what it is.
     const bool array = opener == '[';
     content_ += pending_.substr(0, first);
@@ -542,8 +553,8 @@ bool ChatOutputParser::ReadCall(ChatOutputDelta& out, bool final) {
       array_opened_ = true;
       continue;
     }
-    if (array_expect_call_ && c == '{') {
-      StartCall();  // the reader takes the "{"
+    if (array_expect_call_ && (markup_.python_calls ? IsCallNameStart(c) : c == '{')) {
+      StartCall();  // the reader takes the "{" (or the name)
       continue;
     }
     if (!array_expect_call_ && c == ',') {

@@ -6,13 +6,14 @@
 namespace textgen::model {
 namespace {
 
-constexpr std::array<std::pair<ToolCallFormat, const char*>, 7> kNames = {{
+constexpr std::array<std::pair<ToolCallFormat, const char*>, 8> kNames = {{
     {ToolCallFormat::kHermes, "hermes"},
     {ToolCallFormat::kLlama3Json, "llama3-json"},
     {ToolCallFormat::kMistral, "mistral"},
     {ToolCallFormat::kPhi4Mini, "phi4-mini"},
     {ToolCallFormat::kHarmony, "harmony"},
     {ToolCallFormat::kQwen3Coder, "qwen3-coder"},
+    {ToolCallFormat::kLfm2, "lfm2"},
     {ToolCallFormat::kGenericJson, "generic-json"},
 }};
 
@@ -54,6 +55,11 @@ ToolCallFormat DetectToolCallFormat(std::string_view source) {
     return ToolCallFormat::kQwen3Coder;
   }
   if (Has(source, "<tool_call>")) return ToolCallFormat::kHermes;
+  // LFM2's tool list and call tags; LFM2.5-Instruct's template only says "List of tools: [".
+  if (Has(source, "<|tool_call_start|>") || Has(source, "<|tool_list_start|>") ||
+      Has(source, "List of tools: [")) {
+    return ToolCallFormat::kLfm2;
+  }
   if (Has(source, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
   // Phi-4-mini's own template lists the tools between <|tool|> and <|/tool|> and renders no
   // calls; its model card's replies are <|tool_call|>[...]<|/tool_call|>.
@@ -85,6 +91,12 @@ ToolCallMarkup MarkupOf(ToolCallFormat format) {
       m.call_open = "<tool_call>\n";
       m.call_close = "\n</tool_call>";
       m.xml_parameters = true;
+      break;
+    case ToolCallFormat::kLfm2:
+      m.array = true;
+      m.array_open = "<|tool_call_start|>";
+      m.array_close = "<|tool_call_end|>";
+      m.python_calls = true;
       break;
     case ToolCallFormat::kLlama3Json:
       m.arguments_key = "parameters";

@@ -16,6 +16,8 @@
 //   qwen3-coder   <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...
 //                 </function>\n</tool_call>, repeated (Qwen3-Coder, Qwen3.5 / 3.6, Nemotron 3
 //                 Nano): a text parameter's value is the raw text, any other is JSON
+//   lfm2          <|tool_call_start|>[NAME(KEY=VALUE, ...), ...]<|tool_call_end|> (LFM2 /
+//                 LFM2.5: Python calls, Python or JSON literals; the tags are control tokens)
 //   generic-json  {"name": ..., "arguments": {...}} or an array of them, as the whole reply,
 //                 for templates without a format of their own
 
@@ -32,6 +34,7 @@ enum class ToolCallFormat {
   kPhi4Mini,
   kHarmony,
   kQwen3Coder,
+  kLfm2,
   kGenericJson,
 };
 
@@ -73,6 +76,8 @@ struct ToolCallMarkup {
   // instead of a JSON object; an opening call tag also ends the reasoning (Qwen3.5 may call
   // without closing its thinking, as llama.cpp's parser allows).
   bool xml_parameters = false;
+  // lfm2: each call in the array is a Python call, NAME(KEY=VALUE, ...), not a JSON object.
+  bool python_calls = false;
 };
 
 // The qwen3-coder format's tags.

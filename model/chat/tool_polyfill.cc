@@ -142,6 +142,52 @@ void AppendTainted(jinja::TaintedString& out, std::string_view text) {
   }
 }
 
+// One call as LFM2 writes it: NAME(KEY=VALUE, ...), strings in single quotes (as LFM2.5's
+// template writes them, with Python's escapes), True / False / None, other values as JSON.
+absl::Status AppendPythonCall(const Value& call, size_t index, jinja::TaintedString& out) {
+  absl::StatusOr<const Value*> found = CallBody(call, index);
+  if (!found.ok()) return found.status();
+  const Value& body = **found;
+  AppendTainted(out, body.dict().Find("name")->str());
+  AppendTrusted(out, "(");
+  const Value* arguments = body.dict().Find("arguments");
+  const Value parsed = arguments != nullptr ? ArgumentsValue(*arguments) : Value();
+  if (parsed.is_dict()) {
+    bool first = true;
+    for (const auto& [key, value] : parsed.dict().entries()) {
+      if (!key.is_string()) continue;
+      if (!first) AppendTrusted(out, ", ");
+      first = false;
+      AppendTainted(out, key.str());
+      AppendTrusted(out, "=");
+      std::string text;
+      if (value.is_string()) {
+        text += '\'';
+        for (const char c : value.str()) {
+          if (c == '\'' || c == '\\') text += '\\';
+          if (c == '\n') {
+            text += "\\n";
+            continue;
+          }
+          text += c;
+        }
+        text += '\'';
+      } else if (value.is_bool()) {
+        text = value.as_bool() ? "True" : "False";
+      } else if (value.is_none()) {
+        text = "None";
+      } else {
+        absl::StatusOr<std::string> json = jinja::PyJsonDumps(value, {});
+        if (!json.ok()) return json.status();
+        text = *std::move(json);
+      }
+      AppendTainted(out, text);
+    }
+  }
+  AppendTrusted(out, ")");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 TemplateToolSupport DetectTemplateToolSupport(std::string_view source) {
@@ -151,8 +197,10 @@ TemplateToolSupport DetectTemplateToolSupport(std::string_view source) {
                                    Has(source, "message[\"tools\"]") ||
                                    Has(source, "message.tools");
   support.tools_in_system_message = reads_message_tools && !NamesToolsVariable(source);
-  support.reads_object_arguments =
-      FiltersArguments(source, "items") || FiltersArguments(source, "tojson");
+  // LFM2.5's template takes ["arguments"] into a variable and calls .items() on it.
+  support.reads_object_arguments = FiltersArguments(source, "items") ||
+                                   FiltersArguments(source, "tojson") ||
+                                   (Has(source, "[\"arguments\"]") && Has(source, ".items()"));
   return support;
 }
 
@@ -196,6 +244,20 @@ absl::StatusOr<jinja::TaintedString> ContentWithCalls(std::string_view content,
                                                       ToolCallFormat format) {
   if (!calls.is_list()) return absl::InvalidArgumentError("tool_calls must be a JSON array");
   const ToolCallMarkup markup = MarkupOf(format);
+  if (markup.python_calls) {  // one list of Python calls between the tags
+    jinja::TaintedString out;
+    AppendTainted(out, content);
+    if (calls.list().empty()) return out;
+    AppendTrusted(out, markup.array_open);
+    AppendTrusted(out, "[");
+    for (size_t i = 0; i < calls.list().size(); ++i) {
+      if (i > 0) AppendTrusted(out, ", ");
+      if (absl::Status s = AppendPythonCall(calls.list()[i], i, out); !s.ok()) return s;
+    }
+    AppendTrusted(out, "]");
+    AppendTrusted(out, markup.array_close);
+    return out;
+  }
   if (markup.xml_parameters) {
     jinja::TaintedString out;
     AppendTainted(out, content);

@@ -56,9 +56,9 @@ absl::StatusOr<CompiledConstraint> ConstraintCompiler::Compile(const ConstraintS
   const JsonFraming& f = spec.framing;
   std::string key =
       absl::StrCat(static_cast<int>(spec.kind), ":", f.max_documents, ":", f.max_leading_whitespace,
-                   ":", f.max_sections, ":", f.xml_parameters ? 1 : 0, ":");
+                   ":", f.max_sections, ":", static_cast<int>(f.arguments), ":");
   for (const std::string* part :
-       {&f.before, &f.after, &f.separator, &f.section_open, &f.section_close}) {
+       {&f.before, &f.after, &f.separator, &f.section_open, &f.section_close, &f.open, &f.close}) {
     absl::StrAppend(&key, part->size(), ":", *part);
   }
   absl::StrAppend(&key, f.before_branch.size(), ":");

@@ -10,7 +10,7 @@ add_library(textgen_constraint STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_compiler.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_containers.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_values.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_xml.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/constraint/json_schema_arguments.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/regex.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/constraint/token_trie.cc
 )

@@ -51,11 +51,17 @@ struct JsonFraming {
   // is before, before_branch[i], then the branch (a call whose header names its tool outside
   // the JSON).
   std::vector<std::string> before_branch;
-  // Each branch of the root's anyOf is an object schema (a tool's parameters) written as
-  // qwen3-coder's XML parameters instead of a JSON object: one "<parameter=KEY>\nVALUE\n
-  // </parameter>\n" block per property in the schema's order (required ones always, others
-  // optionally), VALUE raw text when IsXmlTextParameter(property) and JSON otherwise.
-  bool xml_parameters = false;
+  // How each branch of the root's anyOf, an object schema (a tool's parameters), is written
+  // when it is not a JSON object: its properties in the schema's order (required ones
+  // always, others optionally), none undeclared, as
+  //   kXmlParameters    "<parameter=KEY>\nVALUE\n</parameter>\n" blocks (qwen3-coder), VALUE
+  //                     raw text when IsXmlTextParameter(property) and JSON otherwise;
+  //   kPythonKeywords   "KEY=VALUE" joined by ", " (LFM2's Python calls), VALUE JSON.
+  enum class Arguments { kJsonObject, kXmlParameters, kPythonKeywords };
+  Arguments arguments = Arguments::kJsonObject;
+  // Once around the run of documents (LFM2's "[" ... "]" around its calls).
+  std::string open;
+  std::string close;
   bool operator==(const JsonFraming&) const = default;
 };
 

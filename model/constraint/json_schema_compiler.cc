@@ -27,8 +27,9 @@ absl::StatusOr<int> SchemaCompiler::Body(const JsonFraming& framing) {
   std::vector<Sequence> alternatives;
   for (size_t i = 0; i < framing.before_branch.size(); ++i) {
     const std::string pointer = absl::StrCat("/anyOf/", i);
-    absl::StatusOr<int> branch = framing.xml_parameters ? XmlParameters((*branches)[i], pointer, 1)
-                                                        : Schema((*branches)[i], pointer, 1);
+    absl::StatusOr<int> branch = framing.arguments == JsonFraming::Arguments::kJsonObject
+                                     ? Schema((*branches)[i], pointer, 1)
+                                     : ArgumentList((*branches)[i], pointer, 1, framing.arguments);
     if (!branch.ok()) return branch.status();
     Sequence alternative = Lit(framing.before_branch[i]);
     alternative.push_back(GrammarBuilder::Ref(*branch));
@@ -49,6 +50,11 @@ absl::StatusOr<Grammar> SchemaCompiler::Compile(const JsonFraming& framing) {
     more.insert(more.end(), document.begin(), document.end());
     const int rest = b_.Repeat("more-documents", more, 0, std::max(framing.max_documents, 1) - 1);
     document.push_back(GrammarBuilder::Ref(rest));
+    if (!framing.open.empty()) {
+      const Sequence open = Lit(framing.open);
+      document.insert(document.begin(), open.begin(), open.end());
+    }
+    for (const Symbol& s : Lit(framing.close)) document.push_back(s);
     if (framing.max_sections > 0) {
       CodepointSet any;
       any.Add(0, kMaxCodepoint);

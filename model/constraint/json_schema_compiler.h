@@ -136,9 +136,11 @@ class SchemaCompiler {
   // The schema a chain of $refs ends at (nullptr when one points at nothing).
   const Json* Resolve(const Json& s) const;
 
-  // ---- qwen3-coder's XML parameters (json_schema_xml.cc) ----
-  // An object schema's properties as <parameter=KEY> blocks.
-  absl::StatusOr<int> XmlParameters(const Json& s, const std::string& pointer, int depth);
+  // ---- Arguments written other than as a JSON object (json_schema_arguments.cc) ----
+  // An object schema's properties as qwen3-coder's <parameter=KEY> blocks or as Python
+  // keyword arguments.
+  absl::StatusOr<int> ArgumentList(const Json& s, const std::string& pointer, int depth,
+                                   JsonFraming::Arguments form);
   // A text parameter's value: its enum or const as written, text its pattern matches, between
   // minLength and maxLength characters other than "<", or any text without the closing tag
   // (format is not checked).

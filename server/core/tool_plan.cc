@@ -159,7 +159,7 @@ Ordered CallSchema(const Tool& tool, int index, const model::ToolCallMarkup& mar
 }
 
 // qwen3-coder's calls: "<function=NAME>\n" names the tool outside the arguments, which are
-// its parameters' XML blocks (model::JsonFraming::xml_parameters), then "</function>".
+// its parameters' XML blocks (model::JsonFraming::Arguments::kXmlParameters), then "</function>".
 model::ConstraintSpec XmlCallConstraint(const std::vector<Tool>& tools, int max_calls,
                                         bool after_open_tag) {
   Ordered defs = Ordered::object();
@@ -170,7 +170,7 @@ model::ConstraintSpec XmlCallConstraint(const std::vector<Tool>& tools, int max_
     framing.before_branch.push_back(
         StrCat(std::string(model::XmlCallTags::kFunctionOpen), tools[i].name, ">\n"));
   }
-  framing.xml_parameters = true;
+  framing.arguments = model::JsonFraming::Arguments::kXmlParameters;
   framing.max_documents = max_calls;
   framing.after = StrCat(std::string(model::XmlCallTags::kFunctionClose), "\n</tool_call>");
   if (after_open_tag) {
@@ -188,9 +188,47 @@ model::ConstraintSpec XmlCallConstraint(const std::vector<Tool>& tools, int max_
   return spec;
 }
 
+// LFM2's calls: "[NAME(KEY=VALUE, ...), ...]", the keyword arguments' values JSON (which its
+// parsers read as llama.cpp's does). Its tags are control tokens: "<|tool_call_start|>" arms
+// auto's grammar; a forced reply is the list alone.
+model::ConstraintSpec PythonCallConstraint(const std::vector<Tool>& tools, int max_calls) {
+  Ordered defs = Ordered::object();
+  Ordered branches = Ordered::array();
+  model::JsonFraming framing;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    branches.push_back(Ordered{{"$ref", AddParameters(tools[i], static_cast<int>(i), defs)}});
+    framing.before_branch.push_back(tools[i].name + "(");
+  }
+  framing.arguments = model::JsonFraming::Arguments::kPythonKeywords;
+  framing.max_documents = max_calls;
+  framing.after = ")";
+  framing.separator = ", ";
+  framing.open = "[";
+  framing.close = "]";
+  model::ConstraintSpec spec;
+  spec.kind = model::ConstraintKind::kJsonSchema;
+  spec.text = Ordered{{"anyOf", std::move(branches)}, {"$defs", std::move(defs)}}.dump();
+  spec.framing = std::move(framing);
+  return spec;
+}
+
+// The constraint of `max_calls` calls in `format`; `after_open_tag`: what follows the model's
+// own opening tag (auto's lazy grammar).
+model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::ToolCallFormat format,
+                                     int max_calls, bool after_open_tag);
+
+model::ConstraintSpec FormatCallConstraint(const std::vector<Tool>& tools,
+                                           model::ToolCallFormat format, int max_calls,
+                                           bool after_open_tag) {
+  const model::ToolCallMarkup markup = model::MarkupOf(format);
+  if (markup.xml_parameters) return XmlCallConstraint(tools, max_calls, after_open_tag);
+  if (markup.python_calls) return PythonCallConstraint(tools, max_calls);
+  return CallConstraint(tools, format, max_calls, after_open_tag);
+}
+
 // `after_open_tag`: the grammar of what follows the model's own "<tool_call>" (hermes, lazy).
 model::ConstraintSpec CallConstraint(const std::vector<Tool>& tools, model::ToolCallFormat format,
-                                     int max_calls, bool after_open_tag = false) {
+                                     int max_calls, bool after_open_tag) {
   const model::ToolCallMarkup markup = model::MarkupOf(format);
   Ordered defs = Ordered::object();
   Ordered any_call = Ordered::array();
@@ -253,6 +291,7 @@ std::string LazyTrigger(model::ToolCallFormat format) {
       return "<tool_call>";
     case model::ToolCallFormat::kMistral:
     case model::ToolCallFormat::kPhi4Mini:
+    case model::ToolCallFormat::kLfm2:
       return model::MarkupOf(format).array_open;
     case model::ToolCallFormat::kLlama3Json:
     case model::ToolCallFormat::kHarmony:  // its calls are messages, not a tagged JSON
@@ -314,9 +353,8 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
     if (!trigger.empty() && compiler != nullptr &&
         request.constraint().kind_case() == v1::OutputConstraint::KIND_NOT_SET) {
       const int max_calls = parallel ? kMaxToolCallsPerReply : 1;
-      plan.constraint = xml ? XmlCallConstraint(*tools, max_calls, /*after_open_tag=*/true)
-                            : CallConstraint(*tools, format.tool_calls, max_calls,
-                                             /*after_open_tag=*/true);
+      plan.constraint =
+          FormatCallConstraint(*tools, format.tool_calls, max_calls, /*after_open_tag=*/true);
       plan.constraint_trigger = trigger;
     }
     return plan;
@@ -347,8 +385,8 @@ absl::StatusOr<ToolPlan> PlanTools(const v1::ChatRequest& request, const model::
   const bool single = choice.mode() == v1::ToolChoice::TOOL_CHOICE_FUNCTION || !parallel ||
                       format.tool_calls == model::ToolCallFormat::kLlama3Json;
   const int max_calls = single ? 1 : kMaxToolCallsPerReply;
-  plan.constraint = xml ? XmlCallConstraint(callable, max_calls, /*after_open_tag=*/false)
-                        : CallConstraint(callable, format.tool_calls, max_calls);
+  plan.constraint =
+      FormatCallConstraint(callable, format.tool_calls, max_calls, /*after_open_tag=*/false);
   return plan;
 }
 

@@ -1,6 +1,6 @@
 # Sourced by the e2e wrappers that need chat models: make_chat_model MAKE_GGUF LLAMACPP_DIR
 # FAMILY CONTEXT OUT [TEMPLATE] writes a tiny random-weight GGUF in FAMILY's layout (qwen2.5,
-# qwen3, qwen3.5, llama3.1, mistral-nemo, phi4-mini or gpt-oss) with its real vocabulary and chat template from
+# qwen3, qwen3.5, llama3.1, mistral-nemo, phi4-mini, gpt-oss or lfm2.5) with its real vocabulary and chat template from
 # llama.cpp's source (TEMPLATE: a template file of the family's own from elsewhere).
 make_chat_model() {
   _models=$2/models
@@ -28,6 +28,11 @@ make_chat_model() {
     gpt-oss)
       _arch=gpt-oss _vocab=ggml-vocab-llama-bpe.gguf _template=openai-gpt-oss-120b.jinja
       _extra="<|start|>,<|channel|>,<|message|>,<|end|>,<|return|>,<|call|>,<|constrain|>" ;;
+    # Nor LFM2's vocabulary: Llama 3's with LFM2's role and tool tags as control tokens (as
+    # LFM2's holds them), a random lfm2 (short convolutions and attention).
+    lfm2.5)
+      _arch=lfm2 _vocab=ggml-vocab-llama-bpe.gguf _template=LFM2.5-8B-A1B.jinja
+      _extra="<|im_start|>,<|im_end|>,<|tool_call_start|>,<|tool_call_end|>,<|tool_list_start|>,<|tool_list_end|>,<|tool_response_start|>,<|tool_response_end|>" ;;
     *) echo "make_chat_model: unknown family $3" >&2; return 2 ;;
   esac
   "$1" --arch "$_arch" --preset tiny --dtype f32 --context "$4" --name "$3-random" \

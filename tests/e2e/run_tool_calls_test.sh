@@ -1,6 +1,6 @@
 #!/bin/sh
 # Tool calls end to end: random-weight models in Qwen 2.5, Qwen 3, Qwen3.5, Llama 3.1, Mistral-Nemo,
-# Phi-4-mini and gpt-oss layouts (their real vocabularies and chat templates, from llama.cpp's
+# Phi-4-mini, gpt-oss and LFM2.5 layouts (their real vocabularies and chat templates, from llama.cpp's
 # source; Mistral's, Phi-4-mini's and harmony's special tokens added to Llama 3's vocabulary;
 # Phi-4-mini's template from Hugging Face's @huggingface/ollama-utils npm package), the
 # server's HTTP API, the
@@ -23,6 +23,7 @@ make_chat_model "$make_gguf" "$llamacpp" mistral-nemo 4096 "$work/mistral-nemo.g
 make_chat_model "$make_gguf" "$llamacpp" phi4-mini 4096 "$work/phi4-mini.gguf" \
   "$work/phi4-mini.jinja"
 make_chat_model "$make_gguf" "$llamacpp" gpt-oss 4096 "$work/gpt-oss.gguf"
+make_chat_model "$make_gguf" "$llamacpp" lfm2.5 4096 "$work/lfm2.5.gguf"
 NODE_PATH="$work/node_modules" exec node "$here/tool_calls_test.js" "$server" \
   "$work/qwen2.gguf" "$work/qwen3.gguf" "$work/qwen3.5.gguf" "$work/llama.gguf" "$work/mistral-nemo.gguf" \
-  "$work/phi4-mini.gguf" "$work/gpt-oss.gguf"
+  "$work/phi4-mini.gguf" "$work/gpt-oss.gguf" "$work/lfm2.5.gguf"

@@ -2,8 +2,9 @@
 // models in Qwen 2.5 (hermes), Qwen 3 (hermes, <think>), Qwen3.5 (qwen3-coder's XML parameters,
 // a hybrid recurrent model, its prompt opening <think>), Llama 3.1 (llama3-json), Mistral-Nemo
 // (mistral, [TOOL_CALLS]), Phi-4-mini (phi4-mini, <|tool_call|>; its template shows tools
-// only in a system message and renders no calls) and gpt-oss (harmony: a call is a message to
-// the tool, after the model's analysis) layouts with their vocabularies and templates. For
+// only in a system message and renders no calls), gpt-oss (harmony: a call is a message to
+// the tool, after the model's analysis) and LFM2.5 (lfm2: a list of Python calls between control
+// tokens; a hybrid of short convolutions and attention) layouts with their vocabularies and templates. For
 // each model:
 //   - named and required calls over seeds 1..N: every reply that finishes with "tool_calls"
 //     names a declared tool and its arguments validate with ajv against that tool's schema;

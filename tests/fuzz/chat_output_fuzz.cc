@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr ToolCallFormat kFormats[] = {ToolCallFormat::kHermes,      ToolCallFormat::kLlama3Json,
                                          ToolCallFormat::kMistral,     ToolCallFormat::kPhi4Mini,
                                          ToolCallFormat::kGenericJson, ToolCallFormat::kHarmony,
-                                         ToolCallFormat::kQwen3Coder};
+                                         ToolCallFormat::kQwen3Coder,  ToolCallFormat::kLfm2};
   ChatOutputOptions options;
   options.format = kFormats[(data[0] & 0x07) % std::size(kFormats)];
   options.parse_tool_calls = (data[0] & 0x08) == 0;

@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     framing.before = "\xFF<h>";
   } else if (!feed.empty() && feed[0] == '\xFE') {
     framing.before_branch = {"<function=f>\n"};
-    framing.xml_parameters = true;
+    framing.arguments = textgen::model::JsonFraming::Arguments::kXmlParameters;
     schema = "{\"anyOf\": [" + schema + "]}";
     feed.remove_prefix(1);  // the mark is not part of the document
   }

@@ -114,6 +114,8 @@ seed_reply() {
     > "$corpus/harmony"
   printf '\x16\x03<think>\nhm\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo <b>\n</parameter>\n<parameter=days>\n[1, 2]\n</parameter>\n</function>\n</tool_call>' \
     > "$corpus/qwen3_coder"
+  printf '\x07\x02<|tool_call_start|>[get_weather(city='"'"'Oslo'"'"', days=[1, 2]), add(a=1, b={"x": None})]<|tool_call_end|>' \
+    > "$corpus/lfm2"
 }
 
 seed_kvblock() {

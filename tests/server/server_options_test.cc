@@ -46,7 +46,7 @@ TEST(ServerOptionsTest, RejectsBadValuesNamingTheFlag) {
   o.tool_call_format = "xml";
   EXPECT_THAT(std::string(ValidateServerOptions(o).message()),
               HasSubstr("--tool-call-format must be one of hermes, llama3-json, mistral, "
-                        "phi4-mini, harmony, qwen3-coder, generic-json; got \"xml\""));
+                        "phi4-mini, harmony, qwen3-coder, lfm2, generic-json; got \"xml\""));
   o.tool_call_format = "mistral";
   EXPECT_TRUE(ValidateServerOptions(o).ok());
   o = {};

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/chat/chat_template.h"
 #include "model/chat/json_value.h"
+#include "model/chat/python_call_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace textgen::model {
@@ -428,10 +429,57 @@ TEST(ChatOutputParserTest, Qwen3CoderMalformedCalls) {
   EXPECT_EQ(p.malformed, 1);
 }
 
+TEST(ChatOutputParserTest, Lfm2PythonCallsWithOrWithoutTheirTags) {
+  // The tags are control tokens (no text) unless printed; either way the list is read.
+  for (const std::string& open : {std::string("<|tool_call_start|>"), std::string()}) {
+    const std::string close = open.empty() ? "" : "<|tool_call_end|>";
+    const Parsed p = RunEverySplit(
+        Options(ToolCallFormat::kLfm2),
+        open +
+            "[get_weather(city='Saint \\'Malo\\'', days=3, opts={'a': [1, True, None], \"b\": "
+            "(2.5e1, false)}), add(a=-1, b=2)]" +
+            close);
+    EXPECT_EQ(p.content, "");
+    ASSERT_EQ(p.calls.size(), 2u) << open;
+    EXPECT_EQ(p.calls[0].name, "get_weather");
+    EXPECT_EQ(Json::parse(p.calls[0].arguments), Json::parse(R"({"city": "Saint 'Malo'", "days": 3,
+                              "opts": {"a": [1, true, null], "b": [25.0, false]}})"));
+    EXPECT_EQ(Json::parse(p.calls[1].arguments), Json::parse(R"({"a": -1, "b": 2})"));
+    EXPECT_EQ(p.malformed, 0);
+  }
+  // Text before the tag is content; a call without arguments takes {}.
+  Parsed p = RunEverySplit(Options(ToolCallFormat::kLfm2),
+                           "Checking. <|tool_call_start|>[add()]<|tool_call_end|>");
+  EXPECT_EQ(p.content, "Checking. ");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{}");
+  // A bracket that opens no declared call is content.
+  for (const std::string text : {"[1] First, the weather.", "[Note](x) add(a=1)", "[rm(x=1)] no"}) {
+    p = RunEverySplit(Options(ToolCallFormat::kLfm2), text);
+    EXPECT_EQ(p.content, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+  }
+  // A value that is no literal breaks the call (dropped to the closing tag, counted).
+  p = RunEverySplit(Options(ToolCallFormat::kLfm2),
+                    "<|tool_call_start|>[add(a=os.system('x'))]<|tool_call_end|>ok");
+  EXPECT_EQ(p.content, "ok");
+  EXPECT_EQ(p.malformed, 1);
+  EXPECT_EQ(PythonLiteralToJson("'a\\nb'"), "\"a\\nb\"");
+  EXPECT_EQ(PythonLiteralToJson("[1, 'x',]"), "[1, \"x\"]");
+  // JSON's escapes too, as the constraint writes JSON strings (surrogate pairs included).
+  EXPECT_EQ(Json::parse(*PythonLiteralToJson(R"("\foo\/\ud83d\ude00\u00e9\x41")")),
+            "\foo/\U0001F600\u00e9A");
+  EXPECT_FALSE(PythonLiteralToJson(R"("\ud83d")").has_value());
+  EXPECT_FALSE(PythonLiteralToJson("1.").has_value());
+  EXPECT_FALSE(PythonLiteralToJson("'open").has_value());
+}
+
 TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
   EXPECT_EQ(DetectToolCallFormat("... <tool_call>\\n ..."), ToolCallFormat::kHermes);
   EXPECT_EQ(DetectToolCallFormat("<tool_call>\\n<function=' + name + '>\\n<parameter="),
             ToolCallFormat::kQwen3Coder);
+  EXPECT_EQ(DetectToolCallFormat("List of tools: <|tool_list_start|>["), ToolCallFormat::kLfm2);
+  EXPECT_EQ(DetectToolCallFormat("\"List of tools: [\""), ToolCallFormat::kLfm2);
   EXPECT_EQ(DetectToolCallFormat("{{ '[TOOL_CALLS][' }}"), ToolCallFormat::kMistral);
   EXPECT_EQ(DetectToolCallFormat("<|tool_call|>"), ToolCallFormat::kPhi4Mini);
   EXPECT_EQ(DetectToolCallFormat("<|start_header_id|> ... \"parameters\": "),
@@ -442,7 +490,7 @@ TEST(ChatOutputParserTest, FormatsAreDetectedFromTemplateMarkers) {
   for (ToolCallFormat f :
        {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral,
         ToolCallFormat::kPhi4Mini, ToolCallFormat::kHarmony, ToolCallFormat::kQwen3Coder,
-        ToolCallFormat::kGenericJson}) {
+        ToolCallFormat::kLfm2, ToolCallFormat::kGenericJson}) {
     EXPECT_EQ(ToolCallFormatFromName(ToolCallFormatName(f)), f);
   }
   EXPECT_FALSE(ToolCallFormatFromName("xml").has_value());
@@ -497,6 +545,8 @@ TEST_P(TemplateRoundTripTest, RenderedCallsParseBack) {
     prompt_only.messages = {{"user", "Weather in Paris?", "", "", "", ""}};
     prompt_only.tools = *ParseJsonValue(tools, /*tainted=*/true, "tools");
     prompt_only.variables_json = c.variables_json;
+    // As the server renders: templates that show no calls get them written in (LFM2-8B-A1B).
+    prompt_only.tool_call_format = c.format;
     ChatInput with_reply = prompt_only;
     with_reply.add_generation_prompt = false;
     with_reply.messages.push_back({"assistant", "", "", "", "", calls});
@@ -567,6 +617,8 @@ INSTANTIATE_TEST_SUITE_P(
                      "<|im_end|>",
                      {"<|im_end|>"},
                      R"({"enable_thinking": false})"},
+        TemplateCase{"LFM2.5-8B-A1B.jinja", ToolCallFormat::kLfm2, "<|im_end|>", {"<|im_end|>"}},
+        TemplateCase{"LFM2-8B-A1B.jinja", ToolCallFormat::kLfm2, "<|im_end|>", {"<|im_end|>"}},
         TemplateCase{"openai-gpt-oss-120b.jinja",
                      ToolCallFormat::kHarmony,
                      "<|return|>",

@@ -122,7 +122,7 @@ TEST(RegexTest, RefusesWhatItCannotMatchWithTheOffset) {
 TEST(JsonSchemaTest, XmlParametersWriteTextRawAndOtherValuesAsJson) {
   JsonFraming framing;
   framing.before_branch = {"<function=f>\n"};
-  framing.xml_parameters = true;
+  framing.arguments = JsonFraming::Arguments::kXmlParameters;
   const auto g = Shared(CompileJsonSchema(
       R"({"anyOf": [{"type": "object", "properties": {
            "code": {"type": "string", "minLength": 2, "maxLength": 4},

@@ -242,6 +242,35 @@ TEST(ToolPlanTest, Qwen3CoderCallsAreConstrainedAsXmlParameters) {
   EXPECT_FALSE(Accepts(compiler, *plan, add + "\n" + add));
 }
 
+TEST(ToolPlanTest, Lfm2CallsAreConstrainedAsPythonCalls) {
+  model::ConstraintCompiler compiler({});
+  absl::StatusOr<ToolPlan> plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_REQUIRED),
+                                            Format(model::ToolCallFormat::kLfm2), &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // The list of calls (its tags are control tokens: not written by a forced reply), keyword
+  // arguments in the schema's order with JSON values.
+  EXPECT_TRUE(Accepts(compiler, *plan, R"([get_weather(city="Oslo")])"));
+  EXPECT_TRUE(Accepts(compiler, *plan, R"([get_weather(city="Oslo", unit="c"), add(a=1, b=-2)])"));
+  EXPECT_FALSE(Accepts(compiler, *plan, R"([get_weather(unit="c")])"));
+  EXPECT_FALSE(Accepts(compiler, *plan, R"([add(a=1, b=2.5)])"));
+  EXPECT_FALSE(Accepts(compiler, *plan, R"([add(b=2, a=1)])"));
+  EXPECT_FALSE(Accepts(compiler, *plan, R"([rm(x=1)])"));
+  EXPECT_FALSE(Accepts(compiler, *plan, "[]"));
+  // What the grammar writes reads back as the calls.
+  model::ChatOutputParser parser(plan->reply);
+  parser.Feed(R"([get_weather(city="Oslo", unit="c"), add(a=1, b=-2)])");
+  parser.Finish();
+  ASSERT_EQ(parser.tool_calls().size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(parser.tool_calls()[0].arguments),
+            nlohmann::json::parse(R"({"city": "Oslo", "unit": "c"})"));
+  // auto: armed by the model's own <|tool_call_start|>.
+  plan = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_AUTO), Format(model::ToolCallFormat::kLfm2),
+                   &compiler);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->constraint_trigger, "<|tool_call_start|>");
+  EXPECT_TRUE(Accepts(compiler, *plan, R"([add(a=1, b=2)])"));
+}
+
 TEST(ToolPlanTest, NamedFunctionAndSingleCalls) {
   model::ConstraintCompiler compiler({});
   absl::StatusOr<ToolPlan> named = PlanTools(Request(v1::ToolChoice::TOOL_CHOICE_FUNCTION, "add"),

@@ -1,6 +1,7 @@
-// qwen3-coder's XML parameters (JsonFraming::xml_parameters): a tool's arguments written as
+// A tool's arguments written other than as a JSON object (JsonFraming::arguments): qwen3-coder's
 //   <parameter=KEY>\nVALUE\n</parameter>\n
-// per property, VALUE raw text for text parameters and JSON for the others.
+// per property, VALUE raw text for text parameters and JSON for the others, or LFM2's Python
+// keyword arguments KEY=VALUE, ... with JSON values.
 
 #include <string_view>
 
@@ -86,19 +87,25 @@ absl::StatusOr<int> SchemaCompiler::XmlTextValue(const Json& s, const std::strin
   return XmlAnyText();
 }
 
-absl::StatusOr<int> SchemaCompiler::XmlParameters(const Json& s, const std::string& pointer,
-                                                  int depth) {
+absl::StatusOr<int> SchemaCompiler::ArgumentList(const Json& s, const std::string& pointer,
+                                                 int depth, JsonFraming::Arguments form) {
+  const bool xml = form == JsonFraming::Arguments::kXmlParameters;
   const Json* object = Resolve(s);
   if (object == nullptr) return Refuse(pointer + "/$ref", "points at nothing");
-  if (!object->is_object())
+  if (!object->is_object()) {
     return Refuse(pointer, "must be an object schema (a tool's parameters)");
+  }
   std::set<std::string> required;
   if (object->contains("required") && (*object)["required"].is_array()) {
     for (const Json& name : (*object)["required"]) {
       if (name.is_string()) required.insert(name.get<std::string>());
     }
   }
-  Sequence blocks;
+  struct Member {
+    Sequence text;
+    bool required;
+  };
+  std::vector<Member> members;
   if (object->contains("properties")) {
     const Json& properties = (*object)["properties"];
     if (!properties.is_object()) return Refuse(pointer + "/properties", "must be an object");
@@ -106,28 +113,47 @@ absl::StatusOr<int> SchemaCompiler::XmlParameters(const Json& s, const std::stri
       const std::string at = absl::StrCat(pointer, "/properties/", Escape(name));
       const Json* property = Resolve(properties[name]);
       if (property == nullptr) return Refuse(at + "/$ref", "points at nothing");
-      absl::StatusOr<int> value = IsXmlTextParameter(properties[name])
+      absl::StatusOr<int> value = xml && IsXmlTextParameter(properties[name])
                                       ? XmlTextValue(*property, at)
                                       : Schema(properties[name], at, depth + 1);
       if (!value.ok()) return value.status();
-      Sequence block = Lit(absl::StrCat("<parameter=", name, ">\n"));
-      block.push_back(GrammarBuilder::Ref(*value));
-      for (const Symbol& symbol : Lit(absl::StrCat("\n", kParameterClose, "\n"))) {
-        block.push_back(symbol);
+      Sequence text = Lit(xml ? absl::StrCat("<parameter=", name, ">\n") : name + "=");
+      text.push_back(GrammarBuilder::Ref(*value));
+      if (xml) {
+        for (const Symbol& symbol : Lit(absl::StrCat("\n", kParameterClose, "\n"))) {
+          text.push_back(symbol);
+        }
       }
-      blocks.push_back(GrammarBuilder::Ref(required.contains(name)
-                                               ? b_.RuleOf("xml-parameter", {block})
-                                               : b_.Optional("xml-optional-parameter", block)));
+      members.push_back({std::move(text), required.contains(name)});
       required.erase(name);
     }
   }
   if (!required.empty()) {
     return Refuse(pointer + "/required",
                   absl::StrCat("\"", *required.begin(),
-                               "\" is required but not declared: the XML form writes only "
-                               "declared parameters"));
+                               "\" is required but not declared: calls write only declared "
+                               "parameters"));
   }
-  return b_.RuleOf("xml-parameters", {blocks});
+  // From the last member back: tail[i][k] writes members i.. when k members came before
+  // (k is 0 or 1: whether a separator goes first), each optional one present or not.
+  const std::string separator = xml ? "" : ", ";
+  int next_first = b_.RuleOf("arguments-end", {Sequence{}});
+  int next_later = next_first;
+  for (size_t i = members.size(); i-- > 0;) {
+    int tail[2];
+    for (int later = 0; later < 2; ++later) {
+      Sequence present = later ? Lit(separator) : Sequence{};
+      present.insert(present.end(), members[i].text.begin(), members[i].text.end());
+      present.push_back(GrammarBuilder::Ref(next_later));
+      std::vector<Sequence> alternatives = {std::move(present)};
+      if (!members[i].required)
+        alternatives.push_back({GrammarBuilder::Ref(later ? next_later : next_first)});
+      tail[later] = b_.RuleOf("arguments", std::move(alternatives));
+    }
+    next_first = tail[0];
+    next_later = tail[1];
+  }
+  return next_first;
 }
 
 }  // namespace textgen::model::json_schema_internal
