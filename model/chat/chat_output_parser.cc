@@ -182,13 +182,6 @@ ToolCallReader::Step ChatOutputParser::CallReader::Value(char c) {
   return Step::kMore;
 }
 
-std::string ChatOutputParser::CallReader::TakeArguments() {
-  if (arguments_taken_ >= arguments_.size()) return "";
-  std::string out = arguments_.substr(arguments_taken_);
-  arguments_taken_ = arguments_.size();
-  return out;
-}
-
 size_t HoldBackFrom(std::string_view text, std::string_view tag) {
   for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
     if (text.substr(text.size() - n) == tag.substr(0, n)) return text.size() - n;

@@ -119,9 +119,7 @@ class ChatOutputParser {
     explicit CallReader(const char* arguments_key) : arguments_key_(arguments_key) {}
     Step Push(char c) override;
     const std::optional<std::string>& name() const override { return name_; }
-    // Arguments text read since the last call (raw JSON; a string value comes decoded, whole).
-    std::string TakeArguments() override;
-    const std::string& arguments() const override { return arguments_; }
+    // (Its arguments are raw JSON; a string value comes decoded, whole.)
 
    private:
     enum class State { kOpen, kKeyOrClose, kKey, kColon, kValue, kAfterValue, kDone };
@@ -138,8 +136,6 @@ class ChatOutputParser {
     bool escape_ = false;
     bool scalar_ = false;
     std::optional<std::string> name_;
-    std::string arguments_;  // all arguments text (JSON)
-    size_t arguments_taken_ = 0;
     bool arguments_streaming_ = false;  // inside an object/array value of the arguments key
     bool arguments_seen_ = false;       // the arguments key's value has started
   };

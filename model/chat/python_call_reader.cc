@@ -346,11 +346,4 @@ bool PythonCallReader::EndValue() {
   return true;
 }
 
-std::string PythonCallReader::TakeArguments() {
-  if (arguments_taken_ >= arguments_.size()) return "";
-  std::string out = arguments_.substr(arguments_taken_);
-  arguments_taken_ = arguments_.size();
-  return out;
-}
-
 }  // namespace textgen::model

@@ -22,8 +22,6 @@ class PythonCallReader final : public ToolCallReader {
  public:
   Step Push(char c) override;
   const std::optional<std::string>& name() const override { return name_; }
-  std::string TakeArguments() override;
-  const std::string& arguments() const override { return arguments_; }
 
   static constexpr size_t kMaxNameBytes = 256;
 
@@ -42,8 +40,6 @@ class PythonCallReader final : public ToolCallReader {
   char quote_ = 0;  // inside a string: its quote
   bool escape_ = false;
   int arguments_count_ = 0;
-  std::string arguments_;
-  size_t arguments_taken_ = 0;
 };
 
 // A Python (or JSON) literal as JSON text; nullopt when `text` is not one.

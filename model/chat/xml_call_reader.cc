@@ -176,11 +176,4 @@ bool XmlCallReader::IsTextParameter(const std::string& key) const {
   return tool != text_parameters_->end() && tool->second.contains(key);
 }
 
-std::string XmlCallReader::TakeArguments() {
-  if (arguments_taken_ >= arguments_.size()) return "";
-  std::string out = arguments_.substr(arguments_taken_);
-  arguments_taken_ = arguments_.size();
-  return out;
-}
-
 }  // namespace textgen::model

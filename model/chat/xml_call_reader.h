@@ -36,8 +36,6 @@ class XmlCallReader final : public ToolCallReader {
 
   Step Push(char c) override;
   const std::optional<std::string>& name() const override { return name_; }
-  std::string TakeArguments() override;
-  const std::string& arguments() const override { return arguments_; }
 
   // Longest tag name read (function and parameter names are tool names and schema keys).
   static constexpr size_t kMaxTagBytes = 256;
@@ -61,8 +59,6 @@ class XmlCallReader final : public ToolCallReader {
   std::string value_;        // the value read so far (with what may be its closing tag)
   size_t value_sent_ = 0;    // bytes of value_ already in arguments_ (text values)
   int parameters_ = 0;
-  std::string arguments_;
-  size_t arguments_taken_ = 0;
 };
 
 // `text` as the characters of a JSON string, without quotes (UTF-8 passes through as it is, so
