@@ -274,7 +274,7 @@ constexpr ArchitectureSpec kSpecs[] = {
                  .required = true,
                  .width_divides_by_used = false,
                  .biases = true,
-                 .softmax_over_chosen = true},
+                 .gating = ExpertGating::kSoftmaxOfChosen},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .recurrent_mixer = LayerMixer::kAttention,
      .attention_output_gate = false,
@@ -326,8 +326,10 @@ constexpr ArchitectureSpec kSpecs[] = {
      .ffn_norm_name = "post_attention_norm",
      .sliding = {},
      .gemma = {},
-     .experts =
-         {.allowed = true, .required = true, .width_divides_by_used = true, .shared_expert = true},
+     .experts = {.allowed = true,
+                 .required = true,
+                 .width_divides_by_used = true,
+                 .shared_expert = SharedExpert::kGated},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .recurrent_mixer = LayerMixer::kGatedDeltaNet,
      .attention_output_gate = true,
@@ -380,17 +382,143 @@ constexpr ArchitectureSpec kSpecs[] = {
      .ffn_norm_name = "post_attention_norm",
      .sliding = {},
      .gemma = {},
-     .experts =
-         {.allowed = true, .required = true, .width_divides_by_used = true, .shared_expert = true},
+     .experts = {.allowed = true,
+                 .required = true,
+                 .width_divides_by_used = true,
+                 .shared_expert = SharedExpert::kGated},
      .norm_placement = NormPlacement::kBeforeSublayer,
      .recurrent_mixer = LayerMixer::kGatedDeltaNet,
      .attention_output_gate = true,
      .encoder = false,
      .default_attention_interval = 4,
      .delta_net_layout = DeltaNetLayout::kQwen3Next},
+    // Nemotron-H (8B, 47B; Nemotron-Nano-9B-v2, 12B-v2): blocks that are each one of a Mamba2
+    // layer, attention without positions, or a squared-ReLU feed-forward (layer kinds read from
+    // the per-layer head_count_kv and feed_forward_length), each normed by its attn_norm.
+    {.architecture = Architecture::kNemotronH,
+     .name = "nemotron_h",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kReluSquared,
+     .rope_layout = RopeLayout::kNeox,  // unused: no RoPE
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,  // used when present
+     .output_bias = false,     // attn_output.bias, ffn_up.bias, ffn_down.bias when present
+     .qk_norm = false,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "attn_norm",
+     .sliding = {},
+     .gemma = {},
+     .experts = {},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kMamba2,
+     .attention_output_gate = false,
+     .encoder = false,
+     .default_attention_interval = 0,
+     .single_sublayer_blocks = true,
+     .rope_use = RopeUse::kNever,
+     .rms_eps_falls_back = true},
+    // Granite 4.0-H (350M-3B dense; Bamba): Mamba2 layers between attention layers (those with
+    // attention.head_count_kv > 0), every block with a SwiGLU feed-forward; Granite's
+    // embedding, residual, attention and logit multipliers; RoPE (adjacent pairs, as llama.cpp's
+    // converter permutes q and k) only where rope.scaling.finetuned says so.
+    {.architecture = Architecture::kGraniteHybrid,
+     .name = "granitehybrid",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kAdjacentPairs,
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,  // used when present
+     .output_bias = false,
+     .qk_norm = false,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "ffn_norm",
+     .sliding = {},
+     .gemma = {},
+     // Granite 4.0-H Tiny / Small: softmax-routed SwiGLU experts and a shared expert.
+     .experts = {.allowed = true, .shared_expert = SharedExpert::kWhenSized},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kMamba2,
+     .attention_output_gate = false,
+     .encoder = false,
+     .default_attention_interval = 0,
+     .rope_use = RopeUse::kFinetunedKey,
+     .granite_scales = true},
+    // Nemotron 3 Nano (30B-A3B) and Nemotron-H mixtures: nemotron_h's blocks with each
+    // feed-forward block a mixture of squared-ReLU experts (a sigmoid router whose choice is
+    // biased by exp_probs_b) plus a shared squared-ReLU expert.
+    {.architecture = Architecture::kNemotronHMoe,
+     .name = "nemotron_h_moe",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kReluSquared,
+     .rope_layout = RopeLayout::kNeox,  // unused: no RoPE
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = false,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "attn_norm",
+     .sliding = {},
+     .gemma = {},
+     .experts = {.allowed = true,
+                 .required = true,
+                 .gating = ExpertGating::kSigmoid,
+                 .selection_bias = true,
+                 .weights_keys = true,
+                 .shared_expert = SharedExpert::kAlways},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kMamba2,
+     .attention_output_gate = false,
+     .encoder = false,
+     .default_attention_interval = 0,
+     .single_sublayer_blocks = true,
+     .rope_use = RopeUse::kNever,
+     .rms_eps_falls_back = true},
+    // LFM2-8B-A1B / LFM2.5 mixtures: lfm2's layers with the feed-forward of every layer past
+    // the leading dense ones a mixture of SwiGLU experts, routed as expert_gating_func says
+    // (sigmoid) with a selection bias and renormalized weights.
+    {.architecture = Architecture::kLfm2Moe,
+     .name = "lfm2moe",
+     .norm = NormKind::kRms,
+     .feed_forward = FeedForwardKind::kSwiGlu,
+     .rope_layout = RopeLayout::kNeox,
+     .learned_positions = false,
+     .fused_qkv = false,
+     .fused_gate_up = false,
+     .attention_bias = false,
+     .output_bias = false,
+     .qk_norm = true,
+     .rope_freq_factors = false,
+     .post_norms = false,
+     .attention_sinks = false,
+     .ffn_norm_name = "ffn_norm",
+     .sliding = {},
+     .gemma = {},
+     .experts = {.allowed = true,
+                 .required = true,
+                 .gating_from_key = true,
+                 .selection_bias = true,
+                 .leading_dense_key = true},
+     .norm_placement = NormPlacement::kBeforeSublayer,
+     .recurrent_mixer = LayerMixer::kShortConv,
+     .attention_output_gate = false,
+     .encoder = false,
+     .output_norm_name = "token_embd_norm",
+     .default_attention_interval = 0},
 };
 
-static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kQwen3Next) + 1,
+static_assert(std::size(kSpecs) == static_cast<size_t>(Architecture::kLfm2Moe) + 1,
               "one spec per Architecture, in enum order");
 
 }  // namespace
@@ -406,13 +534,27 @@ const ArchitectureSpec* FindArchitecture(std::string_view name) {
   return nullptr;
 }
 
-std::string SupportedArchitectureNames() {
+namespace {
+
+template <typename Filter>
+std::string NamesOf(Filter filter) {
   std::string names;
   for (const ArchitectureSpec& spec : kSpecs) {
+    if (!filter(spec)) continue;
     if (!names.empty()) names += ", ";
     names += spec.name;
   }
   return names;
+}
+
+}  // namespace
+
+std::string SupportedArchitectureNames() {
+  return NamesOf([](const ArchitectureSpec&) { return true; });
+}
+
+std::string MixtureArchitectureNames() {
+  return NamesOf([](const ArchitectureSpec& spec) { return spec.experts.allowed; });
 }
 
 }  // namespace textgen::model

@@ -17,9 +17,20 @@ namespace textgen::model {
 enum class NormKind { kRms, kLayer };
 
 // The feed-forward block: SwiGLU down(silu(gate(x)) * up(x)), GeGLU down(gelu_tanh(gate(x)) *
-// up(x)) (Gemma), GPT-2's down(gelu_tanh(up(x) + b)) + b, or gpt-oss's clamped SwiGLU
-// down(g * sigmoid(1.702 g) * (clamp(up(x), -7, 7) + 1)) with g = min(gate(x), 7).
-enum class FeedForwardKind { kSwiGlu, kGeGlu, kGelu, kSwiGluOai };
+// up(x)) (Gemma), GPT-2's down(gelu_tanh(up(x) + b)) + b, gpt-oss's clamped SwiGLU
+// down(g * sigmoid(1.702 g) * (clamp(up(x), -7, 7) + 1)) with g = min(gate(x), 7), or
+// Nemotron-H's squared ReLU down(relu(up(x) + b)^2) + b (no gate).
+enum class FeedForwardKind { kSwiGlu, kGeGlu, kGelu, kSwiGluOai, kReluSquared };
+
+// Whether a feed-forward has a gate projection (act(gate(x)) * up(x)).
+inline bool IsGatedFeedForward(FeedForwardKind kind) {
+  return kind != FeedForwardKind::kGelu && kind != FeedForwardKind::kReluSquared;
+}
+
+// Whether attention layers rotate q and k: always, never (Nemotron-H: its Mamba2 layers carry
+// position), or as {arch}.rope.scaling.finetuned says, true when absent (Granite hybrids:
+// Granite 4.0-H writes false, Bamba true).
+enum class RopeUse { kAlways, kNever, kFinetunedKey };
 
 // Which layers attend over a sliding window, with llama.cpp's defaults for keys a file may
 // leave out (attention.sliding_window, attention.sliding_window_pattern, rope.freq_base_swa).
@@ -45,6 +56,12 @@ struct GemmaTraits {
   int layers_of_27b = 0;
 };
 
+// A shared expert every token runs beside the routed ones (ffn_{gate,up,down}_shexp, gate only
+// for a gated feed-forward kind; its width expert_shared_feed_forward_length, else
+// feed_forward_length): none; scaled by the sigmoid of a logit per token (ffn_gate_inp_shexp:
+// qwen35moe); added as is (Nemotron-H); added as is where the file gives its width (Granite).
+enum class SharedExpert { kNone, kGated, kAlways, kWhenSized };
+
 // Whether a file may replace the dense feed-forward by a mixture of experts
 // ({arch}.expert_count > 0, ffn_gate_inp and the stacked ffn_{gate,up,down}_exps tensors).
 struct ExpertTraits {
@@ -55,13 +72,19 @@ struct ExpertTraits {
   bool width_divides_by_used = false;
   // The router and every expert's matrices carry biases (ffn_gate_inp.bias, ffn_*_exps.bias).
   bool biases = false;
-  // How the chosen experts are weighted: a softmax over their router logits (gpt-oss), else
-  // their softmax probabilities over all experts, renormalized to sum to 1.
-  bool softmax_over_chosen = false;
-  // A gated shared expert beside the routed ones (ffn_{gate,up,down}_shexp, its width
-  // expert_shared_feed_forward_length, else feed_forward_length; ffn_gate_inp_shexp: one
-  // logit per token whose sigmoid scales it).
-  bool shared_expert = false;
+  // How the chosen experts are weighted (ModelConfig::expert_gating); with gating_from_key, as
+  // {arch}.expert_gating_func says (llama.cpp's numbering: 1 softmax, 2 sigmoid, 3 softmax of
+  // the chosen), this when absent.
+  ExpertGating gating = ExpertGating::kSoftmax;
+  bool gating_from_key = false;
+  // exp_probs_b.bias: per expert, added to the probabilities to choose (not weigh) them.
+  bool selection_bias = false;
+  // {arch}.expert_weights_norm (default false) and .expert_weights_scale are read (Nemotron-H);
+  // else softmax weights are renormalized and none is scaled.
+  bool weights_keys = false;
+  // {arch}.leading_dense_block_count: the first layers keep a dense feed-forward (LFM2).
+  bool leading_dense_key = false;
+  SharedExpert shared_expert = SharedExpert::kNone;
 };
 
 // How a converter lays out a Gated DeltaNet layer's tensors. Qwen3.5: value heads tiled over
@@ -119,6 +142,17 @@ struct ArchitectureSpec {
   // convolution layers).
   int default_attention_interval = 0;
   DeltaNetLayout delta_net_layout = DeltaNetLayout::kQwen35;
+  // Nemotron-H: each block is a mixer or a feed-forward, never both. A block with a
+  // feed_forward_length entry (one per layer) is a feed-forward, normed by its attn_norm; the
+  // others are mixers, recurrent where their attention.head_count_kv entry is 0 too.
+  bool single_sublayer_blocks = false;
+  RopeUse rope_use = RopeUse::kAlways;
+  // Granite's multipliers, each optional: {arch}.embedding_scale, .residual_scale (each
+  // sublayer's output), .logit_scale (logits divided by it) and .attention.scale.
+  bool granite_scales = false;
+  // The RMSNorm epsilon falls back to attention.layer_norm_epsilon when
+  // attention.layer_norm_rms_epsilon is absent (Nemotron-H, as llama.cpp reads it).
+  bool rms_eps_falls_back = false;
 };
 
 // The description of `architecture`.
@@ -129,5 +163,7 @@ const ArchitectureSpec* FindArchitecture(std::string_view name);
 
 // Every supported general.architecture, comma-separated, for messages ("llama, gpt2, ...").
 std::string SupportedArchitectureNames();
+// Those whose files may hold a mixture of experts, likewise.
+std::string MixtureArchitectureNames();
 
 }  // namespace textgen::model

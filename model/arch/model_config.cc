@@ -28,12 +28,15 @@ int ModelConfig::attention_layers() const {
 int64_t ModelConfig::layer_state_floats(int layer) const {
   switch (mixer(layer)) {
     case LayerMixer::kAttention:
+    case LayerMixer::kNone:
       return 0;
     case LayerMixer::kGatedDeltaNet:
       return delta_net.state_floats();
     case LayerMixer::kShortConv:
       // The last short_conv_kernel - 1 inputs b * x of the convolution.
       return int64_t{short_conv_kernel - 1} * dim;
+    case LayerMixer::kMamba2:
+      return mamba2.state_floats();
   }
   return 0;
 }

@@ -22,7 +22,11 @@ enum class Architecture {
   kQwen35,
   kQwen35Moe,
   kLfm2,
-  kQwen3Next
+  kQwen3Next,
+  kNemotronH,
+  kGraniteHybrid,
+  kNemotronHMoe,
+  kLfm2Moe
 };
 
 // How RoPE pairs the dimensions of a head: llama2.c / GGUF "llama" rotate adjacent pairs
@@ -42,6 +46,13 @@ enum class LayerMixer {
   // is out_proj(c * conv(b * x)) with a depthwise causal convolution over the last
   // short_conv_kernel tokens (no activation).
   kShortConv,
+  // Mamba2 (Nemotron-H, Granite 4.0-H): in_proj gives z | x B C | dt per token; a causal
+  // convolution with bias and SiLU over x B C; per head the selective scan
+  // S = exp(dt A) S + dt x B^T read out by C, plus D x; times silu(z), a grouped RMSNorm and
+  // out_proj.
+  kMamba2,
+  // No mixer: a block that is only a feed-forward (Nemotron-H's MLP blocks).
+  kNone,
 };
 
 // The widest causal convolution a recurrent layer may have (ssm.conv_kernel,
@@ -74,6 +85,35 @@ struct DeltaNetShape {
     return int64_t{conv_kernel - 1} * conv_channels() + int64_t{v_heads} * head_v_dim * head_k_dim;
   }
 };
+
+// The shape of a Mamba2 layer (GGUF ssm.*: conv_kernel, inner_size, state_size, time_step_rank
+// = heads, group_count = groups of B and C that the heads share in order).
+struct Mamba2Shape {
+  int conv_kernel = 0;
+  int inner = 0;
+  int state = 0;
+  int heads = 0;
+  int groups = 0;
+
+  int head_dim() const { return inner / heads; }
+  // The group of B and C head h reads (heads share them in consecutive runs).
+  int group_of(int head) const { return head / (heads / groups); }
+  int bc_width() const { return groups * state; }
+  // Channels of the convolution: x | B | C.
+  int conv_channels() const { return inner + 2 * bc_width(); }
+  // Rows of in_proj: z | x B C | dt.
+  int in_rows() const { return inner + conv_channels() + heads; }
+  // Floats of one sequence's state in one layer: the last conv_kernel - 1 inputs of the
+  // convolution, then per head its [head_dim][state] matrix.
+  int64_t state_floats() const {
+    return int64_t{conv_kernel - 1} * conv_channels() + int64_t{inner} * state;
+  }
+};
+
+// How a mixture's router turns its logits into the chosen experts' weights: their softmax
+// probabilities (renormalized), a softmax over the chosen logits only (gpt-oss), or each
+// expert's sigmoid (Nemotron-H, LFM2: renormalized when the file says so).
+enum class ExpertGating { kSoftmax, kSoftmaxOfChosen, kSigmoid };
 
 // How an embedding is pooled from the final hidden states of an input's tokens (GGUF
 // {arch}.pooling_type, llama.cpp's numbering: 0 none, 1 mean, 2 cls, 3 last).
@@ -129,19 +169,40 @@ struct ModelConfig {
   int experts_used = 0;
   int expert_hidden_dim = 0;
   // A shared expert every token runs beside the routed ones (qwen35moe: its SwiGLU output
-  // times sigmoid(ffn_gate_inp_shexp . x)); 0 = none.
+  // times sigmoid(ffn_gate_inp_shexp . x); Granite, Nemotron-H: added as is); 0 = none.
   int shared_expert_hidden_dim = 0;
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
+  // Sigmoid routers: the chosen weights renormalized to sum to 1 ({arch}.expert_weights_norm);
+  // every router: then multiplied by expert_weights_scale.
+  bool expert_weights_norm = true;
+  float expert_weights_scale = 1.0f;
+  // The first layers of a mixture that keep a dense feed-forward (leading_dense_block_count:
+  // LFM2-8B-A1B).
+  int leading_dense_layers = 0;
   // What each layer mixes with ([n_layers]; empty = attention everywhere), and the shape of
   // its recurrent layers.
   std::vector<LayerMixer> layer_mixers;
   DeltaNetShape delta_net;
+  Mamba2Shape mamba2;
   int short_conv_kernel = 0;  // taps of a kShortConv layer's convolution (shortconv.l_cache)
+  // Which layers have a feed-forward after their mixer ([n_layers]; empty = all). Nemotron-H's
+  // blocks are each a mixer or a feed-forward.
+  std::vector<bool> feed_forward_layers;
+  // Attention layers rotate q and k (false: no positions at all, NoPE: Nemotron-H, Granite 4.0-H).
+  bool rope = true;
+  // Granite: each sublayer's output is multiplied by this before the residual add, and the
+  // logits are divided by logit_scale.
+  float residual_scale = 1.0f;
+  float logit_scale = 1.0f;
   // Embedding models say how to pool ({arch}.pooling_type); kNone for generative models.
   Pooling pooling = Pooling::kNone;
   std::string name;  // general.name or file stem, for logs and GetModelInfo
 
   int kv_dim() const { return n_kv_heads * head_dim; }
   bool has_experts() const { return experts > 0; }
+  bool layer_has_experts(int layer) const { return has_experts() && layer >= leading_dense_layers; }
+  // Some feed-forward is dense (hidden_dim wide).
+  bool has_dense_layers() const { return !has_experts() || leading_dense_layers > 0; }
   // The width of the feed-forward a token runs: an expert's, or the dense one's.
   int ffn_width() const { return has_experts() ? expert_hidden_dim : hidden_dim; }
   LayerMixer mixer(int layer) const {
@@ -149,11 +210,14 @@ struct ModelConfig {
   }
   // Layers that keep K/V (the rest carry a recurrent state).
   int attention_layers() const;
-  bool has_recurrent_layers() const { return attention_layers() < n_layers; }
+  bool has_recurrent_layers() const { return recurrent_state_floats() > 0; }
   // Floats of one sequence's recurrent state in `layer` (0 for attention layers), and over
   // every layer (0 without recurrent layers).
   int64_t layer_state_floats(int layer) const;
   int64_t recurrent_state_floats() const;
+  bool has_feed_forward(int layer) const {
+    return feed_forward_layers.empty() || feed_forward_layers[layer];
+  }
   bool is_sliding(int layer) const {
     return !sliding_window_layers.empty() && sliding_window_layers[layer];
   }

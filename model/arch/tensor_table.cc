@@ -65,6 +65,28 @@ void AppendShortConvTensors(const ModelConfig& c, const std::string& b, int l,
   t.push_back(Matrix(b + "shortconv.out_proj.weight", l, kSsmOutput, dim, dim));
 }
 
+// A Mamba2 layer's tensors, as llama.cpp's mamba2, nemotron_h and granitehybrid loaders read
+// them: ssm_a (-exp(A_log)) and ssm_d are [heads, 1] without a ".weight" suffix, ssm_norm holds
+// one row of weights per group.
+void AppendMamba2Tensors(const Mamba2Shape& m, int64_t dim, const std::string& b, int l,
+                         std::vector<TensorEntry>& t) {
+  using enum WeightSlot;
+  t.push_back(Matrix(b + "ssm_in.weight", l, kSsmInput, m.in_rows(), dim));
+  t.push_back(Matrix(b + "ssm_conv1d.weight", l, kSsmConv, m.conv_channels(), m.conv_kernel));
+  t.push_back(Vector(b + "ssm_conv1d.bias", l, kSsmConvBias, m.conv_channels(), false));
+  t.push_back(Vector(b + "ssm_dt.bias", l, kSsmDtBias, m.heads, true));
+  TensorEntry a = Matrix(b + "ssm_a", l, kSsmA, m.heads, 1);
+  a.init = TensorInit::kMinusOnes;
+  t.push_back(std::move(a));
+  TensorEntry d = Matrix(b + "ssm_d", l, kSsmD, m.heads, 1);
+  d.init = TensorInit::kOnes;
+  t.push_back(std::move(d));
+  TensorEntry norm = Matrix(b + "ssm_norm.weight", l, kSsmNorm, m.groups, m.inner / m.groups);
+  norm.init = TensorInit::kOnes;
+  t.push_back(std::move(norm));
+  t.push_back(Matrix(b + "ssm_out.weight", l, kSsmOutput, dim, m.inner));
+}
+
 // An attention layer's tensors. With an output gate (Qwen3.5) attn_q holds each head's q and
 // gate rows one after the other, so its rows are twice the heads' width.
 void AppendAttentionTensors(const ArchitectureSpec& spec, const ModelConfig& c,
@@ -119,9 +141,13 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
   const std::string attn_norm = post ? "attn_output_norm" : "attn_norm";
   const std::string ffn_norm = post ? "layer_output_norm" : spec.ffn_norm_name;
   std::vector<TensorEntry> t;
-  t.push_back(Vector(b + attn_norm + ".weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
-  t.push_back(
-      Vector(b + attn_norm + ".bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
+  // A block without a mixer (Nemotron-H's feed-forward blocks) has no mixer norm either: its
+  // one norm is the feed-forward's (named attn_norm there).
+  if (c.mixer(layer) != LayerMixer::kNone) {
+    t.push_back(Vector(b + attn_norm + ".weight", l, kAttnNorm, dim, true, TensorInit::kOnes));
+    t.push_back(
+        Vector(b + attn_norm + ".bias", l, kAttnNormBias, dim, layer_norm, TensorInit::kZeros));
+  }
   switch (c.mixer(layer)) {
     case LayerMixer::kGatedDeltaNet:
       AppendDeltaNetTensors(c.delta_net, dim, b, l, layout, t);
@@ -129,23 +155,37 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
     case LayerMixer::kShortConv:
       AppendShortConvTensors(c, b, l, t);
       break;
+    case LayerMixer::kMamba2:
+      AppendMamba2Tensors(c.mamba2, dim, b, l, t);
+      break;
     case LayerMixer::kAttention:
       AppendAttentionTensors(spec, c, b, l, layout, t);
       break;
+    case LayerMixer::kNone:
+      break;
   }
+  if (!c.has_feed_forward(layer)) return t;
   t.push_back(Vector(b + ffn_norm + ".weight", l, kFfnNorm, dim, true, TensorInit::kOnes));
   t.push_back(Vector(b + ffn_norm + ".bias", l, kFfnNormBias, dim, layer_norm, TensorInit::kZeros));
-  if (c.has_experts()) {
+  const bool gated = IsGatedFeedForward(spec.feed_forward);
+  if (c.layer_has_experts(layer)) {
     // The router is kept in f32 by llama.cpp's quantizer; the experts are as the file says.
     const int64_t experts = c.experts, width = c.expert_hidden_dim;
     t.push_back(Matrix(b + "ffn_gate_inp.weight", l, kRouter, experts, dim));
-    t.push_back(Experts(b + "ffn_gate_exps.weight", l, kGateExperts, experts, width, dim));
+    if (spec.experts.selection_bias) {
+      t.push_back(Vector(b + "exp_probs_b.bias", l, kExpertSelectionBias, experts, true));
+    }
+    if (gated) {
+      t.push_back(Experts(b + "ffn_gate_exps.weight", l, kGateExperts, experts, width, dim));
+    }
     t.push_back(Experts(b + "ffn_up_exps.weight", l, kUpExperts, experts, width, dim));
     t.push_back(Experts(b + "ffn_down_exps.weight", l, kDownExperts, experts, dim, width));
-    if (spec.experts.shared_expert) {
+    if (c.shared_expert_hidden_dim > 0) {
       const int64_t shared = c.shared_expert_hidden_dim;
-      t.push_back(Vector(b + "ffn_gate_inp_shexp.weight", l, kSharedExpertGate, dim, true));
-      t.push_back(Matrix(b + "ffn_gate_shexp.weight", l, kSharedGate, shared, dim));
+      if (spec.experts.shared_expert == SharedExpert::kGated) {
+        t.push_back(Vector(b + "ffn_gate_inp_shexp.weight", l, kSharedExpertGate, dim, true));
+      }
+      if (gated) t.push_back(Matrix(b + "ffn_gate_shexp.weight", l, kSharedGate, shared, dim));
       t.push_back(Matrix(b + "ffn_up_shexp.weight", l, kSharedUp, shared, dim));
       t.push_back(Matrix(b + "ffn_down_shexp.weight", l, kSharedDown, dim, shared));
     }
@@ -161,7 +201,7 @@ std::vector<TensorEntry> LayerTensorTable(const ArchitectureSpec& spec, const Mo
       t.push_back(
           Fused(b + "ffn_up.weight", l, dim, false, true, {{kGate, hidden}, {kUp, hidden}}));
     } else {
-      if (spec.feed_forward != FeedForwardKind::kGelu) {
+      if (gated) {
         t.push_back(Matrix(b + "ffn_gate.weight", l, kGate, hidden, dim));
       }
       t.push_back(Matrix(b + "ffn_up.weight", l, kUp, hidden, dim));

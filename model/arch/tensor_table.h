@@ -77,6 +77,11 @@ enum class WeightSlot : uint8_t {
   // ssm_in (q, k, v, z per key head) of files converted before attn_qkv | attn_gate.
   kSsmBetaAlpha,
   kSsmQkvz,
+  // Mamba2: the convolution's bias and the skip D (its other tensors fill the slots above).
+  kSsmConvBias,
+  kSsmD,
+  // Per layer, a mixture's per-expert selection bias (exp_probs_b.bias).
+  kExpertSelectionBias,
   // Per layer, a gated shared expert (qwen35moe): its gate logit's row and its SwiGLU.
   kSharedExpertGate,
   kSharedGate,

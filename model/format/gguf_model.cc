@@ -190,6 +190,48 @@ absl::Status ReadYarnConfig(const GgufFile& file, const std::string& p, ModelCon
   return absl::OkStatus();
 }
 
+// How the router weighs the chosen experts, and which layers keep a dense feed-forward, as the
+// architecture and llama.cpp read them.
+absl::Status ReadRoutingConfig(const GgufFile& file, const ArchitectureSpec& spec, ModelConfig& c) {
+  const std::string p = std::string(spec.name) + ".";
+  const ExpertTraits& traits = spec.experts;
+  c.expert_gating = traits.gating;
+  if (traits.gating_from_key && file.FindKey(p + "expert_gating_func")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int64_t gating, file.GetInt(p + "expert_gating_func", 1, 3));
+    constexpr ExpertGating kByNumber[] = {ExpertGating::kSoftmax, ExpertGating::kSigmoid,
+                                          ExpertGating::kSoftmaxOfChosen};
+    c.expert_gating = kByNumber[gating - 1];
+  }
+  if (traits.weights_keys) {
+    c.expert_weights_norm = false;  // llama.cpp's default
+    if (file.FindKey(p + "expert_weights_norm")) {
+      TEXTGEN_ASSIGN_OR_RETURN(c.expert_weights_norm, file.GetBool(p + "expert_weights_norm"));
+    }
+    if (file.FindKey(p + "expert_weights_scale")) {
+      TEXTGEN_ASSIGN_OR_RETURN(const double scale, file.GetFloat(p + "expert_weights_scale"));
+      if (!(scale >= 0 && scale < 1e6)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(p, "expert_weights_scale ", scale, " is not in [0, 1e6)"));
+      }
+      if (scale != 0) c.expert_weights_scale = static_cast<float>(scale);  // 0: none
+    }
+  }
+  if (file.FindKey(p + "expert_group_count")) {
+    TEXTGEN_ASSIGN_OR_RETURN(const int64_t groups,
+                             file.GetInt(p + "expert_group_count", 0, c.experts));
+    if (groups > 1) {
+      return absl::UnimplementedError(absl::StrCat(
+          p, "expert_group_count is ", groups,
+          ": choosing experts within the best groups (DeepSeek-V3's) is not supported"));
+    }
+  }
+  if (traits.leading_dense_key && file.FindKey(p + "leading_dense_block_count")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.leading_dense_layers,
+                             file.GetInt(p + "leading_dense_block_count", 0, c.n_layers));
+  }
+  return absl::OkStatus();
+}
+
 // The mixture of experts: how many, how many per token, how wide ({arch}.expert_*), as llama.cpp
 // reads them.
 absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec, ModelConfig& c) {
@@ -207,7 +249,7 @@ absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec
   if (!spec.experts.allowed) {
     return absl::UnimplementedError(absl::StrCat(
         p, "expert_count is ", c.experts, ": a mixture of experts is not supported in ", spec.name,
-        " models (it is in llama, qwen3moe and gpt-oss)"));
+        " models (it is in ", MixtureArchitectureNames(), ")"));
   }
   const GgufKv* used = file.FindKey(p + "expert_used_count");
   if (used != nullptr && used->value.type == GgufType::kArray) {
@@ -233,14 +275,17 @@ absl::Status ReadExpertConfig(const GgufFile& file, const ArchitectureSpec& spec
                        c.hidden_dim, " / ", c.experts_used, " experts per token leaves no width"));
     }
   }
-  if (spec.experts.shared_expert) {
+  const std::string shared_key = p + "expert_shared_feed_forward_length";
+  const SharedExpert shared = spec.experts.shared_expert;
+  if (shared == SharedExpert::kWhenSized && file.FindKey(shared_key)) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.shared_expert_hidden_dim, file.GetInt(shared_key, 0, kMaxDim));
+  } else if (shared != SharedExpert::kNone && shared != SharedExpert::kWhenSized) {
     c.shared_expert_hidden_dim = c.hidden_dim;  // llama.cpp's default
-    if (file.FindKey(p + "expert_shared_feed_forward_length")) {
-      TEXTGEN_ASSIGN_OR_RETURN(c.shared_expert_hidden_dim,
-                               file.GetInt(p + "expert_shared_feed_forward_length", 1, kMaxDim));
+    if (file.FindKey(shared_key)) {
+      TEXTGEN_ASSIGN_OR_RETURN(c.shared_expert_hidden_dim, file.GetInt(shared_key, 1, kMaxDim));
     }
   }
-  return absl::OkStatus();
+  return ReadRoutingConfig(file, spec, c);
 }
 
 // Heads, KV heads and the head size.
@@ -304,7 +349,13 @@ absl::Status ReadAttentionShape(const GgufFile& file, const std::string& p, Mode
 // The rotary embedding: its dimensions, base and scaling (none for learned positions).
 absl::Status ReadRopeConfig(const GgufFile& file, const ArchitectureSpec& spec,
                             const std::string& p, ModelConfig& c) {
-  if (spec.learned_positions) {
+  if (spec.rope_use == RopeUse::kNever) {
+    c.rope = false;
+  } else if (spec.rope_use == RopeUse::kFinetunedKey &&
+             file.FindKey(p + "rope.scaling.finetuned")) {
+    TEXTGEN_ASSIGN_OR_RETURN(c.rope, file.GetBool(p + "rope.scaling.finetuned"));
+  }
+  if (spec.learned_positions || !c.rope) {
     c.rope_dim = 0;
   } else {
     c.rope_dim = c.head_dim;
@@ -355,8 +406,12 @@ absl::Status ReadRopeConfig(const GgufFile& file, const ArchitectureSpec& spec,
 // The norms' epsilon (required for LayerNorm, optional for RMSNorm).
 absl::Status ReadNormEpsilon(const GgufFile& file, const ArchitectureSpec& spec,
                              const std::string& p, ModelConfig& c) {
-  const std::string eps_key = spec.norm == NormKind::kRms ? p + "attention.layer_norm_rms_epsilon"
-                                                          : p + "attention.layer_norm_epsilon";
+  std::string eps_key = spec.norm == NormKind::kRms ? p + "attention.layer_norm_rms_epsilon"
+                                                    : p + "attention.layer_norm_epsilon";
+  if (spec.rms_eps_falls_back && !file.FindKey(eps_key)) {
+    eps_key = p + "attention.layer_norm_epsilon";
+    if (!file.FindKey(eps_key)) return absl::OkStatus();
+  }
   if (spec.norm == NormKind::kLayer || file.FindKey(eps_key)) {
     TEXTGEN_ASSIGN_OR_RETURN(const double eps, file.GetFloat(eps_key));
     if (!(eps > 0 && eps < 1)) {
@@ -401,6 +456,76 @@ absl::Status ReadEmbeddingConfig(const GgufFile& file, const ArchitectureSpec& s
   return absl::OkStatus();
 }
 
+// Nemotron-H's per-layer feed_forward_length: a block with a width is a feed-forward, the others
+// mixers (ReadRecurrentConfig); every feed-forward block has the same width.
+absl::Status ReadFeedForwardLayers(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  const std::string key = p + "feed_forward_length";
+  const GgufKv* kv = file.FindKey(key);
+  if (kv == nullptr || kv->value.type != GgufType::kArray) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", p.substr(0, p.size() - 1), " model needs ", key,
+                     " as one entry per block (0 for the mixer blocks)"));
+  }
+  TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int64_t> widths, file.GetIntArray(key, 0, kMaxDim));
+  if (static_cast<int>(widths.size()) != c.n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        key, " has ", widths.size(), " entries, expected one per block (", c.n_layers, ")"));
+  }
+  c.feed_forward_layers.assign(static_cast<size_t>(c.n_layers), false);
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (widths[l] == 0) continue;
+    if (c.hidden_dim != 0 && widths[l] != c.hidden_dim) {
+      return absl::UnimplementedError(
+          absl::StrCat(key, " differs between feed-forward blocks (", c.hidden_dim, " and ",
+                       widths[l], "): a different width per block is not supported"));
+    }
+    c.hidden_dim = static_cast<int>(widths[l]);
+    c.feed_forward_layers[l] = true;
+  }
+  if (c.hidden_dim == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(key, " has no feed-forward block (all 0)"));
+  }
+  return absl::OkStatus();
+}
+
+// Granite's multipliers (each optional): embedding_scale, residual_scale, logit_scale,
+// attention.scale.
+absl::Status ReadGraniteScales(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  TEXTGEN_ASSIGN_OR_RETURN(c.embedding_scale,
+                           PositiveFloatOr(file, p + "embedding_scale", c.embedding_scale));
+  TEXTGEN_ASSIGN_OR_RETURN(c.residual_scale,
+                           PositiveFloatOr(file, p + "residual_scale", c.residual_scale));
+  TEXTGEN_ASSIGN_OR_RETURN(c.logit_scale, PositiveFloatOr(file, p + "logit_scale", c.logit_scale));
+  TEXTGEN_ASSIGN_OR_RETURN(c.attention_scale,
+                           PositiveFloatOr(file, p + "attention.scale", c.attention_scale));
+  return absl::OkStatus();
+}
+
+// Mamba2's shape (ssm.*), checked to split into heads and groups.
+absl::Status ReadMamba2Config(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  Mamba2Shape& m = c.mamba2;
+  const auto read = [&](const char* key, int& out) -> absl::Status {
+    TEXTGEN_ASSIGN_OR_RETURN(const int64_t v, file.GetInt(p + key, 1, kMaxDim));
+    out = static_cast<int>(v);
+    return absl::OkStatus();
+  };
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.conv_kernel", m.conv_kernel));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.inner_size", m.inner));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.state_size", m.state));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.time_step_rank", m.heads));
+  TEXTGEN_RETURN_IF_ERROR(read("ssm.group_count", m.groups));
+  if (m.conv_kernel > kMaxConvKernel) {
+    return absl::InvalidArgumentError(absl::StrCat(p, "ssm.conv_kernel ", m.conv_kernel,
+                                                   " is past the supported ", kMaxConvKernel));
+  }
+  if (m.inner % m.heads != 0 || m.heads % m.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        p, "ssm.time_step_rank (heads) ", m.heads, " must divide ", p, "ssm.inner_size ", m.inner,
+        " and be a multiple of ", p, "ssm.group_count ", m.groups));
+  }
+  return absl::OkStatus();
+}
+
 // LFM2's short convolution: its taps (shortconv.l_cache). Sliding-window attention (only
 // LFM2.5-Audio's tokenizer has it) is refused rather than ignored.
 absl::Status ReadShortConvConfig(const GgufFile& file, const std::string& p, ModelConfig& c) {
@@ -437,7 +562,8 @@ absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& s
   const std::string kv_key = p + "attention.head_count_kv";
   const GgufKv* kv = file.FindKey(kv_key);
   if (spec.default_attention_interval == 0) {
-    // The layers without KV heads are recurrent (a scalar count: every layer attends).
+    // The layers without KV heads are recurrent (a scalar count: every layer attends), but for
+    // Nemotron-H's feed-forward blocks (which have none either).
     if (kv != nullptr && kv->value.type == GgufType::kArray) {
       TEXTGEN_ASSIGN_OR_RETURN(const std::vector<int64_t> per_layer,
                                file.GetIntArray(kv_key, 0, c.n_heads));
@@ -460,9 +586,13 @@ absl::Status ReadRecurrentConfig(const GgufFile& file, const ArchitectureSpec& s
   }
   c.layer_mixers.resize(static_cast<size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
-    c.layer_mixers[l] = recurrent[l] ? spec.recurrent_mixer : LayerMixer::kAttention;
+    c.layer_mixers[l] = !c.has_feed_forward(l) || !spec.single_sublayer_blocks
+                            ? (recurrent[l] ? spec.recurrent_mixer : LayerMixer::kAttention)
+                            : LayerMixer::kNone;
   }
+  if (spec.single_sublayer_blocks && nextn > 0) c.feed_forward_layers.resize(c.n_layers);
   if (spec.recurrent_mixer == LayerMixer::kShortConv) return ReadShortConvConfig(file, p, c);
+  if (spec.recurrent_mixer == LayerMixer::kMamba2) return ReadMamba2Config(file, p, c);
   DeltaNetShape& d = c.delta_net;
   const auto read = [&](const char* key, int& out) -> absl::Status {
     TEXTGEN_ASSIGN_OR_RETURN(const int64_t v, file.GetInt(p + key, 1, kMaxDim));
@@ -542,13 +672,18 @@ absl::StatusOr<ModelConfig> ReadConfig(const GgufFile& file, const ArchitectureS
   c.rope_layout = spec.rope_layout;
   const std::string p = std::string(spec.name) + ".";
   TEXTGEN_ASSIGN_OR_RETURN(c.dim, file.GetInt(p + "embedding_length", 1, kMaxDim));
-  TEXTGEN_ASSIGN_OR_RETURN(c.hidden_dim, file.GetInt(p + "feed_forward_length", 1, kMaxDim));
   TEXTGEN_ASSIGN_OR_RETURN(c.n_layers, file.GetInt(p + "block_count", 1, kMaxLayers));
+  if (spec.single_sublayer_blocks) {
+    TEXTGEN_RETURN_IF_ERROR(ReadFeedForwardLayers(file, p, c));
+  } else {
+    TEXTGEN_ASSIGN_OR_RETURN(c.hidden_dim, file.GetInt(p + "feed_forward_length", 1, kMaxDim));
+  }
   TEXTGEN_ASSIGN_OR_RETURN(c.n_heads, file.GetInt(p + "attention.head_count", 1, c.dim));
   TEXTGEN_ASSIGN_OR_RETURN(c.context_length, file.GetInt(p + "context_length", 1, kMaxContext));
   TEXTGEN_RETURN_IF_ERROR(ReadAttentionShape(file, p, c));
   TEXTGEN_RETURN_IF_ERROR(ReadRopeConfig(file, spec, p, c));
   TEXTGEN_RETURN_IF_ERROR(ReadNormEpsilon(file, spec, p, c));
+  if (spec.granite_scales) TEXTGEN_RETURN_IF_ERROR(ReadGraniteScales(file, p, c));
   if (spec.gemma.enabled) TEXTGEN_RETURN_IF_ERROR(ReadGemmaConfig(file, spec, c));
   if (spec.sliding.pattern > 0) TEXTGEN_RETURN_IF_ERROR(ReadSlidingWindowConfig(file, spec, c));
   TEXTGEN_RETURN_IF_ERROR(ReadExpertConfig(file, spec, c));

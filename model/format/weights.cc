@@ -146,6 +146,12 @@ const TensorView& WeightOf(const ModelWeights& w, int layer, WeightSlot slot) {
       return l().ssm_beta_alpha;
     case kSsmQkvz:
       return l().ssm_qkvz;
+    case kSsmConvBias:
+      return l().ssm_conv_bias;
+    case kSsmD:
+      return l().ssm_d;
+    case kExpertSelectionBias:
+      return l().expert_selection_bias;
     case kSharedExpertGate:
       return l().shared_expert_gate;
     case kSharedGate:

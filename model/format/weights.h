@@ -116,6 +116,13 @@ struct LayerWeights {
   // Qwen3-Next's fused forms, instead of ssm_beta | ssm_alpha and ssm_input | ssm_gate.
   TensorView ssm_beta_alpha;  // [2 v_heads, dim] per key head: betas, alphas
   TensorView ssm_qkvz;        // [2 key_dim + 2 value_dim, dim] per key head: q, k, v, z
+  // Mamba2 layers use ssm_input [z | x B C | dt rows, dim] (ssm_in), ssm_conv, ssm_dt_bias,
+  // ssm_a, ssm_norm [groups, inner / groups] and ssm_output [dim, inner], and these:
+  TensorView ssm_conv_bias;  // [conv channels]                    ssm_conv1d.bias
+  TensorView ssm_d;          // [heads, 1]  the skip D             ssm_d
+  // Mixtures with a selection bias: [1, experts] added to the router's probabilities to
+  // choose experts (exp_probs_b.bias).
+  TensorView expert_selection_bias;
   // A gated shared expert (qwen35moe).
   TensorView shared_expert_gate;  // [1, dim]  ffn_gate_inp_shexp
   TensorView shared_gate;         // [shared width, dim]

@@ -72,6 +72,19 @@ TEXTGEN_SIMD_CLONES void MulSiluSpan(const float* gate, int64_t n, float* x) {
   for (int64_t i = 0; i < n; ++i) x[i] *= gate[i] / (1.0f + FastExp(-gate[i]));
 }
 
+TEXTGEN_SIMD_CLONES void ReluSquaredSpan(int64_t n, float* x) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = x[i] > 0.0f ? x[i] : 0.0f;
+    x[i] = r * r;
+  }
+}
+
+TEXTGEN_SIMD_CLONES void ScaleSpan(float scale, int64_t n, float* x) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= scale;
+}
+
 TEXTGEN_SIMD_CLONES void AddSpan(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -141,6 +154,14 @@ void MulSigmoidInPlace(const float* gate, int64_t n, float* x) {
 void MulSiluInPlace(const float* gate, int64_t n, float* x) {
   ForEachChunk(n,
                [&](int64_t begin, int64_t count) { MulSiluSpan(gate + begin, count, x + begin); });
+}
+
+void ReluSquaredInPlace(int64_t n, float* x) {
+  ForEachChunk(n, [&](int64_t begin, int64_t count) { ReluSquaredSpan(count, x + begin); });
+}
+
+void ScaleInPlace(float scale, int64_t n, float* x) {
+  ForEachChunk(n, [&](int64_t begin, int64_t count) { ScaleSpan(scale, count, x + begin); });
 }
 
 void SoftCap(float* x, int64_t n, float cap) {

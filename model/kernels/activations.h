@@ -30,6 +30,12 @@ void MulSigmoidInPlace(const float* gate, int64_t n, float* x);
 // x[i] *= silu(gate[i]) (Gated DeltaNet's gated norm).
 void MulSiluInPlace(const float* gate, int64_t n, float* x);
 
+// x[i] = max(x[i], 0)^2 (Nemotron-H's squared-ReLU feed-forward).
+void ReluSquaredInPlace(int64_t n, float* x);
+
+// x[i] *= scale (Granite's residual and logit multipliers).
+void ScaleInPlace(float scale, int64_t n, float* x);
+
 // x[i] = cap * tanh(x[i] / cap) (Gemma's logit softcapping).
 void SoftCap(float* x, int64_t n, float cap);
 

@@ -34,10 +34,38 @@ void TopExperts(int experts, int used, Score score, int* picks, float* kept) {
 
 void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
                     float* weights, ExpertWeighting weighting) {
+  RouteToExperts(logits, rows, experts, used, selected, weights,
+                 RoutingRule{.weighting = weighting});
+}
+
+void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
+                    float* weights, const RoutingRule& rule) {
+  const ExpertWeighting weighting = rule.weighting;
+  const float* bias = rule.selection_bias;
   for (int r = 0; r < rows; ++r) {
     const float* row = logits + static_cast<size_t>(r) * experts;
     int* picks = selected + static_cast<size_t>(r) * used;
     float* w = weights + static_cast<size_t>(r) * used;
+    if (weighting == ExpertWeighting::kSigmoid) {
+      const auto probability = [&](int e) { return 1.0f / (1.0f + std::exp(-row[e])); };
+      if (bias == nullptr) {
+        TopExperts(experts, used, probability, picks, w);
+      } else {
+        TopExperts(
+            experts, used, [&](int e) { return probability(e) + bias[e]; }, picks, w);
+        for (int i = 0; i < used; ++i) w[i] = probability(picks[i]);
+      }
+      if (rule.renormalize) {
+        float total = 0;
+        for (int i = 0; i < used; ++i) total += w[i];
+        total = std::max(total, kMinWeightSum);
+        for (int i = 0; i < used; ++i) w[i] /= total;
+      }
+      if (rule.scale != 1.0f) {
+        for (int i = 0; i < used; ++i) w[i] *= rule.scale;
+      }
+      continue;
+    }
     if (weighting == ExpertWeighting::kSoftmaxOfChosen) {
       // Top-`used` by logit, then a softmax over the chosen logits (the first is their maximum).
       TopExperts(
@@ -59,12 +87,21 @@ void RouteToExperts(const float* logits, int rows, int experts, int used, int* s
     double sum = 0;
     for (int e = 0; e < experts; ++e) sum += std::exp(row[e] - max);
     const float inverse = static_cast<float>(1.0 / sum);
-    TopExperts(
-        experts, used, [&](int e) { return std::exp(row[e] - max) * inverse; }, picks, w);
+    const auto probability = [&](int e) { return std::exp(row[e] - max) * inverse; };
+    if (bias == nullptr) {
+      TopExperts(experts, used, probability, picks, w);
+    } else {
+      TopExperts(
+          experts, used, [&](int e) { return probability(e) + bias[e]; }, picks, w);
+      for (int i = 0; i < used; ++i) w[i] = probability(picks[i]);
+    }
     float total = 0;
     for (int i = 0; i < used; ++i) total += w[i];
     total = std::max(total, kMinWeightSum);
     for (int i = 0; i < used; ++i) w[i] /= total;
+    if (rule.scale != 1.0f) {
+      for (int i = 0; i < used; ++i) w[i] *= rule.scale;
+    }
   }
 }
 

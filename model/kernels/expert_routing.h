@@ -11,6 +11,20 @@ enum class ExpertWeighting {
   kRenormalizedSoftmax,
   // A softmax over their own logits (gpt-oss: llama.cpp's SOFTMAX_WEIGHT gating).
   kSoftmaxOfChosen,
+  // Each expert's own sigmoid probability (Nemotron-H, LFM2: llama.cpp's SIGMOID gating),
+  // renormalized only when the rule says so.
+  kSigmoid,
+};
+
+// The router's rule beyond its weighting (llama.cpp's build_moe_ffn arguments).
+struct RoutingRule {
+  ExpertWeighting weighting = ExpertWeighting::kRenormalizedSoftmax;
+  // [experts] added to the probabilities to choose the experts, not to weigh them
+  // (exp_probs_b: DeepSeek-V3-style load balancing); null: none.
+  const float* selection_bias = nullptr;
+  // kSigmoid: the chosen weights renormalized to sum to 1 (norm_w; softmax always is).
+  bool renormalize = true;
+  float scale = 1.0f;  // then every weight multiplied by this (w_scale)
 };
 
 // For each of `rows` tokens, from its router scores (`logits`, [rows, experts]): the `used`
@@ -24,5 +38,11 @@ enum class ExpertWeighting {
 void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
                     float* weights,
                     ExpertWeighting weighting = ExpertWeighting::kRenormalizedSoftmax);
+// With a whole rule: kSigmoid picks the `used` experts of highest sigmoid(logit) + bias (ties to
+// the lower index), weighs them by sigmoid(logit), renormalized when rule.renormalize (the sum
+// clamped below at 2^-14, as llama.cpp); a selection bias moves the softmax picks likewise.
+// Every weighting ends multiplied by rule.scale.
+void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
+                    float* weights, const RoutingRule& rule);
 
 }  // namespace textgen::model::ops

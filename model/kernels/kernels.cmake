@@ -13,6 +13,7 @@ add_library(textgen_kernels STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/onednn_matmul.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/reference.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/rope.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/kernels/selective_scan.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/skinny_matmul.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/huge_page_arena.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/kernels/quant/packed_quant_matrix.cc

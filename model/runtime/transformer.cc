@@ -60,6 +60,8 @@ absl::Status Transformer::DenseFeedForward(PreparedLayer& pl, const float* mlp_x
   } else if (SpecOf(c.architecture).feed_forward == FeedForwardKind::kGeGlu) {
     ops::GeluTanhMul(hidden_.data(), rows, c.hidden_dim, act_.data());
     mlp_in = act_.data();
+  } else if (SpecOf(c.architecture).feed_forward == FeedForwardKind::kReluSquared) {
+    ops::ReluSquaredInPlace(static_cast<int64_t>(rows) * c.hidden_dim, hidden_.data());
   }
   return pl.down->Run(mlp_in, rows, proj_.data());
 }
@@ -122,28 +124,38 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
   // Attention: x += Wo · attend(rope(Wq·norm(x)), cache ∪ rope(Wk·norm(x)), Wv·norm(x)); post-norm
   // blocks (BERT) normalize the sum instead: x = norm(x + Wo · attend(Wq·x, Wk·x, Wv·x)).
   // Recurrent layers mix through the sequence's state instead of its K/V.
+  // A block may lack either half (Nemotron-H's blocks are a mixer or a feed-forward).
   const bool post_norm = SpecOf(c.architecture).norm_placement == NormPlacement::kAfterResidual;
-  const float* attn_in = x_.data();
-  if (!post_norm) {
-    Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
-    attn_in = xn_.data();
+  if (c.mixer(layer) != LayerMixer::kNone) {
+    const float* attn_in = x_.data();
+    if (!post_norm) {
+      Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, xn_.data());
+      attn_in = xn_.data();
+    }
+    switch (c.mixer(layer)) {
+      case LayerMixer::kGatedDeltaNet:
+        TEXTGEN_RETURN_IF_ERROR(DeltaNet(pl, attn_in, plan));
+        break;
+      case LayerMixer::kShortConv:
+        TEXTGEN_RETURN_IF_ERROR(ShortConv(pl, attn_in, plan));
+        break;
+      case LayerMixer::kMamba2:
+        TEXTGEN_RETURN_IF_ERROR(Mamba2(pl, attn_in, plan));
+        break;
+      case LayerMixer::kAttention:
+        TEXTGEN_RETURN_IF_ERROR(Attention(pl, attn_in, plan, cache));
+        break;
+      case LayerMixer::kNone:
+        break;
+    }
+    if (!pl.attn_post_norm.empty()) {
+      ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());
+    }
+    if (c.residual_scale != 1.0f) ops::ScaleInPlace(c.residual_scale, n, proj_.data());
+    ops::AddInPlace(proj_.data(), n, x_.data());
+    if (post_norm) Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, x_.data());
   }
-  switch (c.mixer(layer)) {
-    case LayerMixer::kGatedDeltaNet:
-      TEXTGEN_RETURN_IF_ERROR(DeltaNet(pl, attn_in, plan));
-      break;
-    case LayerMixer::kShortConv:
-      TEXTGEN_RETURN_IF_ERROR(ShortConv(pl, attn_in, plan));
-      break;
-    case LayerMixer::kAttention:
-      TEXTGEN_RETURN_IF_ERROR(Attention(pl, attn_in, plan, cache));
-      break;
-  }
-  if (!pl.attn_post_norm.empty()) {
-    ops::RmsNorm(proj_.data(), rows, c.dim, pl.attn_post_norm.data(), c.norm_eps, proj_.data());
-  }
-  ops::AddInPlace(proj_.data(), n, x_.data());
-  if (post_norm) Norm(x_.data(), rows, pl.attn_norm, pl.attn_norm_bias, x_.data());
+  if (!c.has_feed_forward(layer)) return absl::OkStatus();
 
   // MLP: x += W2 · (act(W1·norm(x)) * W3·norm(x))   or   x += W2 · gelu(W1·norm(x) + b1) + b2,
   // or the weighted sum of such SwiGLUs of the experts the router picks (mixture of experts)
@@ -154,11 +166,12 @@ absl::Status Transformer::Block(int layer, const BatchPlan& plan, const KvCache&
     Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, xn_.data());
     mlp_x = xn_.data();
   }
-  TEXTGEN_RETURN_IF_ERROR(c.has_experts() ? ExpertFeedForward(pl, mlp_x, rows)
-                                          : DenseFeedForward(pl, mlp_x, rows));
+  TEXTGEN_RETURN_IF_ERROR(c.layer_has_experts(layer) ? ExpertFeedForward(pl, mlp_x, rows)
+                                                     : DenseFeedForward(pl, mlp_x, rows));
   if (!pl.ffn_post_norm.empty()) {
     ops::RmsNorm(proj_.data(), rows, c.dim, pl.ffn_post_norm.data(), c.norm_eps, proj_.data());
   }
+  if (c.residual_scale != 1.0f) ops::ScaleInPlace(c.residual_scale, n, proj_.data());
   ops::AddInPlace(proj_.data(), n, x_.data());
   if (post_norm) Norm(x_.data(), rows, pl.ffn_norm, pl.ffn_norm_bias, x_.data());
   return absl::OkStatus();
@@ -210,6 +223,9 @@ absl::Status Transformer::Forward(const BatchPlan& plan, const KvCache& cache) {
   const size_t need = static_cast<size_t>(wanted) * config_.vocab_size;
   if (logits_.size() < need) logits_.resize(need);  // grows to the largest batch once
   TEXTGEN_RETURN_IF_ERROR(lm_head_->Run(xn_.data(), wanted, logits_.data()));
+  if (config_.logit_scale != 1.0f) {
+    ops::ScaleInPlace(1.0f / config_.logit_scale, static_cast<int64_t>(need), logits_.data());
+  }
   if (config_.final_logit_softcap > 0) {
     ops::SoftCap(logits_.data(), static_cast<int64_t>(need), config_.final_logit_softcap);
   }

@@ -71,7 +71,8 @@ struct PreparedLayer {
   // A gated shared expert (qwen35moe): gate|up and down, and the row whose dot with the input
   // gives its gate logit.
   std::unique_ptr<ops::LinearLayer> shared_up, shared_down;
-  std::vector<float> shared_expert_gate;  // [dim]
+  std::vector<float> shared_expert_gate;     // [dim] (qwen35moe), else empty
+  std::vector<float> expert_selection_bias;  // [experts] (exp_probs_b), else empty
   // Attention layers: which of the cache's K/V layers is this one's.
   int kv_layer = -1;
   // Gated DeltaNet layers, instead of qkv and wo (transformer_recurrent.cc); short-convolution
@@ -81,7 +82,9 @@ struct PreparedLayer {
   std::unique_ptr<ops::LinearLayer> ssm_out;  // [value_dim] -> [dim]
   std::vector<float> ssm_conv;                // [conv_kernel][conv channels]
   std::vector<float> ssm_dt_bias, ssm_a;      // [v_heads]
-  std::vector<float> ssm_norm;                // [head_v_dim]
+  std::vector<float> ssm_norm;                // [head_v_dim]; Mamba2: [inner], per group
+  std::vector<float> ssm_conv_bias;           // [conv channels] (Mamba2), else empty
+  std::vector<float> ssm_d;                   // [heads] the skip (Mamba2)
   // ssm_ba's rows grouped per key head (its value heads' betas, then their alphas: Qwen3-Next's
   // ssm_ba), else all betas then all alphas.
   bool beta_alpha_grouped = false;
@@ -150,6 +153,8 @@ class Transformer {
   absl::Status DeltaNet(PreparedLayer& pl, const float* in, const BatchPlan& plan);
   // LFM2's gated short convolution, likewise.
   absl::Status ShortConv(PreparedLayer& pl, const float* in, const BatchPlan& plan);
+  // Mamba2, likewise.
+  absl::Status Mamba2(PreparedLayer& pl, const float* in, const BatchPlan& plan);
   // The recurrent layers' causal convolution of `in` into `out` (rows `channels` wide), each
   // chunk continuing its sequence's state at pl.state_offset.
   void CausalConv(const PreparedLayer& pl, const BatchPlan& plan, const float* in, int in_stride,
@@ -162,6 +167,8 @@ class Transformer {
                                int max_rows, WeightStaging& staging);
   absl::Status PrepareShortConv(const LayerWeights& lw, const std::string& prefix,
                                 PreparedLayer& pl, int max_rows, WeightStaging& staging);
+  absl::Status PrepareMamba2(const LayerWeights& lw, const std::string& prefix, PreparedLayer& pl,
+                             int max_rows, WeightStaging& staging);
   // Qwen3.5's gated q rows [q_h | gate_h]...: q into qkv_, the gates into attn_gate_.
   void SplitQueryGate(int rows);
   // The feed-forward of a dense block: proj_ = down(act(up(mlp_x))).
@@ -171,8 +178,11 @@ class Transformer {
   absl::Status ExpertFeedForward(PreparedLayer& pl, const float* mlp_x, int rows);
   absl::Status PrepareExperts(const LayerWeights& lw, const std::string& prefix, PreparedLayer& pl,
                               int max_rows, WeightStaging& staging);
-  // The gated shared expert's output added to proj_ (qwen35moe).
+  // The shared expert's output added to proj_, scaled by its gate (qwen35moe) or as is.
   absl::Status SharedExpert(PreparedLayer& pl, const float* mlp_x, int rows);
+  // The experts' activation of their up rows ([rows, 2 width] gate|up for gated kinds, else
+  // [rows, width]): into `out` (returns true), or in place (squared ReLU: returns false).
+  bool ActivateExperts(float* up, int rows, int width, float* out) const;
   // One of the experts' matrices (`layers`, quantized) for every expert with tokens, in one
   // parallel region: each expert's rows of `in` (pairs grouped by expert, in_width wide) into
   // the same rows of `out`.

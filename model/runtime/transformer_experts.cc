@@ -1,5 +1,5 @@
-// Transformer, part 3: the mixture-of-experts feed-forward (qwen3moe, gpt-oss, Mixtral-style
-// llama).
+// Transformer, part 4: the mixture-of-experts feed-forward (qwen3moe, gpt-oss, Mixtral-style
+// llama, the hybrids' mixtures).
 // Each token runs the few experts its router picks; the tokens of a batch are grouped by expert
 // so that every expert's weights are read once per step, whatever number of its tokens.
 
@@ -28,6 +28,10 @@ absl::Status Transformer::PrepareExperts(const LayerWeights& lw, const std::stri
                                          PreparedLayer& pl, int max_rows, WeightStaging& staging) {
   const ModelConfig& c = config_;
   const int width = c.expert_hidden_dim;
+  // Gated kinds run gate|up as one matmul; squared ReLU runs up alone.
+  const bool gated = IsGatedFeedForward(SpecOf(c.architecture).feed_forward);
+  const int up_rows = (gated ? 2 : 1) * width;
+  pl.expert_selection_bias = ToFloatVector(lw.expert_selection_bias);
   TEXTGEN_ASSIGN_OR_RETURN(
       pl.router, MakeLinear(prefix + "ffn_gate_inp", {&lw.router}, ToFloatVector(lw.router_bias),
                             c.experts, c.dim, ops::LinearActivation::kNone, max_rows, staging));
@@ -47,8 +51,10 @@ absl::Status Transformer::PrepareExperts(const LayerWeights& lw, const std::stri
     }
     const std::string name = absl::StrCat(prefix, "expert.", e, ".");
     TEXTGEN_ASSIGN_OR_RETURN(
-        pl.expert_up[e], MakeLinear(name + "ffn_gate_up", {&gate, &up}, up_bias, 2 * width, c.dim,
-                                    ops::LinearActivation::kNone, max_rows, staging));
+        pl.expert_up[e], gated ? MakeLinear(name + "ffn_gate_up", {&gate, &up}, up_bias, up_rows,
+                                            c.dim, ops::LinearActivation::kNone, max_rows, staging)
+                               : MakeLinear(name + "ffn_up", {&up}, up_bias, up_rows, c.dim,
+                                            ops::LinearActivation::kNone, max_rows, staging));
     TEXTGEN_ASSIGN_OR_RETURN(pl.expert_down[e],
                              MakeLinear(name + "ffn_down", {&down}, down_bias, c.dim, width,
                                         ops::LinearActivation::kNone, max_rows, staging));
@@ -67,8 +73,10 @@ absl::Status Transformer::PrepareExperts(const LayerWeights& lw, const std::stri
     const int shared = c.shared_expert_hidden_dim;
     TEXTGEN_ASSIGN_OR_RETURN(
         pl.shared_up,
-        MakeLinear(prefix + "ffn_gate_up_shexp", {&lw.shared_gate, &lw.shared_up}, {}, 2 * shared,
-                   c.dim, ops::LinearActivation::kNone, max_rows, staging));
+        gated ? MakeLinear(prefix + "ffn_gate_up_shexp", {&lw.shared_gate, &lw.shared_up}, {},
+                           2 * shared, c.dim, ops::LinearActivation::kNone, max_rows, staging)
+              : MakeLinear(prefix + "ffn_up_shexp", {&lw.shared_up}, {}, shared, c.dim,
+                           ops::LinearActivation::kNone, max_rows, staging));
     TEXTGEN_ASSIGN_OR_RETURN(
         pl.shared_down, MakeLinear(prefix + "ffn_down_shexp", {&lw.shared_down}, {}, c.dim, shared,
                                    ops::LinearActivation::kNone, max_rows, staging));
@@ -80,9 +88,18 @@ absl::Status Transformer::PrepareExperts(const LayerWeights& lw, const std::stri
 absl::Status Transformer::SharedExpert(PreparedLayer& pl, const float* mlp_x, int rows) {
   const ModelConfig& c = config_;
   const size_t dim = static_cast<size_t>(c.dim);
+  const int width = c.shared_expert_hidden_dim;
   TEXTGEN_RETURN_IF_ERROR(pl.shared_up->Run(mlp_x, rows, shared_hidden_.data()));
-  ops::SiluMul(shared_hidden_.data(), rows, c.shared_expert_hidden_dim, shared_act_.data());
-  TEXTGEN_RETURN_IF_ERROR(pl.shared_down->Run(shared_act_.data(), rows, shared_out_.data()));
+  const float* act = shared_hidden_.data();
+  if (ActivateExperts(shared_hidden_.data(), rows, width, shared_act_.data())) {
+    act = shared_act_.data();
+  }
+  TEXTGEN_RETURN_IF_ERROR(pl.shared_down->Run(act, rows, shared_out_.data()));
+  if (pl.shared_expert_gate.empty()) {
+    // Added as is (Granite, Nemotron-H), after the routed sum as llama.cpp adds it.
+    ops::AddInPlace(shared_out_.data(), static_cast<int64_t>(rows) * c.dim, proj_.data());
+    return absl::OkStatus();
+  }
   // proj_ += sigmoid(g . x) * shared, row by row (as llama.cpp: the routed sum, then this).
   for (int r = 0; r < rows; ++r) {
     const float* x = mlp_x + r * dim;
@@ -94,6 +111,25 @@ absl::Status Transformer::SharedExpert(PreparedLayer& pl, const float* mlp_x, in
     for (size_t i = 0; i < dim; ++i) out[i] += shared[i] * gate;
   }
   return absl::OkStatus();
+}
+
+bool Transformer::ActivateExperts(float* up, int rows, int width, float* out) const {
+  switch (SpecOf(config_.architecture).feed_forward) {
+    case FeedForwardKind::kSwiGluOai:
+      ops::SwiGluOaiMul(up, rows, width, out);
+      return true;
+    case FeedForwardKind::kReluSquared:
+      ops::ReluSquaredInPlace(static_cast<int64_t>(rows) * width, up);
+      return false;
+    case FeedForwardKind::kGeGlu:
+      ops::GeluTanhMul(up, rows, width, out);
+      return true;
+    case FeedForwardKind::kSwiGlu:
+    case FeedForwardKind::kGelu:
+      break;
+  }
+  ops::SiluMul(up, rows, width, out);
+  return true;
 }
 
 absl::Status Transformer::RunExperts(const std::vector<ops::QuantizedLinear*>& layers,
@@ -114,13 +150,18 @@ absl::Status Transformer::ExpertFeedForward(PreparedLayer& pl, const float* mlp_
   const size_t dim = static_cast<size_t>(c.dim);
   const ArchitectureSpec& spec = SpecOf(c.architecture);
   TEXTGEN_RETURN_IF_ERROR(pl.router->Run(mlp_x, rows, router_logits_.data()));
-  ops::RouteToExperts(
-      router_logits_.data(), rows, experts, used, selected_.data(), expert_weights_.data(),
-      spec.experts.softmax_over_chosen ? ops::ExpertWeighting::kSoftmaxOfChosen
-                                       : ops::ExpertWeighting::kRenormalizedSoftmax);
-  // The experts' gate|up to their activation: SwiGLU, or gpt-oss's clamped one.
-  const auto activate =
-      spec.feed_forward == FeedForwardKind::kSwiGluOai ? ops::SwiGluOaiMul : ops::SiluMul;
+  constexpr ops::ExpertWeighting kWeighting[] = {ops::ExpertWeighting::kRenormalizedSoftmax,
+                                                 ops::ExpertWeighting::kSoftmaxOfChosen,
+                                                 ops::ExpertWeighting::kSigmoid};
+  const ops::RoutingRule rule{.weighting = kWeighting[static_cast<int>(c.expert_gating)],
+                              .selection_bias = pl.expert_selection_bias.empty()
+                                                    ? nullptr
+                                                    : pl.expert_selection_bias.data(),
+                              .renormalize = c.expert_weights_norm,
+                              .scale = c.expert_weights_scale};
+  ops::RouteToExperts(router_logits_.data(), rows, experts, used, selected_.data(),
+                      expert_weights_.data(), rule);
+  const int up_width = (IsGatedFeedForward(spec.feed_forward) ? 2 : 1) * width;
 
   // Group the (token, rank) pairs by expert, tokens in batch order (a counting sort).
   std::fill(expert_starts_.begin(), expert_starts_.end(), 0);
@@ -150,17 +191,19 @@ absl::Status Transformer::ExpertFeedForward(PreparedLayer& pl, const float* mlp_
   if (!pl.quantized_up.empty() && rows < kGroupedExpertMaxRows) {
     gather(0, pairs, 0);
     TEXTGEN_RETURN_IF_ERROR(
-        RunExperts(pl.quantized_up, expert_in_.data(), c.dim, hidden, 2 * width));
-    activate(hidden, pairs, width, act);
-    TEXTGEN_RETURN_IF_ERROR(RunExperts(pl.quantized_down, act, width, expert_out_.data(), c.dim));
+        RunExperts(pl.quantized_up, expert_in_.data(), c.dim, hidden, up_width));
+    const float* down_in = ActivateExperts(hidden, pairs, width, act) ? act : hidden;
+    TEXTGEN_RETURN_IF_ERROR(
+        RunExperts(pl.quantized_down, down_in, width, expert_out_.data(), c.dim));
   } else {
     for (int e = 0; e < experts; ++e) {
       const int begin = expert_starts_[e], count = expert_starts_[e + 1] - begin;
       if (count == 0) continue;
       gather(begin, count, 0);
       TEXTGEN_RETURN_IF_ERROR(pl.expert_up[e]->Run(expert_in_.data(), count, hidden));
-      activate(hidden, count, width, act);
-      TEXTGEN_RETURN_IF_ERROR(pl.expert_down[e]->Run(act, count, expert_out_.data() + begin * dim));
+      const float* down_in = ActivateExperts(hidden, count, width, act) ? act : hidden;
+      TEXTGEN_RETURN_IF_ERROR(
+          pl.expert_down[e]->Run(down_in, count, expert_out_.data() + begin * dim));
     }
   }
   // out = w_0 e_0 + w_1 e_1 + ..., products first, then added in rank order, as llama.cpp.

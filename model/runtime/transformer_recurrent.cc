@@ -1,7 +1,7 @@
 // Transformer, part 3: the recurrent layers of hybrid models (Gated DeltaNet, LFM2's short
-// convolution), which mix positions through a state each sequence carries instead of attending
-// over its K/V. Loading and the forward pass of such a layer; the kernels are model/kernels/
-// causal_conv.h and gated_delta_net.h.
+// convolution, Mamba2), which mix positions through a state each sequence carries instead of
+// attending over its K/V. Loading and the forward pass of such a layer; the kernels are
+// model/kernels/causal_conv.h, gated_delta_net.h and selective_scan.h.
 
 #include <cmath>
 #include <cstring>
@@ -13,6 +13,7 @@
 #include "model/kernels/causal_conv.h"
 #include "model/kernels/gated_delta_net.h"
 #include "model/kernels/norms.h"
+#include "model/kernels/selective_scan.h"
 #include "model/runtime/transformer.h"
 
 namespace textgen::model {
@@ -41,7 +42,9 @@ void Transformer::CausalConv(const PreparedLayer& pl, const BatchPlan& plan, con
       const int begin = t * kConvChannelsPerTask;
       const int end = std::min(channels, begin + kConvChannelsPerTask);
       ops::CausalConv(in + static_cast<size_t>(chunk.first_row) * in_stride, in_stride,
-                      chunk.n_tokens, pl.ssm_conv.data(), kernel, channels, begin, end, act, state,
+                      chunk.n_tokens, pl.ssm_conv.data(),
+                      pl.ssm_conv_bias.empty() ? nullptr : pl.ssm_conv_bias.data(), kernel,
+                      channels, begin, end, act, state,
                       out + static_cast<size_t>(chunk.first_row) * channels, channels);
     }
   }
@@ -216,6 +219,81 @@ absl::Status Transformer::ShortConv(PreparedLayer& pl, const float* in, const Ba
     for (int i = 0; i < dim; ++i) y[i] = c[i] * conv[i];
   }
   return pl.ssm_out->Run(bx, rows, proj_.data());
+}
+
+absl::Status Transformer::PrepareMamba2(const LayerWeights& lw, const std::string& p,
+                                        PreparedLayer& pl, int max_rows, WeightStaging& staging) {
+  const ModelConfig& c = config_;
+  const Mamba2Shape& m = c.mamba2;
+  auto in = MakeLinear(p + "ssm_in", {&lw.ssm_input}, {}, m.in_rows(), c.dim,
+                       ops::LinearActivation::kNone, max_rows, staging);
+  if (!in.ok()) return in.status();
+  pl.ssm_in = std::move(*in);
+  auto out = MakeLinear(p + "ssm_out", {&lw.ssm_output}, {}, c.dim, m.inner,
+                        ops::LinearActivation::kNone, max_rows, staging);
+  if (!out.ok()) return out.status();
+  pl.ssm_out = std::move(*out);
+  pl.ssm_conv = ConvWeightsByTap(lw.ssm_conv, m.conv_channels(), m.conv_kernel);
+  pl.ssm_conv_bias = ToFloatVector(lw.ssm_conv_bias);
+  pl.ssm_dt_bias = ToFloatVector(lw.ssm_dt_bias);
+  pl.ssm_a = ToFloatVector(lw.ssm_a);
+  pl.ssm_d = ToFloatVector(lw.ssm_d);
+  pl.ssm_norm = ToFloatVector(lw.ssm_norm);
+  return absl::OkStatus();
+}
+
+absl::Status Transformer::Mamba2(PreparedLayer& pl, const float* in, const BatchPlan& plan) {
+  const ModelConfig& c = config_;
+  const Mamba2Shape& m = c.mamba2;
+  const int rows = static_cast<int>(plan.tokens.size());
+  const int chunks = static_cast<int>(plan.chunks.size());
+  const int inner = m.inner, channels = m.conv_channels(), heads = m.heads;
+  const int proj_width = m.in_rows(), head_dim = m.head_dim();
+  // z | x B C | dt per token.
+  TEXTGEN_RETURN_IF_ERROR(pl.ssm_in->Run(in, rows, ssm_proj_.data()));
+  // Per token and head: the step dt = softplus(dt + dt_bias) and the decay exp(dt A)
+  // (A = -exp(A_log) < 0).
+  for (int r = 0; r < rows; ++r) {
+    const float* dt = ssm_proj_.data() + static_cast<size_t>(r) * proj_width + inner + channels;
+    float* step = ssm_gb_.data() + static_cast<size_t>(r) * 2 * heads;
+    for (int h = 0; h < heads; ++h) {
+      step[h] = Softplus(dt[h] + pl.ssm_dt_bias[h]);
+      step[heads + h] = std::exp(step[h] * pl.ssm_a[h]);
+    }
+  }
+  CausalConv(pl, plan, ssm_proj_.data() + inner, proj_width, m.conv_kernel, channels,
+             ops::ConvActivation::kSilu, ssm_conv_.data());
+  // The scan: every (chunk, head) on its own, tokens in order.
+  const int64_t conv_state = int64_t{m.conv_kernel - 1} * channels;
+  const int64_t head_state = int64_t{head_dim} * m.state;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int i = 0; i < chunks; ++i) {
+    for (int h = 0; h < heads; ++h) {
+      const ops::AttentionChunk& chunk = plan.chunks[i];
+      const size_t row = static_cast<size_t>(chunk.first_row);
+      const float* xbc = ssm_conv_.data() + row * channels;
+      const float* b = xbc + inner + m.group_of(h) * m.state;
+      float* state =
+          reinterpret_cast<float*>(plan.states[i]) + pl.state_offset + conv_state + h * head_state;
+      const float* step = ssm_gb_.data() + row * 2 * heads;
+      ops::SelectiveScanHead(xbc + h * head_dim, channels, b, b + m.bc_width(), channels, step + h,
+                             step + heads + h, 2 * heads, pl.ssm_d[h], chunk.n_tokens, head_dim,
+                             m.state, state, ssm_core_.data() + row * inner + h * head_dim, inner);
+    }
+  }
+  // y * silu(z), RMS-normed group by group (each group its own weights); then out_proj.
+  const int group_width = inner / m.groups;
+#pragma omp parallel for schedule(static) if (rows > 1)
+  for (int r = 0; r < rows; ++r) {
+    float* y = ssm_core_.data() + static_cast<size_t>(r) * inner;
+    ops::MulSiluInPlace(ssm_proj_.data() + static_cast<size_t>(r) * proj_width, inner, y);
+    for (int g = 0; g < m.groups; ++g) {
+      float* part = y + static_cast<size_t>(g) * group_width;
+      ops::RmsNorm(part, 1, group_width, pl.ssm_norm.data() + static_cast<size_t>(g) * group_width,
+                   c.norm_eps, part);
+    }
+  }
+  return pl.ssm_out->Run(ssm_core_.data(), rows, proj_.data());
 }
 
 }  // namespace textgen::model

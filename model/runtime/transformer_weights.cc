@@ -22,9 +22,9 @@ namespace textgen::model {
 namespace {
 
 const ArchitectureSpec& Spec(const ModelConfig& c) { return SpecOf(c.architecture); }
-bool HasRope(const ModelConfig& c) { return !Spec(c).learned_positions; }
+bool HasRope(const ModelConfig& c) { return !Spec(c).learned_positions && c.rope; }
 // SwiGLU and GeGLU: gate and up in one matmul, then act(gate) * up.
-bool IsGated(const ModelConfig& c) { return Spec(c).feed_forward != FeedForwardKind::kGelu; }
+bool IsGated(const ModelConfig& c) { return IsGatedFeedForward(Spec(c).feed_forward); }
 
 // Checks that `t` is present with the expected shape; names it in the error.
 absl::Status Expect(const TensorView& t, const std::string& name, int64_t rows, int64_t cols) {
@@ -88,7 +88,15 @@ RecurrentWidths RecurrentWidthsOf(const ModelConfig& c) {
         w.conv = std::max<int64_t>(w.conv, c.dim);
         w.core = std::max<int64_t>(w.core, c.dim);
         break;
+      case LayerMixer::kMamba2:
+        // ba: each head's step and decay.
+        w.proj = std::max<int64_t>(w.proj, c.mamba2.in_rows());
+        w.ba = std::max<int64_t>(w.ba, 2 * c.mamba2.heads);
+        w.conv = std::max<int64_t>(w.conv, c.mamba2.conv_channels());
+        w.core = std::max<int64_t>(w.core, c.mamba2.inner);
+        break;
       case LayerMixer::kAttention:
+      case LayerMixer::kNone:
         break;
     }
   }
@@ -160,8 +168,9 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->q_dim_ = c.n_heads * c.head_dim;
   t->kv_dim_ = c.kv_dim();
   t->qkv_dim_ = t->q_dim_ + 2 * t->kv_dim_;
-  const int widest = std::max(
-      {c.dim, t->q_dim_, c.ffn_width(), c.delta_net.value_dim(), c.shared_expert_hidden_dim});
+  const int widest =
+      std::max({c.dim, t->q_dim_, c.ffn_width(), c.has_dense_layers() ? c.hidden_dim : 0,
+                c.delta_net.value_dim(), c.mamba2.inner, c.shared_expert_hidden_dim});
   auto context =
       ops::OnednnContext::Create(options.threads, options.bf16, max_batch_tokens, widest);
   if (!context.ok()) return context.status();
@@ -199,10 +208,11 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(
   t->ssm_core_.resize(rows * widths.core);
   t->att_.resize(rows * t->q_dim_);
   t->proj_.resize(rows * c.dim);
-  if (!c.has_experts()) {
+  if (c.has_dense_layers()) {
     t->hidden_.resize(rows * 2 * c.hidden_dim);
     if (IsGated(c)) t->act_.resize(rows * c.hidden_dim);
-  } else {
+  }
+  if (c.has_experts()) {
     const size_t pairs = rows * c.experts_used, width = c.expert_hidden_dim;
     t->router_logits_.resize(rows * c.experts);
     t->selected_.resize(pairs);
@@ -234,9 +244,10 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
   const int64_t kv_dim = c.kv_dim();
   const int64_t qkv_dim = q_dim + 2 * kv_dim;
   const int64_t width = c.ffn_width();
-  const int64_t up_rows = (IsGated(c) ? 2 : 1) * width;
+  const int64_t up_factor = IsGated(c) ? 2 : 1;
   // The dense feed-forward's gate|up and activation rows.
-  const int64_t dense_rows = c.has_experts() ? 0 : (IsGated(c) ? 3 : 1) * int64_t{c.hidden_dim};
+  const int64_t dense_rows =
+      c.has_dense_layers() ? (IsGated(c) ? 3 : 1) * int64_t{c.hidden_dim} : 0;
   const int64_t weight_bytes = options.bf16 ? 2 : 4;
   // Each Linear: its packed size, and what staging it for oneDNN takes (none when quantized).
   int64_t packed = 0, layer_staging = 0;
@@ -275,30 +286,44 @@ int64_t Transformer::MemoryNeeded(const ModelConfig& c, const ModelWeights& weig
         add({&lw.ssm_input}, 3 * int64_t{c.dim}, c.dim);
         add({&lw.ssm_output}, c.dim, c.dim);
         break;
+      case LayerMixer::kMamba2:
+        add({&lw.ssm_input}, c.mamba2.in_rows(), c.dim);
+        add({&lw.ssm_output}, c.dim, c.mamba2.inner);
+        break;
       case LayerMixer::kAttention:
         add({&lw.wq, &lw.wk, &lw.wv}, qkv_dim + (Spec(c).attention_output_gate ? q_dim : 0), c.dim);
         add({&lw.wo}, c.dim, q_dim);
         break;
+      case LayerMixer::kNone:
+        break;
     }
-    if (c.has_experts()) {
+    if (!c.has_feed_forward(l)) continue;
+    if (c.layer_has_experts(l)) {
       add({&lw.router}, c.experts, c.dim);
       for (int e = 0; e < c.experts; ++e) {
-        const TensorView gate = ExpertOf(lw.gate_experts, c.experts, e);
         const TensorView up = ExpertOf(lw.up_experts, c.experts, e);
         const TensorView down = ExpertOf(lw.down_experts, c.experts, e);
-        add({&gate, &up}, up_rows, c.dim);
+        if (IsGated(c)) {
+          const TensorView gate = ExpertOf(lw.gate_experts, c.experts, e);
+          add({&gate, &up}, up_factor * width, c.dim);
+        } else {
+          add({&up}, width, c.dim);
+        }
         add({&down}, c.dim, width);
       }
-      if (c.shared_expert_hidden_dim > 0) {
-        add({&lw.shared_gate, &lw.shared_up}, 2 * int64_t{c.shared_expert_hidden_dim}, c.dim);
-        add({&lw.shared_down}, c.dim, c.shared_expert_hidden_dim);
+      const int64_t shared = c.shared_expert_hidden_dim;
+      if (shared > 0 && IsGated(c)) {
+        add({&lw.shared_gate, &lw.shared_up}, 2 * shared, c.dim);
+      } else if (shared > 0) {
+        add({&lw.shared_up}, shared, c.dim);
       }
+      if (shared > 0) add({&lw.shared_down}, c.dim, shared);
     } else if (IsGated(c)) {
-      add({&lw.w_gate, &lw.w_up}, up_rows, c.dim);
-      add({&lw.w_down}, c.dim, width);
+      add({&lw.w_gate, &lw.w_up}, 2 * int64_t{c.hidden_dim}, c.dim);
+      add({&lw.w_down}, c.dim, c.hidden_dim);
     } else {
-      add({&lw.w_up}, up_rows, c.dim);
-      add({&lw.w_down}, c.dim, width);
+      add({&lw.w_up}, c.hidden_dim, c.dim);
+      add({&lw.w_down}, c.dim, c.hidden_dim);
     }
   }
   const bool lm_head = !Spec(c).encoder;
@@ -376,7 +401,7 @@ absl::Status Transformer::PrepareWeights(const ModelWeights& w, int max_rows) {
   for (int l = 0; l < c.n_layers; ++l) {
     if (c.mixer(l) == LayerMixer::kAttention) {
       layers_[l].kv_layer = kv_layer++;
-    } else {
+    } else if (c.layer_state_floats(l) > 0) {
       layers_[l].state_offset = state_offset;
       state_offset += c.layer_state_floats(l);
     }
@@ -423,10 +448,17 @@ absl::Status Transformer::PrepareLayer(const LayerWeights& lw, int l, int max_ro
     case LayerMixer::kShortConv:
       TEXTGEN_RETURN_IF_ERROR(PrepareShortConv(lw, p, pl, max_rows, staging));
       break;
+    case LayerMixer::kMamba2:
+      TEXTGEN_RETURN_IF_ERROR(PrepareMamba2(lw, p, pl, max_rows, staging));
+      break;
     case LayerMixer::kAttention:
       TEXTGEN_RETURN_IF_ERROR(PrepareAttention(lw, p, pl, max_rows, staging));
       break;
+    case LayerMixer::kNone:
+      break;
   }
+  if (!c.has_feed_forward(l)) return absl::OkStatus();
+  if (c.layer_has_experts(l)) return PrepareExperts(lw, p, pl, max_rows, staging);
   return PrepareFeedForward(lw, p, pl, max_rows, staging);
 }
 
@@ -460,8 +492,10 @@ absl::Status Transformer::PrepareFeedForward(const LayerWeights& lw, const std::
                                              WeightStaging& staging) {
   const ModelConfig& c = config_;
   const bool gated = IsGated(c);
-  const auto linear_act = gated ? ops::LinearActivation::kNone : ops::LinearActivation::kGeluTanh;
-  if (c.has_experts()) return PrepareExperts(lw, p, pl, max_rows, staging);
+  // GPT-2's GELU runs as the up projection's post-op; the others after it.
+  const auto linear_act = Spec(c).feed_forward == FeedForwardKind::kGelu
+                              ? ops::LinearActivation::kGeluTanh
+                              : ops::LinearActivation::kNone;
   // SwiGLU/GeGLU: gate and up as one matmul [2 hidden, dim]; GPT-2: GELU fused as a post-op.
   auto up = gated ? MakeLinear(p + "ffn_up", {&lw.w_gate, &lw.w_up}, ToFloatVector(lw.b_up),
                                2 * c.hidden_dim, c.dim, linear_act, max_rows, staging)

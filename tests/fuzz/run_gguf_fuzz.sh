@@ -6,7 +6,8 @@
 # Env: FUZZ_RUNS=N runs N executions instead of SECONDS (the 10M-execution runs);
 #   FUZZ_TIMEOUT=S is the per-input timeout (default 10 s; raise it on a starved machine).
 # Seeds: the real stories260K.gguf from the shared models (if present), tiny llama/gpt2 files
-# in every dtype and tiny qwen35 and lfm2 hybrids from textgen-make-random-gguf. Crash inputs land in
+# in every dtype and tiny qwen35, lfm2 and nemotron_h hybrids from textgen-make-random-gguf.
+# Crash inputs land in
 # BUILD_DIR/fuzz/artifacts, the whole log in BUILD_DIR/fuzz/gguf.log.
 set -euo pipefail
 build=${1:?usage: run_gguf_fuzz.sh BUILD_DIR SECONDS}
@@ -39,6 +40,11 @@ if [ -x "$maker" ]; then
   "$maker" --arch lfm2 --preset tiny --dtype f32 --dim 32 --hidden 64 --layers 2 \
     --full-attention-interval 2 --heads 2 --kv-heads 1 --vocab 260 --context 8 \
     --out "$corpus/seed_lfm2_f32.gguf" >/dev/null
+  # Nemotron-H: Mamba2, then a squared-ReLU feed-forward block (per-layer head_count_kv and
+  # feed_forward_length, ssm.*).
+  "$maker" --arch nemotron_h --preset tiny --dtype f32 --dim 32 --hidden 64 --layers 2 \
+    --heads 2 --kv-heads 1 --vocab 260 --context 8 --mamba-inner 32 --mamba-state 8 \
+    --mamba-heads 4 --out "$corpus/seed_nemotron_h_f32.gguf" >/dev/null
 else
   echo "note: $maker not built; no generated seeds" >&2
 fi

@@ -174,10 +174,109 @@ def forward_lfm2(m, tokens):
         h = rms_norm(x, m[p + "attn_norm.weight"], m["eps"])
         x = x + (short_conv(m, p, h) if m["recurrent"][l] else qk_norm_attention(m, p, h))
         h = rms_norm(x, m[p + "ffn_norm.weight"], m["eps"])
-        x = x + swiglu(h, m[p + "ffn_gate.weight"], m[p + "ffn_up.weight"],
-                       m[p + "ffn_down.weight"])
+        if p + "ffn_gate_inp.weight" in m:  # lfm2moe past its leading dense layers
+            x = x + routed_experts(m, p, h, "sigmoid", "swiglu")
+        else:
+            x = x + swiglu(h, m[p + "ffn_gate.weight"], m[p + "ffn_up.weight"],
+                           m[p + "ffn_down.weight"])
     # The final norm is token_embd_norm; the output is tied to the token embedding.
     return rms_norm(x, m["token_embd_norm.weight"], m["eps"]) @ m["token_embd.weight"].T
+
+
+def mamba2(m, p, h):
+    """Mamba2 as Hugging Face's NemotronHMamba2Mixer / BambaMixer compute it (torch_forward) on
+    the GGUF's tensors: z | xBC | dt = in_proj(h); a causal depthwise convolution with bias and
+    SiLU over xBC; per head dt = softplus(dt + dt_bias), the state S [head_dim, state] decayed by
+    exp(dt A) and fed x dt B (B and C shared by consecutive heads of a group), read out by C,
+    plus D x; times silu(z), an RMSNorm per group, out_proj."""
+    T = h.shape[0]
+    inner, n, heads, groups, kernel = m["inner"], m["state"], m["ssm_heads"], m["groups"], \
+        m["ssm_kernel"]
+    hd, channels = inner // heads, inner + 2 * groups * n
+    zxbcdt = h @ m[p + "ssm_in.weight"].T
+    z, xbc, dt = zxbcdt[:, :inner], zxbcdt[:, inner:inner + channels], zxbcdt[:, inner + channels:]
+    w = m[p + "ssm_conv1d.weight"]  # [channels, kernel]
+    padded = torch.cat([torch.zeros(kernel - 1, channels, dtype=h.dtype), xbc])
+    conv = torch.stack([(padded[t:t + kernel] * w.T).sum(0) for t in range(T)])
+    xbc = F.silu(conv + m[p + "ssm_conv1d.bias"])
+    x = xbc[:, :inner].view(T, heads, hd)
+    B = xbc[:, inner:inner + groups * n].view(T, groups, n)
+    C = xbc[:, inner + groups * n:].view(T, groups, n)
+    group = torch.arange(heads) // (heads // groups)
+    B, C = B[:, group], C[:, group]  # [T, heads, n]
+    dt = F.softplus(dt + m[p + "ssm_dt.bias"])  # [T, heads]
+    A, D = m[p + "ssm_a"][:, 0], m[p + "ssm_d"][:, 0]
+    S = torch.zeros(heads, hd, n, dtype=torch.float64)
+    y = torch.zeros(T, heads, hd, dtype=torch.float64)
+    for t in range(T):
+        S = S * torch.exp(dt[t] * A)[:, None, None] + \
+            (x[t] * dt[t][:, None])[:, :, None] * B[t][:, None, :]
+        y[t] = (S * C[t][:, None, :]).sum(-1) + D[:, None] * x[t]
+    y = (y.reshape(T, inner) * F.silu(z)).view(T, groups, inner // groups)
+    y = rms_norm(y, m[p + "ssm_norm.weight"], m["eps"]).reshape(T, inner)
+    return y @ m[p + "ssm_out.weight"].T
+
+
+def rope_adjacent(x, theta):
+    """x [T, heads, head_dim]: rotates adjacent pairs (2i, 2i + 1), as llama.cpp's NORM RoPE."""
+    hd = x.shape[-1]
+    freqs = theta ** (-torch.arange(0, hd // 2, dtype=torch.float64) * 2 / hd)
+    ang = torch.outer(torch.arange(x.shape[0], dtype=torch.float64), freqs)[:, None, :]
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = a * torch.cos(ang) - b * torch.sin(ang)
+    out[..., 1::2] = a * torch.sin(ang) + b * torch.cos(ang)
+    return out
+
+
+def plain_attention(m, p, h, rope=False, scale=None):
+    """Attention without Q/K norms: no positions (Nemotron-H, Granite 4.0-H) or adjacent-pair
+    RoPE (Bamba), q.k scaled by `scale` (Granite's attention multiplier) or 1/sqrt(head_dim)."""
+    T, H, KV, hd = h.shape[0], m["heads"], m["kv_heads"], m["head_dim"]
+    q = (h @ m[p + "attn_q.weight"].T).view(T, H, hd)
+    k = (h @ m[p + "attn_k.weight"].T).view(T, KV, hd)
+    v = (h @ m[p + "attn_v.weight"].T).view(T, KV, hd)
+    if rope:
+        q, k = rope_adjacent(q, m["theta"]), rope_adjacent(k, m["theta"])
+    k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
+    att = torch.einsum("thd,shd->hts", q, k) * (scale or hd ** -0.5)
+    att = att + torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    o = torch.einsum("hts,shd->thd", torch.softmax(att, -1), v).reshape(T, H * hd)
+    return o @ m[p + "attn_output.weight"].T
+
+
+def forward_mamba2_hybrid(m, tokens):
+    """nemotron_h: each block one of Mamba2 ("M"), attention without positions ("*") or a
+    squared-ReLU feed-forward ("-"; nemotron_h_moe: routed squared-ReLU experts and a shared
+    one), normed by its attn_norm. granitehybrid: Mamba2 or attention (RoPE when
+    rope.scaling.finetuned), then a SwiGLU or SwiGLU experts (and a shared one), with Granite's
+    multipliers."""
+    granite = m["arch"] == "granitehybrid"
+    x = m["token_embd.weight"][tokens] * m.get("embedding_scale", 1.0)
+    res = m.get("residual_scale", 1.0)
+    for l, kind in enumerate(m["pattern"]):
+        p = f"blk.{l}."
+        h = rms_norm(x, m[p + "attn_norm.weight"], m["eps"])
+        if kind == "M":
+            out = mamba2(m, p, h)
+        elif kind == "*":
+            out = plain_attention(m, p, h, rope=m.get("rope", False),
+                                  scale=m.get("attention_scale"))
+        elif m["experts"]:  # nemotron_h_moe: sigmoid-routed squared-ReLU experts
+            out = routed_experts(m, p, h, "sigmoid", "relu2", norm=True, scale=2.5)
+        else:
+            out = (F.relu(h @ m[p + "ffn_up.weight"].T) ** 2) @ m[p + "ffn_down.weight"].T
+        x = x + out * res
+        if granite:
+            h = rms_norm(x, m[p + "ffn_norm.weight"], m["eps"])
+            if m["experts"]:  # softmax-routed SwiGLU experts
+                ffn = routed_experts(m, p, h, "softmax", "swiglu")
+            else:
+                ffn = swiglu(h, m[p + "ffn_gate.weight"], m[p + "ffn_up.weight"],
+                             m[p + "ffn_down.weight"])
+            x = x + ffn * res
+    logits = rms_norm(x, m["output_norm.weight"], m["eps"]) @ m["output.weight"].T
+    return logits / m.get("logit_scale", 1.0)
 
 
 def swiglu(h, gate, up, down):
@@ -202,6 +301,38 @@ def experts_with_shared(m, p, h):
     shared = swiglu(h, m[p + "ffn_gate_shexp.weight"], m[p + "ffn_up_shexp.weight"],
                     m[p + "ffn_down_shexp.weight"])
     return out + shared * torch.sigmoid(h @ m[p + "ffn_gate_inp_shexp.weight"])[:, None]
+
+
+def routed_experts(m, p, h, gating, act, norm=True, scale=1.0):
+    """llama.cpp's build_moe_ffn: softmax or sigmoid probabilities; the experts chosen by the
+    probabilities plus exp_probs_b.bias when present (ties to the lower index), weighted by
+    their probabilities (renormalized when `norm`, the sum clamped at 2^-14) times `scale`; each
+    expert a SwiGLU ("swiglu") or a squared-ReLU up/down ("relu2"); then a shared expert of the
+    same kind, added as is, where the file has one."""
+    logits = h @ m[p + "ffn_gate_inp.weight"].T
+    probs = torch.softmax(logits, -1) if gating == "softmax" else torch.sigmoid(logits)
+    select = probs + m[p + "exp_probs_b.bias"] if p + "exp_probs_b.bias" in m else probs
+    chosen = torch.sort(select, dim=-1, descending=True, stable=True).indices[:, :m["experts_used"]]
+    w = probs.gather(1, chosen)
+    if norm:
+        w = w / w.sum(-1, keepdim=True).clamp(min=2 ** -14)
+    w = w * scale
+
+    def ffn(x, gate, up, down):
+        if act == "relu2":
+            return (F.relu(x @ up.T) ** 2) @ down.T
+        return swiglu(x, gate, up, down)
+
+    out = torch.zeros_like(h)
+    for t in range(h.shape[0]):
+        for j, e in enumerate(chosen[t].tolist()):
+            gate = m[p + "ffn_gate_exps.weight"][e] if act == "swiglu" else None
+            out[t] += w[t, j] * ffn(h[t:t + 1], gate, m[p + "ffn_up_exps.weight"][e],
+                                    m[p + "ffn_down_exps.weight"][e])[0]
+    if p + "ffn_up_shexp.weight" in m:
+        out = out + ffn(h, m.get(p + "ffn_gate_shexp.weight"), m[p + "ffn_up_shexp.weight"],
+                        m[p + "ffn_down_shexp.weight"])
+    return out
 
 
 def forward(m, tokens):
@@ -347,14 +478,15 @@ def finish_gguf(w, t):
     w.close()
 
 
-def make_lfm2(name, seed, dim, layers, heads, kv_heads, ffn, recurrent, kernel=3, context=4096):
+def make_lfm2(name, seed, dim, layers, heads, kv_heads, ffn, recurrent, kernel=3, context=4096,
+              experts=0, experts_used=0, expert_ffn=0, dense=0):
     """An LFM2 file as its converter writes it: attention.head_count_kv per layer (0 for the
     convolution layers), shortconv.l_cache, the final norm as token_embd_norm, tied output."""
     g = torch.Generator().manual_seed(seed)
     rnd = lambda *shape, s=1.0: torch.randn(*shape, generator=g, dtype=torch.float64) * s
     head_dim = dim // heads
     m = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim, layers=layers, eps=1e-5,
-             theta=1e6, recurrent=recurrent, short_conv_kernel=kernel)
+             theta=1e6, recurrent=recurrent, short_conv_kernel=kernel, experts_used=experts_used)
     # Scaled so the tied output's logits spread over several tokens instead of one.
     t = {"token_embd.weight": rnd(VOCAB, dim, s=3 * dim ** -0.5)}
     for l in range(layers):
@@ -372,12 +504,21 @@ def make_lfm2(name, seed, dim, layers, heads, kv_heads, ffn, recurrent, kernel=3
             t[p + "attn_k_norm.weight"] = 1 + rnd(head_dim, s=0.2)
             t[p + "attn_output.weight"] = rnd(dim, heads * head_dim, s=dim ** -0.5)
         t[p + "ffn_norm.weight"] = 1 + rnd(dim, s=0.1)
-        t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
-        t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
-        t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
+        if experts and l >= dense:
+            add_experts(t, rnd, p, dim, experts, expert_ffn, 0, True, True)
+        else:
+            t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
     t["token_embd_norm.weight"] = 1 + rnd(dim, s=0.1)
     path = os.path.join(args.work, name + ".gguf")
-    w = gguf.GGUFWriter(path, arch="lfm2")
+    w = gguf.GGUFWriter(path, arch="lfm2moe" if experts else "lfm2")
+    if experts:
+        w.add_expert_count(experts)
+        w.add_expert_used_count(experts_used)
+        w.add_expert_feed_forward_length(expert_ffn)
+        w.add_leading_dense_block_count(dense)
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     w.add_name(f"random lfm2 {seed}")
     w.add_context_length(context)
     w.add_embedding_length(dim)
@@ -389,6 +530,120 @@ def make_lfm2(name, seed, dim, layers, heads, kv_heads, ffn, recurrent, kernel=3
     w.add_layer_norm_rms_eps(m["eps"])
     w.add_vocab_size(VOCAB)
     w.add_shortconv_l_cache(kernel)
+    finish_gguf(w, t)
+    m.update({k: v.to(torch.float32).to(torch.float64) for k, v in t.items()})
+    return path, m
+
+
+def add_experts(t, rnd, p, dim, experts, width, shared, gated, selection_bias):
+    """A router that routes unevenly, stacked experts, a selection bias and a shared expert."""
+    scale = torch.ones(experts, 1, dtype=torch.float64)
+    scale[experts // 2:-1] = 0.3  # cold
+    scale[-1] = 2.5  # hot
+    t[p + "ffn_gate_inp.weight"] = rnd(experts, dim, s=2 * dim ** -0.5) * scale
+    if selection_bias:
+        t[p + "exp_probs_b.bias"] = rnd(experts, s=0.3)
+    if gated:
+        t[p + "ffn_gate_exps.weight"] = rnd(experts, width, dim, s=dim ** -0.5)
+    t[p + "ffn_up_exps.weight"] = rnd(experts, width, dim, s=dim ** -0.5)
+    t[p + "ffn_down_exps.weight"] = rnd(experts, dim, width, s=width ** -0.5)
+    if shared:
+        if gated:
+            t[p + "ffn_gate_shexp.weight"] = rnd(shared, dim, s=dim ** -0.5)
+        t[p + "ffn_up_shexp.weight"] = rnd(shared, dim, s=dim ** -0.5)
+        t[p + "ffn_down_shexp.weight"] = rnd(dim, shared, s=shared ** -0.5)
+
+
+def make_mamba2_hybrid(name, seed, arch, pattern, dim, heads, kv_heads, head_dim, ffn, inner,
+                       state, ssm_heads, groups, kernel=4, rope=False, granite_scales=False,
+                       context=4096, experts=0, experts_used=0, expert_ffn=0, shared_ffn=0):
+    """A nemotron_h or granitehybrid file as llama.cpp's converter writes it: the layer kinds in
+    per-layer attention.head_count_kv (0: not attention) and, for nemotron_h,
+    feed_forward_length (0: not a feed-forward); ssm_a = -exp(A_log) and ssm_d as [heads, 1],
+    ssm_norm as [groups, inner / groups]."""
+    g = torch.Generator().manual_seed(seed)
+    rnd = lambda *shape, s=1.0: torch.randn(*shape, generator=g, dtype=torch.float64) * s
+    granite = arch == "granitehybrid"
+    m = dict(arch=arch, pattern=pattern, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+             layers=len(pattern), eps=1e-5, theta=1e4, inner=inner, state=state,
+             ssm_heads=ssm_heads, groups=groups, ssm_kernel=kernel, rope=rope, experts=experts,
+             experts_used=experts_used)
+    if granite_scales:
+        m.update(embedding_scale=3.0, residual_scale=0.6, logit_scale=2.5,
+                 attention_scale=0.7 * head_dim ** -0.5)
+    channels = inner + 2 * groups * state
+    t = {"token_embd.weight": rnd(VOCAB, dim, s=0.5)}
+    for l, kind in enumerate(pattern):
+        p = f"blk.{l}."
+        t[p + "attn_norm.weight"] = 1 + rnd(dim, s=0.1)
+        if kind == "M":
+            t[p + "ssm_in.weight"] = rnd(inner + channels + ssm_heads, dim, s=dim ** -0.5)
+            t[p + "ssm_conv1d.weight"] = rnd(channels, kernel, s=0.5)
+            t[p + "ssm_conv1d.bias"] = rnd(channels, s=0.2)
+            t[p + "ssm_dt.bias"] = rnd(ssm_heads, s=0.5)
+            # -exp(A_log), A_log ~ U(-1.5, 1)
+            t[p + "ssm_a"] = -torch.exp(torch.rand(ssm_heads, 1, generator=g,
+                                                   dtype=torch.float64) * 2.5 - 1.5)
+            t[p + "ssm_d"] = 1 + rnd(ssm_heads, 1, s=0.3)
+            t[p + "ssm_norm.weight"] = 1 + rnd(groups, inner // groups, s=0.1)
+            t[p + "ssm_out.weight"] = rnd(dim, inner, s=inner ** -0.5)
+        elif kind == "*":
+            t[p + "attn_q.weight"] = rnd(heads * head_dim, dim, s=dim ** -0.5)
+            t[p + "attn_k.weight"] = rnd(kv_heads * head_dim, dim, s=dim ** -0.5)
+            t[p + "attn_v.weight"] = rnd(kv_heads * head_dim, dim, s=dim ** -0.5)
+            t[p + "attn_output.weight"] = rnd(dim, heads * head_dim, s=(heads * head_dim) ** -0.5)
+        elif experts:
+            add_experts(t, rnd, p, dim, experts, expert_ffn, shared_ffn, False, True)
+        else:
+            t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+            t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
+        if granite:
+            t[p + "ffn_norm.weight"] = 1 + rnd(dim, s=0.1)
+            if experts:  # Granite's experts are feed_forward_length wide
+                add_experts(t, rnd, p, dim, experts, ffn, shared_ffn, True, False)
+            else:
+                t[p + "ffn_gate.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+                t[p + "ffn_up.weight"] = rnd(ffn, dim, s=dim ** -0.5)
+                t[p + "ffn_down.weight"] = rnd(dim, ffn, s=ffn ** -0.5)
+    t["output_norm.weight"] = 1 + rnd(dim, s=0.1)
+    t["output.weight"] = rnd(VOCAB, dim, s=3 * dim ** -0.5)
+    path = os.path.join(args.work, name + ".gguf")
+    w = gguf.GGUFWriter(path, arch=arch)
+    w.add_name(f"random {arch} {seed}")
+    w.add_context_length(context)
+    w.add_embedding_length(dim)
+    w.add_block_count(len(pattern))
+    w.add_feed_forward_length(ffn if granite else
+                              [(expert_ffn or ffn) if k == "-" else 0 for k in pattern])
+    if experts:
+        w.add_expert_count(experts)
+        w.add_expert_used_count(experts_used)
+        if not granite:
+            w.add_expert_feed_forward_length(expert_ffn)
+            w.add_expert_weights_norm(True)
+            w.add_expert_weights_scale(2.5)
+        if shared_ffn:
+            w.add_expert_shared_feed_forward_length(shared_ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv([kv_heads if k == "*" else 0 for k in pattern])
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_layer_norm_rms_eps(m["eps"])
+    w.add_layer_norm_eps(m["eps"])
+    w.add_ssm_conv_kernel(kernel)
+    w.add_ssm_inner_size(inner)
+    w.add_ssm_state_size(state)
+    w.add_ssm_time_step_rank(ssm_heads)
+    w.add_ssm_group_count(groups)
+    if granite:
+        w.add_rope_scaling_finetuned(rope)
+        w.add_rope_freq_base(m["theta"])
+        w.add_rope_dimension_count(head_dim)
+        if granite_scales:
+            w.add_embedding_scale(m["embedding_scale"])
+            w.add_residual_scale(m["residual_scale"])
+            w.add_logit_scale(m["logit_scale"])
+            w.add_attention_scale(m["attention_scale"])
     finish_gguf(w, t)
     m.update({k: v.to(torch.float32).to(torch.float64) for k, v in t.items()})
     return path, m
@@ -455,10 +710,37 @@ LFM2_SMALL = dict(dim=64, heads=4, kv_heads=2, ffn=96)
 LFM2_CASES = {
     "lfm2 (convolution, convolution, attention, convolution: head_count_kv per layer)":
         dict(name="lfm2", seed=8, layers=4, recurrent=[True, True, False, True], **LFM2_SMALL),
+    # One leading dense layer, then 8 experts of which 2 run (sigmoid router, selection bias).
+    "lfm2moe (a dense convolution layer, then experts: convolution, attention, convolution)":
+        dict(name="lfm2moe", seed=19, layers=4, recurrent=[True, True, False, True], experts=8,
+             experts_used=2, expert_ffn=48, dense=1, **LFM2_SMALL),
+}
+# Mamba2 hybrids: 8 heads of 16 in 2 groups (4 heads share a group's B and C), state 16.
+MAMBA2_SMALL = dict(dim=64, heads=4, kv_heads=2, head_dim=16, ffn=96, inner=128, state=16,
+                    ssm_heads=8, groups=2)
+MAMBA2_CASES = {
+    "nemotron_h (Mamba2, squared-ReLU MLP, attention without positions, Mamba2, MLP)":
+        dict(name="nemotron_h", seed=13, arch="nemotron_h", pattern="M-*M-", **MAMBA2_SMALL),
+    "granitehybrid (Granite 4.0-H: Mamba2, attention without positions, Mamba2; multipliers)":
+        dict(name="granitehybrid", seed=14, arch="granitehybrid", pattern="M*M",
+             granite_scales=True, **MAMBA2_SMALL),
+    "granitehybrid (Bamba: attention with RoPE, Mamba2)":
+        dict(name="granitehybrid_rope", seed=15, arch="granitehybrid", pattern="*M", rope=True,
+             **MAMBA2_SMALL),
+    # Sigmoid router biased by exp_probs_b, 8 experts 2 per token renormalized and scaled by
+    # 2.5, a shared expert; all squared ReLU.
+    "nemotron_h_moe (Mamba2, experts, attention, experts)":
+        dict(name="nemotron_h_moe", seed=20, arch="nemotron_h_moe", pattern="M-*-", experts=8,
+             experts_used=2, expert_ffn=48, shared_ffn=80, **MAMBA2_SMALL),
+    "granitehybrid (Granite 4.0-H Tiny: SwiGLU experts and a shared one)":
+        dict(name="granitehybrid_moe", seed=21, arch="granitehybrid", pattern="M*", experts=8,
+             experts_used=2, shared_ffn=80, granite_scales=True, **MAMBA2_SMALL),
 }
 tokens = [256, 17, 200, 5, 99, 211, 42, 7, 260, 3, 150, 77, 31, 298, 12, 250, 199, 4]
 MODELS = [(label, make_model, forward, cfg) for label, cfg in CASES.items()]
 MODELS += [(label, make_lfm2, forward_lfm2, cfg) for label, cfg in LFM2_CASES.items()]
+MODELS += [(label, make_mamba2_hybrid, forward_mamba2_hybrid, cfg)
+           for label, cfg in MAMBA2_CASES.items()]
 for label, maker, reference, cfg in MODELS:
     path, m = maker(**cfg)
     with torch.no_grad():
@@ -508,6 +790,9 @@ check_long_prompt("qwen35", make_model(name="qwen35_long", seed=3, layers=4, int
                                        **SMALL)[0])
 check_long_prompt("lfm2", make_lfm2(name="lfm2_long", seed=9, layers=4,
                                     recurrent=[True, False, True, False], **LFM2_SMALL)[0])
+check_long_prompt("nemotron_h", make_mamba2_hybrid(name="nemotron_h_long", seed=16,
+                                                   arch="nemotron_h", pattern="M*-M",
+                                                   **MAMBA2_SMALL)[0])
 
 # Quantized: rows of whole K-quant super-blocks (dim 256, value width 256).
 QUANT = dict(dim=256, heads=2, kv_heads=1, head_dim=128, rope_dim=64, sections=[11, 11, 10, 0],
@@ -521,7 +806,23 @@ lfm2_path, _ = make_lfm2(name="lfm2_q", seed=10, layers=4, recurrent=[True, True
 next_path, _ = make_model(name="qwen3next_q", seed=12, layers=4, interval=4, experts=8,
                           experts_used=2, expert_ffn=256, shared_ffn=512,
                           layout="qwen3next_legacy", **(QUANT | {"ffn": 768, "sections": None}))
+MAMBA2_QUANT = dict(dim=256, heads=2, kv_heads=1, head_dim=128, ffn=512, inner=512, state=64,
+                    ssm_heads=8, groups=2)
+nemotron_path, _ = make_mamba2_hybrid(name="nemotron_h_q", seed=17, arch="nemotron_h",
+                                      pattern="M-*-M-", **MAMBA2_QUANT)
+granite_path, _ = make_mamba2_hybrid(name="granitehybrid_q", seed=18, arch="granitehybrid",
+                                     pattern="M*M", granite_scales=True, **MAMBA2_QUANT)
+nemotron_moe_path, _ = make_mamba2_hybrid(
+    name="nemotron_h_moe_q", seed=22, arch="nemotron_h_moe", pattern="M-*-", experts=8,
+    experts_used=2, expert_ffn=256, shared_ffn=512, **MAMBA2_QUANT)
+lfm2moe_path, _ = make_lfm2(name="lfm2moe_q", seed=23, layers=4,
+                            recurrent=[True, True, False, True], dim=256, heads=4, kv_heads=2,
+                            ffn=512, experts=8, experts_used=2, expert_ffn=256, dense=1)
 QUANTIZED = ((f32_path, "qwen35", "Q4_K_M", 15, 0.45), (f32_path, "qwen35", "Q8_0", 7, 0.25),
+             (nemotron_moe_path, "nemotron_h_moe", "Q4_K_M", 15, 0.45),
+             (lfm2moe_path, "lfm2moe", "Q4_K_M", 15, 0.45),
+             (nemotron_path, "nemotron_h", "Q4_K_M", 15, 0.45),
+             (granite_path, "granitehybrid", "Q4_K_M", 15, 0.45),
              (moe_path, "qwen35moe", "Q4_K_M", 15, 0.45), (lfm2_path, "lfm2", "Q4_K_M", 15, 0.45),
              (next_path, "qwen3next (legacy ssm_in)", "Q4_K_M", 15, 0.45))
 for base, label, qname, ftype, tol in QUANTIZED:
@@ -549,4 +850,4 @@ for base, label, qname, ftype, tol in QUANTIZED:
           f"{label} {qname}: one prefill gives bitwise the logits of token-by-token decoding")
 
 print(f"{checks - failures}/{checks} checks passed")
-sys.exit(1 if failures or checks < 38 else 0)
+sys.exit(1 if failures or checks < 72 else 0)

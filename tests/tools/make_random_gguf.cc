@@ -21,7 +21,7 @@ constexpr char kUsage[] =
     "usage: textgen-make-random-gguf --arch "
     "llama|gpt2|qwen2|qwen3|qwen3moe|gpt-oss|phi3|gemma2|gemma3|bert|nomic-bert|qwen35|qwen35moe|"
     "lfm2|\n"
-    "         qwen3next\n"
+    "         qwen3next|nemotron_h|nemotron_h_moe|granitehybrid|lfm2moe\n"
     "         --preset stories15M|stories110M|tiny|bert-base\n"
     "         --dtype f32|f16|bf16|q8_0|q4_k_m|q5_k_m|mxfp4_moe --out FILE\n"
     "         [--tokenizer tokenizer.bin] [--seed N]\n"
@@ -33,6 +33,9 @@ constexpr char kUsage[] =
     "         [--full-attention-interval N] [--ssm-key-heads N] [--ssm-value-heads N]\n"
     "         [--ssm-head-dim N] [--ssm-conv-kernel N]   (hybrids: qwen35, qwen35moe, qwen3next)\n"
     "         [--short-conv-kernel N]   (lfm2: its convolution's taps, default 3)\n"
+    "         [--mamba-inner N] [--mamba-state N] [--mamba-heads N] [--mamba-groups N]\n"
+    "         [--ssm-conv-kernel N]   (Mamba2 hybrids: nemotron_h, nemotron_h_moe, granitehybrid)\n"
+    "         [--leading-dense N]   (lfm2moe: leading_dense_block_count, default 0)\n"
     "presets: stories15M  dim 288, hidden 768, 6 layers, 6 heads, vocab 32000, ctx 256\n"
     "         stories110M dim 768, hidden 2048, 12 layers, 12 heads, vocab 32000, ctx 1024\n"
     "         tiny        dim 64, hidden 160, 2 layers, 4 heads (2 kv), vocab 300, ctx 128\n"
@@ -151,7 +154,12 @@ int main(int argc, char** argv) {
       {"ssm-value-heads", &spec->delta_net.v_heads},
       {"ssm-head-dim", &spec->delta_net.head_k_dim},
       {"ssm-conv-kernel", &spec->delta_net.conv_kernel},
-      {"short-conv-kernel", &spec->short_conv_kernel}};
+      {"short-conv-kernel", &spec->short_conv_kernel},
+      {"mamba-inner", &spec->mamba2.inner},
+      {"mamba-state", &spec->mamba2.state},
+      {"mamba-heads", &spec->mamba2.heads},
+      {"mamba-groups", &spec->mamba2.groups},
+      {"leading-dense", &spec->leading_dense_layers}};
   for (const auto& [key, value] : args) {
     if (key == "out" || key == "arch" || key == "preset" || key == "dtype" || key == "tokenizer" ||
         key == "name" || key == "seed" || key == "vocab-from" || key == "chat-template" ||
@@ -167,6 +175,7 @@ int main(int argc, char** argv) {
     *it->second = static_cast<int>(v);
   }
   if (arch == Architecture::kGpt2) spec->n_kv_heads = spec->n_heads;
+  spec->mamba2.conv_kernel = spec->delta_net.conv_kernel;
   long long seed = 1;
   if (args.count("seed") && (!ParseInt(args["seed"], seed) || seed < 0)) {
     return Fail("--seed must be a non-negative integer");

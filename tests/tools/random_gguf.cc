@@ -127,14 +127,14 @@ uint32_t FileType(DType dtype) {
   }
 }
 
-bool IsRecurrentLayer(const RandomModelSpec& s, int layer);
-LayerMixer RecurrentMixerOf(const RandomModelSpec& s);
+LayerMixer MixerOf(const RandomModelSpec& s, int layer);
 
-// The layers with an attn_v or attn_qkv tensor: all but short-convolution layers.
+// The layers with an attn_v or attn_qkv tensor: attention and Gated DeltaNet layers.
 std::vector<bool> ValueLayers(const RandomModelSpec& s) {
   std::vector<bool> layers(static_cast<size_t>(s.n_layers));
   for (int l = 0; l < s.n_layers; ++l) {
-    layers[l] = !(IsRecurrentLayer(s, l) && RecurrentMixerOf(s) == LayerMixer::kShortConv);
+    const LayerMixer mixer = MixerOf(s, l);
+    layers[l] = mixer == LayerMixer::kAttention || mixer == LayerMixer::kGatedDeltaNet;
   }
   return layers;
 }
@@ -175,11 +175,14 @@ class TensorMaker {
                    const std::vector<float>& v) {
     // Vectors and biases (the experts' are 2-D), and the tables llama.cpp's converter always
     // keeps in f32 (it adds their rows to f32 activations directly), stay f32.
-    const bool f32 =
-        dims.size() == 1 || absl::EndsWith(name, ".bias") || name == "position_embd.weight" ||
-        name == "token_types.weight" || absl::EndsWith(name, "ffn_gate_inp.weight") ||
-        // llama.cpp never quantizes the convolutions (rows of a few taps)
-        absl::EndsWith(name, "ssm_conv1d.weight") || absl::EndsWith(name, "shortconv.conv.weight");
+    const bool f32 = dims.size() == 1 || absl::EndsWith(name, ".bias") ||
+                     name == "position_embd.weight" || name == "token_types.weight" ||
+                     absl::EndsWith(name, "ffn_gate_inp.weight") ||
+                     // llama.cpp never quantizes the convolutions (rows of a few taps), norms, nor
+                     // tensors not named *weight (Mamba2's [heads, 1] ssm_a and ssm_d)
+                     absl::EndsWith(name, "ssm_conv1d.weight") ||
+                     absl::EndsWith(name, "shortconv.conv.weight") ||
+                     absl::StrContains(name, "_norm.weight") || !absl::EndsWith(name, "weight");
     const DType dtype =
         f32 ? DType::kF32
             : MixedTensorType(mix_, dtype_, mix_shape_, name, dims[0], dims.size() == 3);
@@ -227,8 +230,40 @@ int RopeDim(const RandomModelSpec& s) {
   return RecurrentMixerOf(s) == LayerMixer::kGatedDeltaNet ? HeadDim(s) / 4 : HeadDim(s);
 }
 
+// Nemotron-H's blocks: even ones mixers, odd ones feed-forwards.
+bool HasFeedForward(const RandomModelSpec& s, int layer) {
+  return !SpecOf(s.architecture).single_sublayer_blocks || layer % 2 == 1;
+}
+
 bool IsRecurrentLayer(const RandomModelSpec& s, int layer) {
+  if (SpecOf(s.architecture).single_sublayer_blocks) {
+    return layer % 2 == 0 && (layer / 2 + 1) % s.full_attention_interval != 0;
+  }
   return IsHybrid(s) && (layer + 1) % s.full_attention_interval != 0;
+}
+
+LayerMixer MixerOf(const RandomModelSpec& s, int layer) {
+  if (SpecOf(s.architecture).single_sublayer_blocks && HasFeedForward(s, layer)) {
+    return LayerMixer::kNone;
+  }
+  return IsRecurrentLayer(s, layer) ? RecurrentMixerOf(s) : LayerMixer::kAttention;
+}
+
+// Writes the layer kinds as llama.cpp's converters do: per-layer attention.head_count_kv (0: not
+// attention), and for Nemotron-H per-layer feed_forward_length (0: not a feed-forward).
+bool PerLayerKvHeads(const RandomModelSpec& s) {
+  return IsHybrid(s) && SpecOf(s.architecture).default_attention_interval == 0;
+}
+
+// A Mamba2 hybrid's recurrent layers: the spec's shape, else as RandomModelSpec says.
+Mamba2Shape Mamba2Of(const RandomModelSpec& s) {
+  Mamba2Shape m = s.mamba2;
+  if (m.conv_kernel == 0) m.conv_kernel = 4;
+  if (m.inner == 0) m.inner = 2 * s.dim;
+  if (m.state == 0) m.state = 16;
+  if (m.heads == 0) m.heads = m.inner / 16;
+  if (m.groups == 0) m.groups = m.heads % 2 == 0 ? 2 : 1;
+  return m;
 }
 
 // A hybrid's recurrent layers: the spec's shape, else key heads of the head size, twice as many
@@ -257,10 +292,13 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.rope_dim = RopeDim(s);
   if (IsHybrid(s)) {
     c.delta_net = DeltaNetOf(s);
+    c.mamba2 = Mamba2Of(s);
     c.short_conv_kernel = s.short_conv_kernel;
     for (int l = 0; l < s.n_layers; ++l) {
-      c.layer_mixers.push_back(IsRecurrentLayer(s, l) ? RecurrentMixerOf(s)
-                                                      : LayerMixer::kAttention);
+      c.layer_mixers.push_back(MixerOf(s, l));
+      if (SpecOf(s.architecture).single_sublayer_blocks) {
+        c.feed_forward_layers.push_back(HasFeedForward(s, l));
+      }
     }
   }
   c.vocab_size = s.vocab_size;
@@ -273,8 +311,13 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
   c.expert_hidden_dim = s.expert_hidden_dim > 0         ? s.expert_hidden_dim
                         : divides && s.experts_used > 0 ? s.hidden_dim / s.experts_used
                                                         : s.hidden_dim;
-  // The shared expert (qwen35moe) as wide as feed_forward_length: the loader's default.
-  if (SpecOf(s.architecture).experts.shared_expert) c.shared_expert_hidden_dim = s.hidden_dim;
+  // The shared expert (qwen35moe, nemotron_h_moe) as wide as feed_forward_length: the loader's
+  // default (Granite's is written only when it has one: none here).
+  const SharedExpert shared = SpecOf(s.architecture).experts.shared_expert;
+  if (shared == SharedExpert::kGated || shared == SharedExpert::kAlways) {
+    c.shared_expert_hidden_dim = s.hidden_dim;
+  }
+  c.leading_dense_layers = s.leading_dense_layers;
   return c;
 }
 
@@ -502,7 +545,15 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
   const std::string p = arch + ".";
   w.AddMetadata(p + "context_length", GgufValue::Uint32(spec.context_length));
   w.AddMetadata(p + "embedding_length", GgufValue::Uint32(spec.dim));
-  w.AddMetadata(p + "feed_forward_length", GgufValue::Uint32(spec.hidden_dim));
+  if (arch_spec.single_sublayer_blocks) {
+    std::vector<GgufValue> widths;
+    for (int l = 0; l < spec.n_layers; ++l) {
+      widths.push_back(GgufValue::Int32(HasFeedForward(spec, l) ? spec.hidden_dim : 0));
+    }
+    w.AddMetadata(p + "feed_forward_length", GgufValue::Array(GgufType::kInt32, std::move(widths)));
+  } else {
+    w.AddMetadata(p + "feed_forward_length", GgufValue::Uint32(spec.hidden_dim));
+  }
   w.AddMetadata(p + "block_count", GgufValue::Uint32(spec.n_layers));
   w.AddMetadata(p + "attention.head_count", GgufValue::Uint32(spec.n_heads));
   if (arch_spec.norm == NormKind::kLayer) {
@@ -519,15 +570,19 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
       w.AddMetadata("tokenizer.ggml.token_type_count", GgufValue::Uint32(kTokenTypes));
     }
   }
-  if (RecurrentMixerOf(spec) == LayerMixer::kShortConv) {
-    // LFM2's converter: one entry per layer, 0 for the convolution layers.
+  if (PerLayerKvHeads(spec)) {
+    // LFM2's and the Mamba2 hybrids' converters: one entry per layer, 0 where it does not
+    // attend.
     std::vector<GgufValue> kv_heads;
     for (int l = 0; l < spec.n_layers; ++l) {
-      kv_heads.push_back(GgufValue::Int32(IsRecurrentLayer(spec, l) ? 0 : spec.n_kv_heads));
+      kv_heads.push_back(
+          GgufValue::Int32(MixerOf(spec, l) == LayerMixer::kAttention ? spec.n_kv_heads : 0));
     }
     w.AddMetadata(p + "attention.head_count_kv",
                   GgufValue::Array(GgufType::kInt32, std::move(kv_heads)));
-    w.AddMetadata(p + "shortconv.l_cache", GgufValue::Uint32(spec.short_conv_kernel));
+    if (RecurrentMixerOf(spec) == LayerMixer::kShortConv) {
+      w.AddMetadata(p + "shortconv.l_cache", GgufValue::Uint32(spec.short_conv_kernel));
+    }
   } else if (!gpt2) {
     w.AddMetadata(p + "attention.head_count_kv", GgufValue::Uint32(spec.n_kv_heads));
   }
@@ -543,12 +598,35 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
   if (arch_spec.norm == NormKind::kRms) {
     w.AddMetadata(p + "attention.layer_norm_rms_epsilon", GgufValue::Float32(1e-5f));
   }
+  if (RecurrentMixerOf(spec) == LayerMixer::kMamba2) {
+    const Mamba2Shape m = Mamba2Of(spec);
+    w.AddMetadata(p + "ssm.conv_kernel", GgufValue::Uint32(m.conv_kernel));
+    w.AddMetadata(p + "ssm.inner_size", GgufValue::Uint32(m.inner));
+    w.AddMetadata(p + "ssm.state_size", GgufValue::Uint32(m.state));
+    w.AddMetadata(p + "ssm.time_step_rank", GgufValue::Uint32(m.heads));
+    w.AddMetadata(p + "ssm.group_count", GgufValue::Uint32(m.groups));
+    // llama.cpp's nemotron_h reads it (the MTP head's norm).
+    w.AddMetadata(p + "attention.layer_norm_epsilon", GgufValue::Float32(1e-5f));
+  }
   if (!gpt2) w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
   if (spec.experts > 0) {
     w.AddMetadata(p + "expert_count", GgufValue::Uint32(spec.experts));
     w.AddMetadata(p + "expert_used_count", GgufValue::Uint32(spec.experts_used));
     if (spec.expert_hidden_dim > 0) {
       w.AddMetadata(p + "expert_feed_forward_length", GgufValue::Uint32(spec.expert_hidden_dim));
+    }
+    const ExpertTraits& traits = arch_spec.experts;
+    // As the real files say: LFM2-8B-A1B routes by sigmoid after leading dense layers;
+    // Nemotron 3 Nano renormalizes its sigmoid weights and scales them by 2.5.
+    if (traits.gating_from_key) {
+      w.AddMetadata(p + "expert_gating_func", GgufValue::Uint32(2));
+    }
+    if (traits.leading_dense_key) {
+      w.AddMetadata(p + "leading_dense_block_count", GgufValue::Uint32(spec.leading_dense_layers));
+    }
+    if (traits.weights_keys) {
+      w.AddMetadata(p + "expert_weights_norm", GgufValue::Bool(true));
+      w.AddMetadata(p + "expert_weights_scale", GgufValue::Float32(2.5f));
     }
   }
   if (RecurrentMixerOf(spec) == LayerMixer::kGatedDeltaNet) {

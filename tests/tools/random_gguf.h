@@ -39,7 +39,8 @@ struct RandomModelSpec {
   int experts = 0;
   int experts_used = 0;
   int expert_hidden_dim = 0;
-  std::string tokenizer_path;  // llama2.c tokenizer.bin to embed; empty: synthetic vocab
+  int leading_dense_layers = 0;  // lfm2moe: leading_dense_block_count
+  std::string tokenizer_path;    // llama2.c tokenizer.bin to embed; empty: synthetic vocab
   // A real vocabulary: the tokenizer.* metadata of a GGUF (e.g. llama.cpp's
   // ggml-vocab-qwen2.gguf), written as is; vocab_size must be its token count.
   std::vector<GgufKv> vocab_metadata;
@@ -51,6 +52,10 @@ struct RandomModelSpec {
   int full_attention_interval = 4;
   DeltaNetShape delta_net;
   int short_conv_kernel = 3;  // lfm2: shortconv.l_cache, as LFM2's checkpoints
+  // Mamba2 hybrids (nemotron_h, granitehybrid), zeros: inner 2 dim in heads of 16, state 16,
+  // 2 groups, kernel 4. nemotron_h's blocks alternate a mixer and a feed-forward (every
+  // full_attention_interval-th mixer attends).
+  Mamba2Shape mamba2;
   std::string name = "random";
 };
 

@@ -166,7 +166,7 @@ TEST(GgufModelTest, UnknownArchitectureIsUnimplemented) {
   EXPECT_EQ(model.status().message(),
             "general.architecture \"mamba\" is not supported (supported: llama, gpt2, qwen2, "
             "qwen3, phi3, gemma2, gemma3, bert, nomic-bert, qwen3moe, gpt-oss, qwen35, qwen35moe, "
-            "lfm2, qwen3next)");
+            "lfm2, qwen3next, nemotron_h, granitehybrid, nemotron_h_moe, lfm2moe)");
 }
 
 // A tiny model of `arch` with extra metadata appended (later keys are read like any other).
@@ -340,6 +340,177 @@ TEST(GgufModelTest, Lfm2LayersComeFromThePerLayerKvHeads) {
             "missing tensor blk.0.attn_q.weight (expected shape [64, 64])");
 }
 
+// Nemotron-H: each block is Mamba2 (no KV heads, no feed-forward width), attention (KV heads) or
+// a squared-ReLU feed-forward normed by its attn_norm (a width); no positions.
+absl::StatusOr<LoadedModel> BuildNemotronH(const std::function<void(GgufWriter&)>& edit) {
+  return BuildHybrid(Architecture::kNemotronH, 6, 2, edit);
+}
+
+GgufValue IntArray(const std::vector<int>& values) {
+  std::vector<GgufValue> v;
+  for (int n : values) v.push_back(GgufValue::Int32(n));
+  return GgufValue::Array(GgufType::kInt32, std::move(v));
+}
+
+TEST(GgufModelTest, NemotronHBlocksComeFromThePerLayerKvHeadsAndWidths) {
+  auto model = BuildNemotronH([](GgufWriter&) {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& c = model->config;
+  EXPECT_THAT(c.layer_mixers,
+              ::testing::ElementsAre(LayerMixer::kMamba2, LayerMixer::kNone, LayerMixer::kAttention,
+                                     LayerMixer::kNone, LayerMixer::kMamba2, LayerMixer::kNone));
+  EXPECT_THAT(c.feed_forward_layers, ::testing::ElementsAre(false, true, false, true, false, true));
+  EXPECT_EQ(c.hidden_dim, 160);
+  EXPECT_FALSE(c.rope);
+  EXPECT_EQ(c.rope_dim, 0);
+  const Mamba2Shape& m = c.mamba2;
+  EXPECT_EQ(m.inner, 128);
+  EXPECT_EQ(m.heads, 8);
+  EXPECT_EQ(m.state, 16);
+  EXPECT_EQ(m.groups, 2);
+  EXPECT_EQ(m.group_of(3), 0);  // 8 heads over 2 groups: 0 0 0 0 1 1 1 1
+  EXPECT_EQ(m.group_of(4), 1);
+  EXPECT_EQ(c.attention_layers(), 1);
+  // Two Mamba2 layers: the last 3 inputs of x | B | C, and 8 heads of [16, 16].
+  EXPECT_EQ(c.recurrent_state_floats(), 2 * (3 * (128 + 2 * 2 * 16) + 128 * 16));
+  const LayerWeights& mamba = model->weights.layers[0];
+  EXPECT_EQ(mamba.ssm_input.rows, 128 + (128 + 64) + 8);  // z | x B C | dt
+  EXPECT_EQ(mamba.ssm_d.rows, 8);
+  EXPECT_EQ(mamba.ssm_norm.rows, 2);
+  EXPECT_TRUE(mamba.w_up.empty() && mamba.ffn_norm.empty());
+  const LayerWeights& mlp = model->weights.layers[1];
+  EXPECT_FALSE(mlp.ffn_norm.empty());  // its attn_norm
+  EXPECT_TRUE(mlp.attn_norm.empty() && mlp.w_gate.empty());
+  EXPECT_EQ(mlp.w_up.rows, 160);
+  // The norms' epsilon falls back to attention.layer_norm_epsilon, as llama.cpp reads it.
+  model = BuildNemotronH([](GgufWriter& w) {
+    w.RemoveMetadata("nemotron_h.attention.layer_norm_rms_epsilon");
+    w.SetMetadata("nemotron_h.attention.layer_norm_epsilon", GgufValue::Float32(1e-3f));
+  });
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_FLOAT_EQ(model->config.norm_eps, 1e-3f);
+}
+
+TEST(GgufModelTest, Mamba2FilesThatDoNotAddUpAreRefusedByName) {
+  const auto refused = [](const std::function<void(GgufWriter&)>& edit) {
+    absl::StatusOr<LoadedModel> model = BuildNemotronH(edit);
+    return model.ok() ? std::string("loaded") : std::string(model.status().message());
+  };
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata("nemotron_h.feed_forward_length", GgufValue::Uint32(160));
+              }),
+              HasSubstr("needs nemotron_h.feed_forward_length as one entry per block"));
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata("nemotron_h.feed_forward_length", IntArray({0, 160, 0, 96, 0, 160}));
+              }),
+              HasSubstr("differs between feed-forward blocks (160 and 96)"));
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata("nemotron_h.feed_forward_length", IntArray({0, 160}));
+              }),
+              HasSubstr("has 2 entries, expected one per block (6)"));
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata("nemotron_h.ssm.group_count", GgufValue::Uint32(3));
+              }),
+              HasSubstr("be a multiple of nemotron_h.ssm.group_count 3"));
+  EXPECT_THAT(refused([](GgufWriter& w) { w.RemoveMetadata("nemotron_h.ssm.state_size"); }),
+              HasSubstr("nemotron_h.ssm.state_size"));
+  EXPECT_THAT(refused([](GgufWriter& w) { w.RemoveTensor("blk.4.ssm_d"); }),
+              HasSubstr("missing tensor blk.4.ssm_d"));
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata("nemotron_h.ssm.inner_size", GgufValue::Uint32(96));
+              }),
+              HasSubstr("tensor blk.0.ssm_in.weight: expected shape"));
+  // A layer list that makes block 0 attend: the file holds no attention tensors there.
+  EXPECT_THAT(refused([](GgufWriter& w) {
+                w.SetMetadata("nemotron_h.attention.head_count_kv", IntArray({2, 0, 2, 0, 0, 0}));
+              }),
+              HasSubstr("missing tensor blk.0.attn_q.weight"));
+}
+
+// The hybrids' mixtures: Nemotron-H's sigmoid router (its norm and scale read from the file),
+// squared-ReLU experts without a gate and a shared expert without a gate logit; LFM2's router
+// from expert_gating_func after leading dense layers; each with its selection bias.
+TEST(GgufModelTest, HybridMixturesReadTheirRoutersAndLayers) {
+  auto model = BuildHybrid(Architecture::kNemotronHMoe, 4, 2, [](GgufWriter&) {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& c = model->config;
+  EXPECT_EQ(c.expert_gating, ExpertGating::kSigmoid);
+  EXPECT_TRUE(c.expert_weights_norm);
+  EXPECT_FLOAT_EQ(c.expert_weights_scale, 2.5f);
+  EXPECT_EQ(c.shared_expert_hidden_dim, 160);
+  const LayerWeights& moe = model->weights.layers[1];
+  EXPECT_EQ(moe.expert_selection_bias.cols, 8);
+  EXPECT_TRUE(moe.gate_experts.empty() && moe.shared_gate.empty() &&
+              moe.shared_expert_gate.empty());
+  EXPECT_FALSE(moe.up_experts.empty() || moe.shared_up.empty());
+  const auto refused = [](Architecture arch, const std::function<void(GgufWriter&)>& edit) {
+    absl::StatusOr<LoadedModel> m = BuildHybrid(arch, 4, 2, edit);
+    return m.ok() ? std::string("loaded") : std::string(m.status().message());
+  };
+  EXPECT_THAT(refused(Architecture::kNemotronHMoe,
+                      [](GgufWriter& w) { w.RemoveTensor("blk.3.exp_probs_b.bias"); }),
+              HasSubstr("missing tensor blk.3.exp_probs_b.bias"));
+  EXPECT_THAT(refused(Architecture::kNemotronHMoe,
+                      [](GgufWriter& w) {
+                        w.AddMetadata("nemotron_h_moe.expert_group_count", GgufValue::Uint32(4));
+                      }),
+              HasSubstr("choosing experts within the best groups"));
+
+  auto spec = RandomModelPreset("tiny", Architecture::kLfm2Moe);
+  ASSERT_TRUE(spec.ok());
+  spec->n_layers = 3, spec->full_attention_interval = 3, spec->head_dim = 16;
+  spec->leading_dense_layers = 1;
+  auto writer = BuildRandomModel(*spec);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  model = Build(writer->Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->config.expert_gating, ExpertGating::kSigmoid);  // expert_gating_func 2
+  EXPECT_EQ(model->config.leading_dense_layers, 1);
+  EXPECT_FALSE(model->config.layer_has_experts(0));
+  EXPECT_TRUE(model->config.layer_has_experts(1));
+  EXPECT_FALSE(model->weights.layers[0].w_gate.empty());
+  EXPECT_TRUE(model->weights.layers[0].router.empty());
+  EXPECT_FALSE(model->weights.layers[1].gate_experts.empty());
+  writer->SetMetadata("lfm2moe.expert_gating_func", GgufValue::Uint32(4));
+  EXPECT_THAT(Build(writer->Serialize()).status().message(),
+              HasSubstr("lfm2moe.expert_gating_func"));
+}
+
+// Granite 4.0-H: rope.scaling.finetuned false turns RoPE off; Granite's multipliers are read.
+TEST(GgufModelTest, GraniteHybridReadsItsMultipliersAndRopeSwitch) {
+  const auto build = [](const std::function<void(GgufWriter&)>& edit) {
+    return BuildHybrid(Architecture::kGraniteHybrid, 4, 2, edit);
+  };
+  auto model = build([](GgufWriter& w) {
+    w.AddMetadata("granitehybrid.rope.scaling.finetuned", GgufValue::Bool(false));
+    w.AddMetadata("granitehybrid.embedding_scale", GgufValue::Float32(12.0f));
+    w.AddMetadata("granitehybrid.residual_scale", GgufValue::Float32(0.22f));
+    w.AddMetadata("granitehybrid.logit_scale", GgufValue::Float32(8.0f));
+    w.AddMetadata("granitehybrid.attention.scale", GgufValue::Float32(0.0078125f));
+  });
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& c = model->config;
+  EXPECT_THAT(c.layer_mixers, ::testing::ElementsAre(LayerMixer::kMamba2, LayerMixer::kAttention,
+                                                     LayerMixer::kMamba2, LayerMixer::kAttention));
+  EXPECT_TRUE(c.feed_forward_layers.empty());  // every block has one
+  EXPECT_FALSE(c.rope);
+  EXPECT_FLOAT_EQ(c.embedding_scale, 12.0f);
+  EXPECT_FLOAT_EQ(c.residual_scale, 0.22f);
+  EXPECT_FLOAT_EQ(c.logit_scale, 8.0f);
+  EXPECT_FLOAT_EQ(c.attention_scale, 0.0078125f);
+  // Without the key (Bamba), RoPE as llama.cpp's default.
+  model = build([](GgufWriter&) {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->config.rope);
+  EXPECT_EQ(model->config.rope_dim, 16);
+  EXPECT_THAT(build([](GgufWriter& w) {
+                w.AddMetadata("granitehybrid.residual_scale", GgufValue::Float32(-1.0f));
+              })
+                  .status()
+                  .message(),
+              HasSubstr("granitehybrid.residual_scale -1 is not positive"));
+}
+
 TEST(GgufModelTest, Lfm2FilesThatDoNotAddUpAreRefusedByName) {
   const auto refused = [](const std::function<void(GgufWriter&)>& edit) {
     absl::StatusOr<LoadedModel> model = BuildLfm2(edit);
@@ -422,7 +593,8 @@ TEST(GgufModelTest, BadExpertMetadataIsRefusedByName) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(model.status().message(),
             "qwen2.expert_count is 4: a mixture of experts is not supported in qwen2 models (it "
-            "is in llama, qwen3moe and gpt-oss)");
+            "is in llama, qwen3moe, gpt-oss, qwen35moe, qwen3next, granitehybrid, nemotron_h_moe, "
+            "lfm2moe)");
   // Experts claimed without a count per token, with too many per token, or per layer.
   model = BuildWith(Architecture::kLlama, {{"llama.expert_count", GgufValue::Uint32(4)}});
   EXPECT_EQ(model.status().message(),

@@ -101,5 +101,47 @@ TEST(ExpertRoutingTest, EachRowIsRoutedAloneAsInABatch) {
   }
 }
 
+// Nemotron-H / LFM2: sigmoid probabilities; the bias moves the choice but not the weights, which
+// are renormalized and scaled when the rule says so (values computed independently here).
+TEST(ExpertRoutingTest, SigmoidPicksByBiasedProbabilityAndWeighsByProbability) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.0f, -1.0f};
+  const std::vector<float> bias = {0.0f, 0.0f, 0.9f, 0.0f};
+  const auto sigmoid = [](double x) { return 1 / (1 + std::exp(-x)); };
+  std::vector<int> selected(2);
+  std::vector<float> weights(2);
+  // Unbiased: 0 and 1, weighted by their sigmoids as they are.
+  RouteToExperts(logits.data(), 1, 4, 2, selected.data(), weights.data(),
+                 RoutingRule{.weighting = ExpertWeighting::kSigmoid, .renormalize = false});
+  EXPECT_EQ(selected, (std::vector<int>{0, 1}));
+  EXPECT_NEAR(weights[0], sigmoid(2.0), 1e-6);
+  EXPECT_NEAR(weights[1], sigmoid(1.0), 1e-6);
+  // Biased: sigmoid(0) + 0.9 = 1.4 beats expert 0's 0.88, but weighs sigmoid(0) = 0.5;
+  // renormalized over the two, then scaled by 2.5.
+  RouteToExperts(logits.data(), 1, 4, 2, selected.data(), weights.data(),
+                 RoutingRule{.weighting = ExpertWeighting::kSigmoid,
+                             .selection_bias = bias.data(),
+                             .renormalize = true,
+                             .scale = 2.5f});
+  EXPECT_EQ(selected, (std::vector<int>{2, 0}));
+  const double total = sigmoid(0.0) + sigmoid(2.0);
+  EXPECT_NEAR(weights[0], 2.5 * sigmoid(0.0) / total, 1e-6);
+  EXPECT_NEAR(weights[1], 2.5 * sigmoid(2.0) / total, 1e-6);
+}
+
+// A selection bias moves a softmax router's choice too, never its weights.
+TEST(ExpertRoutingTest, SelectionBiasMovesTheSoftmaxChoiceButNotItsWeights) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.0f};
+  const std::vector<float> bias = {0.0f, 0.0f, 1.0f};
+  std::vector<int> selected(2);
+  std::vector<float> weights(2);
+  RouteToExperts(logits.data(), 1, 3, 2, selected.data(), weights.data(),
+                 RoutingRule{.selection_bias = bias.data()});
+  EXPECT_EQ(selected, (std::vector<int>{2, 0}));
+  // Renormalized softmax over experts 2 and 0 = softmax over their logits.
+  const double w2 = 1 / (1 + std::exp(2.0 - 0.0));
+  EXPECT_NEAR(weights[0], w2, 1e-6);
+  EXPECT_NEAR(weights[1], 1 - w2, 1e-6);
+}
+
 }  // namespace
 }  // namespace textgen::model::ops

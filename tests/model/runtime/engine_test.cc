@@ -286,9 +286,13 @@ TEST_P(ArchitectureInvarianceTest, SameLogitsAloneAndInABatch) {
   if (SpecOf(spec.architecture).experts.required) {
     spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
   }
+  // LFM2's mixtures keep a dense feed-forward in their first layer.
+  if (SpecOf(spec.architecture).experts.leading_dense_key) spec.leading_dense_layers = 1;
   // Hybrids: recurrent, attention, recurrent, attention (states and K/V side by side).
   if (SpecOf(spec.architecture).recurrent_mixer != LayerMixer::kAttention) {
-    spec.n_layers = 4, spec.full_attention_interval = 2;
+    // Nemotron-H: Mamba2, MLP, attention, MLP, Mamba2, MLP.
+    spec.n_layers = SpecOf(spec.architecture).single_sublayer_blocks ? 6 : 4;
+    spec.full_attention_interval = 2;
   }
   CheckArchitectureInvariance(spec, ArchitectureName(spec.architecture));
 }
@@ -300,7 +304,9 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchitectureInvarianceTest,
                                            Architecture::kGemma3, Architecture::kQwen3Moe,
                                            Architecture::kGptOss, Architecture::kQwen35,
                                            Architecture::kQwen35Moe, Architecture::kLfm2,
-                                           Architecture::kQwen3Next),
+                                           Architecture::kQwen3Next, Architecture::kNemotronH,
+                                           Architecture::kGraniteHybrid,
+                                           Architecture::kNemotronHMoe, Architecture::kLfm2Moe),
                          [](const ::testing::TestParamInfo<Architecture>& param_info) {
                            std::string name = ArchitectureName(param_info.param);
                            std::erase(name, '-');
@@ -414,6 +420,10 @@ TEST_P(QuantizedInvarianceTest, SameLogitsAloneAndInABatch) {
   spec.architecture = mix.architecture;
   if (mix.experts > 0) spec.experts = mix.experts, spec.experts_used = 2;
   spec.expert_hidden_dim = 256;
+  // Nemotron-H: Mamba2, MLP, attention, MLP.
+  if (SpecOf(mix.architecture).single_sublayer_blocks) {
+    spec.n_layers = 4, spec.full_attention_interval = 2;
+  }
   auto model = WriteAndLoad(spec, std::string("invariance_") + mix.name);
   ASSERT_TRUE(model.ok()) << model.status();
   // The file is of that type (a mix keeps some tensors in others: look across the layers).
@@ -467,7 +477,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // Routed experts and the gated shared expert beside recurrent layers
                       QuantMix{"qwen35moe_Q4_K_M", DType::kQ4_K, Architecture::kQwen35Moe, true, 8},
                       // LFM2's short convolutions on the quantized kernels
-                      QuantMix{"lfm2_Q4_K_M", DType::kQ4_K, Architecture::kLfm2, true}),
+                      QuantMix{"lfm2_Q4_K_M", DType::kQ4_K, Architecture::kLfm2, true},
+                      // Mamba2 layers and Nemotron-H's squared-ReLU blocks on the quantized
+                      // kernels
+                      QuantMix{"nemotronh_Q4_K_M", DType::kQ4_K, Architecture::kNemotronH, true}),
     [](const ::testing::TestParamInfo<QuantMix>& param_info) {
       return std::string(param_info.param.name);
     });

@@ -83,9 +83,10 @@ absl::StatusOr<std::string> ModelFor(const std::string& name, uint64_t seed = 1)
     if (arch->sliding.pattern > 0) spec.sliding_window = 7;  // shorter than the prompts
     if (arch->experts.required)
       spec.experts = 8, spec.experts_used = 2, spec.expert_hidden_dim = 48;
-    // Hybrids: recurrent, attention, recurrent, attention.
+    // Hybrids: recurrent, attention, recurrent, attention (Nemotron-H's blocks: Mamba2, MLP,
+    // attention, MLP, Mamba2, MLP).
     if (arch->recurrent_mixer != model::LayerMixer::kAttention) {
-      spec.n_layers = 4, spec.full_attention_interval = 2;
+      spec.n_layers = arch->single_sublayer_blocks ? 6 : 4, spec.full_attention_interval = 2;
     }
   }
   spec.context_length = 512;
@@ -755,7 +756,7 @@ INSTANTIATE_TEST_SUITE_P(Models, RealEngineSchedulerTest,
                          ::testing::Values("stories260K", "llama", "gpt2", "qwen2", "qwen3", "phi3",
                                            "gemma2", "gemma3", "llama_Q4_K_M", "qwen3moe",
                                            "llama_experts", "qwen3moe_Q4_K_M", "gpt-oss", "qwen35",
-                                           "qwen35moe", "lfm2"),
+                                           "qwen35moe", "lfm2", "nemotron_h"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            std::erase(name, '-');
