@@ -13,7 +13,11 @@
 #     (8 heads / 2 KV heads of 256, a quarter rotated, output-gated) and the rest are Gated
 #     DeltaNet (16 key and 16 value heads of 128, a 4-wide convolution), feed-forward 6144,
 #     vocab 248320, output tied, in llama-quantize's Q4_K_M mix: 1.2 GB;
-#   qwen35-0.8b: the same with dim 1024 and feed-forward 3584: 0.5 GB.
+#   qwen35-0.8b: the same with dim 1024 and feed-forward 3584: 0.5 GB;
+#   granite-4.0-h-1b: granitehybrid (Granite-4.0-H-1B's dimensions), dim 1536, 40 layers of
+#     which every 10th attends (12 heads / 4 KV heads of 128, no positions) and the rest are
+#     Mamba2 (48 heads of 64, state 128, one group, a 4-wide convolution), a SwiGLU of 4096 in
+#     every block, vocab 100352, output tied, in llama-quantize's Q4_K_M mix: 0.9 GB.
 # Every round runs, interleaved:
 #   - the DRAM read limit (textgen-bench-quant-matmul BM_ReadBandwidth, 2 threads);
 #   - decode, 1 stream: llama-bench tg64 (-p 0) and textgen-bench-engine --prompt 1 --gen 64
@@ -27,7 +31,7 @@
 # the bytes a token reads: every tensor but the stacked experts and the token embedding, plus
 # experts_used / experts of the experts (the active ones), plus one embedding row (a tied
 # embedding is the LM head too: read whole).
-# Usage: [SHAPE=qwen3-30b-a3b|gpt-oss-20b|qwen35-2b|qwen35-0.8b] [PREFILL=128]
+# Usage: [SHAPE=qwen3-30b-a3b|gpt-oss-20b|qwen35-2b|qwen35-0.8b|granite-4.0-h-1b] [PREFILL=128]
 #        scripts/bench-moe-vs-llamacpp.sh [ROUNDS=3]
 #   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); LAYERS (default: the model's; fewer
 #        keeps each layer's shape and makes a smaller file).
@@ -67,7 +71,16 @@ case $shape in
       --head-dim 256 --ssm-key-heads 16 --ssm-value-heads 16 --ssm-head-dim 128
       --full-attention-interval 4 --vocab 248320 --context 8192 --dtype q4_k_m
       --name "$shape-shape") ;;
-  *) echo "SHAPE must be qwen3-30b-a3b, gpt-oss-20b, qwen35-2b or qwen35-0.8b" >&2; exit 1 ;;
+  granite-4.0-h-1b)
+    layers=${LAYERS:-40}
+    suffix=$([[ $layers == 40 ]] && echo "" || echo "-${layers}l")
+    f=$M/$shape-shape$suffix-q4_k_m-r$RANDOM_GGUF_REV.gguf
+    make=(--arch granitehybrid --preset tiny --dim 1536 --hidden 4096 --layers "$layers"
+      --heads 12 --kv-heads 4 --head-dim 128 --mamba-inner 3072 --mamba-heads 48
+      --mamba-state 128 --mamba-groups 1 --full-attention-interval 10 --vocab 100352
+      --context 8192 --dtype q4_k_m --name "$shape-shape") ;;
+  *) echo "SHAPE must be qwen3-30b-a3b, gpt-oss-20b, qwen35-2b, qwen35-0.8b or granite-4.0-h-1b" >&2
+    exit 1 ;;
 esac
 [[ -f $f ]] || "$B/bin/textgen-make-random-gguf" "${make[@]}" --out "$f"
 

@@ -73,6 +73,20 @@ SHAPES = [
                    "--expert-hidden", "256", "--untied"], ("q4_k_m",)),
     ("lfm2", ["--arch", "lfm2", "--dim", "256", "--hidden", "512", "--layers", "6",
               "--full-attention-interval", "3"], ("q4_k_m", "q5_k_m")),
+    # Mamba2 layers (ssm_in, ssm_out; ssm_a, ssm_d and ssm_norm kept f32), Nemotron-H's
+    # feed-forward-only blocks, the hybrids' mixtures (exp_probs_b, ungated experts).
+    ("nemotron_h", ["--arch", "nemotron_h", "--dim", "256", "--hidden", "512", "--layers", "8",
+                    "--full-attention-interval", "2", "--untied"], ("q4_k_m", "q5_k_m")),
+    ("nemotron_h_moe", ["--arch", "nemotron_h_moe", "--dim", "256", "--hidden", "512",
+                        "--layers", "4", "--full-attention-interval", "2", "--experts", "8",
+                        "--experts-used", "2", "--expert-hidden", "256", "--untied"],
+     ("q4_k_m",)),
+    ("granitehybrid", ["--arch", "granitehybrid", "--dim", "256", "--hidden", "512",
+                       "--layers", "8", "--full-attention-interval", "4", "--untied"],
+     ("q4_k_m",)),
+    ("lfm2moe", ["--arch", "lfm2moe", "--dim", "256", "--hidden", "512", "--layers", "6",
+                 "--full-attention-interval", "3", "--experts", "8", "--experts-used", "2",
+                 "--expert-hidden", "256", "--leading-dense", "1"], ("q4_k_m",)),
 ]
 
 

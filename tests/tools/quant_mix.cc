@@ -1,6 +1,7 @@
 #include "tests/tools/quant_mix.h"
 
 #include <charconv>
+#include <utility>
 
 namespace textgen::model {
 namespace {
@@ -54,6 +55,19 @@ DType FitToColumns(DType t, int64_t columns) {
   }
 }
 
+// The ordinal of the tensor of `layer` among those of `layers` (llama-quantize counts tensors,
+// not layers; empty: every layer holds one), and how many there are.
+std::pair<int, int> OrdinalAmong(const std::vector<bool>& layers, int layer, int n_layers) {
+  if (layers.empty()) return {layer, n_layers};
+  int index = 0, count = 0;
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    if (!layers[l]) continue;
+    if (l < layer) ++index;
+    ++count;
+  }
+  return {index, count};
+}
+
 // Before FitToColumns, which turns a ragged tensor's Q6_K into Q8_0.
 DType KQuantMediumType(DType base, const QuantMixShape& shape, Role role, int layer) {
   // Mixtral-like models (exactly 8 experts) spend a little more on attention.
@@ -63,26 +77,23 @@ DType KQuantMediumType(DType base, const QuantMixShape& shape, Role role, int la
       return DType::kQ6_K;
     case Role::kTokenEmbd:
       return shape.has_output ? base : DType::kQ6_K;
-    case Role::kAttnV: {
+    case Role::kAttnV:
       if (eight_experts) return DType::kQ8_0;
-      if (shape.value_layers.empty()) {
-        return UseMoreBits(layer, shape.n_layers) ? DType::kQ6_K : base;
+      {
+        const auto [index, count] = OrdinalAmong(shape.value_layers, layer, shape.n_layers);
+        return UseMoreBits(index, count) ? DType::kQ6_K : base;
       }
-      // The ordinal of this V tensor among the model's.
-      int index = 0, count = 0;
-      for (int l = 0; l < static_cast<int>(shape.value_layers.size()); ++l) {
-        if (!shape.value_layers[l]) continue;
-        if (l < layer) ++index;
-        ++count;
-      }
-      return UseMoreBits(index, count) ? DType::kQ6_K : base;
-    }
     case Role::kAttnK:
       return eight_experts ? DType::kQ8_0 : base;
     case Role::kAttnOutput:
       return eight_experts && base == DType::kQ4_K ? DType::kQ5_K : base;
-    case Role::kFfnDown:
-      return UseMoreBits(layer, shape.n_layers) ? DType::kQ6_K : base;
+    case Role::kFfnDown: {
+      // The ffn_down tensor's ordinal against the layer count (a mixture's: its layer).
+      const int index = shape.n_experts > 1
+                            ? layer
+                            : OrdinalAmong(shape.ffn_down_layers, layer, shape.n_layers).first;
+      return UseMoreBits(index, shape.n_layers) ? DType::kQ6_K : base;
+    }
     case Role::kOther:
       return base;
   }

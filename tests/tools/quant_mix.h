@@ -25,6 +25,9 @@ struct QuantMixShape {
   // The layers holding an attn_v or attn_qkv tensor, which llama-quantize counts on their own
   // for the "more bits" rule (LFM2's convolution layers hold none); empty: every layer.
   std::vector<bool> value_layers;
+  // The layers holding an ffn_down (or ffn_down_exps) tensor, counted likewise (Nemotron-H's
+  // mixer blocks hold none); empty: every layer.
+  std::vector<bool> ffn_down_layers;
 };
 
 // The type of the matrix `name` (a GGUF tensor name, "blk.7.ffn_down_exps.weight") whose rows

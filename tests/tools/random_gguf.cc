@@ -139,6 +139,15 @@ std::vector<bool> ValueLayers(const RandomModelSpec& s) {
   return layers;
 }
 
+bool HasFeedForward(const RandomModelSpec& s, int layer);
+
+// The layers with an ffn_down or ffn_down_exps tensor.
+std::vector<bool> FeedForwardLayers(const RandomModelSpec& s) {
+  std::vector<bool> layers(static_cast<size_t>(s.n_layers));
+  for (int l = 0; l < s.n_layers; ++l) layers[l] = HasFeedForward(s, l);
+  return layers;
+}
+
 // Adds random tensors; matrices take spec.dtype (or the type spec.mix gives them), vectors stay
 // F32.
 class TensorMaker {
@@ -150,7 +159,8 @@ class TensorMaker {
         mix_shape_{.n_layers = spec.n_layers,
                    .n_experts = spec.experts,
                    .has_output = !spec.tied_output,
-                   .value_layers = ValueLayers(spec)},
+                   .value_layers = ValueLayers(spec),
+                   .ffn_down_layers = FeedForwardLayers(spec)},
         rng_(spec.seed),
         normal_(0.0f, 0.02f) {}
 
@@ -607,6 +617,10 @@ absl::StatusOr<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
     w.AddMetadata(p + "ssm.group_count", GgufValue::Uint32(m.groups));
     // llama.cpp's nemotron_h reads it (the MTP head's norm).
     w.AddMetadata(p + "attention.layer_norm_epsilon", GgufValue::Float32(1e-5f));
+  }
+  // Granite 4.0-H's attention has no positions (its converter writes the switch false).
+  if (arch_spec.rope_use == RopeUse::kFinetunedKey) {
+    w.AddMetadata(p + "rope.scaling.finetuned", GgufValue::Bool(false));
   }
   if (!gpt2) w.AddMetadata(p + "vocab_size", GgufValue::Uint32(spec.vocab_size));
   if (spec.experts > 0) {

@@ -482,7 +482,6 @@ TEST(GgufModelTest, GraniteHybridReadsItsMultipliersAndRopeSwitch) {
     return BuildHybrid(Architecture::kGraniteHybrid, 4, 2, edit);
   };
   auto model = build([](GgufWriter& w) {
-    w.AddMetadata("granitehybrid.rope.scaling.finetuned", GgufValue::Bool(false));
     w.AddMetadata("granitehybrid.embedding_scale", GgufValue::Float32(12.0f));
     w.AddMetadata("granitehybrid.residual_scale", GgufValue::Float32(0.22f));
     w.AddMetadata("granitehybrid.logit_scale", GgufValue::Float32(8.0f));
@@ -493,16 +492,24 @@ TEST(GgufModelTest, GraniteHybridReadsItsMultipliersAndRopeSwitch) {
   EXPECT_THAT(c.layer_mixers, ::testing::ElementsAre(LayerMixer::kMamba2, LayerMixer::kAttention,
                                                      LayerMixer::kMamba2, LayerMixer::kAttention));
   EXPECT_TRUE(c.feed_forward_layers.empty());  // every block has one
-  EXPECT_FALSE(c.rope);
+  EXPECT_FALSE(c.rope);  // rope.scaling.finetuned false, as Granite 4.0-H's converter writes
   EXPECT_FLOAT_EQ(c.embedding_scale, 12.0f);
   EXPECT_FLOAT_EQ(c.residual_scale, 0.22f);
   EXPECT_FLOAT_EQ(c.logit_scale, 8.0f);
   EXPECT_FLOAT_EQ(c.attention_scale, 0.0078125f);
-  // Without the key (Bamba), RoPE as llama.cpp's default.
-  model = build([](GgufWriter&) {});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(model->config.rope);
-  EXPECT_EQ(model->config.rope_dim, 16);
+  // true (Bamba), or without the key, RoPE as llama.cpp's default.
+  for (const bool remove : {false, true}) {
+    model = build([remove](GgufWriter& w) {
+      if (remove) {
+        w.RemoveMetadata("granitehybrid.rope.scaling.finetuned");
+      } else {
+        w.SetMetadata("granitehybrid.rope.scaling.finetuned", GgufValue::Bool(true));
+      }
+    });
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_TRUE(model->config.rope);
+    EXPECT_EQ(model->config.rope_dim, 16);
+  }
   EXPECT_THAT(build([](GgufWriter& w) {
                 w.AddMetadata("granitehybrid.residual_scale", GgufValue::Float32(-1.0f));
               })
