@@ -10,7 +10,8 @@ S=${LLAMACPP_SRC:-$B/reference/llamacpp/llama.cpp}
 # In the names of the random files made once in $M: bump it when textgen-make-random-gguf
 # changes what it writes, so no benchmark reads a file the tool would no longer make
 # (2: the K-quant mixes give each tensor llama-quantize's type).
-RANDOM_GGUF_REV=2
+# (3: Mamba2 files carry their convolution's bias and Granite 4.0-H's NoPE switch).
+RANDOM_GGUF_REV=3
 
 # require_tools PATH...: exits with a message naming the first missing executable.
 require_tools() {

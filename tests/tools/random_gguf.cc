@@ -335,7 +335,10 @@ ModelConfig TableConfig(const RandomModelSpec& s) {
 absl::Status AddEntry(TensorMaker& m, const RandomModelSpec& s, const TensorEntry& entry) {
   const WeightSlot slot = entry.parts.front().slot;
   const bool untied_output = slot == WeightSlot::kOutput && !s.tied_output;
-  if (!entry.required && !untied_output && slot != WeightSlot::kTokenTypes) {
+  // Optional tensors the real files carry: BERT's token types, Mamba2's convolution bias
+  // (llama.cpp's Mamba2 graph needs it whatever its loader says).
+  const bool written_optional = slot == WeightSlot::kTokenTypes || slot == WeightSlot::kSsmConvBias;
+  if (!entry.required && !untied_output && !written_optional) {
     return absl::OkStatus();
   }
   std::vector<int64_t> dims = entry.is_vector() ? std::vector<int64_t>{entry.cols}
