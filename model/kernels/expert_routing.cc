@@ -30,6 +30,28 @@ void TopExperts(int experts, int used, Score score, int* picks, float* kept) {
   }
 }
 
+// The `used` experts of highest probability(e) (plus bias[e] when there is a bias: it moves the
+// choice, not the weights), best first, into picks, and their probabilities into w.
+template <typename Probability>
+void ChooseExperts(int experts, int used, Probability probability, const float* bias, int* picks,
+                   float* w) {
+  if (bias == nullptr) {
+    TopExperts(experts, used, probability, picks, w);
+    return;
+  }
+  TopExperts(
+      experts, used, [&](int e) { return probability(e) + bias[e]; }, picks, w);
+  for (int i = 0; i < used; ++i) w[i] = probability(picks[i]);
+}
+
+// w /= sum(w), the sum clamped below as llama.cpp clamps it.
+void Renormalize(float* w, int used) {
+  float total = 0;
+  for (int i = 0; i < used; ++i) total += w[i];
+  total = std::max(total, kMinWeightSum);
+  for (int i = 0; i < used; ++i) w[i] /= total;
+}
+
 }  // namespace
 
 void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
@@ -40,65 +62,47 @@ void RouteToExperts(const float* logits, int rows, int experts, int used, int* s
 
 void RouteToExperts(const float* logits, int rows, int experts, int used, int* selected,
                     float* weights, const RoutingRule& rule) {
-  const ExpertWeighting weighting = rule.weighting;
-  const float* bias = rule.selection_bias;
   for (int r = 0; r < rows; ++r) {
     const float* row = logits + static_cast<size_t>(r) * experts;
     int* picks = selected + static_cast<size_t>(r) * used;
     float* w = weights + static_cast<size_t>(r) * used;
-    if (weighting == ExpertWeighting::kSigmoid) {
-      const auto probability = [&](int e) { return 1.0f / (1.0f + std::exp(-row[e])); };
-      if (bias == nullptr) {
-        TopExperts(experts, used, probability, picks, w);
-      } else {
-        TopExperts(
-            experts, used, [&](int e) { return probability(e) + bias[e]; }, picks, w);
-        for (int i = 0; i < used; ++i) w[i] = probability(picks[i]);
+    switch (rule.weighting) {
+      case ExpertWeighting::kSigmoid:
+        ChooseExperts(
+            experts, used, [&](int e) { return 1.0f / (1.0f + std::exp(-row[e])); },
+            rule.selection_bias, picks, w);
+        if (rule.renormalize) Renormalize(w, used);
+        break;
+      case ExpertWeighting::kSoftmaxOfChosen: {
+        // Top-`used` by logit, then a softmax over the chosen logits (the first is their
+        // maximum).
+        ChooseExperts(
+            experts, used, [&](int e) { return row[e]; }, rule.selection_bias, picks, w);
+        const float max = w[0];
+        float sum = 0;
+        for (int i = 0; i < used; ++i) {
+          w[i] = std::exp(w[i] - max);
+          sum += w[i];
+        }
+        const float inverse = 1.0f / sum;
+        for (int i = 0; i < used; ++i) w[i] *= inverse;
+        break;
       }
-      if (rule.renormalize) {
-        float total = 0;
-        for (int i = 0; i < used; ++i) total += w[i];
-        total = std::max(total, kMinWeightSum);
-        for (int i = 0; i < used; ++i) w[i] /= total;
+      case ExpertWeighting::kRenormalizedSoftmax: {
+        // Softmax, then top-`used` by probability: equal logits can round to equal
+        // probabilities, so the choice is made on the probabilities, as llama.cpp makes it.
+        float max = row[0];
+        for (int e = 1; e < experts; ++e) max = std::max(max, row[e]);
+        double sum = 0;
+        for (int e = 0; e < experts; ++e) sum += std::exp(row[e] - max);
+        const float inverse = static_cast<float>(1.0 / sum);
+        ChooseExperts(
+            experts, used, [&](int e) { return std::exp(row[e] - max) * inverse; },
+            rule.selection_bias, picks, w);
+        Renormalize(w, used);
+        break;
       }
-      if (rule.scale != 1.0f) {
-        for (int i = 0; i < used; ++i) w[i] *= rule.scale;
-      }
-      continue;
     }
-    if (weighting == ExpertWeighting::kSoftmaxOfChosen) {
-      // Top-`used` by logit, then a softmax over the chosen logits (the first is their maximum).
-      TopExperts(
-          experts, used, [&](int e) { return row[e]; }, picks, w);
-      const float max = w[0];
-      float sum = 0;
-      for (int i = 0; i < used; ++i) {
-        w[i] = std::exp(w[i] - max);
-        sum += w[i];
-      }
-      const float inverse = 1.0f / sum;
-      for (int i = 0; i < used; ++i) w[i] *= inverse;
-      continue;
-    }
-    // Softmax, then top-`used` by probability: equal logits can round to equal probabilities,
-    // so the choice is made on the probabilities, as llama.cpp makes it.
-    float max = row[0];
-    for (int e = 1; e < experts; ++e) max = std::max(max, row[e]);
-    double sum = 0;
-    for (int e = 0; e < experts; ++e) sum += std::exp(row[e] - max);
-    const float inverse = static_cast<float>(1.0 / sum);
-    const auto probability = [&](int e) { return std::exp(row[e] - max) * inverse; };
-    if (bias == nullptr) {
-      TopExperts(experts, used, probability, picks, w);
-    } else {
-      TopExperts(
-          experts, used, [&](int e) { return probability(e) + bias[e]; }, picks, w);
-      for (int i = 0; i < used; ++i) w[i] = probability(picks[i]);
-    }
-    float total = 0;
-    for (int i = 0; i < used; ++i) total += w[i];
-    total = std::max(total, kMinWeightSum);
-    for (int i = 0; i < used; ++i) w[i] /= total;
     if (rule.scale != 1.0f) {
       for (int i = 0; i < used; ++i) w[i] *= rule.scale;
     }

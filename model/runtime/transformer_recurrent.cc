@@ -225,14 +225,12 @@ absl::Status Transformer::PrepareMamba2(const LayerWeights& lw, const std::strin
                                         PreparedLayer& pl, int max_rows, WeightStaging& staging) {
   const ModelConfig& c = config_;
   const Mamba2Shape& m = c.mamba2;
-  auto in = MakeLinear(p + "ssm_in", {&lw.ssm_input}, {}, m.in_rows(), c.dim,
-                       ops::LinearActivation::kNone, max_rows, staging);
-  if (!in.ok()) return in.status();
-  pl.ssm_in = std::move(*in);
-  auto out = MakeLinear(p + "ssm_out", {&lw.ssm_output}, {}, c.dim, m.inner,
-                        ops::LinearActivation::kNone, max_rows, staging);
-  if (!out.ok()) return out.status();
-  pl.ssm_out = std::move(*out);
+  TEXTGEN_ASSIGN_OR_RETURN(pl.ssm_in,
+                           MakeLinear(p + "ssm_in", {&lw.ssm_input}, {}, m.in_rows(), c.dim,
+                                      ops::LinearActivation::kNone, max_rows, staging));
+  TEXTGEN_ASSIGN_OR_RETURN(pl.ssm_out,
+                           MakeLinear(p + "ssm_out", {&lw.ssm_output}, {}, c.dim, m.inner,
+                                      ops::LinearActivation::kNone, max_rows, staging));
   pl.ssm_conv = ConvWeightsByTap(lw.ssm_conv, m.conv_channels(), m.conv_kernel);
   pl.ssm_conv_bias = ToFloatVector(lw.ssm_conv_bias);
   pl.ssm_dt_bias = ToFloatVector(lw.ssm_dt_bias);
