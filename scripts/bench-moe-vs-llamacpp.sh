@@ -14,6 +14,11 @@
 #     DeltaNet (16 key and 16 value heads of 128, a 4-wide convolution), feed-forward 6144,
 #     vocab 248320, output tied, in llama-quantize's Q4_K_M mix: 1.2 GB;
 #   qwen35-0.8b: the same with dim 1024 and feed-forward 3584: 0.5 GB;
+#   qwen35-35b-a3b: qwen35moe (Qwen3.5-35B-A3B's dimensions), dim 2048, 40 layers of which every
+#     4th attends (16 heads / 2 KV heads of 256, a quarter rotated, output-gated) and the rest
+#     are Gated DeltaNet (16 key and 32 value heads of 128), 256 experts of width 512 of which 8
+#     run per token plus a gated shared expert of 512, vocab 248320, output tied, in
+#     llama-quantize's Q4_K_M mix: about 20 GB whole, so LAYERS (default 12) cuts it to fit;
 #   granite-4.0-h-1b: granitehybrid (Granite-4.0-H-1B's dimensions), dim 1536, 40 layers of
 #     which every 10th attends (12 heads / 4 KV heads of 128, no positions) and the rest are
 #     Mamba2 (48 heads of 64, state 128, one group, a 4-wide convolution), a SwiGLU of 4096 in
@@ -31,7 +36,8 @@
 # the bytes a token reads: every tensor but the stacked experts and the token embedding, plus
 # experts_used / experts of the experts (the active ones), plus one embedding row (a tied
 # embedding is the LM head too: read whole).
-# Usage: [SHAPE=qwen3-30b-a3b|gpt-oss-20b|qwen35-2b|qwen35-0.8b|granite-4.0-h-1b] [PREFILL=128]
+# Usage: [SHAPE=qwen3-30b-a3b|gpt-oss-20b|qwen35-2b|qwen35-0.8b|qwen35-35b-a3b|granite-4.0-h-1b]
+#        [PREFILL=128]
 #        scripts/bench-moe-vs-llamacpp.sh [ROUNDS=3]
 #   env: LLAMA_BIN, BUILD, MODELS (scripts/bench-common.sh); LAYERS (default: the model's; fewer
 #        keeps each layer's shape and makes a smaller file).
@@ -71,6 +77,13 @@ case $shape in
       --head-dim 256 --ssm-key-heads 16 --ssm-value-heads 16 --ssm-head-dim 128
       --full-attention-interval 4 --vocab 248320 --context 8192 --dtype q4_k_m
       --name "$shape-shape") ;;
+  qwen35-35b-a3b)
+    layers=${LAYERS:-12}
+    f=$M/$shape-shape-${layers}l-q4_k_m-r$RANDOM_GGUF_REV.gguf
+    make=(--arch qwen35moe --preset tiny --dim 2048 --hidden 512 --layers "$layers" --heads 16
+      --kv-heads 2 --head-dim 256 --ssm-key-heads 16 --ssm-value-heads 32 --ssm-head-dim 128
+      --full-attention-interval 4 --experts 256 --experts-used 8 --expert-hidden 512
+      --vocab 248320 --context 8192 --dtype q4_k_m --name "$shape-shape") ;;
   granite-4.0-h-1b)
     layers=${LAYERS:-40}
     suffix=$([[ $layers == 40 ]] && echo "" || echo "-${layers}l")
@@ -79,7 +92,8 @@ case $shape in
       --heads 12 --kv-heads 4 --head-dim 128 --mamba-inner 3072 --mamba-heads 48
       --mamba-state 128 --mamba-groups 1 --full-attention-interval 10 --vocab 100352
       --context 8192 --dtype q4_k_m --name "$shape-shape") ;;
-  *) echo "SHAPE must be qwen3-30b-a3b, gpt-oss-20b, qwen35-2b, qwen35-0.8b or granite-4.0-h-1b" >&2
+  *) echo "SHAPE must be qwen3-30b-a3b, gpt-oss-20b, qwen35-2b, qwen35-0.8b, qwen35-35b-a3b or" \
+      "granite-4.0-h-1b" >&2
     exit 1 ;;
 esac
 [[ -f $f ]] || "$B/bin/textgen-make-random-gguf" "${make[@]}" --out "$f"
