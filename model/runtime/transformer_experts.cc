@@ -125,7 +125,7 @@ bool Transformer::ActivateExperts(float* up, int rows, int width, float* out) co
       ops::GeluTanhMul(up, rows, width, out);
       return true;
     case FeedForwardKind::kSwiGlu:
-    case FeedForwardKind::kGelu:
+    case FeedForwardKind::kGelu:  // no architecture with GPT-2's feed-forward allows experts
       break;
   }
   ops::SiluMul(up, rows, width, out);

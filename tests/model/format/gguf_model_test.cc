@@ -455,6 +455,12 @@ TEST(GgufModelTest, HybridMixturesReadTheirRoutersAndLayers) {
                         w.AddMetadata("nemotron_h_moe.expert_group_count", GgufValue::Uint32(4));
                       }),
               HasSubstr("choosing experts within the best groups"));
+  EXPECT_THAT(refused(Architecture::kNemotronHMoe,
+                      [](GgufWriter& w) {
+                        w.SetMetadata("nemotron_h_moe.expert_weights_scale",
+                                      GgufValue::Float32(-1.0f));
+                      }),
+              HasSubstr("nemotron_h_moe.expert_weights_scale -1 is not in [0, 1e6)"));
 
   auto spec = RandomModelPreset("tiny", Architecture::kLfm2Moe);
   ASSERT_TRUE(spec.ok());
@@ -474,6 +480,10 @@ TEST(GgufModelTest, HybridMixturesReadTheirRoutersAndLayers) {
   writer->SetMetadata("lfm2moe.expert_gating_func", GgufValue::Uint32(4));
   EXPECT_THAT(Build(writer->Serialize()).status().message(),
               HasSubstr("lfm2moe.expert_gating_func"));
+  writer->SetMetadata("lfm2moe.expert_gating_func", GgufValue::Uint32(2));
+  writer->SetMetadata("lfm2moe.leading_dense_block_count", GgufValue::Uint32(4));
+  EXPECT_THAT(Build(writer->Serialize()).status().message(),
+              HasSubstr("lfm2moe.leading_dense_block_count"));
 }
 
 // Granite 4.0-H: rope.scaling.finetuned false turns RoPE off; Granite's multipliers are read.
